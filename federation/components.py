@@ -1,0 +1,205 @@
+"""Base classes of the components that plugins contribute.
+
+A component class carries ``name`` (what files write as ``kind:`` or ``algorithm:``) and a nested
+``Params`` model (a :class:`federation.models.base.Params` subclass) that validates its parameters,
+so a third-party component gets the same checking and error messages as a built-in one.
+
+The contracts are deliberately *data* contracts: a topology returns a
+:class:`~federation.network.Network` (flat arrays), a routing returns :class:`RouteTables`
+(flat arrays plus a VC rule), a workload returns :class:`Messages` (flat arrays).  The native
+engine's compiled loop consumes only arrays, which is why plugins written in plain Python run at
+full engine speed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from federation.models.base import Params
+
+if TYPE_CHECKING:
+    from federation.models.experiment import Experiment
+    from federation.models.machine import Machine
+    from federation.network import Network
+
+
+class Component:
+    """Common part of every pluggable component."""
+
+    #: Name used in files (``kind: <name>`` / ``algorithm: <name>``).
+    name: ClassVar[str] = ""
+    #: Parameter model; subclasses override with their own nested ``class Params(Params)``.
+    Params: ClassVar[type[Params]] = Params
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    @classmethod
+    def describe(cls) -> str:
+        doc = (cls.__doc__ or "").strip().splitlines()
+        return doc[0] if doc else ""
+
+
+# --------------------------------------------------------------------------- topology
+
+
+@dataclass(frozen=True)
+class LinkDefaults:
+    """A topology's suggested figures for one link class (overridden by the machine file)."""
+
+    bandwidth: float | None = None  # bytes/s
+    latency: float | None = None  # s
+    buffer: float | None = None  # bytes per VC
+
+
+class Topology(Component):
+    """Builds the router graph.  Subclasses implement :meth:`build`.
+
+    ``link_defaults`` maps each link class the topology emits to its default figures; a machine
+    file overrides any of them under ``links:``.
+    """
+
+    link_defaults: ClassVar[dict[str, LinkDefaults]] = {}
+
+    def build(self) -> Network:
+        raise NotImplementedError
+
+    def minimal_routes(self, network: Network) -> RouteTables:
+        """Minimal routing tables for this topology.
+
+        The default is shortest paths over the router graph (BFS tables, ties broken towards the
+        lowest port) with VC = hop index, which is deadlock-free on any graph given
+        ``diameter`` VCs.  Topologies with structure (dragonfly, torus, fat tree) override this
+        with their own minimal paths and cheaper VC rules.
+        """
+        from federation.routing_tables import shortest_path_routes
+
+        return shortest_path_routes(network)
+
+
+# --------------------------------------------------------------------------- routing
+
+#: VC rule codes understood by the engine.
+VC_COUNTER = 0  #: VC = number of hops so far through ports flagged in ``port_vc_bump``
+VC_DATELINE = 1  #: per dimension: VC 0 until the dateline port, 1 after; reset on a new dimension
+
+
+@dataclass
+class RouteTables:
+    """Everything the engine needs to route packets, as flat arrays.
+
+    Routing is hierarchical over *routing groups* (dragonfly groups; single routers on flat
+    topologies): at router ``r`` a packet for router ``d`` leaves through
+    ``gnext[r, group[d]]`` when ``group[r] != group[d]`` and through ``lnext[r, local[d]]``
+    otherwise.  Entries are global port ids (see :mod:`federation.network`), -1 where undefined.
+
+    ``valiant`` packets first travel to an intermediate group drawn per packet by the routing
+    plugin (``via``), using ``gnext``; once they reach a router of that group they route
+    minimally.  ``adaptive`` (UGAL at the source router) chooses per packet between the minimal
+    and the Valiant path by comparing the occupancy of the two first output ports, weighted
+    by path length when ``adaptive_hop_weighted``.
+    """
+
+    gnext: np.ndarray
+    lnext: np.ndarray
+    router_group: np.ndarray
+    router_local: np.ndarray
+    vcs_required: int
+    vc_mode: int = VC_COUNTER
+    port_vc_bump: np.ndarray | None = None
+    port_dim: np.ndarray | None = None
+    port_dateline: np.ndarray | None = None
+    valiant: bool = False
+    adaptive: bool = False
+    adaptive_bias: int = 0
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Routing(Component):
+    """Chooses output port and VC per hop, by producing :class:`RouteTables`.
+
+    :meth:`tables` runs once per run; :meth:`intermediates` draws per-packet random choices
+    (Valiant's intermediate group) with the run's seeded generator, so the compiled engine loop
+    needs no random numbers of its own and results are reproducible.
+    """
+
+    def tables(self, network: Network, topology: Topology, machine: Machine) -> RouteTables:
+        raise NotImplementedError
+
+    def intermediates(self, tables: RouteTables, src_router: np.ndarray, dst_router: np.ndarray,
+                      rng: np.random.Generator) -> np.ndarray:
+        """Per-packet intermediate group, -1 for none.  Minimal routings return all -1."""
+        return np.full(src_router.shape[0], -1, dtype=np.int32)
+
+
+# --------------------------------------------------------------------------- QoS
+
+
+class QosPolicy(Component):
+    """Maps traffic to classes and VCs.  The foundation ships only ``none`` (one class)."""
+
+    def traffic_class(self, messages: Messages) -> np.ndarray:
+        return np.zeros(messages.count, dtype=np.int16)
+
+
+# --------------------------------------------------------------------------- workload
+
+
+@dataclass
+class Messages:
+    """Messages to inject, sorted by creation time (picoseconds)."""
+
+    time_ps: np.ndarray  # int64
+    src: np.ndarray  # int32 node
+    dst: np.ndarray  # int32 node
+    size: np.ndarray  # int64 bytes
+
+    @property
+    def count(self) -> int:
+        return int(self.time_ps.shape[0])
+
+    def sorted(self) -> Messages:
+        o = np.lexsort((self.src, self.time_ps))
+        return Messages(self.time_ps[o], self.src[o], self.dst[o], self.size[o])
+
+
+@dataclass(frozen=True)
+class WorkloadContext:
+    """What a workload may read to generate traffic."""
+
+    network: Network
+    machine: Machine
+    experiment: Experiment
+    horizon_ps: int  # generate messages created before this time
+    nic_bandwidth: float  # bytes/s
+    rng: np.random.Generator
+
+
+class Workload(Component):
+    """Generates the messages of a run."""
+
+    def generate(self, ctx: WorkloadContext) -> Messages:
+        raise NotImplementedError
+
+    def offered_load(self) -> float | None:
+        """Offered load as a fraction of NIC bandwidth, when the workload defines one."""
+        return None
+
+
+# --------------------------------------------------------------------------- engine
+
+
+class Engine(Component):
+    """Runs a prepared experiment point and returns raw results (see :mod:`federation.runner`)."""
+
+    #: True when the engine can run here (library importable, program on PATH).
+    @classmethod
+    def found(cls) -> bool:
+        return True
+
+    def run(self, job: Any) -> Any:
+        raise NotImplementedError

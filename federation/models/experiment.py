@@ -1,0 +1,78 @@
+"""Experiment files: a machine, routing, workload, engine, seed, stop rule, sweep and outputs."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from federation.models.base import FederationModel
+from federation.models.machine import AlgorithmSpec, ComponentSpec, Machine
+from federation.units import PositiveTime, Time
+
+
+class StopRule(FederationModel):
+    """When to stop generating traffic and which packets are measured.
+
+    Traffic is generated over ``warmup + measure``; statistics cover the packets *created* in
+    the measurement window, and the run continues until they are all delivered (the booksim
+    convention).  With ``messages`` instead of ``measure``, the measurement window closes once
+    that many messages have been created after the warm-up.
+    """
+
+    warmup: Time = Field(2e-6, description="traffic before measurement starts")
+    measure: PositiveTime | None = Field(10e-6, description="measurement window")
+    messages: int | None = Field(None, gt=0, description="stop after N measured messages")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_rule(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("messages") is not None and "measure" not in data:
+            data = {**data, "measure": None}
+        return data
+
+    @model_validator(mode="after")
+    def _exclusive(self) -> StopRule:
+        if self.measure is None and self.messages is None:
+            raise ValueError("give either 'measure' (a time) or 'messages' (a count)")
+        if self.measure is not None and self.messages is not None:
+            raise ValueError("give either 'measure' or 'messages', not both")
+        return self
+
+
+class Outputs(FederationModel):
+    """Which result files a run writes (into ``--out`` or ``dir``)."""
+
+    dir: str | None = Field(None, description="output directory (the CLI's --out wins)")
+    format: Literal["parquet", "csv"] = "parquet"
+    packets: bool = Field(True, description="write the per-packet table")
+    ports: bool = Field(True, description="write the per-port table")
+
+
+class Experiment(FederationModel):
+    """One experiment: possibly several points when ``sweep`` is given."""
+
+    schema_version: int = 1
+    name: str | None = None
+    description: str | None = None
+    machine: str | Machine = Field(description="a machine file (relative to this file) or inline")
+    routing: AlgorithmSpec = Field(default_factory=lambda: AlgorithmSpec(kind="minimal"))
+    workload: ComponentSpec = Field(
+        default_factory=lambda: ComponentSpec(kind="synthetic"),
+        description="{kind: ..., <params>}",
+    )
+    engine: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="native"))
+    seed: int = Field(1, ge=0)
+    stop: StopRule = Field(default_factory=StopRule)
+    sweep: dict[str, list[Any]] = Field(
+        default_factory=dict,
+        description="dotted path -> values; one run per combination, e.g. {workload.load: [0.1, 0.5]}",
+    )
+    outputs: Outputs = Field(default_factory=Outputs)
+
+    @model_validator(mode="after")
+    def _sweep_nonempty(self) -> Experiment:
+        for key, values in self.sweep.items():
+            if not values:
+                raise ValueError(f"sweep.{key} has no values")
+        return self

@@ -1,0 +1,124 @@
+"""Machine files: topology, link classes, routers, packets and NICs.
+
+Everything but ``topology`` has a documented default, so ``topology: {kind: dragonfly, p: 2,
+a: 4, h: 2}`` alone is a complete machine.  Defaults follow the CODES dragonfly model (Mubarak et
+al., TPDS 2015): 5.25 GiB/s links, 8 KiB of buffer per VC, 512-byte packets, 50 ns router delay,
+3 VCs.  A topology plugin may suggest other figures per link class (e.g. 4.7 GiB/s and 16 KiB on
+dragonfly global links); the machine file overrides any of them under ``links:``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field, model_serializer, model_validator
+
+from federation.models.base import FederationModel
+from federation.units import PositiveSize, PositiveTime, Rate, Size, Time
+
+DEFAULT_BANDWIDTH = 5.25 * 2**30  # bytes/s (CODES, Edison-like)
+DEFAULT_LATENCY = 10e-9  # s
+DEFAULT_BUFFER = 8 * 2**10  # bytes per VC (CODES case studies)
+
+
+class ComponentSpec(FederationModel):
+    """``{kind: <name>, <params>...}``: which plugin component to use and its parameters.
+
+    The parameters are validated later by the ``Params`` model of the plugin that provides
+    ``kind`` (see :func:`federation.loader.resolve_component`).  ``params`` holds the raw mapping
+    until then and the plugin's validated model afterwards.
+    """
+
+    kind: str
+    params: Any = Field(default_factory=dict)
+
+    #: the key that names the component in files; routing uses ``algorithm``
+    component_key: ClassVar[str] = "kind"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split(cls, data: Any) -> Any:
+        key = cls.component_key
+        if isinstance(data, str):
+            return {"kind": data, "params": {}}
+        if isinstance(data, dict) and "params" not in data:
+            rest = dict(data)
+            if key not in rest:
+                raise ValueError(f"missing '{key}' (the component to use)")
+            kind = rest.pop(key)
+            if not isinstance(kind, str):
+                raise ValueError(f"'{key}' must be a name, got {kind!r}")
+            return {"kind": kind, "params": rest}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _flatten(self, handler: Any) -> dict[str, Any]:
+        key = self.component_key
+        params = self.params
+        if hasattr(params, "model_dump"):
+            params = params.model_dump(mode="json")
+        return {key: self.kind, **(params or {})}
+
+
+class AlgorithmSpec(ComponentSpec):
+    """``{algorithm: <name>, <params>...}`` (routing)."""
+
+    component_key: ClassVar[str] = "algorithm"
+
+
+class LinkClass(FederationModel):
+    """Figures of one link class; unset fields take the topology's or the global default."""
+
+    bandwidth: Rate | None = Field(None, description="per direction; default 5.25GiB/s")
+    latency: Time | None = Field(None, description="propagation latency; default 10ns")
+    buffer: PositiveSize | None = Field(
+        None, description="input buffer per VC at the receiving port; default 8KiB"
+    )
+
+
+class RouterConfig(FederationModel):
+    delay: Time = Field(50e-9, description="pipeline delay from arrival to switch request (CODES: 50ns)")
+    vcs: int = Field(3, ge=1, le=64, description="virtual channels per port (CODES: 3)")
+
+
+class NicConfig(FederationModel):
+    bandwidth: Rate | None = Field(
+        None, description="injection bandwidth; default: the terminal link bandwidth"
+    )
+
+
+class Machine(FederationModel):
+    """A machine: topology plus link, router, packet and NIC figures."""
+
+    schema_version: int = 1
+    name: str | None = None
+    description: str | None = None
+    topology: ComponentSpec
+    links: dict[str, LinkClass] = Field(
+        default_factory=dict, description="per link class (terminal, local, global, ...)"
+    )
+    router: RouterConfig = Field(default_factory=RouterConfig)
+    nic: NicConfig = Field(default_factory=NicConfig)
+    packet_size: PositiveSize = Field(512, description="bytes per packet (CODES: 512B)")
+    qos: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="none"))
+
+    @model_validator(mode="after")
+    def _packet_fits(self) -> Machine:
+        for name, link in self.links.items():
+            if link.buffer is not None and link.buffer < self.packet_size:
+                raise ValueError(
+                    f"links.{name}.buffer ({link.buffer:g} B) is smaller than packet_size "
+                    f"({self.packet_size:g} B): a packet could never be forwarded"
+                )
+        return self
+
+
+__all__ = [
+    "AlgorithmSpec",
+    "ComponentSpec",
+    "LinkClass",
+    "Machine",
+    "NicConfig",
+    "RouterConfig",
+    "Size",
+]

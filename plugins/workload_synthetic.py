@@ -1,0 +1,106 @@
+"""Workload ``synthetic``: open-loop traffic with Bernoulli injection and fixed-size messages.
+
+Each node decides, once per *slot* (the time its NIC needs to inject one message), whether to
+create a message, with probability ``load``: the offered load is therefore ``load`` times the NIC
+bandwidth (booksim's Bernoulli injection process).  Slot boundaries start at a per-node random
+phase so that nodes are not synchronised.
+
+Patterns:
+
+* ``uniform``: destination uniform over all other nodes;
+* ``group_shift`` (alias ``worst_case``): destination uniform over the nodes of the next group
+  (group ``i`` to ``i+1 mod g``), the dragonfly's adversarial pattern, which loads the single
+  global link between consecutive groups (on topologies without groups, router ``i`` to ``i+1``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from pydantic import Field
+
+from federation import Messages, Params, Workload, WorkloadContext, hookimpl
+from federation.units import PositiveSize
+from federation.units import PS_PER_S
+
+
+class SyntheticParams(Params):
+    pattern: Literal["uniform", "group_shift", "worst_case"] = Field(
+        "uniform", description="destination pattern"
+    )
+    load: float = Field(0.5, gt=0, le=1, description="offered load, fraction of NIC bandwidth")
+    message_size: PositiveSize | None = Field(
+        None, description="bytes per message; default: the machine's packet size"
+    )
+
+
+class Synthetic(Workload):
+    """Bernoulli injection at a fraction of NIC bandwidth; uniform or group-shift destinations."""
+
+    name = "synthetic"
+    Params = SyntheticParams
+    params: SyntheticParams
+
+    def offered_load(self) -> float:
+        return self.params.load
+
+    def generate(self, ctx: WorkloadContext) -> Messages:
+        net = ctx.network
+        n = net.n_nodes
+        size = int(self.params.message_size or ctx.machine.packet_size)
+        slot_ps = max(1, int(round(size / ctx.nic_bandwidth * PS_PER_S)))
+        n_slots = int(ctx.horizon_ps // slot_ps)
+        rng = ctx.rng
+        load = self.params.load
+        src, slots = _bernoulli_slots(rng, n, n_slots, load)
+        phase = rng.integers(0, slot_ps, size=n)
+        t = slots * slot_ps + phase[src]
+        keep = t < ctx.horizon_ps
+        src, t = src[keep], t[keep]
+        dst = self._destinations(src, net, rng)
+        msgs = Messages(
+            time_ps=t.astype(np.int64),
+            src=src.astype(np.int32),
+            dst=dst.astype(np.int32),
+            size=np.full(src.shape[0], size, dtype=np.int64),
+        )
+        return msgs.sorted()
+
+    def _destinations(self, src: np.ndarray, net, rng: np.random.Generator) -> np.ndarray:  # noqa: ANN001
+        n = net.n_nodes
+        if self.params.pattern == "uniform":
+            d = rng.integers(0, n - 1, size=src.shape[0])
+            return d + (d >= src)
+        groups = net.node_group.astype(np.int64)
+        G = int(groups.max()) + 1
+        order = np.argsort(groups, kind="stable")
+        counts = np.bincount(groups, minlength=G)
+        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        tgt = (groups[src] + 1) % G
+        pick = (rng.random(src.shape[0]) * counts[tgt]).astype(np.int64)
+        return order[start[tgt] + pick]
+
+
+def _bernoulli_slots(rng: np.random.Generator, n: int, n_slots: int,
+                     p: float) -> tuple[np.ndarray, np.ndarray]:
+    """(node, slot) of every success of ``n`` independent Bernoulli(p) sequences of length
+    ``n_slots``, drawn as geometric gaps (memory proportional to the successes)."""
+    if n_slots <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    mean = p * n_slots
+    k = int(mean + 8 * np.sqrt(mean + 1) + 8)
+    while True:
+        gaps = rng.geometric(p, size=(n, k))
+        slots = np.cumsum(gaps, axis=1) - 1
+        if (slots[:, -1] >= n_slots).all():
+            break
+        k *= 2
+    node = np.broadcast_to(np.arange(n)[:, None], slots.shape)
+    keep = slots < n_slots
+    return node[keep].astype(np.int64), slots[keep].astype(np.int64)
+
+
+@hookimpl
+def federation_register_workloads(register) -> None:  # noqa: ANN001
+    register(Synthetic)

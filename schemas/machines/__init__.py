@@ -1,0 +1,1 @@
+"""Machine files of the reference papers (see each file's description)."""
