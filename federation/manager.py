@@ -33,6 +33,13 @@ GROUP = "federation"
 #: entry-point name -> module of the plugins that ship with hpc-federation
 BUILTIN_PLUGINS: dict[str, str] = {
     "dragonfly": "federation.plugins.topology_dragonfly",
+    "aries": "federation.plugins.topology_aries",
+    "megafly": "federation.plugins.topology_megafly",
+    "circulant": "federation.plugins.topology_circulant",
+    "random_shortcut": "federation.plugins.topology_random_shortcut",
+    "torus": "federation.plugins.topology_torus",
+    "fattree": "federation.plugins.topology_fattree",
+    "graph_file": "federation.plugins.topology_graph_file",
     "minimal": "federation.plugins.routing_minimal",
     "valiant": "federation.plugins.routing_valiant",
     "synthetic": "federation.plugins.workload_synthetic",

@@ -19,7 +19,14 @@ import numpy as np
 
 import federation
 from federation.components import Messages, WorkloadContext
-from federation.engine.native import LinkFigures, NativeRun, Packets, RawResult, check_vcs, packetize
+from federation.engine.native import (
+    LinkFigures,
+    NativeRun,
+    Packets,
+    RawResult,
+    check_vcs,
+    packetize,
+)
 from federation.errors import ConfigError
 from federation.loader import LoadedExperiment, ResolvedPoint
 from federation.models.machine import (

@@ -23,7 +23,15 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field, model_validator
 
-from federation import LinkDefaults, Network, NetworkBuilder, Params, RouteTables, Topology, hookimpl
+from federation import (
+    LinkDefaults,
+    Network,
+    NetworkBuilder,
+    Params,
+    RouteTables,
+    Topology,
+    hookimpl,
+)
 from federation.components import VC_COUNTER
 from federation.errors import TopologyError
 

@@ -21,8 +21,7 @@ import numpy as np
 from pydantic import Field
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
-from federation.units import PositiveSize
-from federation.units import PS_PER_S
+from federation.units import PS_PER_S, PositiveSize
 
 
 class SyntheticParams(Params):

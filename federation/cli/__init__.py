@@ -1,1 +1,64 @@
-"""pkg."""
+"""The ``federation`` command line.
+
+Data goes to stdout (tables, JSON); progress and diagnostics go to stderr, progress only when
+stderr is a terminal.  A user error (:class:`~federation.errors.FederationError`) ends with one
+message on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from federation.errors import FederationError
+
+app = typer.Typer(
+    name="federation",
+    help="Simulate HPC interconnection networks from typed machine and experiment files.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _register_commands() -> None:
+    from federation.cli import inspect, run  # noqa: F401 - commands register on import
+
+    try:
+        from federation.cli import topology  # noqa: F401
+    except ImportError:  # pragma: no cover - optional until the topology command exists
+        pass
+
+
+def error(message: str) -> None:
+    """Print one error message to stderr."""
+    print(f"error: {message}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; returns the exit status."""
+    _register_commands()
+    try:
+        from federation.manager import get_plugins
+
+        try:
+            get_plugins().add_commands(app)
+        except FederationError:
+            pass  # reported by the command that needs the plugins
+        app(args=argv, standalone_mode=True)
+    except FederationError as exc:
+        error(str(exc))
+        return exc.exit_code
+    except SystemExit as exc:  # typer/click exit
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except KeyboardInterrupt:
+        error("interrupted")
+        return 130
+    return 0
+
+
+def entry() -> None:  # pragma: no cover - thin wrapper for the console script
+    sys.exit(main())

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field, model_serializer, model_validator
 
 from federation.models.base import FederationModel
-from federation.units import PositiveSize, PositiveTime, Rate, Size, Time
+from federation.units import PositiveSize, Rate, Size, Time
 
 DEFAULT_BANDWIDTH = 5.25 * 2**30  # bytes/s (CODES, Edison-like)
 DEFAULT_LATENCY = 10e-9  # s

@@ -1,0 +1,76 @@
+"""``federation validate``, ``schema`` and ``plugins``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from federation.cli import app
+
+
+@app.command()
+def validate(
+    file: Annotated[Path, typer.Argument(help="machine or experiment file")],
+    set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
+) -> None:
+    """Check a machine or experiment file (and its components' parameters) without running it."""
+    from federation.loader import is_machine_document, load_experiment, load_machine
+    from federation.models.base import read_document
+    from federation.runner import build_network, prepare
+
+    doc = read_document(file)
+    if is_machine_document(doc) and not set_:
+        rm = load_machine(file)
+        net = rm.topology.build()
+        net.validate()
+        print(f"{file}: valid machine ({rm.topology.name}: {net.n_routers} routers, "
+              f"{net.n_nodes} nodes, {net.n_links} cables)")
+        return
+    loaded = load_experiment(file, set_ or [])
+    for point in loaded.points:
+        build_network(point)
+    # routing/VC checks need the tables; do them for the first point (cheap, and all points
+    # share the machine unless the sweep changes it)
+    prepare(loaded.points[0])
+    print(f"{file}: valid experiment ({len(loaded.points)} point(s))")
+
+
+@app.command()
+def schema(
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="directory for machine.schema.json and experiment.schema.json")] = None,
+) -> None:
+    """Write the JSON Schema of machine and experiment files for the plugins installed now."""
+    from federation.jsonschema import experiment_schema, machine_schema
+    from federation.manager import get_plugins
+
+    plugins = get_plugins()
+    docs = {"machine.schema.json": machine_schema(plugins),
+            "experiment.schema.json": experiment_schema(plugins)}
+    if out is None:
+        print(json.dumps({"machine": docs["machine.schema.json"],
+                          "experiment": docs["experiment.schema.json"]}, indent=2))
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for name, d in docs.items():
+        (out / name).write_text(json.dumps(d, indent=2, sort_keys=True) + "\n")
+        print(out / name)
+
+
+@app.command()
+def plugins(
+    as_json: Annotated[bool, typer.Option("--json/--text", help="JSON (default) or text")] = True,
+) -> None:
+    """List loaded plugins, where each came from and the components it provides."""
+    from federation.manager import get_plugins
+
+    listing = get_plugins().listing()
+    if as_json:
+        print(json.dumps(listing, indent=2))
+        return
+    for p in listing:
+        provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in p["provides"].items())
+        print(f"{p['name']:<16} {p['source']:<24} {provides}")

@@ -1,0 +1,81 @@
+"""``federation run``: run an experiment file (default: the shipped quickstart)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from federation.cli import app
+from federation.cli.terminal import progress_reporter
+from federation.models.results import RunResult
+
+
+@app.command()
+def run(
+    file: Annotated[Path | None, typer.Argument(
+        help="experiment file (YAML or JSON); default: the shipped quickstart")] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", help="override a field: --set workload.load=0.3 (repeatable)")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="output directory (default: outputs.dir or results/<name>)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print results.json to stdout")] = False,
+) -> None:
+    """Run an experiment on its engine and write results.json plus per-port/per-packet tables."""
+    from federation.loader import load_experiment
+    from federation.runner import run_experiment
+
+    loaded = load_experiment(file, set_ or [])
+    exp = loaded.experiment
+    out_dir = out or (Path(exp.outputs.dir) if exp.outputs.dir else
+                      Path("results") / (exp.name or Path(loaded.source).stem))
+    with progress_reporter() as cb:
+        result = run_experiment(loaded, out_dir, progress=cb)
+    if as_json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
+    else:
+        print(format_summary(result, out_dir))
+
+
+def format_summary(result: RunResult, out_dir: Path | None) -> str:
+    """The concise table printed after a run."""
+    m = result.machine
+    links = ", ".join(f"{v} {k}" for k, v in m.links.items())
+    lines = [
+        f"experiment {result.experiment or '-'}: {m.topology.get('kind')} machine "
+        f"{m.name or ''} ({m.routers} routers, {m.nodes} nodes; links: {links})".replace("  ", " "),
+        "",
+    ]
+    keys = list(result.points[0].sweep) if result.points else []
+    head = [*keys, "routing", "offered", "accepted", "lat mean ns", "p50", "p99", "hops",
+            "nonmin", "pkts", "wall s"]
+    rows = []
+    for p in result.points:
+        s = p.summary
+        lat = s.latency_ns
+
+        def f(x: float | None, spec: str = ".1f") -> str:
+            return "-" if x is None else format(x, spec)
+
+        rows.append([*(str(v) for v in p.sweep.values()), p.routing, f(s.offered_load, ".3f"),
+                     f(s.accepted_load, ".3f"), f(lat.mean), f(lat.p50), f(lat.p99),
+                     f(s.mean_hops, ".2f"), f(s.nonminimal_fraction, ".2f"),
+                     str(s.packets_measured),
+                     f(p.performance.wall_seconds if p.performance else None, ".2f")])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
+    for r in rows:
+        lines.append("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
+    last = result.points[-1]
+    if last.summary.busiest_links:
+        label = ", ".join(f"{k}={v}" for k, v in last.sweep.items()) or "the run"
+        lines += ["", f"busiest links ({label}):"]
+        for lk in last.summary.busiest_links:
+            src = f"router {lk.router}" if lk.router is not None else "NIC"
+            lines.append(f"  {src} -> {lk.peer} [{lk.link_class}] port {lk.port}: "
+                         f"{100 * lk.utilization:.1f}% busy, {lk.bytes} bytes")
+    if out_dir is not None:
+        lines += ["", f"results: {out_dir}/results.json"]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Topology plugin module (being written; registers nothing yet)."""
