@@ -22,6 +22,7 @@ class ConfigError(FederationError):
     """
 
     def __init__(self, message: str, source: str | None = None, path: str | None = None) -> None:
+        self.message = message
         self.source = source
         self.path = path
         where = ""
@@ -30,6 +31,13 @@ class ConfigError(FederationError):
         if path:
             where = f"{where}: {path}" if where else path
         super().__init__(f"{where}: {message}" if where else message)
+
+
+def located(exc: ConfigError, source: str) -> ConfigError:
+    """``exc`` with ``source`` filled in when the raiser did not know the file."""
+    if exc.source is not None:
+        return exc
+    return ConfigError(exc.message, source=source, path=exc.path)
 
 
 class PluginError(FederationError):

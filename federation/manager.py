@@ -43,6 +43,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "minimal": "federation.plugins.routing_minimal",
     "valiant": "federation.plugins.routing_valiant",
     "synthetic": "federation.plugins.workload_synthetic",
+    "messages": "federation.plugins.workload_messages",
     "qos_none": "federation.plugins.qos_none",
     "native": "federation.plugins.engine_native",
 }

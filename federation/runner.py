@@ -27,7 +27,7 @@ from federation.engine.native import (
     check_vcs,
     packetize,
 )
-from federation.errors import ConfigError
+from federation.errors import ConfigError, located
 from federation.loader import LoadedExperiment, ResolvedPoint
 from federation.models.machine import (
     DEFAULT_BANDWIDTH,
@@ -97,6 +97,13 @@ def build_network(point: ResolvedPoint) -> Network:
 
 def prepare(point: ResolvedPoint) -> PreparedPoint:
     """Build everything an engine needs for one point."""
+    try:
+        return _prepare(point)
+    except ConfigError as exc:
+        raise located(exc, point.source) from None
+
+
+def _prepare(point: ResolvedPoint) -> PreparedPoint:
     exp = point.experiment
     machine = point.machine.machine
     net = build_network(point)
@@ -226,6 +233,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         "delivered_ps": raw.pkt_deliver,
         "hops": raw.pkt_hops,
         "minimal": raw.pkt_minimal.astype(bool),
+        "via_group": raw.pkt_via.astype(np.int32),
         "measured": measured,
     }
     local = np.where(pt.port_router >= 0,

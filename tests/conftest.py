@@ -31,3 +31,32 @@ def write(tmp_path):
         return p
 
     return _write
+
+
+def simulate(tmp_path: Path, doc: dict, name: str = "exp.yaml"):
+    """Run the single point of an experiment given as a mapping.
+
+    Returns ``(prepared, raw, summary, packets, ports)`` with the per-packet and per-port tables
+    as dicts of arrays (what the runner writes to Parquet).
+    """
+    import yaml
+
+    from federation.loader import load_experiment
+    from federation.runner import prepare, summarize
+
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    loaded = load_experiment(path)
+    assert len(loaded.points) == 1
+    point = loaded.points[0]
+    prep = prepare(point)
+    raw = point.engine.run(prep.job)
+    summary, packets, ports = summarize(prep, raw)
+    return prep, raw, summary, packets, ports
+
+
+@pytest.fixture
+def sim(tmp_path):
+    """``sim(doc)`` runs an experiment mapping (see :func:`simulate`)."""
+    counter = iter(range(10**6))
+    return lambda doc: simulate(tmp_path, doc, name=f"exp{next(counter)}.yaml")

@@ -64,6 +64,7 @@ class RawResult:
     pkt_deliver: np.ndarray
     pkt_hops: np.ndarray
     pkt_minimal: np.ndarray
+    pkt_via: np.ndarray
     port_bytes: np.ndarray
     port_pkts: np.ndarray
     port_busy: np.ndarray
@@ -233,7 +234,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         raise SimulationError(_deadlock_report(net, V, q_head, req_head, credits, sc, Kc))
     return RawResult(
         pkt_inject=pkt_inject, pkt_deliver=pkt_deliver, pkt_hops=pkt_hops,
-        pkt_minimal=pkt_minimal, port_bytes=port_bytes, port_pkts=port_pkts,
+        pkt_minimal=pkt_minimal, pkt_via=pkt_via, port_bytes=port_bytes, port_pkts=port_pkts,
         port_busy=port_busy, port_stall=port_stall, port_peak=port_peak,
         end_ps=int(sc[K.S_NOW]), events=int(sc[K.S_EVENTS]), packet_hops=int(sc[K.S_HOPS]),
         wall_s=wall,

@@ -56,12 +56,12 @@ class Experiment(FederationModel):
     name: str | None = None
     description: str | None = None
     machine: str | Machine = Field(description="a machine file (relative to this file) or inline")
-    routing: AlgorithmSpec = Field(default_factory=lambda: AlgorithmSpec(kind="minimal"))
+    routing: AlgorithmSpec = Field(default_factory=lambda: AlgorithmSpec(kind="minimal", params={}))
     workload: ComponentSpec = Field(
-        default_factory=lambda: ComponentSpec(kind="synthetic"),
+        default_factory=lambda: ComponentSpec(kind="synthetic", params={}),
         description="{kind: ..., <params>}",
     )
-    engine: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="native"))
+    engine: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="native", params={}))
     seed: int = Field(1, ge=0)
     stop: StopRule = Field(default_factory=StopRule)
     sweep: dict[str, list[Any]] = Field(

@@ -100,7 +100,7 @@ class Machine(FederationModel):
     router: RouterConfig = Field(default_factory=RouterConfig)
     nic: NicConfig = Field(default_factory=NicConfig)
     packet_size: PositiveSize = Field(512, description="bytes per packet (CODES: 512B)")
-    qos: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="none"))
+    qos: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="none", params={}))
 
     @model_validator(mode="after")
     def _packet_fits(self) -> Machine:
