@@ -51,6 +51,23 @@ N_SCALARS = 8
 
 INF_CREDIT = np.int64(1) << 60
 
+# columns of the per-packet state matrix ``ps`` (int32, one 64-byte row per packet, so that
+# handling a packet touches one cache line instead of one per field)
+P_NEXT = 0
+P_OUTVC = 1
+P_VC = 2
+P_LEVEL = 3
+P_DIM = 4
+P_PHASE = 5
+P_HOPS = 6
+P_MINIMAL = 7
+P_DST = 8
+P_SIZE = 9
+P_VIA = 10
+P_SRC = 11
+PS_COLS = 16
+
+
 
 @njit(cache=True, inline="always")
 def _push(ht, hs, ha, hb, sc, time, ev, a, b, c):
@@ -128,7 +145,7 @@ def _pop_into(ht, hs, ha, hb, sc, out):
     hb[i] = lb
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def run_kernel(
     budget,
     # ---- topology / machine
@@ -138,14 +155,14 @@ def run_kernel(
     gnext, lnext, rgroup, rlocal, vc_mode, vc_bump, port_dim, port_dateline,
     adaptive, adaptive_bias,
     # ---- packets
-    pkt_time, pkt_src, pkt_dst, pkt_size, pkt_via, nic_first, nic_pkts,
+    pkt_time, nic_first, nic_pkts,
     # ---- dynamic state
     sc, ht, hs, ha, hb,
-    pkt_next, pkt_outvc, pkt_vc, pkt_level, pkt_dim, pkt_phase,
+    ps,
     q_head, q_tail, occ, credits, busy_until, wake, req_head, req_tail, req_next, stall_start,
     nic_ptr, nic_wake,
     # ---- outputs
-    pkt_inject, pkt_deliver, pkt_hops, pkt_minimal,
+    pkt_inject, pkt_deliver,
     port_bytes, port_pkts, port_busy, port_stall, port_peak,
 ):
     """Process events until done, ``budget`` events, or the heap needs to grow."""
@@ -155,8 +172,10 @@ def run_kernel(
     processed = 0
     while sc[S_HEAP] > 0:
         if processed >= budget:
+            sc[S_EVENTS] += processed
             return ST_BUDGET
         if sc[S_HEAP] + 8 > ht.shape[0]:
+            sc[S_EVENTS] += processed
             return ST_HEAP_FULL
         _pop_into(ht, hs, ha, hb, sc, cur)
         now = cur[0]
@@ -166,7 +185,6 @@ def run_kernel(
         c = cur[4]
         sc[S_NOW] = now
         processed += 1
-        sc[S_EVENTS] += 1
 
         o = -1  # output port to try after this event
         if ev == EV_ARRIVE:
@@ -177,9 +195,9 @@ def run_kernel(
                 pkt_deliver[pk] = now
                 sc[S_DELIVERED] += 1
                 continue
-            vc = pkt_vc[pk]
+            vc = ps[pk, P_VC]
             qi = ip * V + vc
-            pkt_next[pk] = -1
+            ps[pk, P_NEXT] = -1
             if q_tail[qi] < 0:
                 q_head[qi] = pk
                 q_tail[qi] = pk
@@ -187,7 +205,7 @@ def run_kernel(
                 a = ip
                 b = vc
             else:
-                pkt_next[q_tail[qi]] = pk
+                ps[q_tail[qi], P_NEXT] = pk
                 q_tail[qi] = pk
                 continue
         if ev == EV_READY:
@@ -196,15 +214,15 @@ def run_kernel(
             qi = ip * V + vc
             pk = q_head[qi]
             r = port_router[ip]
-            dnode = pkt_dst[pk]
+            dnode = ps[pk, P_DST]
             dr = node_router[dnode]
             # ---------------- routing decision
             if dr == r:
                 o = node_port[dnode]
                 ovc = 0
             else:
-                via = pkt_via[pk]
-                if adaptive and via >= 0 and pkt_hops[pk] == 0 and pkt_phase[pk] == 0:
+                via = ps[pk, P_VIA]
+                if adaptive and via >= 0 and ps[pk, P_HOPS] == 0 and ps[pk, P_PHASE] == 0:
                     # UGAL at the source router: occupancy of the minimal and Valiant first
                     # ports, the Valiant one weighted by its double path length
                     if rgroup[r] != rgroup[dr]:
@@ -220,14 +238,14 @@ def run_kernel(
                         qm += port_buf[port_peer[om]] - credits[om * V + k]
                         qn += port_buf[port_peer[on]] - credits[on * V + k]
                     if qm <= 2 * qn + adaptive_bias:
-                        pkt_via[pk] = -1
+                        ps[pk, P_VIA] = -1
                         via = -1
-                if via >= 0 and pkt_phase[pk] == 0:
+                if via >= 0 and ps[pk, P_PHASE] == 0:
                     if rgroup[r] == via:
-                        pkt_phase[pk] = 1
+                        ps[pk, P_PHASE] = 1
                     else:
-                        pkt_minimal[pk] = 0
-                if via >= 0 and pkt_phase[pk] == 0:
+                        ps[pk, P_MINIMAL] = 0
+                if via >= 0 and ps[pk, P_PHASE] == 0:
                     o = gnext[r, via]
                 elif rgroup[r] != rgroup[dr]:
                     o = gnext[r, rgroup[dr]]
@@ -235,23 +253,25 @@ def run_kernel(
                     o = lnext[r, rlocal[dr]]
                 if o < 0:
                     sc[S_BADPKT] = pk
+                    sc[S_EVENTS] += processed
                     return ST_BAD_VC
                 if vc_mode == 0:
-                    ovc = pkt_level[pk]
+                    ovc = ps[pk, P_LEVEL]
                     if vc_bump[o]:
-                        pkt_level[pk] += 1
+                        ps[pk, P_LEVEL] += 1
                 else:
                     d = port_dim[o]
-                    if d != pkt_dim[pk]:
-                        pkt_dim[pk] = d
-                        pkt_level[pk] = 0
+                    if d != ps[pk, P_DIM]:
+                        ps[pk, P_DIM] = d
+                        ps[pk, P_LEVEL] = 0
                     if port_dateline[o]:
-                        pkt_level[pk] = 1
-                    ovc = pkt_level[pk]
+                        ps[pk, P_LEVEL] = 1
+                    ovc = ps[pk, P_LEVEL]
                 if ovc >= V:
                     sc[S_BADPKT] = pk
+                    sc[S_EVENTS] += processed
                     return ST_BAD_VC
-            pkt_outvc[pk] = ovc
+            ps[pk, P_OUTVC] = ovc
             req_next[qi] = -1
             if req_tail[o] < 0:
                 req_head[o] = qi
@@ -286,7 +306,7 @@ def run_kernel(
                     _push(ht, hs, ha, hb, sc, tn, EV_NIC, node, 0, 0)
                 continue
             ovc = 0
-            size = pkt_size[pk]
+            size = ps[pk, P_SIZE]
             if credits[o * V + ovc] < size:
                 if stall_start[o] < 0:
                     stall_start[o] = now
@@ -304,7 +324,7 @@ def run_kernel(
             pk = -1
             while qi >= 0:
                 cand = q_head[qi]
-                if credits[o * V + pkt_outvc[cand]] >= pkt_size[cand]:
+                if credits[o * V + ps[cand, P_OUTVC]] >= ps[cand, P_SIZE]:
                     pk = cand
                     break
                 prev = qi
@@ -322,12 +342,12 @@ def run_kernel(
                 req_tail[o] = prev
             ip = qi // V
             ivc = qi - ip * V
-            nh = pkt_next[pk]
+            nh = ps[pk, P_NEXT]
             q_head[qi] = nh
             if nh < 0:
                 q_tail[qi] = -1
-            size = pkt_size[pk]
-            ovc = pkt_outvc[pk]
+            size = ps[pk, P_SIZE]
+            ovc = ps[pk, P_OUTVC]
             ser = np.int64(size * port_ser[o] + 0.5)
             occ[ip] -= size
             # the credit leaves when the tail has left, and crosses the input cable
@@ -336,7 +356,7 @@ def run_kernel(
             if nh >= 0:
                 _push(ht, hs, ha, hb, sc, now, EV_READY, ip, ivc, 0)
             if port_router[port_peer[o]] >= 0:
-                pkt_hops[pk] += 1
+                ps[pk, P_HOPS] += 1
                 sc[S_HOPS] += 1
         # ---------------- transmit pk on o into VC ovc downstream
         if stall_start[o] >= 0:
@@ -349,7 +369,7 @@ def run_kernel(
         port_bytes[o] += size
         port_pkts[o] += 1
         port_busy[o] += ser
-        pkt_vc[pk] = ovc
+        ps[pk, P_VC] = ovc
         dn = port_peer[o]
         arrive = done + port_lat[o]
         if port_router[dn] >= 0:
@@ -370,6 +390,7 @@ def run_kernel(
         elif req_head[o] >= 0:
             wake[o] = 1
             _push(ht, hs, ha, hb, sc, done, EV_FREE, o, 0, 0)
+    sc[S_EVENTS] += processed
     if sc[S_DELIVERED] < pkt_time.shape[0]:
         return ST_DEADLOCK
     return ST_DONE

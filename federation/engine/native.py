@@ -156,13 +156,14 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     nic_wake = np.full(N, -1, dtype=np.int64)
     nic_wake[nodes[o]] = first_t[o]
 
-    pkt_next = np.full(Kc, -1, dtype=np.int32)
-    pkt_outvc = np.zeros(Kc, dtype=np.int32)
-    pkt_vc = np.zeros(Kc, dtype=np.int32)
-    pkt_level = np.zeros(Kc, dtype=np.int32)
-    pkt_dim = np.full(Kc, -1, dtype=np.int32)
-    pkt_phase = np.zeros(Kc, dtype=np.int8)
-    pkt_via = pk.via.astype(np.int32).copy()
+    ps = np.zeros((Kc, K.PS_COLS), dtype=np.int32)
+    ps[:, K.P_NEXT] = -1
+    ps[:, K.P_DIM] = -1
+    ps[:, K.P_MINIMAL] = 1
+    ps[:, K.P_DST] = pk.dst
+    ps[:, K.P_SIZE] = pk.size
+    ps[:, K.P_VIA] = pk.via
+    ps[:, K.P_SRC] = pk.src
     q_head = np.full(P * V, -1, dtype=np.int32)
     q_tail = np.full(P * V, -1, dtype=np.int32)
     occ = np.zeros(P, dtype=np.int64)
@@ -176,8 +177,6 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
 
     pkt_inject = np.full(Kc, -1, dtype=np.int64)
     pkt_deliver = np.full(Kc, -1, dtype=np.int64)
-    pkt_hops = np.zeros(Kc, dtype=np.int32)
-    pkt_minimal = np.ones(Kc, dtype=np.int8)
     port_bytes = np.zeros(P, dtype=np.int64)
     port_pkts = np.zeros(P, dtype=np.int64)
     port_busy = np.zeros(P, dtype=np.int64)
@@ -199,14 +198,13 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             gnext, lnext, t.router_group.astype(np.int32), t.router_local.astype(np.int32),
             t.vc_mode, vc_bump.astype(np.uint8), port_dim.astype(np.int32),
             dateline.astype(np.uint8), bool(t.adaptive), np.int64(t.adaptive_bias),
-            pk.time_ps, pk.src.astype(np.int32), pk.dst.astype(np.int32), pk.size, pkt_via,
-            nic_first, nic_pkts,
+            pk.time_ps, nic_first, nic_pkts,
             sc, ht, hs, ha, hb,
-            pkt_next, pkt_outvc, pkt_vc, pkt_level, pkt_dim, pkt_phase,
+            ps,
             q_head, q_tail, occ, credits, busy_until, wake, req_head, req_tail, req_next,
             stall_start,
             nic_ptr, nic_wake,
-            pkt_inject, pkt_deliver, pkt_hops, pkt_minimal,
+            pkt_inject, pkt_deliver,
             port_bytes, port_pkts, port_busy, port_stall, port_peak,
         )
         if status == K.ST_BUDGET:
@@ -233,8 +231,9 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     if status == K.ST_DEADLOCK:
         raise SimulationError(_deadlock_report(net, V, q_head, req_head, credits, sc, Kc))
     return RawResult(
-        pkt_inject=pkt_inject, pkt_deliver=pkt_deliver, pkt_hops=pkt_hops,
-        pkt_minimal=pkt_minimal, pkt_via=pkt_via, port_bytes=port_bytes, port_pkts=port_pkts,
+        pkt_inject=pkt_inject, pkt_deliver=pkt_deliver, pkt_hops=ps[:, K.P_HOPS].copy(),
+        pkt_minimal=ps[:, K.P_MINIMAL].astype(np.int8), pkt_via=ps[:, K.P_VIA].copy(),
+        port_bytes=port_bytes, port_pkts=port_pkts,
         port_busy=port_busy, port_stall=port_stall, port_peak=port_peak,
         end_ps=int(sc[K.S_NOW]), events=int(sc[K.S_EVENTS]), packet_hops=int(sc[K.S_HOPS]),
         wall_s=wall,
