@@ -50,7 +50,8 @@ _TIME_UNIT = {
     "ps": 1e-12,
 }
 _NUM = r"(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
-_SIZE_RE = re.compile(rf"^{_NUM}\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)(?P<unit>B|b|bit|bits|byte|bytes)$")
+_PREFIX = r"(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)"
+_SIZE_RE = re.compile(rf"^{_NUM}\s*{_PREFIX}(?P<unit>B|b|bit|bits|byte|bytes)$")
 _RATE_RE = re.compile(
     rf"^{_NUM}\s*(?P<prefix>Ki|Mi|Gi|Ti|k|K|M|G|T|)(?P<unit>B|b|bit|bits|byte|bytes)(?:/s|ps)$"
 )
@@ -94,7 +95,8 @@ def parse_rate(value: Any) -> float:
     num = _number(value)
     if num is None:
         if not isinstance(value, str):
-            raise ValueError(f"expected a rate such as '100Gb/s' or bytes per second, got {value!r}")
+            raise ValueError(
+                f"expected a rate such as '100Gb/s' or bytes per second, got {value!r}")
         m = _RATE_RE.match(value.strip())
         if not m:
             raise ValueError(
@@ -111,7 +113,8 @@ def parse_time(value: Any) -> float:
     num = _number(value)
     if num is None:
         if not isinstance(value, str):
-            raise ValueError(f"expected a time such as '100ns' or a number of seconds, got {value!r}")
+            raise ValueError(
+                f"expected a time such as '100ns' or a number of seconds, got {value!r}")
         m = _TIME_RE.match(value.strip())
         if not m:
             raise ValueError(

@@ -6,9 +6,11 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+Progress = Callable[[str, int, int], None]
+
 
 @contextmanager
-def progress_reporter(enabled: bool | None = None) -> Iterator[Callable[[str, int, int], None] | None]:
+def progress_reporter(enabled: bool | None = None) -> Iterator[Progress | None]:
     """Yield a ``(label, done, total)`` callback drawing a progress bar on stderr, or ``None``
     when stderr is not a terminal (CI logs and pipes stay clean)."""
     if enabled is None:

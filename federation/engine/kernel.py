@@ -6,7 +6,8 @@ Model (store-and-forward packets, credit-based flow control, input-queued VC rou
   whole packet; it occupies ``o`` for ``ser = size / bandwidth`` and arrives (tail) at the peer's
   input buffer ``ser + latency`` later.
 * At a router, a packet is routed ``router_delay`` after its tail arrived, or when it reaches
-  the head of its input VC if that is later, then *requests* its output port.  Each output port serves requests oldest-first,
+  the head of its input VC if that is later, then *requests* its output port.  Each output port
+  serves requests oldest-first,
   skipping requests whose downstream VC lacks credit (so one blocked VC cannot stall others).
   Different outputs are served in parallel, like the CODES router model.
 * When a packet's tail leaves an input buffer its bytes return upstream as a credit, which takes

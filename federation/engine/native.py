@@ -245,11 +245,14 @@ def _deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndar
     pt = net.ports
     stuck_in = np.nonzero((q_head.reshape(-1, V) >= 0).any(axis=1))[0]
     stuck_out = np.nonzero(req_head >= 0)[0]
-    names = [f"router {int(pt.port_router[p])} port {int(p - pt.router_port_start[pt.port_router[p]])}"
-             f" (input, {net.link_classes[pt.port_class[p]]})" for p in stuck_in[:8]]
-    names += [f"router {int(pt.port_router[p])} port {int(p - pt.router_port_start[pt.port_router[p]])}"
-              f" (output waiting for credit, {net.link_classes[pt.port_class[p]]})"
-              for p in stuck_out[:8]]
+
+    def name(p: int, what: str) -> str:
+        r = int(pt.port_router[p])
+        local = int(p - pt.router_port_start[r])
+        return f"router {r} port {local} ({what}, {net.link_classes[pt.port_class[p]]})"
+
+    names = [name(p, "input") for p in stuck_in[:8]]
+    names += [name(p, "output waiting for credit") for p in stuck_out[:8]]
     return (
         f"deadlock at t={int(sc[K.S_NOW])}ps: {total - int(sc[K.S_DELIVERED])} of {total} packets "
         f"undelivered; {stuck_in.size} input ports hold packets, {stuck_out.size} output ports "

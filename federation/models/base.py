@@ -41,7 +41,8 @@ def read_document(path: str | Path) -> dict[str, Any]:
         else:
             data = yaml.safe_load(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON at line {exc.lineno}: {exc.msg}", source=str(path)) from None
+        raise ConfigError(f"invalid JSON at line {exc.lineno}: {exc.msg}",
+                          source=str(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

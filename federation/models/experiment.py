@@ -66,7 +66,8 @@ class Experiment(FederationModel):
     stop: StopRule = Field(default_factory=StopRule)
     sweep: dict[str, list[Any]] = Field(
         default_factory=dict,
-        description="dotted path -> values; one run per combination, e.g. {workload.load: [0.1, 0.5]}",
+        description="dotted path -> values; one run per combination, "
+        "e.g. {workload.load: [0.1, 0.5]}",
     )
     outputs: Outputs = Field(default_factory=Outputs)
 

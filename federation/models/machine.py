@@ -77,7 +77,8 @@ class LinkClass(FederationModel):
 
 
 class RouterConfig(FederationModel):
-    delay: Time = Field(50e-9, description="pipeline delay from arrival to switch request (CODES: 50ns)")
+    delay: Time = Field(
+        50e-9, description="pipeline delay from arrival to switch request (CODES: 50ns)")
     vcs: int = Field(3, ge=1, le=64, description="virtual channels per port (CODES: 3)")
 
 

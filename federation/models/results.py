@@ -37,8 +37,10 @@ class LinkUse(FederationModel):
 
 
 class PointSummary(FederationModel):
-    offered_load: float | None = Field(description="measured offered bytes / (window x NIC bw x nodes)")
-    accepted_load: float = Field(description="delivered bytes in the window / (window x NIC bw x nodes)")
+    offered_load: float | None = Field(
+        description="bytes created in the window / (window x NIC bandwidth x nodes)")
+    accepted_load: float = Field(
+        description="bytes delivered in the window / (window x NIC bandwidth x nodes)")
     packets_generated: int
     packets_measured: int
     packets_delivered: int
