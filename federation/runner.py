@@ -255,6 +255,24 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     return summary, packets, ports
 
 
+def message_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
+    """Per-message completion: the last packet's delivery minus the message's creation."""
+    m = prep.messages
+    done = np.full(m.count, -1, dtype=np.int64)
+    np.maximum.at(done, prep.job.packets.msg, raw.pkt_deliver)
+    w0, w1 = prep.window
+    return {
+        "message": np.arange(m.count, dtype=np.int64),
+        "src": m.src.astype(np.int32),
+        "dst": m.dst.astype(np.int32),
+        "size": m.size.astype(np.int64),
+        "created_ps": m.time_ps.astype(np.int64),
+        "completed_ps": done,
+        "completion_ps": done - m.time_ps,
+        "measured": (m.time_ps >= w0) & (m.time_ps < w1),
+    }
+
+
 def _performance(raw: RawResult) -> Performance:
     w = raw.wall_s
     return Performance(
@@ -327,6 +345,9 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
         if exp.outputs.ports:
             files["ports"] = f"ports-{i}"
             tables.append((f"ports-{i}", ports, extra))
+        if exp.outputs.messages:
+            files["messages"] = f"messages-{i}"
+            tables.append((f"messages-{i}", message_table(prep, raw), extra))
         points.append(PointResult(
             sweep=point.sweep, seed=exp.seed, engine=point.engine.name,
             routing=point.routing.name,

@@ -47,6 +47,7 @@ class Outputs(FederationModel):
     format: Literal["parquet", "csv"] = "parquet"
     packets: bool = Field(True, description="write the per-packet table")
     ports: bool = Field(True, description="write the per-port table")
+    messages: bool = Field(True, description="write the per-message completion table")
 
 
 class Experiment(FederationModel):
