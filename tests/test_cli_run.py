@@ -25,7 +25,7 @@ def test_quickstart_runs_and_writes_results(tmp_path):
     doc = json.loads((out / "results.json").read_text())
     assert doc["schema_name"] == "hpc-federation.results" and doc["schema_version"] == 1
     assert [p["sweep"]["workload.load"] for p in doc["points"]] == [0.1, 0.3, 0.5, 0.7, 0.9]
-    for i, p in enumerate(doc["points"]):
+    for p in doc["points"]:
         s = p["summary"]
         assert s["packets_delivered"] == s["packets_generated"]
         packets = pq.read_table(out / p["files"]["packets"])
