@@ -39,6 +39,7 @@ ST_DEADLOCK = 1
 ST_BUDGET = 2
 ST_HEAP_FULL = 3
 ST_BAD_VC = 4
+ST_TIME_LIMIT = 5
 
 # indices into the int64 scalar state array
 S_NOW = 0
@@ -70,40 +71,46 @@ PS_COLS = 16
 
 
 
+# Event queue: a binary min-heap of int64 keys ``time << SEQ_BITS | seq`` (seq = scheduling order
+# modulo 2**SEQ_BITS), so one integer comparison orders events by time, then by scheduling order;
+# the payload (a*8 + type, b + c<<32) moves with the key.  Popping sinks the hole to a leaf
+# choosing the smaller child without a data-dependent branch, then lifts the last element into
+# it (Floyd's bottom-up variant): about half the unpredictable branches of a textbook heap.
+SEQ_BITS = 19
+SEQ_MASK = (1 << SEQ_BITS) - 1
+TIME_LIMIT_PS = 1 << (63 - SEQ_BITS - 1)  # 8.8 simulated seconds
+KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
+
+
 @njit(cache=True, inline="always")
-def _push(ht, hs, ha, hb, sc, time, ev, a, b, c):
-    """Insert an event; ``a`` and ``b``/``c`` are packed as ``a*8+ev`` and ``b + c<<32``."""
-    n = sc[S_HEAP]
-    if n >= ht.shape[0]:
-        return False
+def _push(hk, ha, hb, sc, time, ev, a, b, c):
+    """Schedule an event (the caller keeps ``sc[S_HEAP] + 2 <= len(hk)``)."""
     seq = sc[S_SEQ]
     sc[S_SEQ] = seq + 1
+    key = (time << SEQ_BITS) | (seq & SEQ_MASK)
     va = a * 8 + ev
     vb = b + (c << 32)
-    i = n
+    i = sc[S_HEAP]
+    sc[S_HEAP] = i + 1
     while i > 0:
         parent = (i - 1) >> 1
-        pt = ht[parent]
-        if time < pt or (time == pt and seq < hs[parent]):
-            ht[i] = pt
-            hs[i] = hs[parent]
+        pk = hk[parent]
+        if key < pk:
+            hk[i] = pk
             ha[i] = ha[parent]
             hb[i] = hb[parent]
             i = parent
         else:
             break
-    ht[i] = time
-    hs[i] = seq
+    hk[i] = key
     ha[i] = va
     hb[i] = vb
-    sc[S_HEAP] = n + 1
-    return True
 
 
 @njit(cache=True, inline="always")
-def _pop_into(ht, hs, ha, hb, sc, out):
+def _pop_into(hk, ha, hb, sc, out):
     """Remove the earliest event; writes (time, ev, a, b, c) into ``out``."""
-    out[0] = ht[0]
+    out[0] = hk[0] >> SEQ_BITS
     va = ha[0]
     vb = hb[0]
     out[1] = va & 7
@@ -112,36 +119,32 @@ def _pop_into(ht, hs, ha, hb, sc, out):
     out[4] = vb >> 32
     n = sc[S_HEAP] - 1
     sc[S_HEAP] = n
-    if n == 0:
-        return
-    # sift the last element down from the root (hole method)
-    lt = ht[n]
-    ls = hs[n]
+    lk = hk[n]
     la = ha[n]
     lb = hb[n]
+    hk[n] = KEY_MAX  # sentinel: a missing right child never wins
+    # sink the hole to a leaf along the smaller children
     i = 0
-    while True:
+    left = 1
+    while left < n:
+        m = left + (hk[left + 1] < hk[left])
+        hk[i] = hk[m]
+        ha[i] = ha[m]
+        hb[i] = hb[m]
+        i = m
         left = 2 * i + 1
-        if left >= n:
-            break
-        m = left
-        right = left + 1
-        if right < n:
-            rt = ht[right]
-            mt = ht[left]
-            if rt < mt or (rt == mt and hs[right] < hs[left]):
-                m = right
-        mt = ht[m]
-        if mt < lt or (mt == lt and hs[m] < ls):
-            ht[i] = mt
-            hs[i] = hs[m]
-            ha[i] = ha[m]
-            hb[i] = hb[m]
-            i = m
+    # lift the former last element from the hole
+    while i > 0:
+        parent = (i - 1) >> 1
+        pk = hk[parent]
+        if lk < pk:
+            hk[i] = pk
+            ha[i] = ha[parent]
+            hb[i] = hb[parent]
+            i = parent
         else:
             break
-    ht[i] = lt
-    hs[i] = ls
+    hk[i] = lk
     ha[i] = la
     hb[i] = lb
 
@@ -158,7 +161,7 @@ def run_kernel(
     # ---- packets
     pkt_time, nic_first, nic_pkts,
     # ---- dynamic state
-    sc, ht, hs, ha, hb,
+    sc, hk, ha, hb,
     ps,
     q_head, q_tail, occ, credits, busy_until, wake, req_head, req_tail, req_next, stall_start,
     nic_ptr, nic_wake,
@@ -175,11 +178,14 @@ def run_kernel(
         if processed >= budget:
             sc[S_EVENTS] += processed
             return ST_BUDGET
-        if sc[S_HEAP] + 8 > ht.shape[0]:
+        if sc[S_HEAP] + 8 > hk.shape[0]:
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
-        _pop_into(ht, hs, ha, hb, sc, cur)
+        _pop_into(hk, ha, hb, sc, cur)
         now = cur[0]
+        if now >= TIME_LIMIT_PS:
+            sc[S_EVENTS] += processed
+            return ST_TIME_LIMIT
         ev = cur[1]
         a = cur[2]
         b = cur[3]
@@ -304,7 +310,7 @@ def run_kernel(
             if tn > now:
                 if nic_wake[node] != tn:
                     nic_wake[node] = tn
-                    _push(ht, hs, ha, hb, sc, tn, EV_NIC, node, 0, 0)
+                    _push(hk, ha, hb, sc, tn, EV_NIC, node, 0, 0)
                 continue
             ovc = 0
             size = ps[pk, P_SIZE]
@@ -318,7 +324,7 @@ def run_kernel(
             if busy_until[o] > now:
                 if req_head[o] >= 0 and wake[o] == 0:
                     wake[o] = 1
-                    _push(ht, hs, ha, hb, sc, busy_until[o], EV_FREE, o, 0, 0)
+                    _push(hk, ha, hb, sc, busy_until[o], EV_FREE, o, 0, 0)
                 continue
             qi = req_head[o]
             prev = -1
@@ -352,10 +358,10 @@ def run_kernel(
             ser = np.int64(size * port_ser[o] + 0.5)
             occ[ip] -= size
             # the credit leaves when the tail has left, and crosses the input cable
-            _push(ht, hs, ha, hb, sc, now + ser + port_lat[ip], EV_CREDIT, port_peer[ip], ivc,
+            _push(hk, ha, hb, sc, now + ser + port_lat[ip], EV_CREDIT, port_peer[ip], ivc,
                   size)
             if nh >= 0:
-                _push(ht, hs, ha, hb, sc, now, EV_READY, ip, ivc, 0)
+                _push(hk, ha, hb, sc, now, EV_READY, ip, ivc, 0)
             if port_router[port_peer[o]] >= 0:
                 ps[pk, P_HOPS] += 1
                 sc[S_HOPS] += 1
@@ -378,7 +384,7 @@ def run_kernel(
             occ[dn] += size
             if occ[dn] > port_peak[dn]:
                 port_peak[dn] = occ[dn]
-        _push(ht, hs, ha, hb, sc, arrive, EV_ARRIVE, pk, dn, 0)
+        _push(hk, ha, hb, sc, arrive, EV_ARRIVE, pk, dn, 0)
         if o >= n_router_ports:
             ptr = nic_ptr[node]
             if ptr < nic_first[node + 1]:
@@ -387,10 +393,10 @@ def run_kernel(
                     tn = done
                 if nic_wake[node] != tn:
                     nic_wake[node] = tn
-                    _push(ht, hs, ha, hb, sc, tn, EV_NIC, node, 0, 0)
+                    _push(hk, ha, hb, sc, tn, EV_NIC, node, 0, 0)
         elif req_head[o] >= 0:
             wake[o] = 1
-            _push(ht, hs, ha, hb, sc, done, EV_FREE, o, 0, 0)
+            _push(hk, ha, hb, sc, done, EV_FREE, o, 0, 0)
     sc[S_EVENTS] += processed
     if sc[S_DELIVERED] < pkt_time.shape[0]:
         return ST_DEADLOCK

@@ -138,8 +138,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     # ---- state
     sc = np.zeros(K.N_SCALARS, dtype=np.int64)
     cap = max(1024, 4 * (P * V + N))
-    ht = np.zeros(cap, dtype=np.int64)
-    hs = np.zeros(cap, dtype=np.int64)
+    hk = np.full(cap, K.KEY_MAX, dtype=np.int64)
     ha = np.zeros(cap, dtype=np.int64)
     hb = np.zeros(cap, dtype=np.int64)
     # initial events: each NIC wakes at its first packet; a sorted array is a valid heap
@@ -148,8 +147,9 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     first_t = pk.time_ps[nic_pkts[nic_first[nodes]]]
     o = np.lexsort((nodes, first_t))
     n0 = nodes.shape[0]
-    ht[:n0] = first_t[o]
-    hs[:n0] = np.arange(n0)
+    if n0 and first_t.max() >= K.TIME_LIMIT_PS:
+        raise SimulationError("traffic extends beyond the engine's 8.8 s of simulated time")
+    hk[:n0] = (first_t[o] << K.SEQ_BITS) | np.arange(n0)
     ha[:n0] = nodes[o] * 8 + K.EV_NIC
     sc[K.S_HEAP] = n0
     sc[K.S_SEQ] = n0
@@ -198,7 +198,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             t.vc_mode, vc_bump.astype(np.uint8), port_dim.astype(np.int32),
             dateline.astype(np.uint8), bool(t.adaptive), np.int64(t.adaptive_bias),
             pk.time_ps, nic_first, nic_pkts,
-            sc, ht, hs, ha, hb,
+            sc, hk, ha, hb,
             ps,
             q_head, q_tail, occ, credits, busy_until, wake, req_head, req_tail, req_next,
             stall_start,
@@ -216,11 +216,10 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                 progress(int(sc[K.S_DELIVERED]), Kc)
             continue
         if status == K.ST_HEAP_FULL:
-            n = ht.shape[0] * 2
-            ht = np.resize(ht, n)
-            hs = np.resize(hs, n)
-            ha = np.resize(ha, n)
-            hb = np.resize(hb, n)
+            n = hk.shape[0]
+            hk = np.concatenate([hk, np.full(n, K.KEY_MAX, dtype=np.int64)])
+            ha = np.resize(ha, 2 * n)
+            hb = np.resize(hb, 2 * n)
             continue
         break
     wall = time.perf_counter() - wall0
@@ -232,6 +231,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             f"packet {p} (node {int(pk.src[p])} -> {int(pk.dst[p])}) needed a VC beyond "
             f"router.vcs = {V} or found no route; the routing's declared VC count is wrong"
         )
+    if status == K.ST_TIME_LIMIT:
+        raise SimulationError("the run passed the engine's 8.8 s of simulated time")
     if status == K.ST_DEADLOCK:
         raise SimulationError(_deadlock_report(net, V, q_head, req_head, credits, sc, Kc))
     return RawResult(
