@@ -168,14 +168,20 @@ class NetworkBuilder:
     def attach_nodes(self, router: int, count: int) -> None:
         self._node_router.extend([router] * count)
 
-    def add_link(self, a: int, b: int, link_class: str, count: int = 1) -> None:
-        """Add ``count`` parallel full-duplex cables between routers ``a`` and ``b``."""
+    def _class_id(self, link_class: str) -> int:
+        if link_class == TERMINAL:
+            raise TopologyError("the terminal class is for node links; cables between routers "
+                                "need a class of their own (e.g. 'local')")
         try:
-            c = self._cls[link_class]
+            return self._cls[link_class]
         except KeyError:
             raise TopologyError(
                 f"unknown link class {link_class!r}; declared: {list(self.link_classes)}"
             ) from None
+
+    def add_link(self, a: int, b: int, link_class: str, count: int = 1) -> None:
+        """Add ``count`` parallel full-duplex cables between routers ``a`` and ``b``."""
+        c = self._class_id(link_class)
         for _ in range(count):
             self._src.append(a)
             self._dst.append(b)
@@ -183,7 +189,7 @@ class NetworkBuilder:
 
     def add_links(self, src: np.ndarray, dst: np.ndarray, link_class: str) -> None:
         """Vectorised :meth:`add_link` for large generated topologies."""
-        c = self._cls[link_class]
+        c = self._class_id(link_class)
         self._src.extend(np.asarray(src, dtype=np.int64).tolist())
         self._dst.extend(np.asarray(dst, dtype=np.int64).tolist())
         self._lcls.extend([c] * len(src))

@@ -1,16 +1,47 @@
 """Topology ``dragonfly``: the 1-D dragonfly of Kim, Dally, Scott and Abts (ISCA 2008).
 
 ``g`` groups of ``a`` routers; routers inside a group are fully connected by *local* links; each
-router has ``p`` terminals and ``h`` *global* links, so a group has ``a*h`` global ports and the
+router has ``p`` terminals and ``h`` *global* ports, so a group has ``a*h`` global ports and the
 router radix is ``a + p + h - 1``.  The default ``g = a*h + 1`` gives exactly one global link per
 pair of groups (the balanced configuration of CODES, with ``a = 2p = 2h``).
 
-Global-link arrangement (``absolute``, the consecutive layout of CODES and merlin):
-group ``i`` numbers its global ports ``k = 0 .. a*h-1``, port ``k`` sitting on router ``k // h``.
-Port ``k`` of group ``i`` leads to group ``k`` if ``k < i`` else ``k + 1`` (the other groups in
-order), and arrives on the port of that group which leads back to ``i``.  With fewer groups than
-``a*h + 1`` the ports are dealt round-robin over the other groups, giving ``a*h // (g-1)`` links per
-pair (``a*h`` must then be a multiple of ``g-1``).
+Global ports and links per pair
+-------------------------------
+Router ``r`` (index inside its group) owns global ports ``r*h .. r*h + h-1``.  With ``m``
+links per pair of groups (``links_per_pair``, default ``a*h // (g-1)``) a group uses
+``U = m*(g-1)`` of its ``a*h`` global ports; the ``s = a*h - U`` *spare* ports stay
+**unconnected** (they still count in the radix).  Spare ports are taken from the end, one per
+router starting with the last router (SST merlin's rule), so with ``s <= a`` the last ``s``
+routers each leave their last global port empty; used ports are numbered ``q = 0 .. U-1`` in
+router order.  Example: 64 groups of 16 routers with ``h = 4`` (the thesis machine) has 64
+global ports per group for 63 other groups: one link per pair, router 15 of every group leaves
+one global port empty.
+
+Each arrangement maps used port ``q`` of group ``i`` to a group ``t`` and a port ``q'`` there.
+Write ``d = q mod (g-1)`` (the group offset rank) and ``c = q // (g-1)`` (the copy, 0..m-1):
+
+* ``absolute`` (default; CODES, SST merlin ``absolute``): ``t = d`` if ``d < i`` else ``d + 1``
+  (the other groups in increasing order); ``q' = i' + c*(g-1)`` where ``i' = i`` if ``i < t``
+  else ``i - 1``.  Group 0's ports go to groups 1, 2, ...; every group's port ``d`` goes to the
+  ``d``-th other group.
+* ``relative`` (SST merlin ``relative``): ``t = (i + d + 1) mod g``; ``q' = (g-2-d) + c*(g-1)``.
+  Port ``k`` of every group goes to the group ``k + 1`` places further round the ring of groups.
+* ``circulant`` (the *palm-tree* arrangement of M. Garcia's thesis and Camarero, Vallejo and
+  Beivide, ACM TACO 11(4), 2014): ``t = (i - d - 1) mod g``; ``q' = U - 1 - q``.  With one link
+  per pair (``g = a*h + 1``) this is the palm tree: port ``k`` of router ``r`` in group ``i``
+  reaches port ``h-1-k`` of router ``a-1-r`` in group ``i - (r*h + k) - 1``; the wiring is
+  invariant under the rotation ``i -> i+1`` of the groups (a circulant arrangement).
+
+Every arrangement is an involution on the used ports (a cable is the pair ``(i, q), (t, q')``),
+never connects a group to itself and connects every pair of groups exactly ``m`` times.  The
+parameters are rejected with a message naming them when ``g - 1 > a*h`` or
+``links_per_pair * (g-1) > a*h``.
+
+Minimal routing (:func:`dragonfly_tables`): a router owning a link to the target group uses it
+(its lowest port); any other router ``r`` goes over one local hop to the owner of the
+``(local index of r) mod n``-th of the ``n`` links from its group to the target group (links
+ordered by port id, i.e. by owning router), which spreads the traffic of a group over the
+parallel links deterministically.  VC = global hops so far: 2 VCs minimal, 3 Valiant.
 
 Router ids: group-major (``router = group*a + index``); nodes: router-major
 (``node = router*p + terminal``).
@@ -18,7 +49,8 @@ Router ids: group-major (``router = group*a + index``); nodes: router-major
 
 from __future__ import annotations
 
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import ClassVar, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -37,29 +69,112 @@ from federation.errors import TopologyError
 
 GIB = 2**30
 
+Arrangement = Literal["absolute", "relative", "circulant"]
+ARRANGEMENT_FIELD_DOC = (
+    "global-link arrangement: absolute (CODES/merlin default), relative (merlin), "
+    "circulant (palm-tree of Camarero et al.)"
+)
+
+
+def check_global_ports(owners: int, per_owner: int, groups: int, links_per_pair: int | None,
+                       names: str) -> str | None:
+    """Error message when ``owners*per_owner`` global ports per group cannot connect every pair
+    of ``groups`` groups ``links_per_pair`` times; ``names`` spells the product for the user."""
+    if groups < 2:
+        return None
+    ports = owners * per_owner
+    if groups - 1 > ports:
+        return (f"{groups} groups need at least g-1 = {groups - 1} global ports per group to "
+                f"connect every pair of groups, but {names} = {ports}")
+    if links_per_pair is not None and links_per_pair * (groups - 1) > ports:
+        return (f"links_per_pair={links_per_pair} with {groups} groups needs "
+                f"links_per_pair*(g-1) = {links_per_pair * (groups - 1)} global ports per "
+                f"group, but {names} = {ports} (at most {ports // (groups - 1)} links per pair)")
+    return None
+
+
+@dataclass(frozen=True)
+class GlobalWiring:
+    """Global cables of a group-structured topology, one row per cable (each listed once).
+
+    ``*_owner`` is the index of the owning router among a group's global-port owners (dragonfly:
+    the router index; megafly: the spine index), ``*_port`` the used-port number ``q``.
+    """
+
+    src_group: np.ndarray
+    src_owner: np.ndarray
+    src_port: np.ndarray
+    dst_group: np.ndarray
+    dst_owner: np.ndarray
+    dst_port: np.ndarray
+    links_per_pair: int
+    spare_per_group: int
+    used_per_owner: np.ndarray  # global ports used on each owner (spare ones excluded)
+
+
+def global_wiring(owners: int, per_owner: int, groups: int, arrangement: str = "absolute",
+                  links_per_pair: int | None = None) -> GlobalWiring:
+    """All global cables of the arrangement (see the module docstring for the definitions)."""
+    g = groups
+    empty = np.zeros(0, dtype=np.int64)
+    if g < 2:
+        return GlobalWiring(empty, empty, empty, empty, empty, empty, 0,
+                            owners * per_owner, np.zeros(owners, dtype=np.int64))
+    msg = check_global_ports(owners, per_owner, g, links_per_pair, "global ports per group")
+    if msg:
+        raise TopologyError(msg)
+    ports = owners * per_owner
+    m = links_per_pair if links_per_pair is not None else ports // (g - 1)
+    used = m * (g - 1)
+    spare = ports - used
+    # spare ports: one per owner from the last owner backwards, then again
+    back = owners - 1 - np.arange(owners)
+    skip = spare // owners + (back < spare % owners)
+    used_per_owner = (per_owner - skip).astype(np.int64)
+    owner_of_q = np.repeat(np.arange(owners), used_per_owner)
+    q = np.tile(np.arange(used), g)
+    i = np.repeat(np.arange(g), used)
+    d = q % (g - 1)
+    c = q // (g - 1)
+    if arrangement == "absolute":
+        t = d + (d >= i)
+        q2 = (i - (i > t)) + c * (g - 1)
+    elif arrangement == "relative":
+        t = (i + d + 1) % g
+        q2 = (g - 2 - d) + c * (g - 1)
+    elif arrangement == "circulant":
+        t = (i - d - 1) % g
+        q2 = used - 1 - q
+    else:
+        raise TopologyError(
+            f"unknown arrangement {arrangement!r} (known: absolute, relative, circulant)")
+    keep = i < t  # t != i always: each cable once, from its lower group
+    return GlobalWiring(
+        src_group=i[keep], src_owner=owner_of_q[q[keep]], src_port=q[keep],
+        dst_group=t[keep], dst_owner=owner_of_q[q2[keep]], dst_port=q2[keep],
+        links_per_pair=m, spare_per_group=spare, used_per_owner=used_per_owner,
+    )
+
 
 class DragonflyParams(Params):
     p: int = Field(ge=1, description="terminals (nodes) per router")
     a: int = Field(ge=1, description="routers per group, fully connected by local links")
-    h: int = Field(ge=1, description="global links per router")
+    h: int = Field(ge=1, description="global ports per router")
     g: int | None = Field(None, ge=2, description="number of groups; default a*h + 1")
-    arrangement: str = Field("absolute", description="global-link arrangement (absolute)")
+    arrangement: Arrangement = Field("absolute", description=ARRANGEMENT_FIELD_DOC)
+    links_per_pair: int | None = Field(
+        None, ge=1,
+        description="global links between each pair of groups; default a*h // (g-1) "
+        "(global ports left over stay unconnected)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> DragonflyParams:
-        g = self.groups
-        ports = self.a * self.h
-        if g - 1 > ports:
-            raise ValueError(
-                f"g={g} groups need at least g-1={g - 1} global ports per group, but a*h={ports}"
-            )
-        if ports % (g - 1):
-            raise ValueError(
-                f"a*h={ports} global ports per group cannot be dealt evenly over the g-1={g - 1} "
-                "other groups; choose g-1 dividing a*h"
-            )
-        if self.arrangement not in ("absolute",):
-            raise ValueError(f"unknown arrangement {self.arrangement!r} (known: absolute)")
+        msg = check_global_ports(self.a, self.h, self.groups, self.links_per_pair,
+                                 f"a*h = {self.a}*{self.h}")
+        if msg:
+            raise ValueError(f"dragonfly p={self.p}, a={self.a}, h={self.h}, g={self.groups}: "
+                             f"{msg}; increase a or h, or lower g")
         return self
 
     @property
@@ -68,7 +183,13 @@ class DragonflyParams(Params):
 
 
 class Dragonfly(Topology):
-    """1-D dragonfly: p terminals per router, a routers per group, h global links per router."""
+    """1-D dragonfly: p terminals per router, a routers per group, h global links per router.
+
+    Parameters: ``p``, ``a``, ``h``, ``g`` (default ``a*h + 1``), ``arrangement`` (``absolute``,
+    ``relative`` or ``circulant``), ``links_per_pair`` (default ``a*h // (g-1)``; leftover global
+    ports stay unconnected).  Link classes ``local`` and ``global``.  The wiring is documented
+    in the module docstring.
+    """
 
     name = "dragonfly"
     Params = DragonflyParams
@@ -80,115 +201,156 @@ class Dragonfly(Topology):
     params: DragonflyParams
 
     def build(self) -> Network:
-        p, a, h = self.params.p, self.params.a, self.params.h
-        g = self.params.groups
+        pr = self.params
+        p, a, h = pr.p, pr.a, pr.h
+        g = pr.groups
         b = NetworkBuilder(["local", "global"])
         radix = a + p + h - 1
         for grp in range(g):
             routers = b.add_routers(a, radix=radix, group=grp)
             for r in routers:
                 b.attach_nodes(r, p)
-        for grp in range(g):
-            base = grp * a
-            for i in range(a):
-                for j in range(i + 1, a):
-                    b.add_link(base + i, base + j, "local")
-        for src_g, k, dst_g, k2 in self.global_ports(a, h, g):
-            if (src_g, k) < (dst_g, k2):
-                b.add_link(src_g * a + k // h, dst_g * a + k2 // h, "global")
+        iu, ju = np.triu_indices(a, k=1)
+        base = (np.arange(g) * a)[:, None]
+        b.add_links((base + iu).ravel(), (base + ju).ravel(), "local")
+        w = global_wiring(a, h, g, pr.arrangement, pr.links_per_pair)
+        b.add_links(w.src_group * a + w.src_owner, w.dst_group * a + w.dst_owner, "global")
         coords = {
             "group": np.repeat(np.arange(g), a).astype(np.int32),
             "router_in_group": np.tile(np.arange(a), g).astype(np.int32),
         }
-        return b.build(group_routing=True, coords=coords,
-                       info={"p": p, "a": a, "h": h, "g": g, "links_per_pair": a * h // (g - 1)})
-
-    @staticmethod
-    def global_ports(a: int, h: int, g: int) -> list[tuple[int, int, int, int]]:
-        """All (group, port, peer group, peer port) of the absolute arrangement."""
-        ports = a * h
-        per_pair = ports // (g - 1)
-        out = []
-        for i in range(g):
-            for k in range(ports):
-                rank, copy = k % (g - 1), k // (g - 1)
-                t = rank if rank < i else rank + 1
-                back = i if i < t else i - 1
-                out.append((i, k, t, back + copy * (g - 1)))
-        assert per_pair * (g - 1) == ports
-        return out
+        info = {"p": p, "a": a, "h": h, "g": g, "arrangement": pr.arrangement,
+                "links_per_pair": w.links_per_pair, "spare_global_ports_per_group":
+                w.spare_per_group}
+        return b.build(group_routing=True, coords=coords, info=info)
 
     def minimal_routes(self, network: Network) -> RouteTables:
-        """At most one global hop: local to the router owning a link to the target group.
+        """At most one global hop: local to a router owning a link to the target group.
 
-        With several links between a pair of groups, a router that owns one uses it (lowest port),
-        other routers go to the owner of the lowest-numbered such link.  VC = global hops so far
-        (CODES): 2 VCs for minimal, 3 for Valiant.
+        See :func:`dragonfly_tables` for how parallel links between two groups are shared.
+        VC = global hops so far (CODES): 2 VCs for minimal, 3 for Valiant.
         """
         return dragonfly_tables(network)
 
 
-def dragonfly_tables(network: Network) -> RouteTables:
-    """Group-level next-hop tables for any topology whose groups are fully connected inside."""
+# --------------------------------------------------------------------------- table helpers
+
+
+def group_local_index(group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index of each router inside its group (in router order) and the size of each group."""
+    R = group.shape[0]
+    G = int(group.max()) + 1 if R else 0
+    order = np.argsort(group, kind="stable")
+    counts = np.bincount(group, minlength=G)
+    first = np.zeros(G + 1, dtype=np.int64)
+    np.cumsum(counts, out=first[1:])
+    local = np.empty(R, dtype=np.int32)
+    local[order] = np.arange(R) - first[group[order]]
+    return local, counts
+
+
+def cable_ports(network: Network) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every router-router port with its owning router and the router at the other end."""
     pt = network.ports
-    R = network.n_routers
-    G = network.n_groups
-    group = network.router_group
-    # local index of each router in its group
-    local = np.zeros(R, dtype=np.int32)
-    counts = np.zeros(G, dtype=np.int32)
-    for r in range(R):
-        local[r] = counts[group[r]]
-        counts[group[r]] += 1
-    S = int(counts.max())
-    gcls = network.class_index("global") if "global" in network.link_classes else -1
     rp = pt.n_router_ports
-    cable = np.nonzero(pt.port_link[:rp] >= 0)[0]
-    owner = pt.port_router[cable]
-    peer = pt.port_router[pt.port_peer[cable]]
-    lnext = np.full((R, S), -1, dtype=np.int32)
-    gnext = np.full((R, G), -1, dtype=np.int32)
-    # direct neighbours inside the group; global exits per (router, group)
-    exits: dict[tuple[int, int], int] = {}  # (group, target group) -> lowest port
-    for port, o, q in zip(cable.tolist(), owner.tolist(), peer.tolist(), strict=True):
-        go, gq = int(group[o]), int(group[q])
-        if go == gq:
-            if lnext[o, local[q]] < 0:
-                lnext[o, local[q]] = port
-        else:
-            if gnext[o, gq] < 0:
-                gnext[o, gq] = port
-            key = (go, gq)
-            if key not in exits or port < exits[key]:
-                exits[key] = port
-    for (go, gq), port in exits.items():
-        ex_router = int(pt.port_router[port])
-        members = np.nonzero(group == go)[0]
-        for r in members.tolist():
-            if gnext[r, gq] >= 0:
-                continue
-            hop = lnext[r, local[ex_router]]
-            if hop < 0:
-                raise TopologyError(
-                    f"router {r} has no local link to router {ex_router}, which owns the "
-                    f"global link from group {go} to group {gq}"
-                )
-            gnext[r, gq] = hop
-    for r in range(R):
-        for t in range(G):
-            if t != group[r] and gnext[r, t] < 0:
-                raise TopologyError(f"group {group[r]} has no global link to group {t}")
+    port = np.nonzero(pt.port_link[:rp] >= 0)[0]
+    owner = pt.port_router[port].astype(np.int64)
+    peer = pt.port_router[pt.port_peer[port]].astype(np.int64)
+    return port, owner, peer
+
+
+def local_port_matrix(network: Network, local: np.ndarray, size: int) -> np.ndarray:
+    """``[r, j]``: lowest port of router ``r`` to the router of local index ``j`` in its group."""
+    group = network.router_group
+    port, owner, peer = cable_ports(network)
+    same = group[owner] == group[peer]
+    m = np.full((network.n_routers, size), -1, dtype=np.int32)
+    po, oo, qq = port[same][::-1], owner[same][::-1], peer[same][::-1]
+    m[oo, local[qq]] = po  # reversed assignment: the lowest port wins
+    return m
+
+
+def global_exits(network: Network) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inter-group ports sorted by (source group, target group, port).
+
+    Returns ``(own, key, ports)``: ``own[r, t]`` is the lowest port of router ``r`` to group
+    ``t`` (-1 if none); ``key = src_group * G + dst_group`` and ``ports`` list every
+    inter-group port in that order.
+    """
+    group = network.router_group.astype(np.int64)
+    G = network.n_groups
+    port, owner, peer = cable_ports(network)
+    go, gq = group[owner], group[peer]
+    cross = go != gq
+    port, owner, go, gq = port[cross], owner[cross], go[cross], gq[cross]
+    own = np.full((network.n_routers, G), -1, dtype=np.int32)
+    own[owner[::-1], gq[::-1]] = port[::-1]
+    key = go * G + gq
+    o = np.lexsort((port, key))
+    return own, key[o], port[o]
+
+
+def check_group_reach(gnext: np.ndarray, group: np.ndarray) -> None:
+    """Raise :class:`TopologyError` naming a group pair without a route."""
+    G = gnext.shape[1]
+    bad = (gnext < 0) & (group[:, None] != np.arange(G)[None, :])
+    if bad.any():
+        r, t = (int(x[0]) for x in np.nonzero(bad))
+        raise TopologyError(f"group {int(group[r])} has no route to group {t} (router {r})")
+
+
+def global_bump(network: Network) -> np.ndarray:
+    """``port_vc_bump`` flagging the ports of the ``global`` link class."""
+    pt = network.ports
     bump = np.zeros(pt.n_ports, dtype=np.uint8)
-    if gcls >= 0:
-        bump[:rp][pt.port_class[:rp] == gcls] = 1
+    if "global" in network.link_classes:
+        rp = pt.n_router_ports
+        bump[:rp][pt.port_class[:rp] == network.class_index("global")] = 1
+    return bump
+
+
+def dragonfly_tables(network: Network) -> RouteTables:
+    """Group-level next-hop tables for any topology whose groups are fully connected inside.
+
+    A router owning a link to the target group uses it (its lowest such port); another router
+    with local index ``l`` goes over one local hop to the owner of the ``(l mod n)``-th of the
+    ``n`` links from its group to the target group, in port order.  Minimal paths are therefore
+    local-global-local; VC = global hops so far (2 VCs).
+    """
+    G = network.n_groups
+    group = network.router_group.astype(np.int64)
+    local, counts = group_local_index(network.router_group)
+    S = int(counts.max())
+    lnext = local_port_matrix(network, local, S)
+    own, key, ports = global_exits(network)
+    gnext = own.copy()
+    rs, ts = np.nonzero((gnext < 0) & (group[:, None] != np.arange(G)[None, :]))
+    if rs.size:
+        q = group[rs] * G + ts
+        start = np.searchsorted(key, q, side="left")
+        n = np.searchsorted(key, q, side="right") - start
+        if (n == 0).any():
+            k = int(np.nonzero(n == 0)[0][0])
+            raise TopologyError(
+                f"group {int(group[rs[k]])} has no global link to group {int(ts[k])}")
+        pick = ports[start + local[rs] % n]
+        ex_router = network.ports.port_router[pick]
+        hop = lnext[rs, local[ex_router]]
+        if (hop < 0).any():
+            k = int(np.nonzero(hop < 0)[0][0])
+            raise TopologyError(
+                f"router {int(rs[k])} has no local link to router {int(ex_router[k])}, which "
+                f"owns a global link from group {int(group[rs[k]])} to group {int(ts[k])}")
+        gnext[rs, ts] = hop
+    check_group_reach(gnext, group)
     return RouteTables(
         gnext=gnext,
         lnext=lnext,
-        router_group=group.astype(np.int32),
+        router_group=network.router_group.astype(np.int32),
         router_local=local,
         vcs_required=2,
         vc_mode=VC_COUNTER,
-        port_vc_bump=bump,
+        port_vc_bump=global_bump(network),
         description="dragonfly minimal (local-global-local), VC = global hops so far",
     )
 

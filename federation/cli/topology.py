@@ -1,0 +1,102 @@
+"""``federation topology``: build and validate a machine's network, print its exact metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from federation.cli import app
+
+
+@app.command()
+def topology(
+    file: Annotated[Path, typer.Argument(
+        help="machine file, or an experiment file (its machine is used)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON object")] = False,
+) -> None:
+    """Build and validate a machine's network; print routers, nodes, links per class, port
+    use, diameter, average shortest path length and the Moore bound (exact)."""
+    from federation.errors import TopologyError
+    from federation.loader import is_machine_document, load_experiment, load_machine
+    from federation.metrics import topology_metrics
+    from federation.models.base import read_document
+
+    doc = read_document(file)
+    note = None
+    if is_machine_document(doc):
+        rm = load_machine(file)
+    else:
+        loaded = load_experiment(file)
+        rm = loaded.points[0].machine
+        if len(loaded.points) > 1 and any(
+                k.startswith("machine.") for k in loaded.points[0].sweep):
+            note = "the sweep changes the machine: showing its first point"
+    try:
+        net = rm.topology.build()
+        net.validate()
+        m = topology_metrics(net)
+    except TopologyError as exc:
+        raise TopologyError(f"{rm.source}: {exc}") from None
+    head = {
+        "source": str(file),
+        "machine": rm.machine.name,
+        "topology": rm.machine.topology.model_dump(mode="json"),
+    }
+    if as_json:
+        out = {**head, **m.to_dict(), "info": _plain(net.info)}
+        if note:
+            out["note"] = note
+        print(json.dumps(out, indent=2))
+        return
+    print(format_metrics(head, m, note))
+
+
+def format_metrics(head: dict[str, Any], m: Any, note: str | None = None) -> str:
+    """The readable summary (``m`` is a :class:`~federation.metrics.TopologyMetrics`)."""
+    topo = dict(head["topology"])
+    kind = topo.pop("kind", "?")
+    params = ", ".join(f"{k}={v}" for k, v in topo.items())
+    name = f"{head['machine']}: " if head.get("machine") else ""
+    cls = ", ".join(f"{v} {k}" for k, v in m.links.items())
+    groups = f" in {m.groups} groups" if m.groups < m.routers else ""
+    rows = [
+        ("routers", f"{m.routers}{groups}"),
+        ("nodes", f"{m.nodes} ({m.nodes_per_router} per router)"),
+        ("links", f"{cls} ({m.cables} router-router cables"
+                  + (f", {m.parallel_cables} parallel" if m.parallel_cables else "") + ")"),
+        ("radix", f"{m.radix} (ports used {m.ports_used}, free {m.free_ports})"),
+        ("degree", f"{m.cable_degree} cables, {m.neighbours} distinct neighbours per router"),
+        ("diameter", f"{m.diameter} router hops"
+                     + (f" (Moore bound {m.moore_diameter})"
+                        if m.moore_diameter is not None else "")),
+        ("ASPL", f"{m.aspl:.4f} router hops over {m.routers * (m.routers - 1)} ordered pairs"
+                 + (f" (Moore bound {m.moore_aspl:.4f})" if m.moore_aspl is not None else "")),
+        ("node pairs", f"mean {m.node_mean_hops:.4f} router hops, max {m.node_diameter} "
+                       "(uniform traffic)"),
+    ]
+    if len(m.hop_histogram) <= 17:
+        rows.append(("hops", "  ".join(f"{k}:{v}" for k, v in enumerate(m.hop_histogram)
+                                       if k > 0) + " (ordered router pairs)"))
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{head['source']}: {name}{kind}" + (f" ({params})" if params else "")
+             + " -- valid"]
+    if note:
+        lines.append(f"note: {note}")
+    lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    return "\n".join(lines)
+
+
+def _plain(x: Any) -> Any:
+    """``Network.info`` as JSON-ready values (NumPy scalars and arrays converted)."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    if hasattr(x, "tolist"):
+        return x.tolist()
+    if x is None or isinstance(x, bool | int | float | str):
+        return x
+    return str(x)
