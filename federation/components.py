@@ -115,6 +115,10 @@ class RouteTables:
     valiant: bool = False
     adaptive: bool = False
     adaptive_bias: int = 0
+    #: added to the VC of every hop after a Valiant packet reached its intermediate group, so
+    #: that the second phase uses VCs of its own where the VC rule does not already separate
+    #: the phases (dateline tori, up/down fat trees)
+    phase_vc_offset: int = 0
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -201,5 +205,6 @@ class Engine(Component):
     def found(cls) -> bool:
         return True
 
-    def run(self, job: Any) -> Any:
+    def run(self, job: Any, progress: Any = None) -> Any:
+        """Run ``job``; call ``progress(done, total)`` now and then if it is given."""
         raise NotImplementedError

@@ -48,10 +48,15 @@ class Valiant(Routing):
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = topology.minimal_routes(network)
         t.valiant = True
-        if t.vc_mode == VC_COUNTER:
+        counts_hops = (t.vc_mode == VC_COUNTER and t.port_vc_bump is not None
+                       and bool(t.port_vc_bump.any()))
+        if counts_hops:
+            # the VC keeps counting through the intermediate group (dragonfly: global hops)
             t.vcs_required = t.vcs_required + max_bumps_to_groups(t, network)
         else:
-            t.vcs_required = max(t.vcs_required, 2)
+            # dateline or up/down rules restart per phase: give phase two its own VC set
+            t.phase_vc_offset = t.vcs_required
+            t.vcs_required = 2 * t.vcs_required
         t.description = f"Valiant via a random group, then {t.description}"
         return t
 

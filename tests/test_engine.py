@@ -252,3 +252,27 @@ def test_results_files_byte_identical_for_same_seed(tmp_path):
         outs.append(out)
     for name in ["results.json", "packets-0.parquet", "ports-4.parquet"]:
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("topology,vcs,classes", [
+    ({"kind": "torus", "dims": [8]}, 4, ["torus"]),
+    ({"kind": "torus", "dims": [4, 4]}, 4, ["torus"]),
+    ({"kind": "fattree", "k": 2, "n": 3}, 2, ["leaf", "spine"]),
+])
+def test_valiant_phases_use_separate_vcs_and_never_deadlock(sim, topology, vcs, classes):
+    """Dateline and up/down rules restart in Valiant's second phase, so it gets its own VCs."""
+    from federation.errors import RoutingError
+
+    doc = {
+        "machine": {"topology": topology, "router": {"vcs": vcs},
+                    "links": {c: {"buffer": 512} for c in classes}},  # one packet per VC
+        "routing": {"algorithm": "valiant"},
+        "workload": {"kind": "synthetic", "pattern": "uniform", "load": 0.95},
+        "stop": {"warmup": "0.5us", "measure": "5us"},
+    }
+    prep, raw, s, _, _ = sim(doc)
+    assert prep.job.tables.vcs_required == vcs
+    assert s.packets_delivered == s.packets_generated
+    doc["machine"]["router"]["vcs"] = vcs - 1
+    with pytest.raises(RoutingError, match=f"needs {vcs} virtual channels"):
+        sim(doc)

@@ -157,7 +157,7 @@ def run_kernel(
     node_router, node_port, nic_port,
     # ---- routing
     gnext, lnext, rgroup, rlocal, vc_mode, vc_bump, port_dim, port_dateline,
-    adaptive, adaptive_bias,
+    adaptive, adaptive_bias, phase_vc_offset,
     # ---- packets
     pkt_time, nic_first, nic_pkts,
     # ---- dynamic state
@@ -274,6 +274,8 @@ def run_kernel(
                     if port_dateline[o]:
                         ps[pk, P_LEVEL] = 1
                     ovc = ps[pk, P_LEVEL]
+                if via >= 0 and ps[pk, P_PHASE] == 1:
+                    ovc += phase_vc_offset  # Valiant's second phase on its own VCs
                 if ovc >= V:
                     sc[S_BADPKT] = pk
                     sc[S_EVENTS] += processed

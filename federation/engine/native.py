@@ -197,6 +197,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             gnext, lnext, t.router_group.astype(np.int32), t.router_local.astype(np.int32),
             t.vc_mode, vc_bump.astype(np.uint8), port_dim.astype(np.int32),
             dateline.astype(np.uint8), bool(t.adaptive), np.int64(t.adaptive_bias),
+            np.int64(t.phase_vc_offset),
             pk.time_ps, nic_first, nic_pkts,
             sc, hk, ha, hb,
             ps,
