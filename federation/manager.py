@@ -132,30 +132,26 @@ class FederationPlugins:
         no_auto = os.environ.get("FEDERATION_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0")
         for name in disabled & set(ESSENTIAL_PLUGINS):
             raise PluginError(f"plugin {name} is essential and cannot be disabled")
-        seen_modules: set[str] = set()
-        if load_entrypoints:
-            for ep in sorted(_entry_points(), key=lambda e: e.name):
-                builtin = BUILTIN_PLUGINS.get(ep.name) == ep.value
-                if ep.name in disabled:
-                    continue
-                if not builtin and (no_auto or (allow and ep.name not in allow)):
-                    continue
-                try:
-                    module = ep.load()
-                except Exception as exc:  # noqa: BLE001 - any import failure names the plugin
-                    raise PluginError(
-                        f"error importing {ep.value}: {type(exc).__name__}: {exc}", ep.name
-                    ) from None
-                dist = getattr(ep, "dist", None)
-                source = "builtin" if builtin else (
-                    f"{dist.name} {dist.version}" if dist is not None else "entry point"
-                )
-                self.add(module, ep.name, source)
-                seen_modules.add(getattr(module, "__name__", ep.value))
+        eps = sorted(_entry_points(), key=lambda e: e.name) if load_entrypoints else []
+        by_name = {ep.name: ep for ep in eps}
+        # built-ins first (through their entry points when installed), so that a third-party
+        # plugin that reuses a built-in name is the one blamed for the duplicate
         for name, modname in BUILTIN_PLUGINS.items():
-            if modname in seen_modules or name in disabled:
+            if name in disabled:
                 continue
-            self.add(importlib.import_module(modname), name, "builtin")
+            ep = by_name.get(name)
+            if ep is not None and ep.value == modname:
+                self.add(_load_entry_point(ep), name, "builtin")
+            else:
+                self.add(importlib.import_module(modname), name, "builtin")
+        for ep in eps:
+            if BUILTIN_PLUGINS.get(ep.name) == ep.value or ep.name in disabled:
+                continue
+            if no_auto or (allow and ep.name not in allow):
+                continue
+            dist = getattr(ep, "dist", None)
+            source = f"{dist.name} {dist.version}" if dist is not None else "entry point"
+            self.add(_load_entry_point(ep), ep.name, source)
 
     def add(self, plugin: ModuleType | object, name: str, source: str = "local") -> None:
         """Register ``plugin`` (a module or object with hookimpls) and collect its components."""
@@ -181,8 +177,8 @@ class FederationPlugins:
         ]
         for hook, registry in pairs:
             fn: Callable[..., Any] | None = getattr(plugin, hook, None)
-            if fn is None:
-                continue
+            if fn is None or not hasattr(fn, f"{GROUP}_impl"):
+                continue  # only functions marked @federation.hookimpl are hooks
 
             def register(cls: Any, _registry: ComponentRegistry[Any] = registry) -> None:
                 _registry.register(cls, name)
@@ -221,6 +217,15 @@ class FederationPlugins:
                 "provides": {k: v for k, v in provides.items() if v},
             })
         return out
+
+
+def _load_entry_point(ep: metadata.EntryPoint) -> Any:
+    try:
+        return ep.load()
+    except Exception as exc:  # noqa: BLE001 - any import failure names the plugin
+        raise PluginError(
+            f"error importing {ep.value}: {type(exc).__name__}: {exc}", ep.name
+        ) from None
 
 
 def _entry_points() -> list[metadata.EntryPoint]:
