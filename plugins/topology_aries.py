@@ -65,16 +65,14 @@ from federation import (
     Topology,
     hookimpl,
 )
-from federation.components import VC_COUNTER
 from federation.errors import TopologyError
 
 from .topology_dragonfly import (
     ARRANGEMENT_FIELD_DOC,
     check_global_ports,
-    check_group_reach,
-    global_bump,
     global_exits,
     global_wiring,
+    group_minimal_tables,
     local_port_matrix,
 )
 
@@ -277,18 +275,9 @@ def aries_tables(network: Network, chassis: int, blades: int) -> RouteTables:
             k = int(np.nonzero(hop < 0)[0][0])
             raise TopologyError(f"router {int(r_[k])} has no route towards group {int(t_[k])}")
         gnext[r_, t_] = hop
-    check_group_reach(gnext, group)
-    return RouteTables(
-        gnext=gnext,
-        lnext=lnext,
-        router_group=network.router_group.astype(np.int32),
-        router_local=local,
-        vcs_required=2,
-        vc_mode=VC_COUNTER,
-        port_vc_bump=global_bump(network),
-        description="aries minimal (intra-chassis, inter-chassis, global, intra-chassis, "
-        "inter-chassis), VC = global hops so far",
-    )
+    return group_minimal_tables(
+        network, gnext, lnext, local, "aries minimal (intra-chassis, inter-chassis, global, "
+        "intra-chassis, inter-chassis), VC = global hops so far")
 
 
 @hookimpl

@@ -342,7 +342,16 @@ def dragonfly_tables(network: Network) -> RouteTables:
                 f"router {int(rs[k])} has no local link to router {int(ex_router[k])}, which "
                 f"owns a global link from group {int(group[rs[k]])} to group {int(ts[k])}")
         gnext[rs, ts] = hop
-    check_group_reach(gnext, group)
+    return group_minimal_tables(
+        network, gnext, lnext, local,
+        "dragonfly minimal (local-global-local), VC = global hops so far")
+
+
+def group_minimal_tables(network: Network, gnext: np.ndarray, lnext: np.ndarray,
+                         local: np.ndarray, description: str) -> RouteTables:
+    """Minimal tables of a grouped topology (at most one global hop), after checking that every
+    router reaches every other group; VC = global hops so far, hence 2 VCs (CODES)."""
+    check_group_reach(gnext, network.router_group)
     return RouteTables(
         gnext=gnext,
         lnext=lnext,
@@ -351,7 +360,7 @@ def dragonfly_tables(network: Network) -> RouteTables:
         vcs_required=2,
         vc_mode=VC_COUNTER,
         port_vc_bump=global_bump(network),
-        description="dragonfly minimal (local-global-local), VC = global hops so far",
+        description=description,
     )
 
 
