@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,23 @@ def sim(tmp_path):
     """``sim(doc)`` runs an experiment mapping (see :func:`simulate`)."""
     counter = iter(range(10**6))
     return lambda doc: simulate(tmp_path, doc, name=f"exp{next(counter)}.yaml")
+
+
+def pip_build_flags() -> list[str]:
+    """Build with this venv's setuptools when it can make wheels by itself (fast, no network).
+    A fresh Python 3.11 venv has setuptools 65 without ``wheel``; then pip fetches the build
+    backend into an isolated environment instead."""
+    from packaging.version import Version
+
+    try:
+        st = Version(metadata.version("setuptools"))
+    except metadata.PackageNotFoundError:
+        return []
+    try:
+        metadata.version("wheel")
+        has_wheel = True
+    except metadata.PackageNotFoundError:
+        has_wheel = False
+    if st >= Version("70.1") or (st >= Version("68") and has_wheel):
+        return ["--no-build-isolation", "--no-index"]
+    return []

@@ -17,10 +17,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from importlib import metadata
 from pathlib import Path
 
 import pytest
+from conftest import pip_build_flags
 
 from federation.errors import ConfigError
 
@@ -31,26 +31,6 @@ _SCRIPT = Path(sys.executable).with_name("federation")
 #: the console script of the venv running the tests (same code, same entry points)
 FEDERATION = ([str(_SCRIPT)] if _SCRIPT.exists() else
               [sys.executable, "-c", "from federation.cli import entry; entry()"])
-
-
-def pip_build_flags() -> list[str]:
-    """Build the plugin with this venv's setuptools when it can make wheels by itself (fast, no
-    network).  A fresh Python 3.11 venv has setuptools 65 without ``wheel``, and then pip fetches
-    the build backend into an isolated environment instead."""
-    from packaging.version import Version
-
-    try:
-        st = Version(metadata.version("setuptools"))
-    except metadata.PackageNotFoundError:
-        return []
-    try:
-        metadata.version("wheel")
-        has_wheel = True
-    except metadata.PackageNotFoundError:
-        has_wheel = False
-    if st >= Version("70.1") or (st >= Version("68") and has_wheel):
-        return ["--no-build-isolation", "--no-index"]
-    return []
 
 
 def normalize(name: str) -> str:

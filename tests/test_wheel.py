@@ -17,33 +17,13 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from importlib import metadata
 from pathlib import Path
 
 import pytest
+from conftest import pip_build_flags
 
 REPO = Path(__file__).resolve().parent.parent
 GENERIC = ("plugins", "adapters", "schemas")
-
-
-def pip_build_flags() -> list[str]:
-    """Build with this venv's setuptools when it can make wheels by itself (fast, no network).
-    A fresh Python 3.11 venv has setuptools 65 without ``wheel``; then pip fetches the build
-    backend into an isolated environment instead."""
-    from packaging.version import Version
-
-    try:
-        st = Version(metadata.version("setuptools"))
-    except metadata.PackageNotFoundError:
-        return []
-    try:
-        metadata.version("wheel")
-        has_wheel = True
-    except metadata.PackageNotFoundError:
-        has_wheel = False
-    if st >= Version("70.1") or (st >= Version("68") and has_wheel):
-        return ["--no-build-isolation", "--no-index"]
-    return []
 
 
 def clean_env(**extra: str) -> dict[str, str]:
