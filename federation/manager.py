@@ -42,6 +42,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "graph_file": "federation.plugins.topology_graph_file",
     "minimal": "federation.plugins.routing_minimal",
     "valiant": "federation.plugins.routing_valiant",
+    "ugal": "federation.plugins.routing_ugal",
     "synthetic": "federation.plugins.workload_synthetic",
     "messages": "federation.plugins.workload_messages",
     "qos_none": "federation.plugins.qos_none",
