@@ -83,15 +83,8 @@ KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 
 
 @njit(cache=True, inline="always")
-def _push(hk, ha, hb, sc, time, ev, a, b, c):
-    """Schedule an event (the caller keeps ``sc[S_HEAP] + 2 <= len(hk)``)."""
-    seq = sc[S_SEQ]
-    sc[S_SEQ] = seq + 1
-    key = (time << SEQ_BITS) | (seq & SEQ_MASK)
-    va = a * 8 + ev
-    vb = b + (c << 32)
-    i = sc[S_HEAP]
-    sc[S_HEAP] = i + 1
+def _lift(hk, ha, hb, i, key, va, vb):
+    """Place an event at free slot ``i``, moving it up past later parents."""
     while i > 0:
         parent = (i - 1) >> 1
         pk = hk[parent]
@@ -105,6 +98,17 @@ def _push(hk, ha, hb, sc, time, ev, a, b, c):
     hk[i] = key
     ha[i] = va
     hb[i] = vb
+
+
+@njit(cache=True, inline="always")
+def _push(hk, ha, hb, sc, time, ev, a, b, c):
+    """Schedule an event (the caller keeps ``sc[S_HEAP] + 2 <= len(hk)``)."""
+    seq = sc[S_SEQ]
+    sc[S_SEQ] = seq + 1
+    key = (time << SEQ_BITS) | (seq & SEQ_MASK)
+    i = sc[S_HEAP]
+    sc[S_HEAP] = i + 1
+    _lift(hk, ha, hb, i, key, a * 8 + ev, b + (c << 32))
 
 
 @njit(cache=True, inline="always")
@@ -133,20 +137,7 @@ def _pop_into(hk, ha, hb, sc, out):
         hb[i] = hb[m]
         i = m
         left = 2 * i + 1
-    # lift the former last element from the hole
-    while i > 0:
-        parent = (i - 1) >> 1
-        pk = hk[parent]
-        if lk < pk:
-            hk[i] = pk
-            ha[i] = ha[parent]
-            hb[i] = hb[parent]
-            i = parent
-        else:
-            break
-    hk[i] = lk
-    ha[i] = la
-    hb[i] = lb
+    _lift(hk, ha, hb, i, lk, la, lb)  # the former last element, from the hole
 
 
 @njit(cache=True, error_model="numpy")
