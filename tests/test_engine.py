@@ -299,3 +299,13 @@ def test_ugal_reads_queue_occupancy_minimal_when_idle_valiant_under_adversarial_
     assert wc.accepted_load == pytest.approx(wc.offered_load, rel=0.05)
     assert wc.nonminimal_fraction > 0.4
     assert wc.latency_ns.mean < wc_min.latency_ns.mean / 5
+
+
+def test_traffic_beyond_the_clock_range_is_refused(sim):
+    from federation.errors import SimulationError
+
+    doc = one_message(0, 1)
+    doc["workload"]["messages"][0]["at"] = "9s"
+    doc["stop"] = {"warmup": 0, "measure": "10s"}
+    with pytest.raises(SimulationError, match="8.8 s of simulated time"):
+        sim(doc)
