@@ -21,7 +21,12 @@ import numpy as np
 from pydantic import Field
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
+from federation.errors import ConfigError
 from federation.units import PS_PER_S, PositiveSize
+
+#: more messages than this in one run is almost surely a unit slip (``measure: 10s``) and would
+#: exhaust memory before the engine starts
+MAX_MESSAGES = 2e8
 
 
 class SyntheticParams(Params):
@@ -52,6 +57,12 @@ class Synthetic(Workload):
         n_slots = int(ctx.horizon_ps // slot_ps)
         rng = ctx.rng
         load = self.params.load
+        expected = n * n_slots * load
+        if expected > MAX_MESSAGES:
+            raise ConfigError(
+                f"this window would create about {expected:.3g} messages (limit "
+                f"{MAX_MESSAGES:.0e}); shorten the stop window or lower the load",
+                path="stop.measure")
         src, slots = _bernoulli_slots(rng, n, n_slots, load)
         phase = rng.integers(0, slot_ps, size=n)
         t = slots * slot_ps + phase[src]

@@ -153,3 +153,11 @@ def test_validate_good_files(tmp_path):
     assert "36 routers, 72 nodes" in r.stdout
     r = run_cli("validate", "e.yaml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_runaway_window_is_refused_before_allocating(tmp_path):
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    (tmp_path / "e.yaml").write_text(experiment().replace("measure: 0.5us", "measure: 10s"))
+    r = run_cli("run", "e.yaml", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "e.yaml: stop.measure: this window would create about" in r.stderr
