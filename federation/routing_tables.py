@@ -47,27 +47,6 @@ def cable_ports(network: Network) -> CablePorts:
     return CablePorts(indptr, ports.astype(np.int32), peer.astype(np.int32))
 
 
-def port_to_neighbor(network: Network) -> dict[tuple[int, int], int]:
-    """Lowest-numbered cable port at router ``r`` leading to router ``s``."""
-    cp = cable_ports(network)
-    owner = np.repeat(np.arange(network.n_routers), np.diff(cp.indptr))
-    out: dict[tuple[int, int], int] = {}
-    for port, a, b in zip(cp.port.tolist(), owner.tolist(), cp.peer.tolist(), strict=True):
-        out.setdefault((a, b), port)
-    return out
-
-
-def neighbor_port_matrix(network: Network) -> np.ndarray:
-    """Dense ``R x R`` matrix: lowest port at ``r`` towards neighbour ``s`` (-1 if none)."""
-    r = network.n_routers
-    cp = cable_ports(network)
-    owner = np.repeat(np.arange(r), np.diff(cp.indptr))
-    m = np.full((r, r), -1, dtype=np.int32)
-    # assign in reverse order so the lowest port wins
-    m[owner[::-1], cp.peer[::-1]] = cp.port[::-1]
-    return m
-
-
 # --------------------------------------------------------------------------- compiled kernels
 
 

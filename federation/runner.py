@@ -181,9 +181,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         return LatencyStats(mean=float(x.mean()), p50=float(np.percentile(x, 50)),
                             p99=float(np.percentile(x, 99)), max=float(x.max()))
 
-    # message completion = last packet's delivery - creation
-    msg_done = np.zeros(prep.messages.count, dtype=np.int64)
-    np.maximum.at(msg_done, pk.msg, raw.pkt_deliver)
+    msg_done = message_done(prep, raw)
     msg_measured = (prep.messages.time_ps >= w0) & (prep.messages.time_ps < w1)
     mct = (msg_done - prep.messages.time_ps)[msg_measured] / 1e3
 
@@ -255,11 +253,17 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     return summary, packets, ports
 
 
+def message_done(prep: PreparedPoint, raw: RawResult) -> np.ndarray:
+    """Per message, the delivery time of its last packet (-1 if one is undelivered)."""
+    done = np.full(prep.messages.count, -1, dtype=np.int64)
+    np.maximum.at(done, prep.job.packets.msg, raw.pkt_deliver)
+    return done
+
+
 def message_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
     """Per-message completion: the last packet's delivery minus the message's creation."""
     m = prep.messages
-    done = np.full(m.count, -1, dtype=np.int64)
-    np.maximum.at(done, prep.job.packets.msg, raw.pkt_deliver)
+    done = message_done(prep, raw)
     w0, w1 = prep.window
     return {
         "message": np.arange(m.count, dtype=np.int64),

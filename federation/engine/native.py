@@ -196,15 +196,19 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     nic_port = pt.nic_port.astype(np.int32)
     gnext = np.ascontiguousarray(t.gnext, dtype=np.int32)
     lnext = np.ascontiguousarray(t.lnext, dtype=np.int32)
+    rgroup = t.router_group.astype(np.int32)
+    rlocal = t.router_local.astype(np.int32)
+    vc_bump = vc_bump.astype(np.uint8)
+    port_dim = port_dim.astype(np.int32)
+    dateline = dateline.astype(np.uint8)
 
     def step(n: int) -> int:
         return K.run_kernel(
             n,
             V, router_delay, pt.port_peer, pt.port_router, port_ser, port_lat, port_buf,
             node_router, node_port, nic_port,
-            gnext, lnext, t.router_group.astype(np.int32), t.router_local.astype(np.int32),
-            t.vc_mode, vc_bump.astype(np.uint8), port_dim.astype(np.int32),
-            dateline.astype(np.uint8), bool(t.adaptive), np.int64(t.adaptive_bias),
+            gnext, lnext, rgroup, rlocal, t.vc_mode, vc_bump, port_dim, dateline,
+            bool(t.adaptive), np.int64(t.adaptive_bias),
             np.int64(t.phase_vc_offset),
             pk.time_ps, nic_first, nic_pkts,
             sc, hk, ha, hb,
