@@ -55,6 +55,20 @@ class LinkDefaults:
     buffer: float | None = None  # bytes per VC
 
 
+@dataclass(frozen=True)
+class TopologySize:
+    """What a topology will build, known from its parameters alone.
+
+    The runner estimates a point's memory from these counts *before* building anything, so a
+    slip such as ``a: 100000`` is refused with an estimate instead of exhausting memory.
+    """
+
+    routers: int
+    nodes: int
+    cables: int  #: router-to-router cables (parallel cables counted each)
+    groups: int  #: routing groups (``routers`` on topologies without groups)
+
+
 class Topology(Component):
     """Builds the router graph.  Subclasses implement :meth:`build`.
 
@@ -66,6 +80,14 @@ class Topology(Component):
 
     def build(self) -> Network:
         raise NotImplementedError
+
+    def size(self) -> TopologySize | None:
+        """Counts :meth:`build` will produce, computed from the parameters without building.
+
+        ``None`` (the default) means unknown: the runner then builds the network first and
+        checks the memory of the rest of the run afterwards.  Built-ins return exact counts.
+        """
+        return None
 
     def minimal_routes(self, network: Network) -> RouteTables:
         """Minimal routing tables for this topology.

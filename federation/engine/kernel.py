@@ -26,6 +26,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from federation.limits import HEAP_SEQ_BITS
+from federation.limits import TIME_LIMIT_PS as _TIME_LIMIT_PS
+
 # event types
 EV_ARRIVE = 0  # a = packet, b = input port (tail arrived)
 EV_READY = 1  # a = input port, b = vc (head packet finished its router delay)
@@ -76,9 +79,9 @@ PS_COLS = 16
 # the payload (a*8 + type, b + c<<32) moves with the key.  Popping sinks the hole to a leaf
 # choosing the smaller child without a data-dependent branch, then lifts the last element into
 # it (Floyd's bottom-up variant): about half the unpredictable branches of a textbook heap.
-SEQ_BITS = 19
+SEQ_BITS = HEAP_SEQ_BITS
 SEQ_MASK = (1 << SEQ_BITS) - 1
-TIME_LIMIT_PS = 1 << (63 - SEQ_BITS - 1)  # 8.8 simulated seconds
+TIME_LIMIT_PS = _TIME_LIMIT_PS  # 8.8 simulated seconds (see federation.limits)
 KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 
 
