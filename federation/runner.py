@@ -1,41 +1,29 @@
-"""Experiment runner: resolved point -> network, routing tables, traffic -> engine -> results.
+"""Experiment runner: every point of an experiment through preparation, engine and summary.
 
-The runner owns everything that is the same for every engine: building the network, checking
-the routing's VC needs, generating traffic with the run's seeded generator, and reducing raw
-per-packet arrays to the summary of :class:`~federation.models.results.PointSummary`.
-Randomness comes from one ``numpy.random.Generator`` seeded by the experiment's ``seed`` and
-split per purpose, so the same experiment and seed give byte-identical results.
+The runner owns everything that is the same for every engine: the checks before the run
+(:func:`federation.prepare.preflight`), preparing each point (:mod:`federation.prepare`),
+reducing raw per-packet arrays to the summary of :class:`~federation.models.results.PointSummary`,
+and the results document with the fully resolved experiment of every point.  Output files go
+through :class:`~federation.outputs.OutputDir`: written point by point, swapped in whole, and
+kept (marked incomplete) when a run stops early.  Randomness comes from one
+``numpy.random.Generator`` seeded by the experiment's ``seed`` and split per purpose, so the same
+experiment and seed give byte-identical results.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import federation
-from federation.components import Messages, WorkloadContext
-from federation.engine.native import (
-    LinkFigures,
-    NativeRun,
-    Packets,
-    RawResult,
-    check_vcs,
-    packetize,
-)
-from federation.errors import ConfigError, located
+from federation.engine.native import RawResult
+from federation.errors import FederationError
 from federation.loader import LoadedExperiment, ResolvedPoint
-from federation.models.machine import (
-    DEFAULT_BANDWIDTH,
-    DEFAULT_BUFFER,
-    DEFAULT_LATENCY,
-    Machine,
-)
 from federation.models.results import (
+    ComponentOrigin,
     LatencyStats,
     LinkUse,
     MachineSummary,
@@ -45,119 +33,28 @@ from federation.models.results import (
     RunResult,
 )
 from federation.network import Network
-from federation.units import PS_PER_S, seconds_to_ps
+from federation.outputs import OutputDir, write_table
+from federation.prepare import (
+    BuildCache,
+    Built,
+    PreparedPoint,
+    build_network,
+    preflight,
+    prepare,
+    resolve_links,
+)
+from federation.units import PS_PER_S
+
+__all__ = ["PreparedPoint", "build_network", "message_table", "prepare", "resolve_links",
+           "run_experiment", "summarize", "write_table"]
+
+Progress = Callable[[str, int, int], None]
 
 
-@dataclass
-class PreparedPoint:
-    point: ResolvedPoint
-    network: Network
-    job: NativeRun
-    window: tuple[int, int]  # measurement window [start, end) in ps
-    messages: Messages
+class Interrupted(FederationError):
+    """Ctrl-C during a run (exit status 130, as a shell reports SIGINT)."""
 
-
-def resolve_links(machine: Machine, topology: Any, network: Network,
-                  source: str) -> dict[str, LinkFigures]:
-    """Per link class: machine file value, else the topology's default, else the global one."""
-    out = {}
-    for cls in network.link_classes:
-        user = machine.links.get(cls)
-        tdef = topology.link_defaults.get(cls)
-
-        def pick(attr: str, default: float, _u: Any = user, _t: Any = tdef) -> float:
-            v = getattr(_u, attr) if _u is not None else None
-            if v is None and _t is not None:
-                v = getattr(_t, attr)
-            return float(default if v is None else v)
-
-        fig = LinkFigures(
-            bandwidth=pick("bandwidth", DEFAULT_BANDWIDTH),
-            latency=pick("latency", DEFAULT_LATENCY),
-            buffer=pick("buffer", DEFAULT_BUFFER),
-        )
-        if fig.buffer < machine.packet_size:
-            raise ConfigError(
-                f"buffer of link class {cls!r} ({fig.buffer:g} B) is smaller than packet_size "
-                f"({machine.packet_size:g} B)", source=source, path=f"links.{cls}.buffer")
-        out[cls] = fig
-    for name in machine.links:
-        if name not in network.link_classes:
-            raise ConfigError(
-                f"the network has no link class {name!r} (it has: "
-                f"{', '.join(network.link_classes)})", source=source, path=f"links.{name}")
-    return out
-
-
-def build_network(point: ResolvedPoint) -> Network:
-    net = point.machine.topology.build()
-    net.validate()
-    return net
-
-
-def prepare(point: ResolvedPoint) -> PreparedPoint:
-    """Build everything an engine needs for one point."""
-    try:
-        return _prepare(point)
-    except ConfigError as exc:
-        raise located(exc, point.source) from None
-
-
-def _prepare(point: ResolvedPoint) -> PreparedPoint:
-    exp = point.experiment
-    machine = point.machine.machine
-    net = build_network(point)
-    links = resolve_links(machine, point.machine.topology, net, point.machine.source)
-    nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)
-    tables = point.routing.tables(net, point.machine.topology, machine)
-    check_vcs(tables, machine.router.vcs, point.routing.name)
-
-    seeds = np.random.SeedSequence(exp.seed)
-    rng_traffic, rng_route = (np.random.default_rng(s) for s in seeds.spawn(2))
-    warm = seconds_to_ps(exp.stop.warmup)
-    if exp.stop.measure is not None:
-        horizon = warm + seconds_to_ps(exp.stop.measure)
-        msgs = point.workload.generate(_ctx(point, net, horizon, nic_bw, rng_traffic))
-        window = (warm, horizon)
-    else:
-        msgs, window = _generate_n_messages(point, net, nic_bw, warm, exp.stop.messages or 0,
-                                            rng_traffic)
-    ptime, psrc, pdst, psize, pmsg = packetize(
-        msgs.time_ps, msgs.src, msgs.dst, msgs.size, int(machine.packet_size))
-    src_r = net.node_router[psrc]
-    dst_r = net.node_router[pdst]
-    via = point.routing.intermediates(tables, src_r, dst_r, rng_route)
-    packets = Packets(ptime, psrc, pdst, psize, pmsg, via)
-    job = NativeRun(net, links, nic_bw, machine.router.delay, machine.router.vcs, tables, packets)
-    return PreparedPoint(point, net, job, window, msgs)
-
-
-def _ctx(point: ResolvedPoint, net: Network, horizon: int, nic_bw: float,
-         rng: np.random.Generator) -> WorkloadContext:
-    return WorkloadContext(net, point.machine.machine, point.experiment, horizon, nic_bw, rng)
-
-
-def _generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm: int, n: int,
-                         rng: np.random.Generator) -> tuple[Messages, tuple[int, int]]:
-    """Generate until ``n`` messages exist after the warm-up; the window closes at the n-th."""
-    load = point.workload.offered_load() or 0.5
-    size = float(point.machine.machine.packet_size)
-    per_node_rate = load * nic_bw / size  # messages per second per node (estimate)
-    span = seconds_to_ps(1.5 * n / max(per_node_rate * net.n_nodes, 1e-30)) + 1
-    state = rng.bit_generator.state
-    while True:
-        rng.bit_generator.state = state
-        msgs = point.workload.generate(_ctx(point, net, warm + span, nic_bw, rng))
-        after = np.nonzero(msgs.time_ps >= warm)[0]
-        if after.size >= n:
-            cut = after[n - 1]
-            end = int(msgs.time_ps[cut]) + 1
-            keep = np.arange(msgs.count) <= cut
-            m = Messages(msgs.time_ps[keep], msgs.src[keep], msgs.dst[keep], msgs.size[keep])
-            return m, (warm, end)
-        span *= 2
-        if span > 10**18:
-            raise ConfigError(f"the workload cannot produce {n} messages", path="stop.messages")
+    exit_code = 130
 
 
 def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[str, np.ndarray],
@@ -297,103 +194,151 @@ def machine_summary(point: ResolvedPoint, net: Network) -> MachineSummary:
                           routers=net.n_routers, nodes=net.n_nodes, links=links)
 
 
-def write_table(table: dict[str, np.ndarray], path: Path, fmt: str, extra: dict[str, Any]) -> Path:
-    import pyarrow as pa
 
-    cols = {k: pa.array(v) for k, v in table.items()}
-    for k, v in extra.items():
-        n = len(next(iter(table.values())))
-        cols[k] = pa.array([v] * n)
-    t = pa.table(cols)
-    if fmt == "csv":
-        import pyarrow.csv as pcsv
 
-        out = path.with_suffix(".csv")
-        pcsv.write_csv(t, out)
-    else:
-        import pyarrow.parquet as pq
+def resolved_document(point: ResolvedPoint, built: Built) -> dict[str, Any]:
+    """The point as a complete experiment document: the machine inline with every default
+    filled in, each component with all its parameters, no sweep.  Running it gives the point's
+    results again, wherever it is run from."""
+    m = point.machine
+    machine = m.machine.model_dump(mode="json")
+    machine["topology"] = _component(m.topology)
+    machine["qos"] = _component(m.qos)
+    machine["links"] = {c: {"bandwidth": f.bandwidth, "latency": f.latency, "buffer": f.buffer}
+                        for c, f in built.links.items()}
+    machine["nic"] = {**machine.get("nic", {}), "bandwidth": built.nic_bandwidth}
+    exp = point.experiment.model_dump(mode="json")
+    exp.pop("sweep", None)
+    exp["machine"] = machine
+    exp["routing"] = {"algorithm": point.routing.name,
+                      **point.routing.params.model_dump(mode="json")}
+    exp["workload"] = _component(point.workload)
+    exp["engine"] = _component(point.engine)
+    return exp
 
-        out = path.with_suffix(".parquet")
-        pq.write_table(t, out)
+
+def _component(c: Any) -> dict[str, Any]:
+    return {"kind": c.name, **c.params.model_dump(mode="json")}
+
+
+def component_origins(point: ResolvedPoint) -> dict[str, ComponentOrigin]:
+    """Plugin and version behind each component of ``point``."""
+    from federation.manager import get_plugins
+
+    plugins = get_plugins()
+    own = f"hpc-federation {federation.__version__}"
+    out = {}
+    for slot, registry, comp in (
+            ("topology", plugins.topologies, point.machine.topology),
+            ("qos", plugins.qos, point.machine.qos),
+            ("routing", plugins.routings, point.routing),
+            ("workload", plugins.workloads, point.workload),
+            ("engine", plugins.engines, point.engine)):
+        reg = registry.items.get(comp.name)
+        plugin = reg.plugin if reg is not None else "unregistered"
+        info = plugins.info.get(plugin)
+        source = info.source if info is not None else "unknown"
+        out[slot] = ComponentOrigin(name=comp.name, plugin=plugin,
+                                    source=own if source == "builtin" else source)
     return out
 
 
+def run_point(index: int, point: ResolvedPoint, cache: BuildCache, writer: OutputDir | None,
+              progress: Progress | None = None) -> tuple[PointResult, MachineSummary]:
+    """Prepare, simulate and summarise one point; its tables are written at once."""
+    prep = prepare(point, cache)
+    built = cache.get(point)
+    label = ", ".join(f"{k}={v}" for k, v in point.sweep.items()) or "run"
+
+    def cb(done: int, total: int) -> None:
+        if progress is not None:
+            progress(label, done, total)
+
+    raw = point.engine.run(prep.job, progress=cb)
+    summary, packets, ports = summarize(prep, raw)
+    exp = point.experiment
+    files = {}
+    if writer is not None:
+        extra = {"point": index}
+        tables = {"packets": (exp.outputs.packets, lambda: packets),
+                  "ports": (exp.outputs.ports, lambda: ports),
+                  "messages": (exp.outputs.messages, lambda: message_table(prep, raw))}
+        for name, (wanted, make) in tables.items():
+            if wanted:
+                files[name] = writer.write_table(f"{name}-{index}", make(), extra)
+    result = PointResult(
+        index=index, sweep=point.sweep, seed=exp.seed, engine=point.engine.name,
+        routing=point.routing.name, routing_description=built.tables.description,
+        workload=exp.workload.model_dump(mode="json"),
+        resolved=resolved_document(point, built), components=component_origins(point),
+        summary=summary, files=files, performance=_performance(raw),
+    )
+    return result, machine_summary(point, prep.network)
+
+
 def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
-                   progress: Callable[[str, int, int], None] | None = None) -> RunResult:
+                   progress: Progress | None = None, *, overwrite: bool = False,
+                   max_memory: int | None = None, out_source: str = "--out") -> RunResult:
     """Run every point of ``loaded``; write results into ``out_dir`` when given.
 
-    Files are written to a temporary folder first and moved into place at the end, so a run
-    that fails leaves nothing half-written.
+    Every point is checked before the first one runs.  Tables are written as each point
+    finishes; the folder replaces ``out_dir`` at the end.  If a point fails or the run is
+    interrupted after others finished, the finished ones are kept with ``results.json`` marked
+    incomplete, and the error (:class:`Interrupted` for Ctrl-C) says so.
     """
+    from federation.checks import default_max_memory
+
+    cache = preflight(loaded, max_memory or default_max_memory())
+    writer = (OutputDir(Path(out_dir), loaded.experiment.outputs.format, overwrite, out_source)
+              if out_dir is not None else None)
     points: list[PointResult] = []
     msum: MachineSummary | None = None
-    tables: list[tuple[str, dict[str, np.ndarray], dict[str, Any]]] = []
-    for i, point in enumerate(loaded.points):
-        prep = prepare(point)
-        if msum is None:
-            msum = machine_summary(point, prep.network)
-        label = ", ".join(f"{k}={v}" for k, v in point.sweep.items()) or "run"
-
-        def cb(done: int, total: int, _label: str = label) -> None:
-            if progress is not None:
-                progress(_label, done, total)
-
-        raw = point.engine.run(prep.job, progress=cb)
-        summary, packets, ports = summarize(prep, raw)
-        exp = point.experiment
-        files = {}
-        extra = {"point": i}
-        if exp.outputs.packets:
-            files["packets"] = f"packets-{i}"
-            tables.append((f"packets-{i}", packets, extra))
-        if exp.outputs.ports:
-            files["ports"] = f"ports-{i}"
-            tables.append((f"ports-{i}", ports, extra))
-        if exp.outputs.messages:
-            files["messages"] = f"messages-{i}"
-            tables.append((f"messages-{i}", message_table(prep, raw), extra))
-        points.append(PointResult(
-            sweep=point.sweep, seed=exp.seed, engine=point.engine.name,
-            routing=point.routing.name,
-            workload=exp.workload.model_dump(mode="json"),
-            summary=summary, files=files, performance=_performance(raw),
-        ))
+    n = len(loaded.points)
+    try:
+        for i, point in enumerate(loaded.points):
+            res, ms = run_point(i, point, cache, writer, progress)
+            points.append(res)
+            msum = msum or ms
+    except (Exception, KeyboardInterrupt) as exc:
+        if writer is not None and not points:
+            writer.abort()
+        if writer is None or not points:
+            if isinstance(exc, KeyboardInterrupt):  # typer would exit 130 without a word
+                raise Interrupted("interrupted before any point finished; nothing was "
+                                  "written") from None
+            raise
+        assert msum is not None
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        partial = _result(loaded, msum, points, missing=list(range(len(points), n)), error=why)
+        writer.finish(partial, _perf(points))
+        kept = (f"{len(points)} of {n} points finished and are kept in {writer.out} "
+                "(results.json marked incomplete)")
+        if isinstance(exc, KeyboardInterrupt):
+            raise Interrupted(f"interrupted; {kept}") from None
+        if isinstance(exc, FederationError):
+            raise type(exc)(f"{exc}; {kept}") from None
+        exc.add_note(kept)
+        raise
     assert msum is not None
-    result = RunResult(
+    result = _result(loaded, msum, points)
+    if writer is not None:
+        writer.finish(result, _perf(points))
+    return result
+
+
+def _result(loaded: LoadedExperiment, msum: MachineSummary, points: list[PointResult],
+            missing: list[int] | None = None, error: str | None = None) -> RunResult:
+    return RunResult(
         federation_version=federation.__version__,
         experiment=loaded.experiment.name,
-        source=loaded.source,
+        source=str(Path(loaded.source).resolve()),
+        status="incomplete" if missing else "complete",
+        missing_points=missing or [],
+        error=error,
         machine=msum,
         points=points,
     )
-    if out_dir is not None:
-        result = _write(result, Path(out_dir), tables, loaded.experiment.outputs.format)
-    return result
 
 
-def _write(result: RunResult, out: Path, tables: list[tuple[str, dict[str, np.ndarray],
-           dict[str, Any]]], fmt: str) -> RunResult:
-    import shutil
-    import tempfile
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".federation-", dir=out.parent))
-    try:
-        names = {}
-        for name, table, extra in tables:
-            names[name] = write_table(table, tmp / name, fmt, extra).name
-        pts = []
-        for p in result.points:
-            pts.append(p.model_copy(update={"files": {k: names[v] for k, v in p.files.items()}}))
-        result = result.model_copy(update={"points": pts})
-        (tmp / "results.json").write_text(
-            json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
-        perf = [p.performance.model_dump(mode="json") if p.performance else None
-                for p in result.points]
-        (tmp / "performance.json").write_text(json.dumps(perf, indent=2) + "\n")
-        out.mkdir(parents=True, exist_ok=True)
-        for f in tmp.iterdir():
-            shutil.move(str(f), out / f.name)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return result
+def _perf(points: list[PointResult]) -> list[dict[str, Any] | None]:
+    return [p.performance.model_dump(mode="json") if p.performance else None for p in points]

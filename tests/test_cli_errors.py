@@ -157,7 +157,7 @@ def test_validate_good_files(tmp_path):
 
 def test_runaway_window_is_refused_before_allocating(tmp_path):
     (tmp_path / "m.yaml").write_text(MACHINE)
-    (tmp_path / "e.yaml").write_text(experiment().replace("measure: 0.5us", "measure: 10s"))
+    (tmp_path / "e.yaml").write_text(experiment().replace("measure: 0.5us", "measure: 5s"))
     r = run_cli("run", "e.yaml", cwd=tmp_path)
     assert r.returncode == 2
     assert "e.yaml: stop.measure: this window would create about" in r.stderr

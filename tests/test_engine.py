@@ -172,15 +172,15 @@ def test_uniform_low_load_minimal_latency_below_valiant(sim):
 
 
 def test_minimal_needs_two_vcs_valiant_three(sim):
-    from federation.errors import RoutingError
+    from federation.errors import ConfigError
 
     doc = worst_case("valiant", 0.1)
     doc["machine"] = machine(vcs=2)
-    with pytest.raises(RoutingError, match="needs 3 virtual channels"):
+    with pytest.raises(ConfigError, match="machine.router.vcs: .*needs 3 virtual channels"):
         sim(doc)
     doc = worst_case("minimal", 0.1)
     doc["machine"] = machine(vcs=1)
-    with pytest.raises(RoutingError, match="needs 2 virtual channels"):
+    with pytest.raises(ConfigError, match="machine.router.vcs: .*needs 2 virtual channels"):
         sim(doc)
 
 
@@ -261,7 +261,7 @@ def test_results_files_byte_identical_for_same_seed(tmp_path):
 ])
 def test_valiant_phases_use_separate_vcs_and_never_deadlock(sim, topology, vcs, classes):
     """Dateline and up/down rules restart in Valiant's second phase, so it gets its own VCs."""
-    from federation.errors import RoutingError
+    from federation.errors import ConfigError
 
     doc = {
         "machine": {"topology": topology, "router": {"vcs": vcs},
@@ -274,7 +274,7 @@ def test_valiant_phases_use_separate_vcs_and_never_deadlock(sim, topology, vcs, 
     assert prep.job.tables.vcs_required == vcs
     assert s.packets_delivered == s.packets_generated
     doc["machine"]["router"]["vcs"] = vcs - 1
-    with pytest.raises(RoutingError, match=f"needs {vcs} virtual channels"):
+    with pytest.raises(ConfigError, match=f"needs {vcs} virtual channels"):
         sim(doc)
 
 
@@ -302,10 +302,16 @@ def test_ugal_reads_queue_occupancy_minimal_when_idle_valiant_under_adversarial_
 
 
 def test_traffic_beyond_the_clock_range_is_refused(sim):
-    from federation.errors import SimulationError
+    from federation.errors import ConfigError
 
     doc = one_message(0, 1)
     doc["workload"]["messages"][0]["at"] = "9s"
     doc["stop"] = {"warmup": 0, "measure": "10s"}
-    with pytest.raises(SimulationError, match="8.8 s of simulated time"):
+    with pytest.raises(ConfigError, match=r"stop.measure: .*clock range \(8796093022208 ps"):
+        sim(doc)
+    # inside the window but too close to its end for the packet to arrive
+    doc["stop"] = {"warmup": 0, "measure": "8.7s"}
+    doc["workload"]["messages"][0]["at"] = "8.7s"
+    doc["machine"]["links"]["global"]["latency"] = "0.2s"
+    with pytest.raises(ConfigError, match="stop.measure: a packet created at the end of the"):
         sim(doc)

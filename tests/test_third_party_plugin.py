@@ -281,15 +281,16 @@ def test_ring_params_are_validated(ring_plugins, params, path, message):
 
 
 def test_too_few_vcs_is_refused(ring_plugins, tmp_path):
-    from federation.errors import RoutingError
+    from federation.errors import ConfigError
     from federation.loader import load_experiment
     from federation.runner import prepare
 
     (tmp_path / "e.yaml").write_text(
         "machine: {topology: {kind: ring, n: 8}, router: {vcs: 1}}\n")
     point = load_experiment(tmp_path / "e.yaml", plugins=ring_plugins).points[0]
-    with pytest.raises(RoutingError, match="router.vcs: 2"):
+    with pytest.raises(ConfigError, match="router.vcs: 2") as info:
         prepare(point)
+    assert str(info.value).startswith(f"{tmp_path / 'e.yaml'}: machine.router.vcs: ")
 
 
 # --------------------------------------------------------------------------- docs

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from scipy.sparse import csgraph
 
 from federation.components import VC_COUNTER
-from federation.errors import RoutingError, TopologyError
+from federation.errors import ConfigError, RoutingError, TopologyError
 from federation.network import NetworkBuilder
 from federation.plugins.topology_circulant import Circulant
 from federation.plugins.topology_fattree import FatTree
@@ -392,7 +392,7 @@ def test_too_few_vcs_is_refused_before_the_run(tmp_path):
                "stop": {"warmup": "0.5us", "measure": "2us"}}
         path = tmp_path / f"e{i}.yaml"
         path.write_text(yaml.safe_dump(doc))
-        with pytest.raises(RoutingError, match=r"needs (\d+) virtual channels") as exc:
+        with pytest.raises(ConfigError, match=r"needs (\d+) virtual channels") as exc:
             prepare(load_experiment(path).points[0])
         if need is not None:
             assert f"needs {need} virtual channels" in str(exc.value)

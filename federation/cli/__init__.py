@@ -23,6 +23,22 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        import federation
+
+        print(f"federation {federation.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="print the version and exit"),
+) -> None:
+    """Simulate HPC interconnection networks from typed machine and experiment files."""
+
+
 def _register_commands() -> None:
     from federation.cli import inspect, run  # noqa: F401 - commands register on import
 

@@ -4,38 +4,53 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from federation.cli import app
+
+if TYPE_CHECKING:
+    from federation.loader import ResolvedMachine
+    from federation.network import Network
 
 
 @app.command()
 def validate(
     file: Annotated[Path, typer.Argument(help="machine or experiment file")],
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
+    max_memory: Annotated[str | None, typer.Option(
+        "--max-memory", help="as for 'run': the memory a point may need")] = None,
 ) -> None:
-    """Check a machine or experiment file (and its components' parameters) without running it."""
+    """Check a machine or experiment file without running it: every sweep point's fields,
+    engine limits, memory estimate, network and routing (including its VC needs)."""
+    from federation.checks import default_max_memory
+    from federation.cli.run import parse_max_memory
     from federation.loader import is_machine_document, load_experiment, load_machine
     from federation.models.base import read_document
-    from federation.runner import build_network, prepare
+    from federation.prepare import preflight
 
+    limit = parse_max_memory(max_memory) or default_max_memory()
     doc = read_document(file)
     if is_machine_document(doc) and not set_:
         rm = load_machine(file)
-        net = rm.topology.build()
-        net.validate()
+        net = checked_machine_network(rm, limit)
         print(f"{file}: valid machine ({rm.topology.name}: {net.n_routers} routers, "
               f"{net.n_nodes} nodes, {net.n_links} cables)")
         return
     loaded = load_experiment(file, set_ or [])
-    for point in loaded.points:
-        build_network(point)
-    # routing/VC checks need the tables; do them for the first point (cheap, and all points
-    # share the machine unless the sweep changes it)
-    prepare(loaded.points[0])
+    preflight(loaded, limit)
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")
+
+
+def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
+    """Build a machine file's network after the memory check its topology's counts allow."""
+    from federation.checks import check_machine_memory
+
+    check_machine_memory(rm, limit)
+    net = rm.topology.build()
+    net.validate()
+    return net
 
 
 @app.command()
@@ -54,9 +69,16 @@ def schema(
         print(json.dumps({"machine": docs["machine.schema.json"],
                           "experiment": docs["experiment.schema.json"]}, indent=2))
         return
-    out.mkdir(parents=True, exist_ok=True)
-    for name, d in docs.items():
-        (out / name).write_text(json.dumps(d, indent=2, sort_keys=True) + "\n")
+    from federation.errors import ConfigError
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, d in docs.items():
+            (out / name).write_text(json.dumps(d, indent=2, sort_keys=True) + "\n")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {out}: {exc.strerror or type(exc).__name__}",
+                          source="--out") from None
+    for name in docs:
         print(out / name)
 
 

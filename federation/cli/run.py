@@ -22,21 +22,57 @@ def run(
     out: Annotated[Path | None, typer.Option(
         "--out", help="output directory (default: outputs.dir or results/<name>)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print results.json to stdout")] = False,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="replace an existing non-empty output directory whole")] = False,
+    max_memory: Annotated[str | None, typer.Option(
+        "--max-memory", help="refuse points estimated to need more memory than this, e.g. "
+        "16GiB (default: $FEDERATION_MAX_MEMORY or 80% of physical memory)")] = None,
 ) -> None:
     """Run an experiment on its engine and write results.json plus per-port/per-packet tables."""
     from federation.loader import load_experiment
     from federation.runner import run_experiment
 
+    limit = parse_max_memory(max_memory)
     loaded = load_experiment(file, set_ or [])
     exp = loaded.experiment
-    out_dir = out or (Path(exp.outputs.dir) if exp.outputs.dir else
-                      Path("results") / (exp.name or Path(loaded.source).stem))
+    if out is not None:
+        out_dir, out_source = out, "--out"
+    elif exp.outputs.dir:
+        out_dir = Path(exp.outputs.dir)
+        if not out_dir.is_absolute():
+            out_dir = Path(loaded.source).parent / out_dir
+        out_source = f"{loaded.source}: outputs.dir"
+    else:
+        out_dir = Path("results") / (exp.name or Path(loaded.source).stem)
+        out_source = "--out"
     with progress_reporter() as cb:
-        result = run_experiment(loaded, out_dir, progress=cb)
+        try:
+            result = run_experiment(loaded, out_dir, progress=cb, overwrite=overwrite,
+                                    max_memory=limit, out_source=out_source)
+        except KeyboardInterrupt:  # before the run started: typer would exit without a word
+            from federation.runner import Interrupted
+
+            raise Interrupted("interrupted before the run started; nothing was written") from None
     if as_json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
     else:
         print(format_summary(result, out_dir))
+
+
+def parse_max_memory(text: str | None) -> int | None:
+    """``--max-memory`` as bytes (a size such as ``16GiB`` or a number of bytes)."""
+    if text is None:
+        return None
+    from federation.errors import ConfigError
+    from federation.units import parse_size
+
+    try:
+        value = parse_size(float(text) if text.strip().replace(".", "", 1).isdigit() else text)
+    except ValueError as exc:
+        raise ConfigError(str(exc), source="--max-memory") from None
+    if value <= 0:
+        raise ConfigError(f"must be positive, got {text!r}", source="--max-memory")
+    return int(value)
 
 
 def format_summary(result: RunResult, out_dir: Path | None) -> str:

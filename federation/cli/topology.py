@@ -34,9 +34,11 @@ def topology(
         if len(loaded.points) > 1 and any(
                 k.startswith("machine.") for k in loaded.points[0].sweep):
             note = "the sweep changes the machine: showing its first point"
+    from federation.checks import default_max_memory
+    from federation.cli.inspect import checked_machine_network
+
     try:
-        net = rm.topology.build()
-        net.validate()
+        net = checked_machine_network(rm, default_max_memory())
         m = topology_metrics(net)
     except TopologyError as exc:
         raise TopologyError(f"{rm.source}: {exc}") from None

@@ -43,7 +43,8 @@ class StopRule(FederationModel):
 class Outputs(FederationModel):
     """Which result files a run writes (into ``--out`` or ``dir``)."""
 
-    dir: str | None = Field(None, description="output directory (the CLI's --out wins)")
+    dir: str | None = Field(
+        None, description="output directory, relative to this file (the CLI's --out wins)")
     format: Literal["parquet", "csv"] = "parquet"
     packets: bool = Field(True, description="write the per-packet table")
     ports: bool = Field(True, description="write the per-port table")

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from federation.models.base import FederationModel
 
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION = 2
 
 
 class LatencyStats(FederationModel):
@@ -66,12 +66,32 @@ class Performance(FederationModel):
     packet_hops_per_second: float
 
 
+class ComponentOrigin(FederationModel):
+    """Which plugin supplied a component of a point, and its version."""
+
+    name: str = Field(description="the component's name in files (kind or algorithm)")
+    plugin: str = Field(description="the plugin (entry-point name) that registered it")
+    source: str = Field(description="'hpc-federation <version>' for built-ins, else the "
+                        "distribution's 'name version'")
+
+
 class PointResult(FederationModel):
+    index: int = Field(description="position of the point in the sweep (files use it)")
     sweep: dict[str, Any] = Field(default_factory=dict)
     seed: int
     engine: str
     routing: str
+    routing_description: str = Field(
+        "", description="what the routing's tables do (paths, VC rule), as the plugin says")
     workload: dict[str, Any]
+    resolved: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the point as a complete experiment document: machine inline with every "
+        "default filled in (figures per link class, VCs, router delay, packet size, NIC), "
+        "every component's parameters, no sweep; `federation run` accepts it as it is")
+    components: dict[str, ComponentOrigin] = Field(
+        default_factory=dict, description="topology, qos, routing, workload, engine: plugin "
+        "and version")
     summary: PointSummary
     files: dict[str, str] = Field(default_factory=dict)
     performance: Performance | None = Field(None, exclude=True)
@@ -86,12 +106,20 @@ class MachineSummary(FederationModel):
 
 
 class RunResult(FederationModel):
-    """A successful run: one entry in ``points`` per sweep combination."""
+    """A run: one entry in ``points`` per finished sweep combination.
+
+    ``status`` is ``incomplete`` when the run stopped early (an error or Ctrl-C after some
+    points finished); ``missing_points`` then lists the sweep indices that did not run and
+    ``error`` says why.
+    """
 
     schema_name: Literal["hpc-federation.results"] = "hpc-federation.results"
     schema_version: int = RESULTS_SCHEMA_VERSION
     federation_version: str
     experiment: str | None
-    source: str
+    source: str = Field(description="the experiment file, as an absolute path")
+    status: Literal["complete", "incomplete"] = "complete"
+    missing_points: list[int] = Field(default_factory=list)
+    error: str | None = None
     machine: MachineSummary
     points: list[PointResult]

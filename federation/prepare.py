@@ -1,0 +1,279 @@
+"""Resolved point -> everything an engine needs: network, link figures, route tables, packets.
+
+Split in two, because a sweep usually runs many points on one machine:
+
+* :func:`build` makes the network, its link figures and the routing's tables for one
+  (machine, routing) pair, after the checks that need no allocation (clock range, the memory
+  the topology's counts imply; :mod:`federation.checks`).  :class:`BuildCache` keeps the last
+  one, so a sweep over loads builds the machine once.
+* :func:`prepare` generates the point's traffic with the run's seeded generator, refuses a
+  point that would generate no measured packet or too many to hold, packetizes it and draws the
+  routing's per-packet choices.
+
+:func:`preflight` runs the build checks (including the routing's VC needs) for *every* point of
+an experiment before the first point is simulated, so a sweep never dies half-way on an input
+error that could have been seen at the start.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from federation.checks import (
+    MemoryEstimate,
+    check_clock,
+    check_machine_memory,
+    check_memory,
+    estimate_network,
+    figure_origin,
+    link_figure,
+    machine_prefix,
+    packets_memory,
+)
+from federation.components import Messages, RouteTables, TopologySize, WorkloadContext
+from federation.engine.native import LinkFigures, NativeRun, Packets, check_vcs, packetize
+from federation.errors import ConfigError, FederationError, RoutingError, located
+from federation.limits import TIME_LIMIT_PS
+from federation.loader import LoadedExperiment, ResolvedPoint
+from federation.models.machine import Machine
+from federation.network import Network
+from federation.units import PS_PER_S, format_time, seconds_to_ps
+
+
+@dataclass
+class PreparedPoint:
+    point: ResolvedPoint
+    network: Network
+    job: NativeRun
+    window: tuple[int, int]  # measurement window [start, end) in ps
+    messages: Messages
+
+
+@dataclass
+class Built:
+    """The network, link figures and route tables of one (machine, routing) pair."""
+
+    key: str
+    network: Network
+    links: dict[str, LinkFigures]
+    nic_bandwidth: float
+    tables: RouteTables
+    memory: MemoryEstimate
+
+
+def resolve_links(machine: Machine, topology: Any, network: Network, source: str,
+                  prefix: str = "") -> dict[str, LinkFigures]:
+    """Per link class: machine file value, else the topology's default, else the global one."""
+    out = {}
+    for cls in network.link_classes:
+        fig = LinkFigures(*(link_figure(machine, topology, cls, a)[0]
+                            for a in ("bandwidth", "latency", "buffer")))
+        if fig.buffer < machine.packet_size:
+            raise ConfigError(
+                f"buffer of link class {cls!r} ({fig.buffer:g} B) is smaller than packet_size "
+                f"({machine.packet_size:g} B)", source=source, path=f"{prefix}links.{cls}.buffer")
+        out[cls] = fig
+    for name in machine.links:
+        if name not in network.link_classes:
+            raise ConfigError(
+                f"the network has no link class {name!r} (it has: "
+                f"{', '.join(network.link_classes)})", source=source, path=f"{prefix}links.{name}")
+    return out
+
+
+def build_network(point: ResolvedPoint) -> Network:
+    net = point.machine.topology.build()
+    net.validate()
+    return net
+
+
+def build_key(point: ResolvedPoint) -> str:
+    """What the network and tables depend on: the machine and the routing, nothing else."""
+    return json.dumps([point.machine.machine.model_dump(mode="json"),
+                       point.experiment.routing.model_dump(mode="json")], sort_keys=True)
+
+
+def build(point: ResolvedPoint, max_memory: int) -> Built:
+    """Check, then build the network, link figures and route tables of ``point``."""
+    machine = point.machine.machine
+    msrc = point.machine.source
+    prefix = machine_prefix(point)
+    check_clock(point)
+    est = check_machine_memory(point.machine, max_memory, prefix)
+    net = build_network(point)
+    if est is None:  # the topology could not tell before building: check what it built
+        est = estimate_network(TopologySize(net.n_routers, net.n_nodes, net.n_links,
+                                            net.n_groups), machine.router.vcs)
+        check_memory(est, max_memory, f"this machine ({net.n_routers} routers)", msrc,
+                     f"{prefix}topology")
+    check_clock(point, net)
+    links = resolve_links(machine, point.machine.topology, net, msrc, prefix)
+    nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)
+    tables = point.routing.tables(net, point.machine.topology, machine)
+    try:
+        check_vcs(tables, machine.router.vcs, point.routing.name)
+    except RoutingError as exc:
+        o = figure_origin(point, "router.vcs")
+        raise ConfigError(str(exc), source=o.source, path=o.path) from None
+    return Built(build_key(point), net, links, nic_bw, tables, est)
+
+
+class BuildCache:
+    """Keeps the last :class:`Built` (a sweep over loads reuses one machine)."""
+
+    def __init__(self, max_memory: int) -> None:
+        self.max_memory = max_memory
+        self._last: Built | None = None
+
+    def get(self, point: ResolvedPoint) -> Built:
+        key = build_key(point)
+        if self._last is None or self._last.key != key:
+            self._last = None  # free the previous machine before building the next
+            self._last = build(point, self.max_memory)
+        return self._last
+
+
+def preflight(loaded: LoadedExperiment, max_memory: int) -> BuildCache:
+    """Every check that needs no traffic, for every point, before any point runs."""
+    cache = BuildCache(max_memory)
+    for i, point in enumerate(loaded.points):
+        try:
+            cache.get(point)
+        except FederationError as exc:
+            raise _in_point(exc, point, i, len(loaded.points)) from None
+    return cache
+
+
+def _in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int) -> FederationError:
+    """Say which sweep point an error belongs to when there are several."""
+    if n == 1 or not point.sweep:
+        return located(exc, point.source) if isinstance(exc, ConfigError) else exc
+    label = ", ".join(f"{k}={v}" for k, v in point.sweep.items())
+    if isinstance(exc, ConfigError):
+        exc = located(exc, point.source)
+        return ConfigError(f"{exc.message} (sweep point {i}: {label})", source=exc.source,
+                           path=exc.path)
+    return type(exc)(f"{exc} (sweep point {i}: {label})")
+
+
+# --------------------------------------------------------------------------- traffic
+
+
+def prepare(point: ResolvedPoint, cache: BuildCache | None = None,
+            max_memory: int | None = None) -> PreparedPoint:
+    """Build (or reuse) the machine and generate the point's traffic."""
+    from federation.checks import default_max_memory
+
+    limit = max_memory or (cache.max_memory if cache else default_max_memory())
+    try:
+        built = (cache or BuildCache(limit)).get(point)
+        return _prepare(point, built, limit)
+    except ConfigError as exc:
+        raise located(exc, point.source) from None
+
+
+def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoint:
+    exp = point.experiment
+    machine = point.machine.machine
+    net = built.network
+    seeds = np.random.SeedSequence(exp.seed)
+    rng_traffic, rng_route = (np.random.default_rng(s) for s in seeds.spawn(2))
+    warm = seconds_to_ps(exp.stop.warmup)
+    if exp.stop.measure is not None:
+        horizon = warm + seconds_to_ps(exp.stop.measure)
+        msgs = point.workload.generate(_ctx(point, net, horizon, built.nic_bandwidth,
+                                            rng_traffic))
+        window = (warm, horizon)
+    else:
+        msgs, window = _generate_n_messages(point, net, built.nic_bandwidth, warm,
+                                            exp.stop.messages or 0, rng_traffic)
+    _check_traffic(point, built, msgs, window, max_memory)
+    ptime, psrc, pdst, psize, pmsg = packetize(
+        msgs.time_ps, msgs.src, msgs.dst, msgs.size, int(machine.packet_size))
+    src_r = net.node_router[psrc]
+    dst_r = net.node_router[pdst]
+    via = point.routing.intermediates(built.tables, src_r, dst_r, rng_route)
+    packets = Packets(ptime, psrc, pdst, psize, pmsg, via)
+    job = NativeRun(net, built.links, built.nic_bandwidth, machine.router.delay,
+                    machine.router.vcs, built.tables, packets)
+    return PreparedPoint(point, net, job, window, msgs)
+
+
+def _stop_field(point: ResolvedPoint) -> str:
+    name = "stop.messages" if point.experiment.stop.measure is None else "stop.measure"
+    return f"sweep.{name}" if name in point.sweep else name
+
+
+def _check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
+                   window: tuple[int, int], max_memory: int) -> None:
+    """Refuse traffic that measures nothing, reaches past the clock, or cannot be held."""
+    w0, w1 = window
+    if msgs.count and int(msgs.time_ps.max()) >= TIME_LIMIT_PS:
+        raise ConfigError("a message is created past the engine's clock range (2^43 ps)",
+                          source=point.source, path="workload")
+    in_window = int(((msgs.time_ps >= w0) & (msgs.time_ps < w1)).sum()) if msgs.count else 0
+    if in_window == 0:
+        raise ConfigError(_why_empty(point, built, msgs, window), source=point.source,
+                          path=_stop_field(point))
+    packet = int(point.machine.machine.packet_size)
+    n_packets = int(((msgs.size.astype(np.int64) + packet - 1) // packet).sum())
+    est = MemoryEstimate(built.memory.network, built.memory.tables, packets_memory(n_packets))
+    check_memory(est, max_memory, f"this point ({n_packets} packets)", point.source,
+                 _stop_field(point))
+
+
+def _why_empty(point: ResolvedPoint, built: Built, msgs: Messages,
+               window: tuple[int, int]) -> str:
+    w0, w1 = window
+    span = f"[{format_time(w0 / PS_PER_S)}, {format_time(w1 / PS_PER_S)})"
+    head = f"no packet was generated in the measurement window {span}"
+    if msgs.count:
+        t0, t1 = (format_time(int(x) / PS_PER_S) for x in (msgs.time_ps.min(), msgs.time_ps.max()))
+        return (f"{head}: the workload's {msgs.count} message(s) are created between {t0} and "
+                f"{t1}, outside it; move the window (stop.warmup, stop.measure)")
+    load = point.workload.offered_load()
+    if load is None:
+        return f"{head}: the workload created no message at all"
+    size = float(getattr(point.workload.params, "message_size", None)
+                 or point.machine.machine.packet_size)
+    per_node = load * built.nic_bandwidth / size  # messages per second per node
+    expected = per_node * built.network.n_nodes * (w1 - w0) / PS_PER_S
+    return (f"{head}: at load {load:g} of a {built.nic_bandwidth:g} B/s NIC with {size:g} B "
+            f"messages, the {built.network.n_nodes} nodes create about {expected:.3g} messages "
+            f"in it; raise the load or the NIC bandwidth, or lengthen stop.measure")
+
+
+def _ctx(point: ResolvedPoint, net: Network, horizon: int, nic_bw: float,
+         rng: np.random.Generator) -> WorkloadContext:
+    return WorkloadContext(net, point.machine.machine, point.experiment, horizon, nic_bw, rng)
+
+
+def _generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm: int, n: int,
+                         rng: np.random.Generator) -> tuple[Messages, tuple[int, int]]:
+    """Generate until ``n`` messages exist after the warm-up; the window closes at the n-th."""
+    load = point.workload.offered_load() or 0.5
+    size = float(point.machine.machine.packet_size)
+    per_node_rate = load * nic_bw / size  # messages per second per node (estimate)
+    span = seconds_to_ps(1.5 * n / max(per_node_rate * net.n_nodes, 1e-30)) + 1
+    span = min(span, TIME_LIMIT_PS - 1 - warm)
+    state = rng.bit_generator.state
+    while True:
+        rng.bit_generator.state = state
+        msgs = point.workload.generate(_ctx(point, net, warm + span, nic_bw, rng))
+        after = np.nonzero(msgs.time_ps >= warm)[0]
+        if after.size >= n:
+            cut = after[n - 1]
+            end = int(msgs.time_ps[cut]) + 1
+            keep = np.arange(msgs.count) <= cut
+            m = Messages(msgs.time_ps[keep], msgs.src[keep], msgs.dst[keep], msgs.size[keep])
+            return m, (warm, end)
+        if warm + span >= TIME_LIMIT_PS - 1:
+            raise ConfigError(
+                f"the workload creates only {after.size} of the {n} messages before the end of "
+                f"the engine's clock range (2^43 ps = 8.8 s); lower stop.messages or raise the "
+                "load", path=_stop_field(point))
+        span = min(2 * span, TIME_LIMIT_PS - 1 - warm)

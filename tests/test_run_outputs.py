@@ -1,0 +1,179 @@
+"""The output folder and the results document: refused when in the way, written point by point,
+kept (marked incomplete) on a late error or Ctrl-C, and enough to re-run every point."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import yaml
+
+MACHINE = "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"
+
+
+def run_cli(*args, cwd, **kw):
+    env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    return subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
+                           *args], capture_output=True, text=True, cwd=cwd, env=env, **kw)
+
+
+def experiment(tmp_path, sweep="[0.1, 0.2]", extra=""):
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    (tmp_path / "e.yaml").write_text(
+        "machine: m.yaml\n"
+        "workload: {kind: synthetic, load: 0.1}\n"
+        "stop: {warmup: 0.2us, measure: 1us}\n"
+        f"sweep: {{workload.load: {sweep}}}\n{extra}")
+
+
+def test_version(tmp_path):
+    import federation
+
+    r = run_cli("--version", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.strip() == f"federation {federation.__version__}"
+
+
+def test_existing_output_folder_is_refused_then_replaced_whole(tmp_path):
+    experiment(tmp_path, sweep="[0.1, 0.2, 0.3]")
+    assert run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path).returncode == 0
+    assert {p.name for p in (tmp_path / "o").iterdir()} >= {"packets-2.parquet", "ports-2.parquet"}
+    before = (tmp_path / "o" / "results.json").read_bytes()
+    # a second run into the same folder is refused and leaves it alone
+    r = run_cli("run", "e.yaml", "--out", "o", "--set", "sweep={workload.load: [0.1]}",
+                cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("error: --out: o exists and is not empty; choose another folder "
+                                "or pass --overwrite to replace it whole")
+    assert (tmp_path / "o" / "results.json").read_bytes() == before
+    # --overwrite replaces the folder whole: no table of the old points 1 and 2, no mixed formats
+    r = run_cli("run", "e.yaml", "--out", "o", "--overwrite", "--set",
+                "sweep={workload.load: [0.1]}", "--set", "outputs.format=csv", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.name for p in (tmp_path / "o").iterdir())
+    assert names == ["messages-0.csv", "packets-0.csv", "performance.json", "ports-0.csv",
+                     "results.json"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".federation-")]
+
+
+def test_output_folder_is_checked_before_simulating(tmp_path):
+    experiment(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    cases = {
+        "afile/sub": "--out: cannot write the output folder afile/sub: ",
+        "afile": "--out: afile exists and is not a folder",
+        "/proc/x": "--out: cannot write the output folder /proc/x: ",
+    }
+    for out, message in cases.items():
+        t0 = time.perf_counter()
+        r = run_cli("run", "e.yaml", "--out", out, cwd=tmp_path)
+        assert r.returncode == 2, out
+        assert r.stderr.startswith("error: " + message), r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    r = run_cli("schema", "--out", "afile/sub", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.startswith("error: --out: cannot write afile/sub")
+    assert time.perf_counter() - t0 < 60
+
+
+def test_outputs_dir_is_relative_to_the_experiment_file(tmp_path):
+    sub = tmp_path / "exp"
+    sub.mkdir()
+    experiment(sub, sweep="[0.1]", extra="outputs: {dir: here}\n")
+    r = run_cli("run", "exp/e.yaml", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (sub / "here" / "results.json").exists()
+    r = run_cli("run", "exp/e.yaml", cwd=tmp_path)
+    assert r.returncode == 2 and "exp/e.yaml: outputs.dir: " in r.stderr
+
+
+def test_late_error_keeps_finished_points(tmp_path):
+    """Point 1 generates no traffic: an error found only when it is prepared."""
+    experiment(tmp_path, sweep="[0.2, 1.0e-12, 0.3]")
+    r = run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in r.stderr
+    assert "no packet was generated in the measurement window" in lines[0]
+    assert "1 of 3 points finished and are kept in o (results.json marked incomplete)" in lines[0]
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert doc["status"] == "incomplete" and doc["missing_points"] == [1, 2]
+    assert "no packet was generated" in doc["error"]
+    assert [p["index"] for p in doc["points"]] == [0]
+    assert pq.read_table(tmp_path / "o" / "packets-0.parquet").num_rows > 0
+
+
+def test_error_before_any_point_leaves_nothing(tmp_path):
+    experiment(tmp_path, sweep="[1.0e-12, 0.2]")
+    r = run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)
+    assert r.returncode == 2 and "kept" not in r.stderr
+    assert not (tmp_path / "o").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.yaml", "m.yaml"]
+
+
+def test_ctrl_c_keeps_finished_points(tmp_path):
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
+        "workload: {kind: synthetic, load: 0.3}\n"
+        "stop: {warmup: 1us, measure: 150us}\n"
+        "sweep: {seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}\n")
+    env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", "from federation.cli import entry; entry()",
+                             "run", "e.yaml", "--out", "o"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a shell's background job (CI) ignores SIGINT: undo that
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if list(tmp_path.glob(".federation-*/packets-1.parquet")):  # point 0 is complete
+            break
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        raise AssertionError("the first point never finished")
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: interrupted; "), (out, err)
+    assert "points finished and are kept in o (results.json marked incomplete)" in lines[0]
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    done = [p["index"] for p in doc["points"]]
+    assert doc["status"] == "incomplete" and doc["error"] == "interrupted"
+    assert done == list(range(len(done))) and doc["missing_points"] == list(range(len(done), 12))
+    for i in done:
+        assert (tmp_path / "o" / f"packets-{i}.parquet").exists()
+
+
+def test_results_say_what_was_run_and_rerun_identically(tmp_path):
+    """Each point carries the resolved experiment: re-running it alone gives the same summary;
+    results.json does not depend on the working directory."""
+    experiment(tmp_path, sweep="[0.1, 0.3]")
+    (tmp_path / "elsewhere").mkdir()
+    assert run_cli("run", "e.yaml", "--out", "a", cwd=tmp_path).returncode == 0
+    r = run_cli("run", "../e.yaml", "--out", "../b", cwd=tmp_path / "elsewhere")
+    assert r.returncode == 0, r.stderr
+    a = (tmp_path / "a" / "results.json").read_bytes()
+    assert a == (tmp_path / "b" / "results.json").read_bytes()
+    doc = json.loads(a)
+    assert doc["source"] == str(tmp_path / "e.yaml")
+    point = doc["points"][1]
+    res = point["resolved"]
+    m = res["machine"]
+    assert set(m["links"]) == {"terminal", "local", "global"}
+    assert m["links"]["global"] == {"bandwidth": 4.7 * 2**30, "latency": 100e-9,
+                                    "buffer": 16384}
+    assert m["router"] == {"delay": 50e-9, "vcs": 3} and m["nic"]["bandwidth"] > 0
+    assert m["topology"]["kind"] == "dragonfly" and m["qos"] == {"kind": "none"}
+    assert res["workload"]["load"] == 0.3 and "sweep" not in res
+    assert res["stop"] == {"warmup": 0.2e-6, "measure": 1e-6, "messages": None}
+    assert point["routing_description"].startswith("dragonfly minimal")
+    assert set(point["components"]) == {"topology", "qos", "routing", "workload", "engine"}
+    assert point["components"]["routing"]["source"].startswith("hpc-federation ")
+    (tmp_path / "rerun.yaml").write_text(yaml.safe_dump(res))
+    r = run_cli("run", "rerun.yaml", "--json", "--out", "c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["points"][0]["summary"] == point["summary"]
