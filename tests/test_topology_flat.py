@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from scipy.sparse import csgraph
 
 from federation.components import VC_COUNTER
-from federation.errors import ConfigError, RoutingError, TopologyError
+from federation.errors import ConfigError, TopologyError
 from federation.network import NetworkBuilder
 from federation.plugins.topology_circulant import Circulant
 from federation.plugins.topology_fattree import FatTree
