@@ -244,6 +244,18 @@ def check_machine_memory(machine: ResolvedMachine, limit: int,
     return est
 
 
+def check_network_memory(network: Network, vcs: int, limit: int, source: str,
+                         path: str | None) -> MemoryEstimate:
+    """The same check on a built network (topologies whose size is unknown before building)."""
+    from federation.components import TopologySize
+
+    size = TopologySize(network.n_routers, network.n_nodes, network.n_links, network.n_groups)
+    est = estimate_network(size, vcs)
+    check_memory(est, limit, f"this machine ({size.routers} routers, {size.nodes} nodes, "
+                 f"{size.cables} cables)", source, path)
+    return est
+
+
 def machine_prefix(point: ResolvedPoint) -> str:
     """``machine.`` when the point's machine is inline in the experiment file, else ``''``."""
     return "machine." if point.machine.source == point.source else ""

@@ -28,13 +28,13 @@ from federation.checks import (
     check_clock,
     check_machine_memory,
     check_memory,
-    estimate_network,
+    check_network_memory,
     figure_origin,
     link_figure,
     machine_prefix,
     packets_memory,
 )
-from federation.components import Messages, RouteTables, TopologySize, WorkloadContext
+from federation.components import Messages, RouteTables, WorkloadContext
 from federation.engine.native import LinkFigures, NativeRun, Packets, check_vcs, packetize
 from federation.errors import ConfigError, FederationError, RoutingError, located
 from federation.limits import TIME_LIMIT_PS
@@ -106,10 +106,7 @@ def build(point: ResolvedPoint, max_memory: int) -> Built:
     est = check_machine_memory(point.machine, max_memory, prefix)
     net = build_network(point)
     if est is None:  # the topology could not tell before building: check what it built
-        est = estimate_network(TopologySize(net.n_routers, net.n_nodes, net.n_links,
-                                            net.n_groups), machine.router.vcs)
-        check_memory(est, max_memory, f"this machine ({net.n_routers} routers)", msrc,
-                     f"{prefix}topology")
+        est = check_network_memory(net, machine.router.vcs, max_memory, msrc, f"{prefix}topology")
     check_clock(point, net)
     links = resolve_links(machine, point.machine.topology, net, msrc, prefix)
     nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)

@@ -45,11 +45,13 @@ def validate(
 
 def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
     """Build a machine file's network after the memory check its topology's counts allow."""
-    from federation.checks import check_machine_memory
+    from federation.checks import check_machine_memory, check_network_memory
 
-    check_machine_memory(rm, limit)
+    known = check_machine_memory(rm, limit)
     net = rm.topology.build()
     net.validate()
+    if known is None:
+        check_network_memory(net, rm.machine.router.vcs, limit, rm.source, "topology")
     return net
 
 

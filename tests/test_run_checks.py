@@ -1,0 +1,127 @@
+"""Inputs the engine cannot represent, or that would measure nothing, are refused before the run
+with one message naming the file, the field and the limit (exit 2, nothing written)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+MACHINE = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
+
+
+def run_cli(*args, cwd, env=None):
+    env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
+                           *args], capture_output=True, text=True, cwd=cwd, env=env)
+
+
+def one_error(r) -> str:
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+def files(tmp_path, machine_extra="", exp_extra="",
+          workload="{kind: synthetic, pattern: uniform, load: 0.1}",
+          stop="{warmup: 0.1us, measure: 0.5us}"):
+    (tmp_path / "m.yaml").write_text(MACHINE + machine_extra)
+    (tmp_path / "e.yaml").write_text(
+        f"machine: m.yaml\nworkload: {workload}\nstop: {stop}\n{exp_extra}")
+
+
+CLOCK_CASES = {
+    # a plain number is seconds: 100 for 100 ns is 100 s
+    "latency 100": ("links: {global: {latency: 100}}\n", "m.yaml: links.global.latency: 100s is "
+                    "beyond the engine's clock range (8796093022208 ps = 8.796 s"),
+    "latency 1e99ns": ("links: {global: {latency: 1e99ns}}\n", "m.yaml: links.global.latency: "),
+    "delay 1e18ps": ("router: {delay: 1e18ps}\n", "m.yaml: router.delay: 1e+06s is beyond"),
+    "delay 65": ("router: {delay: 65}\n", "m.yaml: router.delay: 65s is beyond"),
+    "slow NIC": ("nic: {bandwidth: 3B/s}\n", "m.yaml: nic.bandwidth: one 512 B packet takes "
+                 "170.7s to leave a NIC"),
+    "slow link": ("links: {local: {bandwidth: 10B/s}}\n", "m.yaml: links.local.bandwidth: one "
+                  "512 B packet takes 51.2s to cross a link"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLOCK_CASES))
+def test_times_beyond_the_clock_are_refused(tmp_path, case):
+    extra, expected = CLOCK_CASES[case]
+    files(tmp_path, machine_extra=extra)
+    for cmd in ("run", "validate"):
+        line = one_error(run_cli(cmd, "e.yaml", "--out", "o", cwd=tmp_path) if cmd == "run"
+                         else run_cli(cmd, "e.yaml", cwd=tmp_path))
+        assert expected in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_swept_time_beyond_the_clock_blames_the_sweep(tmp_path):
+    files(tmp_path, exp_extra="sweep: {machine.router.delay: [50ns, 20s]}\n")
+    line = one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path))
+    assert "e.yaml: sweep.machine.router.delay: 20s is beyond the engine's clock range" in line
+    assert "(sweep point 1: machine.router.delay=20s)" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_window_beyond_the_clock_is_refused(tmp_path):
+    files(tmp_path, stop="{warmup: 1s, measure: 8s}")
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert "e.yaml: stop.measure: warmup + measure = 9s is beyond the engine's clock" in line
+
+
+def test_validate_checks_every_sweep_point(tmp_path):
+    """Point 0 (minimal) fits 2 VCs; point 1 (valiant) needs 3: refused before any run."""
+    files(tmp_path, machine_extra="router: {vcs: 2}\n",
+          exp_extra="sweep: {routing.algorithm: [minimal, valiant]}\n")
+    for args in (["validate", "e.yaml"], ["run", "e.yaml", "--out", "o"]):
+        line = one_error(run_cli(*args, cwd=tmp_path))
+        assert "m.yaml: router.vcs: routing 'valiant'" in line
+        assert "needs 3 virtual channels" in line and "(sweep point 1: " in line
+    assert not (tmp_path / "o").exists()
+
+
+EMPTY_CASES = {
+    "tiny load": ("{kind: synthetic, load: 1.0e-12}", "{warmup: 0.1us, measure: 0.5us}",
+                  ["e.yaml: stop.measure: no packet was generated in the measurement window "
+                   "[100ns, 600ns)", "the 72 nodes create about 3.96e-10 messages in it"]),
+    "message before the window": (
+        "{kind: messages, messages: [{at: 0, src: 0, dst: 5, size: 1GB}]}",
+        "{warmup: 1us, measure: 1us}",
+        ["e.yaml: stop.measure: no packet was generated in the measurement window [1us, 2us)",
+         "1 message(s) are created between 0ps and 0ps, outside it"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY_CASES))
+def test_runs_that_generate_no_traffic_are_refused(tmp_path, case):
+    workload, stop, expected = EMPTY_CASES[case]
+    files(tmp_path, workload=workload, stop=stop)
+    line = one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path))
+    for piece in expected:
+        assert piece in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_machine_too_large_for_memory_is_refused(tmp_path):
+    files(tmp_path)
+    line = one_error(run_cli("run", "e.yaml", "--out", "o", "--max-memory", "100KiB",
+                             cwd=tmp_path))
+    assert "m.yaml: topology: this machine (36 routers, 72 nodes, 90 cables) needs about" in line
+    assert "more than the limit of 9.54e-05 GiB (--max-memory" in line
+    line = one_error(run_cli("validate", "m.yaml", cwd=tmp_path,
+                             env={"FEDERATION_MAX_MEMORY": "1KiB"}))
+    assert "m.yaml: topology: this machine" in line
+    line = one_error(run_cli("run", "e.yaml", "--max-memory", "lots", cwd=tmp_path))
+    assert line.startswith("error: --max-memory: 'lots' is not a size")
+
+
+def test_traffic_too_large_for_memory_is_refused(tmp_path):
+    files(tmp_path, stop="{warmup: 0.1us, measure: 50us}")
+    line = one_error(run_cli("run", "e.yaml", "--out", "o", "--max-memory", "1MiB",
+                             cwd=tmp_path))
+    assert "e.yaml: stop.measure: this point (" in line and "packets) needs about" in line
