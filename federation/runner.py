@@ -254,7 +254,11 @@ def run_point(index: int, point: ResolvedPoint, cache: BuildCache, writer: Outpu
         if progress is not None:
             progress(label, done, total)
 
-    raw = point.engine.run(prep.job, progress=cb)
+    try:
+        raw = point.engine.run(prep.job, progress=cb)
+    except FederationError as exc:  # deadlock, clock range: say which file and point
+        where = f"{point.source}" + (f" (sweep point {index}: {label})" if point.sweep else "")
+        raise type(exc)(f"{where}: {exc}") from None
     summary, packets, ports = summarize(prep, raw)
     exp = point.experiment
     files = {}

@@ -1,0 +1,109 @@
+"""Property-based runs: random small machines and experiments, including unit slips, either run
+with sane results or are refused with the project's own error naming the file.
+
+Sane results: every packet is delivered, no latency is below the packet's zero-load bound (the
+store-and-forward time of its own hop count on the fastest links), and no more bytes are
+accepted in the window than were created before its end.  Bounded and seeded; set
+``FEDERATION_FUZZ_EXAMPLES`` for a longer search.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from federation.errors import ConfigError, FederationError
+from federation.units import PS_PER_S
+
+EXAMPLES = int(os.environ.get("FEDERATION_FUZZ_EXAMPLES", "40"))
+
+TOPOLOGIES = st.one_of(
+    st.builds(lambda p, a, h: {"kind": "dragonfly", "p": p, "a": a, "h": h},
+              st.integers(1, 2), st.integers(1, 4), st.integers(1, 2)),
+    st.builds(lambda dims: {"kind": "torus", "dims": dims},
+              st.lists(st.integers(2, 4), min_size=1, max_size=3)),
+    st.builds(lambda n: {"kind": "hypercube", "n": n}, st.integers(1, 4)),
+    st.builds(lambda n: {"kind": "fattree", "k": 2, "n": n}, st.integers(1, 3)),
+    st.builds(lambda k: {"kind": "circulant", "preset": {"k": k}}, st.integers(2, 4)),
+    st.just({"kind": "megafly", "leaves": 2, "spines": 2, "nodes_per_leaf": 2,
+             "global_links_per_spine": 1}),
+)
+#: figures as users write them, slips included (a plain number is seconds or bytes per second)
+RATES = st.sampled_from(["5.25GiB/s", "100Gb/s", "1GB/s", 5e9, "25GiB/s", 1e3, "3B/s"])
+LATENCIES = st.sampled_from(["10ns", "100ns", "1us", 0, 1e-7, 100, "1e99ns", "0.2s"])
+DELAYS = st.sampled_from(["50ns", "1ns", 0, 65, "1e18ps"])
+SIZES = st.sampled_from([512, 64, 1, 4096, "2KiB", 100])
+
+
+@st.composite
+def experiments(draw: st.DrawFn) -> dict:
+    topo = draw(TOPOLOGIES)
+    links = {cls: {"bandwidth": draw(RATES), "latency": draw(LATENCIES)}
+             for cls in draw(st.lists(st.sampled_from(["terminal"]), max_size=1))}
+    machine = {"topology": topo, "links": links,
+               "router": {"delay": draw(DELAYS), "vcs": draw(st.integers(1, 6))},
+               "packet_size": draw(SIZES)}
+    if draw(st.booleans()):
+        workload = {"kind": "synthetic", "load": draw(st.sampled_from([0.05, 0.3, 0.9, 1e-9])),
+                    "pattern": draw(st.sampled_from(["uniform", "group_shift"]))}
+    else:
+        msgs = draw(st.lists(st.fixed_dictionaries({
+            "at": st.sampled_from([0, "100ns", "1us", "3us"]),
+            "src": st.integers(0, 3), "dst": st.integers(0, 3),
+            "size": st.sampled_from([1, 512, 5000, "64KiB"])}), min_size=1, max_size=6))
+        workload = {"kind": "messages", "messages": msgs}
+    return {"machine": machine,
+            "routing": {"algorithm": draw(st.sampled_from(["minimal", "valiant", "ugal"]))},
+            "workload": workload, "seed": draw(st.integers(0, 3)),
+            "stop": {"warmup": draw(st.sampled_from([0, "200ns", "1us"])),
+                     "measure": draw(st.sampled_from(["500ns", "2us", 5e-6]))}}
+
+
+def zero_load_bound_ps(prep, packets) -> np.ndarray:
+    """Per packet: NIC and terminal links, ``hops`` cable links on the fastest class, and
+    ``hops + 1`` router delays, store-and-forward (each rounded down by a picosecond)."""
+    job = prep.job
+    size = packets["size"].astype(np.float64)
+    hops = packets["hops"].astype(np.float64)
+    term = job.links["terminal"]
+    cable = [f for c, f in job.links.items() if c != "terminal"]
+    per_hop = (np.min([size / f.bandwidth + f.latency for f in cable], axis=0) if cable
+               else np.zeros_like(size))
+    s = (size / job.nic_bandwidth + size / term.bandwidth + 2 * term.latency
+         + hops * per_hop + (hops + 1) * job.router_delay_s)
+    return np.floor(s * PS_PER_S) - (hops + 3)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(doc=experiments())
+def test_runs_are_sane_or_refused(tmp_path, doc):
+    from federation.loader import load_experiment
+    from federation.runner import prepare, summarize
+
+    path = tmp_path / "e.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    try:
+        point = load_experiment(path).points[0]
+        prep = prepare(point)
+        raw = point.engine.run(prep.job)
+    except ConfigError as exc:
+        assert str(exc).startswith(str(path)), str(exc)
+        return
+    except FederationError as exc:  # e.g. a topology that cannot be built from these figures
+        assert str(exc), exc
+        return
+    summary, packets, _ = summarize(prep, raw)
+    assert summary.packets_delivered == summary.packets_generated
+    lat = packets["delivered_ps"] - packets["created_ps"]
+    assert (lat >= zero_load_bound_ps(prep, packets)).all()
+    w0, w1 = prep.window
+    created_before_end = packets["size"][packets["created_ps"] < w1].sum()
+    span = (w1 - w0) / PS_PER_S * prep.job.nic_bandwidth * prep.network.n_nodes
+    assert summary.accepted_load * span <= created_before_end * (1 + 1e-9)
+    for stats in (summary.latency_ns, summary.network_latency_ns):
+        assert stats.mean is None or stats.mean >= 0
