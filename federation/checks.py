@@ -163,16 +163,25 @@ def physical_memory() -> int:
         return 0
 
 
-def default_max_memory() -> int:
-    """``--max-memory`` when not given: ``$FEDERATION_MAX_MEMORY`` or 80 % of physical memory."""
+def parse_memory_limit(text: str, source: str) -> int:
+    """A memory limit as bytes: a size such as ``16GiB`` or a plain number of bytes."""
     from federation.units import parse_size
 
+    value = text.strip()
+    try:
+        num = parse_size(float(value) if value.replace(".", "", 1).isdigit() else value)
+    except ValueError as exc:
+        raise ConfigError(str(exc), source=source) from None
+    if num <= 0:
+        raise ConfigError(f"must be positive, got {text!r}", source=source)
+    return int(num)
+
+
+def default_max_memory() -> int:
+    """``--max-memory`` when not given: ``$FEDERATION_MAX_MEMORY`` or 80 % of physical memory."""
     env = os.environ.get(MAX_MEMORY_ENV)
     if env:
-        try:
-            return int(parse_size(env.strip() if not env.strip().isdigit() else int(env)))
-        except ValueError as exc:
-            raise ConfigError(str(exc), source=MAX_MEMORY_ENV) from None
+        return parse_memory_limit(env, MAX_MEMORY_ENV)
     phys = physical_memory()
     return int(phys * DEFAULT_MEMORY_FRACTION) if phys else 64 * 2**30
 

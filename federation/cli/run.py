@@ -60,19 +60,10 @@ def run(
 
 
 def parse_max_memory(text: str | None) -> int | None:
-    """``--max-memory`` as bytes (a size such as ``16GiB`` or a number of bytes)."""
-    if text is None:
-        return None
-    from federation.errors import ConfigError
-    from federation.units import parse_size
+    """``--max-memory`` as bytes, or ``None`` for the default."""
+    from federation.checks import parse_memory_limit
 
-    try:
-        value = parse_size(float(text) if text.strip().replace(".", "", 1).isdigit() else text)
-    except ValueError as exc:
-        raise ConfigError(str(exc), source="--max-memory") from None
-    if value <= 0:
-        raise ConfigError(f"must be positive, got {text!r}", source="--max-memory")
-    return int(value)
+    return None if text is None else parse_memory_limit(text, "--max-memory")
 
 
 def format_summary(result: RunResult, out_dir: Path | None) -> str:
