@@ -26,10 +26,11 @@ from federation.components import (  # noqa: E402
     WorkloadContext,
 )
 from federation.errors import FederationError  # noqa: E402
-from federation.models.base import Params  # noqa: E402
+from federation.models.base import DocumentPath, Params  # noqa: E402
 from federation.network import Network, NetworkBuilder  # noqa: E402
 
 __all__ = [
+    "DocumentPath",
     "Engine",
     "FederationError",
     "LinkDefaults",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import yaml
 
 from federation.components import Engine, QosPolicy, Routing, Topology, Workload
 from federation.errors import ConfigError
+from federation.limits import MAX_SWEEP_POINTS
 from federation.manager import ComponentRegistry, FederationPlugins, get_plugins
 from federation.models.base import read_document, validate_model
 from federation.models.experiment import Experiment
@@ -164,6 +166,7 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
     base_doc = {k: v for k, v in doc.items() if k != "sweep"}
     points: list[ResolvedPoint] = []
     keys = list(experiment.sweep)
+    _check_sweep_size(experiment, source)
     combos = list(itertools.product(*(experiment.sweep[k] for k in keys))) if keys else [()]
     for combo in combos:
         pdoc = copy.deepcopy(base_doc)
@@ -177,10 +180,24 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
     return LoadedExperiment(experiment, source, points)
 
 
+def _check_sweep_size(experiment: Experiment, source: str) -> None:
+    """Refuse a sweep whose combinations exceed :data:`MAX_SWEEP_POINTS` before expanding it."""
+    n = math.prod(len(v) for v in experiment.sweep.values())
+    if n > MAX_SWEEP_POINTS:
+        sizes = " x ".join(f"{len(v)} ({k})" for k, v in experiment.sweep.items())
+        raise ConfigError(
+            f"{sizes} = {n} points, more than the {MAX_SWEEP_POINTS} one experiment may run; "
+            "split it into several experiments or sweep fewer values", source=source,
+            path="sweep")
+
+
 def _resolve_point(exp: Experiment, source: str, base: Path, plugins: FederationPlugins,
                    sweep: dict[str, Any], machine_source: str | None) -> ResolvedPoint:
     if isinstance(exp.machine, str):
         mpath = base / exp.machine if not Path(exp.machine).is_absolute() else Path(exp.machine)
+        if not exp.machine.strip() or mpath.is_dir():
+            raise ConfigError(f"{exp.machine!r} is not a machine file (a path to a YAML or JSON "
+                              "file, or an inline mapping)", source=source, path="machine")
         if not mpath.exists():
             raise ConfigError(f"machine file {exp.machine!r} not found (looked at {mpath})",
                               source=source, path="machine")

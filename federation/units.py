@@ -27,6 +27,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
+from federation.limits import MAX_PACKET_BYTES
+
 PS_PER_S = 10**12
 
 _SIZE_PREFIX = {
@@ -172,6 +174,20 @@ _SCHEMA_SIZE = WithJsonSchema(
     {"anyOf": [{"type": "number"}, {"type": "string", "pattern": _SIZE_RE.pattern}],
      "description": "bytes, or a string such as '8KiB', '512B', '1Mb'"}
 )
+def _whole_bytes(limit: int | None):  # noqa: ANN202
+    def check(value: Any) -> float:
+        num = parse_size(value)
+        if num != int(num) or num < 1:
+            raise ValueError(
+                f"must be a whole number of bytes, at least 1 (got {value!r} = {num:g} B)")
+        if limit is not None and num > limit:
+            raise ValueError(f"{value!r} = {num:.0f} B is more than the engine stores in a "
+                             f"packet ({limit} B)")
+        return num
+
+    return check
+
+
 _SCHEMA_RATE = WithJsonSchema(
     {"anyOf": [{"type": "number"}, {"type": "string", "pattern": _RATE_RE.pattern}],
      "description": "bytes per second, or a string such as '5.25GiB/s', '100Gb/s'"}
@@ -186,6 +202,16 @@ _SER = PlainSerializer(lambda v: v, return_type=float)
 Size = Annotated[float, BeforeValidator(_nonneg(parse_size)), _SER, _SCHEMA_SIZE]
 #: A strictly positive size in bytes.
 PositiveSize = Annotated[float, BeforeValidator(_positive(parse_size)), _SER, _SCHEMA_SIZE]
+#: A whole number of bytes, at least 1 (message sizes).
+ByteCount = Annotated[float, BeforeValidator(_whole_bytes(None)), _SER, _SCHEMA_SIZE]
+#: A packet size: whole bytes from 1 to :data:`federation.limits.MAX_PACKET_BYTES`.
+PacketSize = Annotated[float, BeforeValidator(_whole_bytes(MAX_PACKET_BYTES)), _SER,
+                       WithJsonSchema({
+                           "anyOf": [{"type": "integer", "minimum": 1,
+                                      "maximum": MAX_PACKET_BYTES},
+                                     {"type": "string", "pattern": _SIZE_RE.pattern}],
+                           "description": "whole bytes from 1 to 2**31 - 1, or a string such "
+                                          "as '512B', '4KiB'"})]
 #: A strictly positive rate in bytes/s; accepts '100Gb/s'.
 Rate = Annotated[float, BeforeValidator(_positive(parse_rate)), _SER, _SCHEMA_RATE]
 #: A duration in seconds (>= 0); accepts '100ns'.

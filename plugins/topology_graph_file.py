@@ -2,9 +2,8 @@
 
 Parameters:
 
-* ``path``: the file.  A relative path is taken relative to the *current working directory*
-  of the process (not to the machine file), so run from the directory the path is written for
-  or give an absolute path;
+* ``path``: the file.  A relative path is taken relative to the file that names it (the
+  machine file, or the experiment file for an inline machine), wherever the run starts;
 * ``nodes_per_router``: nodes attached to every router; overrides the file's value; default
   the file's value, else 1.
 
@@ -49,25 +48,27 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from federation import LinkDefaults, Network, NetworkBuilder, Params, Topology, hookimpl
+from federation import (
+    DocumentPath,
+    LinkDefaults,
+    Network,
+    NetworkBuilder,
+    Params,
+    Topology,
+    hookimpl,
+)
 from federation.errors import TopologyError
 
 DEFAULT_CLASS = "link"
 
 
 class GraphFileParams(Params):
-    path: str = Field(description="edge list or .json file; relative to the current directory")
+    path: DocumentPath = Field(
+        description="edge list or .json file; relative to the file that names it")
     nodes_per_router: int | None = Field(
         None, ge=0, description="nodes per router; overrides the file; default file or 1")
-
-    @field_validator("path")
-    @classmethod
-    def _nonempty(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("path is empty")
-        return v
 
 
 class GraphData:
@@ -186,8 +187,7 @@ def read_json(path: Path) -> GraphData:
 def read_graph(path: str | Path) -> GraphData:
     p = Path(path)
     if not p.exists():
-        raise TopologyError(f"{p}: graph file not found (relative paths are taken from the "
-                            f"current directory {Path.cwd()})")
+        raise TopologyError(f"{p}: graph file not found")
     if p.is_dir():
         raise TopologyError(f"{p}: is a directory, expected a graph file")
     return read_json(p) if p.suffix.lower() == ".json" else read_edge_list(p)

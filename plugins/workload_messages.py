@@ -16,14 +16,15 @@ from pydantic import Field
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
-from federation.units import PositiveSize, Time, seconds_to_ps
+from federation.limits import TIME_LIMIT_S
+from federation.units import ByteCount, Time, format_time, seconds_to_ps
 
 
 class MessageSpec(Params):
     at: Time = Field(0.0, description="creation time at the source NIC")
     src: int = Field(ge=0, description="source node")
     dst: int = Field(ge=0, description="destination node")
-    size: PositiveSize = Field(description="bytes")
+    size: ByteCount = Field(description="whole bytes")
 
 
 class MessagesParams(Params):
@@ -46,6 +47,10 @@ class ExplicitMessages(Workload):
                         f"node {getattr(m, field)} does not exist (the machine has {n} nodes)",
                         path=f"workload.messages[{i}].{field}",
                     )
+            if m.at >= TIME_LIMIT_S:
+                raise ConfigError(
+                    f"{format_time(m.at)} is past the engine's clock range (it represents times "
+                    f"below {format_time(TIME_LIMIT_S)})", path=f"workload.messages[{i}].at")
         ms = self.params.messages
         return Messages(
             time_ps=np.array([seconds_to_ps(m.at) for m in ms], dtype=np.int64),

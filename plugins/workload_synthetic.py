@@ -22,11 +22,8 @@ from pydantic import Field
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
-from federation.units import PS_PER_S, PositiveSize
-
-#: more messages than this in one run is almost surely a unit slip (``measure: 10s``) and would
-#: exhaust memory before the engine starts
-MAX_MESSAGES = 2e8
+from federation.limits import MAX_MESSAGES
+from federation.units import PS_PER_S, ByteCount
 
 
 class SyntheticParams(Params):
@@ -34,8 +31,8 @@ class SyntheticParams(Params):
         "uniform", description="destination pattern"
     )
     load: float = Field(0.5, gt=0, le=1, description="offered load, fraction of NIC bandwidth")
-    message_size: PositiveSize | None = Field(
-        None, description="bytes per message; default: the machine's packet size"
+    message_size: ByteCount | None = Field(
+        None, description="whole bytes per message; default: the machine's packet size"
     )
 
 
@@ -52,6 +49,10 @@ class Synthetic(Workload):
     def generate(self, ctx: WorkloadContext) -> Messages:
         net = ctx.network
         n = net.n_nodes
+        if n < 2:
+            raise ConfigError(
+                f"{self.params.pattern} traffic needs at least 2 nodes (a node does not send to "
+                f"itself); this machine has {n}", path="workload.pattern")
         size = int(self.params.message_size or ctx.machine.packet_size)
         slot_ps = max(1, int(round(size / ctx.nic_bandwidth * PS_PER_S)))
         n_slots = int(ctx.horizon_ps // slot_ps)
@@ -59,10 +60,11 @@ class Synthetic(Workload):
         load = self.params.load
         expected = n * n_slots * load
         if expected > MAX_MESSAGES:
+            field = "stop.measure" if ctx.experiment.stop.measure is not None else "stop.messages"
             raise ConfigError(
-                f"this window would create about {expected:.3g} messages (limit "
-                f"{MAX_MESSAGES:.0e}); shorten the stop window or lower the load",
-                path="stop.measure")
+                f"warm-up plus measurement would create about {expected:.3g} messages (limit "
+                f"{MAX_MESSAGES:.0e}); shorten stop.warmup or {field}, or lower the load",
+                path=field)
         src, slots = _bernoulli_slots(rng, n, n_slots, load)
         phase = rng.integers(0, slot_ps, size=n)
         t = slots * slot_ps + phase[src]

@@ -113,8 +113,9 @@ def test_paths_resolve_against_the_file_that_names_them(tmp_path):
     (sub / "ring.txt").write_text("0 1\n1 2\n2 3\n3 0\n")
     (sub / "m.yaml").write_text("topology: {kind: graph_file, path: ring.txt, "
                                 "nodes_per_router: 1}\n", encoding="utf-8-sig")
-    (tmp_path / "e.yaml").write_text(EXPERIMENT.replace("machine: m.yaml",
-                                                        "machine: machines/m.yaml"))
+    (tmp_path / "e.yaml").write_text(
+        EXPERIMENT.replace("machine: m.yaml", "machine: machines/m.yaml")
+        .replace("measure: 0.5us", "measure: 5us"))
     (tmp_path / "elsewhere").mkdir()
     r = run_cli("run", "../e.yaml", "--out", "o", cwd=tmp_path / "elsewhere")
     assert r.returncode == 0, r.stderr

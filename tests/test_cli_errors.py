@@ -160,4 +160,4 @@ def test_runaway_window_is_refused_before_allocating(tmp_path):
     (tmp_path / "e.yaml").write_text(experiment().replace("measure: 0.5us", "measure: 5s"))
     r = run_cli("run", "e.yaml", cwd=tmp_path)
     assert r.returncode == 2
-    assert "e.yaml: stop.measure: this window would create about" in r.stderr
+    assert "e.yaml: stop.measure: warm-up plus measurement would create about" in r.stderr

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    ValidationInfo,
+    WithJsonSchema,
+)
 
 from federation.errors import ConfigError
 
 M = TypeVar("M", bound="FederationModel")
+
+#: tags of discriminated unions (e.g. machine: path or inline), left out of error paths
+UNION_TAGS = ("machine-file", "inline-machine")
 
 
 class FederationModel(BaseModel):
@@ -20,40 +31,158 @@ class FederationModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
-class Params(FederationModel):
+class DocumentModel(FederationModel):
+    """A model read from a user's file: no silent coercion.
+
+    ``strict``: ``p: true`` is not the integer 1 and ``"4"`` is not 4 (pydantic's lax mode
+    converts both); a number where a whole number is expected must be one.  ``allow_inf_nan``
+    off: a ``.nan`` load or ``.inf`` size is refused as "not a finite number" instead of failing
+    a comparison later with a misleading bound.
+    """
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False)
+
+
+class Params(DocumentModel):
     """Base of a component's parameter model (a plugin's ``Params``)."""
 
 
+#: the version of machine and experiment files this code reads
+SCHEMA_VERSION = 1
+
+
+def _check_schema_version(v: int) -> int:
+    if v != SCHEMA_VERSION:
+        raise ValueError(
+            f"this version of federation reads schema_version {SCHEMA_VERSION} files, the file "
+            f"says {v} (written for another version?)")
+    return v
+
+
+#: ``schema_version`` field of machine and experiment files: refused unless known
+SchemaVersion = Annotated[int, AfterValidator(_check_schema_version),
+                          WithJsonSchema({"const": SCHEMA_VERSION, "type": "integer"})]
+
+
+def _resolve_path(v: str, info: ValidationInfo) -> str:
+    if not v.strip():
+        raise ValueError("path is empty")
+    base = (info.context or {}).get("base_dir")
+    if base is None or Path(v).is_absolute():
+        return v
+    return str(Path(base) / v)
+
+
+#: a file named inside a machine or experiment file: relative to *that* file, wherever the run
+#: starts (the loader passes the file's folder as the validation context ``base_dir``)
+DocumentPath = Annotated[str, AfterValidator(_resolve_path)]
+
+
+# --------------------------------------------------------------------------- reading files
+
+#: deepest nesting read from a file; real files nest a few levels, and Python's recursion limit
+#: (parsers, validation, copies) is met around 1,000
+MAX_DEPTH = 100
+_YAML_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+
+
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 safe loader with two YAML 1.2 rules: ``5e9`` and ``1e-7`` are numbers (1.1 reads
+    exponents without a dot or sign as strings), and a key given twice in one mapping is an
+    error (1.1 keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            try:
+                if key in seen:
+                    raise ConfigError(f"duplicate key {key!r} at line {line} (first at line "
+                                      f"{seen[key]}): a key may appear once in a mapping")
+                seen[key] = line
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+        return super().construct_mapping(node, deep=deep)
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float", _YAML_FLOAT, list("-+0123456789"))
+
+
 def read_document(path: str | Path) -> dict[str, Any]:
-    """Read a YAML or JSON file into a mapping; every failure is a :class:`ConfigError`."""
+    """Read a YAML or JSON file into a mapping; every failure is a :class:`ConfigError`.
+
+    A UTF-8 byte-order mark is skipped; a key given twice, or nesting deeper than
+    :data:`MAX_DEPTH`, is refused.
+    """
     p = Path(path)
     if not p.exists():
         raise ConfigError("file not found", source=str(path))
     if p.is_dir():
         raise ConfigError("is a directory, expected a YAML or JSON file", source=str(path))
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read: {exc}", source=str(path)) from None
-    try:
-        if p.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            data = yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON at line {exc.lineno}: {exc.msg}",
-                          source=str(path)) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"invalid YAML{where}: {problem}", source=str(path)) from None
+    data = _parse(text, p.suffix.lower() == ".json", str(path))
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"expected a mapping at the top level, got {type(data).__name__}",
                           source=str(path))
     return data
+
+
+def _parse(text: str, is_json: bool, source: str) -> Any:
+    try:
+        if is_json:
+            data = json.loads(text, object_pairs_hook=_json_object)
+        else:
+            data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON at line {exc.lineno}: {exc.msg}", source=source) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"invalid YAML{where}: {problem}", source=source) from None
+    except ConfigError as exc:
+        raise ConfigError(exc.message, source=source) from None
+    except RecursionError:
+        raise _too_deep(source) from None
+    if _depth(data) > MAX_DEPTH:
+        raise _too_deep(source)
+    return data
+
+
+def _too_deep(source: str) -> ConfigError:
+    return ConfigError(f"nested deeper than {MAX_DEPTH} levels; a machine or experiment file "
+                       "nests a few", source=source)
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ConfigError(f"duplicate key {key!r}: a key may appear once in an object")
+        out[key] = value
+    return out
+
+
+def _depth(data: Any) -> int:
+    """Nesting depth of lists and mappings, without recursion (the data may be deep)."""
+    deepest = 0
+    stack = [(data, 1)]
+    while stack:
+        item, d = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:
+                stack.extend((x, d + 1) for x in item)
+    return deepest
 
 
 def format_loc(loc: tuple[Any, ...], prefix: str = "") -> str:
@@ -64,7 +193,7 @@ def format_loc(loc: tuple[Any, ...], prefix: str = "") -> str:
             out += f"[{part}]"
         else:
             # pydantic adds validator names for function validators; they are noise to users
-            if part.startswith("function-") or part in ("tagged-union",):
+            if part.startswith("function-") or part in ("tagged-union", *UNION_TAGS):
                 continue
             out = f"{out}.{part}" if out else str(part)
     return out
@@ -83,6 +212,9 @@ def validation_error(exc: ValidationError, source: str | None, prefix: str = "")
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
+        elif isinstance(err.get("input"), bool) and err["type"] in ("int_type", "float_type"):
+            kind = "a whole number" if err["type"] == "int_type" else "a number"
+            msg = f"expected {kind}, got {str(err['input']).lower()}"
         elif msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
         elif msg.startswith("Assertion failed, "):
@@ -94,8 +226,13 @@ def validation_error(exc: ValidationError, source: str | None, prefix: str = "")
 
 
 def validate_model(model: type[M], data: Any, source: str | None, prefix: str = "") -> M:
-    """Validate ``data`` as ``model``; errors name ``source`` and the field path."""
+    """Validate ``data`` as ``model``; errors name ``source`` and the field path.
+
+    Paths in the data (:data:`DocumentPath` fields) are resolved against the folder of
+    ``source``.
+    """
+    base = str(Path(source).absolute().parent) if source and source != "--set" else None
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context={"base_dir": base})
     except ValidationError as exc:
         raise validation_error(exc, source, prefix) from None

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
-from federation.models.base import FederationModel
+from federation.models.base import DocumentModel, SchemaVersion
 from federation.models.machine import AlgorithmSpec, ComponentSpec, Machine
 from federation.units import PositiveTime, Time
 
 
-class StopRule(FederationModel):
+def _machine_tag(value: Any) -> str:
+    return "machine-file" if isinstance(value, str) else "inline-machine"
+
+
+#: a path or an inline machine; the tag picks the branch so that an error in an inline machine
+#: is reported once, at its own field (a plain union also reports "should be a string")
+MachineRef = Annotated[
+    Annotated[str, Tag("machine-file")] | Annotated[Machine, Tag("inline-machine")],
+    Discriminator(_machine_tag)]
+
+
+class StopRule(DocumentModel):
     """When to stop generating traffic and which packets are measured.
 
     Traffic is generated over ``warmup + measure``; statistics cover the packets *created* in
@@ -40,7 +51,7 @@ class StopRule(FederationModel):
         return self
 
 
-class Outputs(FederationModel):
+class Outputs(DocumentModel):
     """Which result files a run writes (into ``--out`` or ``dir``)."""
 
     dir: str | None = Field(
@@ -51,13 +62,13 @@ class Outputs(FederationModel):
     messages: bool = Field(True, description="write the per-message completion table")
 
 
-class Experiment(FederationModel):
+class Experiment(DocumentModel):
     """One experiment: possibly several points when ``sweep`` is given."""
 
-    schema_version: int = 1
+    schema_version: SchemaVersion = 1
     name: str | None = None
     description: str | None = None
-    machine: str | Machine = Field(description="a machine file (relative to this file) or inline")
+    machine: MachineRef = Field(description="a machine file (relative to this file) or inline")
     routing: AlgorithmSpec = Field(default_factory=lambda: AlgorithmSpec(kind="minimal", params={}))
     workload: ComponentSpec = Field(
         default_factory=lambda: ComponentSpec(kind="synthetic", params={}),
@@ -66,16 +77,9 @@ class Experiment(FederationModel):
     engine: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="native", params={}))
     seed: int = Field(1, ge=0)
     stop: StopRule = Field(default_factory=StopRule)
-    sweep: dict[str, list[Any]] = Field(
+    sweep: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(
         default_factory=dict,
         description="dotted path -> values; one run per combination, "
         "e.g. {workload.load: [0.1, 0.5]}",
     )
     outputs: Outputs = Field(default_factory=Outputs)
-
-    @model_validator(mode="after")
-    def _sweep_nonempty(self) -> Experiment:
-        for key, values in self.sweep.items():
-            if not values:
-                raise ValueError(f"sweep.{key} has no values")
-        return self

@@ -13,15 +13,15 @@ from typing import Any, ClassVar
 
 from pydantic import Field, model_serializer, model_validator
 
-from federation.models.base import FederationModel
-from federation.units import PositiveSize, Rate, Size, Time
+from federation.models.base import DocumentModel, SchemaVersion
+from federation.units import PacketSize, PositiveSize, Rate, Size, Time
 
 DEFAULT_BANDWIDTH = 5.25 * 2**30  # bytes/s (CODES, Edison-like)
 DEFAULT_LATENCY = 10e-9  # s
 DEFAULT_BUFFER = 8 * 2**10  # bytes per VC (CODES case studies)
 
 
-class ComponentSpec(FederationModel):
+class ComponentSpec(DocumentModel):
     """``{kind: <name>, <params>...}``: which plugin component to use and its parameters.
 
     The parameters are validated later by the ``Params`` model of the plugin that provides
@@ -66,7 +66,7 @@ class AlgorithmSpec(ComponentSpec):
     component_key: ClassVar[str] = "algorithm"
 
 
-class LinkClass(FederationModel):
+class LinkClass(DocumentModel):
     """Figures of one link class; unset fields take the topology's or the global default."""
 
     bandwidth: Rate | None = Field(None, description="per direction; default 5.25GiB/s")
@@ -76,22 +76,22 @@ class LinkClass(FederationModel):
     )
 
 
-class RouterConfig(FederationModel):
+class RouterConfig(DocumentModel):
     delay: Time = Field(
         50e-9, description="pipeline delay from arrival to switch request (CODES: 50ns)")
     vcs: int = Field(3, ge=1, le=64, description="virtual channels per port (CODES: 3)")
 
 
-class NicConfig(FederationModel):
+class NicConfig(DocumentModel):
     bandwidth: Rate | None = Field(
         None, description="injection bandwidth; default: the terminal link bandwidth"
     )
 
 
-class Machine(FederationModel):
+class Machine(DocumentModel):
     """A machine: topology plus link, router, packet and NIC figures."""
 
-    schema_version: int = 1
+    schema_version: SchemaVersion = 1
     name: str | None = None
     description: str | None = None
     topology: ComponentSpec
@@ -100,7 +100,8 @@ class Machine(FederationModel):
     )
     router: RouterConfig = Field(default_factory=RouterConfig)
     nic: NicConfig = Field(default_factory=NicConfig)
-    packet_size: PositiveSize = Field(512, description="bytes per packet (CODES: 512B)")
+    packet_size: PacketSize = Field(
+        512, description="bytes per packet (CODES: 512B); whole bytes from 1 to 2**31 - 1")
     qos: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="none", params={}))
 
     @model_validator(mode="after")
