@@ -86,6 +86,11 @@ class Synthetic(Workload):
             return d + (d >= src)
         groups = net.node_group.astype(np.int64)
         G = int(groups.max()) + 1
+        if G < 2:
+            raise ConfigError(
+                "group_shift traffic needs at least 2 groups (routers on topologies without "
+                "groups) so that a node sends outside its own; this machine has 1",
+                path="workload.pattern")
         order = np.argsort(groups, kind="stable")
         counts = np.bincount(groups, minlength=G)
         start = np.concatenate([[0], np.cumsum(counts)[:-1]])

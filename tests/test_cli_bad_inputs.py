@@ -51,6 +51,9 @@ CASES = {
     # item 10: tracebacks
     "single node uniform traffic": ("topology: {kind: torus, dims: [1]}\n", EXPERIMENT,
                                     ["e.yaml: workload.pattern: ", "2 nodes"]),
+    "group_shift on one router": ("topology: {kind: torus, dims: [1], nodes_per_router: 4}\n",
+                                  EXPERIMENT.replace("0.1}", "0.1, pattern: group_shift}"),
+                                  ["e.yaml: workload.pattern: ", "2 groups"]),
     "message at 1e99ns": (DRAGONFLY, EXPERIMENT.replace(
         "{kind: synthetic, load: 0.1}",
         "{kind: messages, messages: [{at: 1e99ns, src: 0, dst: 1, size: 8}]}"),
