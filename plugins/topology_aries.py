@@ -65,11 +65,13 @@ from federation import (
     Topology,
     hookimpl,
 )
+from federation.components import TopologySize
 from federation.errors import TopologyError
 
 from .topology_dragonfly import (
     ARRANGEMENT_FIELD_DOC,
     check_global_ports,
+    global_cable_count,
     global_exits,
     global_wiring,
     group_minimal_tables,
@@ -216,6 +218,17 @@ class Aries(Topology):
             "spare_global_ports_per_group": w.spare_per_group if w is not None else 0,
         }
         return b.build(group_routing=True, coords=coords, info=info)
+
+    def size(self) -> TopologySize:
+        """Counts from the shape alone: per group ``chassis*blades`` routers, a clique of
+        intra-chassis cables per chassis and one of inter-chassis cables per slot, plus
+        ``links_per_pair`` global cables per pair of groups."""
+        pr = self.params
+        G, C, B = pr.groups, pr.chassis, pr.blades
+        local = C * (B * (B - 1) // 2) + B * (C * (C - 1) // 2)
+        glob = global_cable_count(C * B, pr.global_links_per_router, G, pr.links_per_pair)
+        return TopologySize(routers=G * C * B, nodes=G * C * B * pr.nodes_per_router,
+                            cables=G * local + glob, groups=G)
 
     def minimal_routes(self, network: Network) -> RouteTables:
         """Dimension-ordered inside groups (chassis first), at most one global hop; 2 VCs."""

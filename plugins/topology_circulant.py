@@ -31,6 +31,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from federation import LinkDefaults, Network, NetworkBuilder, Params, Topology, hookimpl
+from federation.components import TopologySize
 
 
 class HighRadixPreset(Params):
@@ -136,6 +137,14 @@ class Circulant(Topology):
             info={"graph": name, "n": n, "jumps": jumps, "degree": p.degree,
                   "nodes_per_router": p.nodes_per_router},
         )
+
+    def size(self) -> TopologySize:
+        """``n`` routers and ``n`` cables per jump (``n/2`` for the jump ``n/2``), as
+        :func:`circulant_links` lays them; O(number of jumps)."""
+        p = self.params
+        n = p.size
+        cables = sum(n // 2 if 2 * j == n else n for j in p.jump_set)
+        return TopologySize(routers=n, nodes=n * p.nodes_per_router, cables=cables, groups=n)
 
 
 @hookimpl

@@ -64,7 +64,7 @@ from federation import (
     Topology,
     hookimpl,
 )
-from federation.components import VC_COUNTER
+from federation.components import VC_COUNTER, TopologySize
 from federation.errors import TopologyError
 
 GIB = 2**30
@@ -156,6 +156,23 @@ def global_wiring(owners: int, per_owner: int, groups: int, arrangement: str = "
     )
 
 
+def global_cable_count(owners: int, per_owner: int, groups: int,
+                       links_per_pair: int | None = None) -> int:
+    """Number of cables :func:`global_wiring` lays, from the counts alone.
+
+    Every pair of groups is joined ``links_per_pair`` times whatever the arrangement, so the
+    count is known without enumerating ports; :meth:`Topology.size` needs it before anything is
+    allocated.  Raises the :class:`TopologyError` that :func:`global_wiring` would raise.
+    """
+    if groups < 2:
+        return 0
+    msg = check_global_ports(owners, per_owner, groups, links_per_pair, "global ports per group")
+    if msg:
+        raise TopologyError(msg)
+    m = links_per_pair if links_per_pair is not None else owners * per_owner // (groups - 1)
+    return m * groups * (groups - 1) // 2
+
+
 class DragonflyParams(Params):
     p: int = Field(ge=1, description="terminals (nodes) per router")
     a: int = Field(ge=1, description="routers per group, fully connected by local links")
@@ -223,6 +240,14 @@ class Dragonfly(Topology):
                 "links_per_pair": w.links_per_pair, "spare_global_ports_per_group":
                 w.spare_per_group}
         return b.build(group_routing=True, coords=coords, info=info)
+
+    def size(self) -> TopologySize:
+        """Counts from ``p, a, h, g`` alone: ``g*a`` routers, each group a clique of local
+        cables, plus ``links_per_pair`` global cables per pair of groups."""
+        pr = self.params
+        p, a, g = pr.p, pr.a, pr.groups
+        cables = g * (a * (a - 1) // 2) + global_cable_count(a, pr.h, g, pr.links_per_pair)
+        return TopologySize(routers=g * a, nodes=g * a * p, cables=cables, groups=g)
 
     def minimal_routes(self, network: Network) -> RouteTables:
         """At most one global hop: local to a router owning a link to the target group.

@@ -74,7 +74,7 @@ from federation import (
     Topology,
     hookimpl,
 )
-from federation.components import VC_COUNTER
+from federation.components import VC_COUNTER, TopologySize
 from federation.errors import TopologyError
 from federation.routing_tables import cable_ports
 
@@ -366,6 +366,29 @@ class FatTree(Topology):
         level = np.concatenate(levels)
         index = np.concatenate([np.arange(x.size, dtype=np.int32) for x in levels])
         return b.build(coords={"level": level, "index": index}, info=info)
+
+    def size(self) -> TopologySize:
+        """Counts from the parameters alone (the level sizes of :func:`_kary_ntree` and
+        :func:`_three_level`); every switch is its own routing group."""
+        p = self.params
+        if p.form == "three_level":
+            radix, npl, leaves = int(p.switch_radix), int(p.nodes_per_leaf), int(p.leaves)
+            lu, pl, su = p.three_level
+            pods = leaves // pl
+            n2 = pods * lu
+            rpp = ceil(su * pods / radix) if su else 0  # roots per plane
+            roots = lu * rpp
+            routers = leaves + n2 + roots
+            nodes = leaves * npl
+            cables = leaves * lu + (n2 * su if roots else 0)
+        else:
+            k, n = int(p.k), int(p.n)
+            up = p.up if p.up is not None else k
+            counts = [k ** (n - lvl) * up ** (lvl - 1) for lvl in range(1, n + 1)]
+            routers = sum(counts)
+            nodes = counts[0] * k
+            cables = sum(counts[:-1]) * up  # every non-root switch has ``up`` parents
+        return TopologySize(routers=routers, nodes=nodes, cables=cables, groups=routers)
 
     def minimal_routes(self, network: Network) -> RouteTables:
         return updown_routes(network, network.coords["level"], network.coords["index"])

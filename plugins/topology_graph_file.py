@@ -59,6 +59,7 @@ from federation import (
     Topology,
     hookimpl,
 )
+from federation.components import TopologySize
 from federation.errors import TopologyError
 
 DEFAULT_CLASS = "link"
@@ -193,6 +194,64 @@ def read_graph(path: str | Path) -> GraphData:
     return read_json(p) if p.suffix.lower() == ".json" else read_edge_list(p)
 
 
+#: largest JSON graph file :meth:`GraphFile.size` parses to count it; a bigger file is counted
+#: only when built (parsing JSON holds the whole document in memory, so it is not cheap)
+SIZE_JSON_LIMIT = 64 * 2**20
+
+
+def count_edge_list(path: Path) -> tuple[int, int] | None:
+    """``(routers, cables)`` of an edge list in one streaming pass, holding one line at a time.
+
+    Only the largest router id and the number of cable lines are kept, so a file naming router
+    ``10**9`` is counted (and refused by the memory check) without allocating per router.
+    ``None`` when the file cannot be read or a line does not parse: :func:`read_edge_list`
+    then reports the error with its line number when the network is built.
+    """
+    top = -1
+    cables = 0
+    try:
+        with path.open(encoding="utf-8") as f:
+            for raw in f:
+                parts = raw.split("#", 1)[0].split()
+                if not parts:
+                    continue
+                if len(parts) not in (2, 3):
+                    return None
+                a, b = int(parts[0]), int(parts[1])
+                if a < 0 or b < 0:
+                    return None
+                top = max(top, a, b)
+                cables += 1
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return (top + 1, cables) if cables else None
+
+
+def count_json(path: Path) -> tuple[int, int, list[int] | int | None] | None:
+    """``(routers, cables, nodes_per_router)`` of a JSON graph file: the declared router count,
+    the number of ``links`` entries and the file's node counts.  ``None`` when the file is
+    larger than :data:`SIZE_JSON_LIMIT` or not a well-formed graph document (the build then
+    reports what is wrong)."""
+    try:
+        if path.stat().st_size > SIZE_JSON_LIMIT:
+            return None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    routers, links, nodes = doc.get("routers"), doc.get("links"), doc.get("nodes_per_router")
+    if not isinstance(routers, int) or isinstance(routers, bool) or routers < 1:
+        return None
+    if not isinstance(links, list) or not links:
+        return None
+    if isinstance(nodes, bool) or (isinstance(nodes, int) and nodes < 0):
+        return None
+    if nodes is not None and not isinstance(nodes, int | list):
+        return None
+    return routers, len(links), nodes
+
+
 class GraphFile(Topology):
     """Router graph from an edge list or JSON file; shortest-path routing, VC = hop index."""
 
@@ -227,6 +286,41 @@ class GraphFile(Topology):
         except TopologyError as exc:
             raise TopologyError(f"{p.path}: {exc}") from None
         return net
+
+    def size(self) -> TopologySize | None:
+        """Routers, nodes and cables read cheaply from the file, before it is parsed in full.
+
+        An edge list is counted in one streaming pass (largest id + 1 routers, one cable per
+        line); a JSON file gives its declared ``routers`` and the length of ``links``.
+        ``None`` when the file cannot be counted cheaply or does not parse; the network is
+        then built first and its memory checked afterwards.
+        """
+        p = self.params
+        path = Path(p.path)
+        if not path.is_file():
+            return None
+        file_nodes: list[int] | int | None = None
+        if path.suffix.lower() == ".json":
+            counted = count_json(path)
+            if counted is None:
+                return None
+            routers, cables, file_nodes = counted
+        else:
+            edges = count_edge_list(path)
+            if edges is None:
+                return None
+            routers, cables = edges
+        if p.nodes_per_router is not None:
+            nodes = routers * p.nodes_per_router
+        elif isinstance(file_nodes, list):
+            if len(file_nodes) != routers or not all(
+                    isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                    for v in file_nodes):
+                return None
+            nodes = sum(file_nodes)
+        else:
+            nodes = routers * (1 if file_nodes is None else int(file_nodes))
+        return TopologySize(routers=routers, nodes=nodes, cables=cables, groups=routers)
 
 
 @hookimpl

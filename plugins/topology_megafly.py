@@ -48,11 +48,13 @@ from federation import (
     Topology,
     hookimpl,
 )
+from federation.components import TopologySize
 from federation.errors import TopologyError
 
 from .topology_dragonfly import (
     ARRANGEMENT_FIELD_DOC,
     check_global_ports,
+    global_cable_count,
     global_exits,
     global_wiring,
     group_minimal_tables,
@@ -154,6 +156,17 @@ class Megafly(Topology):
                 "links_per_pair": w.links_per_pair,
                 "spare_global_ports_per_group": w.spare_per_group}
         return b.build(group_routing=True, coords=coords, info=info)
+
+    def size(self) -> TopologySize:
+        """Counts from the parameters alone: per group ``leaves + spines`` routers and a
+        complete leaf-spine bipartite graph, plus ``links_per_pair`` global cables per pair of
+        groups."""
+        pr = self.params
+        G, L, S = pr.n_groups, pr.leaves, pr.spines
+        cables = G * L * S + global_cable_count(S, pr.global_links_per_spine, G,
+                                                pr.links_per_pair)
+        return TopologySize(routers=G * (L + S), nodes=G * L * pr.nodes_per_leaf, cables=cables,
+                            groups=G)
 
     def minimal_routes(self, network: Network) -> RouteTables:
         """Leaf, spine, global, spine, leaf; VC = global hops so far (2 VCs)."""

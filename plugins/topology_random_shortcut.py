@@ -37,6 +37,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from federation import LinkDefaults, Network, NetworkBuilder, Params, Topology, hookimpl
+from federation.components import TopologySize
 
 
 class RandomShortcutParams(Params):
@@ -173,6 +174,22 @@ class RandomShortcut(Topology):
             info={"n": n, "degree": p.degree, "seed": p.seed, "shortcuts": int(a.size),
                   "nodes_per_router": p.nodes_per_router, "short_vertices": short},
         )
+
+    def size(self) -> TopologySize:
+        """The ring's ``n`` cables plus one shortcut per pair of the ``n * (degree - 2)`` stubs.
+
+        Counting the shortcuts exactly would mean running the seeded generator, i.e. allocating
+        the stub pool; the stub count is known from the parameters.  It is exact whenever the
+        generator pairs every stub but the odd one out, which it does unless ``degree = n - 1``
+        asks for the complete graph: there the last pairs can find neither a direct link nor an
+        edge swap, and ``cables`` is then an upper bound by at most a few cables (reported in
+        ``Network.info["short_vertices"]``).  That is close enough for the memory estimate.
+        """
+        p = self.params
+        n = p.n
+        shortcuts = n * (p.degree - 2) // 2 if p.degree > 2 else 0
+        return TopologySize(routers=n, nodes=n * p.nodes_per_router, cables=n + shortcuts,
+                            groups=n)
 
 
 @hookimpl

@@ -56,7 +56,7 @@ from federation import (
     Topology,
     hookimpl,
 )
-from federation.components import VC_DATELINE
+from federation.components import VC_DATELINE, TopologySize
 from federation.errors import TopologyError
 
 PosInt = Annotated[int, Field(ge=1)]
@@ -99,6 +99,21 @@ def torus_coords(dims: list[int]) -> np.ndarray:
     r = np.arange(prod(dims), dtype=np.int64)
     strides = np.cumprod([1, *dims[:-1]])
     return ((r[:, None] // strides[None, :]) % np.asarray(dims)[None, :]).astype(np.int32)
+
+
+def torus_size(dims: list[int], mesh: bool, lanes: list[int], nodes: int) -> TopologySize:
+    """What :func:`build_torus` builds, from the dimensions alone (O(len(dims))).
+
+    Per dimension of length ``k`` with ``p`` lanes: a ring of ``k`` cables (torus, ``k >= 3``),
+    a path of ``k - 1`` cables (mesh), one cable per pair (``k = 2``) or none (``k = 1``), for
+    each of the ``R / k`` rings, times ``p``.  Every router is its own routing group.
+    """
+    R = prod(dims)
+    cables = 0
+    for k, p in zip(dims, lanes, strict=True):
+        per_ring = 0 if k == 1 else 1 if k == 2 else k - 1 if mesh else k
+        cables += R // k * per_ring * p
+    return TopologySize(routers=R, nodes=R * nodes, cables=cables, groups=R)
 
 
 def build_torus(dims: list[int], mesh: bool, lanes: list[int], nodes: int,
@@ -231,6 +246,11 @@ class Torus(Topology):
                 "diameter": mesh_diam if p.mesh else torus_diam}
         return build_torus(dims, p.mesh, p.lanes, p.nodes_per_router, "torus", info)
 
+    def size(self) -> TopologySize:
+        """Counts from ``dims``, ``mesh`` and ``parallel`` (see :func:`torus_size`)."""
+        p = self.params
+        return torus_size(list(p.dims), p.mesh, p.lanes, p.nodes_per_router)
+
     def minimal_routes(self, network: Network) -> RouteTables:
         return dor_routes(network, list(self.params.dims), self.params.mesh, self.params.lanes)
 
@@ -252,6 +272,11 @@ class Hypercube(Topology):
                 "diameter": p.n}
         return build_torus([2] * p.n, False, [p.parallel] * p.n, p.nodes_per_router,
                            "hypercube", info)
+
+    def size(self) -> TopologySize:
+        """``2^n`` routers and ``n * 2^(n-1) * parallel`` cables (a 2-ary n-cube)."""
+        p = self.params
+        return torus_size([2] * p.n, False, [p.parallel] * p.n, p.nodes_per_router)
 
     def minimal_routes(self, network: Network) -> RouteTables:
         p = self.params
