@@ -1,6 +1,8 @@
 """Property-based loading: near-valid machine and experiment documents (a valid one with one or
 more fields replaced by junk, removed, or an unknown key added) either load or are refused with
-the project's own error naming the file, in one message, and never crash the loader.
+the project's own error naming the file, in one message, and never crash the loader; those
+that load then pass or fail the checks made before a run (clock range, memory, network, route
+tables, VCs) the same way.
 
 Cheap (no simulation), so a few hundred examples run in CI; ``FEDERATION_FUZZ_EXAMPLES``
 multiplies them for a longer search.  Seeded (``derandomize``) so CI is reproducible.
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 
 from federation.errors import ConfigError, FederationError
 from federation.loader import load_experiment
+from federation.prepare import preflight
 
 EXAMPLES = 300 * max(1, int(os.environ.get("FEDERATION_FUZZ_EXAMPLES", "40")) // 40)
 
@@ -124,7 +127,17 @@ def test_near_valid_documents_load_or_are_refused_by_name(tmp_path, doc, suffix)
         event("refused by a plugin")
         assert str(exc)
         return
-    event("loaded")
+    try:  # the checks before a run: clock range, memory, network, tables, VCs (no simulation)
+        preflight(loaded, max_memory=1 << 30)
+    except ConfigError as exc:
+        event("refused before the run")
+        assert str(exc).startswith(str(path)), str(exc)
+        return
+    except FederationError as exc:
+        event("refused before the run by a plugin")
+        assert str(exc)
+        return
+    event("loaded and checked")
     for point in loaded.points:
         m = point.machine.machine
         assert m.packet_size == int(m.packet_size) >= 1
