@@ -52,7 +52,11 @@ S_DELIVERED = 3
 S_EVENTS = 4
 S_HOPS = 5
 S_BADPKT = 6
-N_SCALARS = 8
+S_BAD_TIME = 7  # first event time refused by _push (0: none; 0 is never out of range)
+S_BAD_EV = 8  # its kind, and its payload a, b (what the driver's message names)
+S_BAD_A = 9
+S_BAD_B = 10
+N_SCALARS = 12
 
 INF_CREDIT = np.int64(1) << 60
 
@@ -105,9 +109,25 @@ def _lift(hk, ha, hb, i, key, va, vb):
 
 @njit(cache=True, inline="always")
 def _push(hk, ha, hb, sc, time, ev, a, b, c):
-    """Schedule an event (the caller keeps ``sc[S_HEAP] + 2 <= len(hk)``)."""
+    """Schedule an event (the caller keeps ``sc[S_HEAP] + 2 <= len(hk)``).
+
+    The time is checked here, where the key is made, because ``time << SEQ_BITS`` of a time
+    past the clock range wraps to an earlier (even a plausible) time that no later check can
+    tell from a real one.  Every operand the loop adds up is below ``TIME_LIMIT_PS`` (the
+    driver checks the figures it passes), so ``time`` itself cannot have wrapped.  A refused
+    event is recorded (the first one) and keyed at time -1 instead, so that it is the next
+    event popped and the loop stops there with ``ST_TIME_LIMIT``.  The check is one
+    well-predicted branch per push.
+    """
     seq = sc[S_SEQ]
     sc[S_SEQ] = seq + 1
+    if time < 0 or time >= TIME_LIMIT_PS:
+        if sc[S_BAD_TIME] == 0:
+            sc[S_BAD_TIME] = time
+            sc[S_BAD_EV] = ev
+            sc[S_BAD_A] = a
+            sc[S_BAD_B] = b
+        time = -1
     key = (time << SEQ_BITS) | (seq & SEQ_MASK)
     i = sc[S_HEAP]
     sc[S_HEAP] = i + 1
@@ -177,7 +197,12 @@ def run_kernel(
             return ST_HEAP_FULL
         _pop_into(hk, ha, hb, sc, cur)
         now = cur[0]
-        if now >= TIME_LIMIT_PS:
+        if now < 0 or now >= TIME_LIMIT_PS:  # refused by _push (keyed at -1), or a bad start
+            if sc[S_BAD_TIME] == 0:
+                sc[S_BAD_TIME] = now
+                sc[S_BAD_EV] = cur[1]
+                sc[S_BAD_A] = cur[2]
+                sc[S_BAD_B] = cur[3]
             sc[S_EVENTS] += processed
             return ST_TIME_LIMIT
         ev = cur[1]
