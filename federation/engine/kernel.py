@@ -18,7 +18,8 @@ Model (store-and-forward packets, credit-based flow control, input-queued VC rou
 Why it is fast: all state is flat NumPy arrays, events are five integers in a binary heap keyed
 by (time in integer picoseconds, sequence number), routing is table lookups, and the loop is
 compiled by numba.  No Python object is created per packet or per event.  The loop returns to
-Python every ``budget`` events (progress reports, heap growth) without losing state.
+Python every ``budget`` events (progress reports, heap growth) and at the edges of the
+measurement window (per-port counters are read there) without losing state.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ ST_BUDGET = 2
 ST_HEAP_FULL = 3
 ST_BAD_VC = 4
 ST_TIME_LIMIT = 5
+ST_UNTIL = 6  # the next event is at or after ``until``: every earlier event is done
 
 # indices into the int64 scalar state array
 S_NOW = 0
@@ -165,7 +167,7 @@ def _pop_into(hk, ha, hb, sc, out):
 
 @njit(cache=True, error_model="numpy")
 def run_kernel(
-    budget,
+    budget, until,
     # ---- topology / machine
     n_vcs, router_delay, port_peer, port_router, port_ser, port_lat, port_buf,
     node_router, node_port, nic_port,
@@ -183,10 +185,13 @@ def run_kernel(
     pkt_inject, pkt_deliver,
     port_bytes, port_pkts, port_busy, port_stall, port_peak,
 ):
-    """Process events until done, ``budget`` events, or the heap needs to grow."""
+    """Process events until done, ``budget`` events, the heap needs to grow, or the next
+    event is at or after ``until`` (ps, at most ``TIME_LIMIT_PS``): the driver then reads the
+    counters as they stand at exactly ``until`` (see ``native.counters_at``) and resumes."""
     V = n_vcs
     n_router_ports = nic_port[0] if nic_port.shape[0] > 0 else port_peer.shape[0]
     cur = np.zeros(5, dtype=np.int64)
+    until_key = until << SEQ_BITS  # keys order like times: one comparison per event
     processed = 0
     while sc[S_HEAP] > 0:
         if processed >= budget:
@@ -195,6 +200,9 @@ def run_kernel(
         if sc[S_HEAP] + 8 > hk.shape[0]:
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
+        if hk[0] >= until_key:
+            sc[S_EVENTS] += processed
+            return ST_UNTIL
         _pop_into(hk, ha, hb, sc, cur)
         now = cur[0]
         if now < 0 or now >= TIME_LIMIT_PS:  # refused by _push (keyed at -1), or a bad start

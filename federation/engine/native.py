@@ -60,6 +60,28 @@ class NativeRun:
     n_vcs: int
     tables: RouteTables
     packets: Packets
+    #: measurement window ``[start, end)`` in ps; the per-port ``*_window`` counters cover it.
+    #: ``None``: the whole run, ``[0, end of the run]``
+    window: tuple[int, int] | None = None
+
+
+@dataclass
+class PortCounters:
+    """Per-port counters over a span of time (index = global port id).
+
+    ``busy`` is the time the port spent serialising within the span (a transmission that
+    straddles an edge counts only its part inside); ``bytes`` and ``packets`` count the
+    transmissions that started in it; ``stall`` the time requests waited for credit in it.
+    """
+
+    busy: np.ndarray
+    bytes: np.ndarray
+    packets: np.ndarray
+    stall: np.ndarray
+
+    def __sub__(self, other: PortCounters) -> PortCounters:
+        return PortCounters(self.busy - other.busy, self.bytes - other.bytes,
+                            self.packets - other.packets, self.stall - other.stall)
 
 
 @dataclass
@@ -78,6 +100,10 @@ class RawResult:
     events: int
     packet_hops: int
     wall_s: float
+    #: the span ``window_ports`` covers: the job's window, or ``(0, end_ps)`` without one
+    window: tuple[int, int]
+    #: the per-port counters within ``window`` (the fields above are whole-run totals)
+    window_ports: PortCounters
 
 
 def packetize(time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
@@ -206,9 +232,9 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     port_dim = port_dim.astype(np.int32)
     dateline = dateline.astype(np.uint8)
 
-    def step(n: int) -> int:
+    def step(n: int, until: int) -> int:
         return K.run_kernel(
-            n,
+            n, until,
             V, router_delay, pt.port_peer, pt.port_router, port_ser, port_lat, port_buf,
             node_router, node_port, nic_port,
             gnext, lnext, rgroup, rlocal, t.vc_mode, vc_bump, port_dim, dateline,
@@ -224,10 +250,25 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             port_bytes, port_pkts, port_busy, port_stall, port_peak,
         )
 
-    step(0)  # compiles on first use (or loads numba's cache); not part of the timed run
+    def counters(at: int) -> PortCounters:
+        return counters_at(at, port_busy, busy_until, port_bytes, port_pkts, port_stall,
+                           stall_start)
+
+    # the loop stops before the first event at or after each edge of the window, so that the
+    # per-port counters can be read as they stand at exactly that time
+    edges = [int(t) for t in job.window] if job.window is not None else []
+    if edges and not 0 <= edges[0] <= edges[1] <= K.TIME_LIMIT_PS:
+        raise SimulationError(f"measurement window [{edges[0]}, {edges[1]}) ps is not inside "
+                              f"{CLOCK_RANGE}")
+    snaps: list[PortCounters] = []
+
+    step(0, K.TIME_LIMIT_PS)  # compiles on first use (or loads numba's cache); untimed
     wall0 = time.perf_counter()
     while True:
-        status = step(budget)
+        status = step(budget, edges[len(snaps)] if len(snaps) < len(edges) else K.TIME_LIMIT_PS)
+        if status == K.ST_UNTIL:
+            snaps.append(counters(edges[len(snaps)]))
+            continue
         if status == K.ST_BUDGET:
             if progress is not None:
                 progress(int(sc[K.S_DELIVERED]), Kc)
@@ -252,14 +293,38 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         raise SimulationError(_time_limit_report(net, sc))
     if status == K.ST_DEADLOCK:
         raise SimulationError(_deadlock_report(net, V, q_head, req_head, credits, sc, Kc))
+    end = int(sc[K.S_NOW])
+    if edges:
+        while len(snaps) < 2:  # an edge after the last event: the counters are final there
+            snaps.append(counters(edges[len(snaps)]))
+        window, in_window = (edges[0], edges[1]), snaps[1] - snaps[0]
+    else:
+        window, in_window = (0, end), counters(end)
     return RawResult(
         pkt_inject=pkt_inject, pkt_deliver=pkt_deliver, pkt_hops=ps[:, K.P_HOPS].copy(),
         pkt_minimal=ps[:, K.P_MINIMAL].astype(np.int8), pkt_via=ps[:, K.P_VIA].copy(),
         port_bytes=port_bytes, port_pkts=port_pkts,
         port_busy=port_busy, port_stall=port_stall, port_peak=port_peak,
-        end_ps=int(sc[K.S_NOW]), events=int(sc[K.S_EVENTS]), packet_hops=int(sc[K.S_HOPS]),
-        wall_s=wall,
+        end_ps=end, events=int(sc[K.S_EVENTS]), packet_hops=int(sc[K.S_HOPS]),
+        wall_s=wall, window=window, window_ports=in_window,
     )
+
+
+def counters_at(t: int, port_busy: np.ndarray, busy_until: np.ndarray, port_bytes: np.ndarray,
+                port_pkts: np.ndarray, port_stall: np.ndarray,
+                stall_start: np.ndarray) -> PortCounters:
+    """The per-port counters as they stand at time ``t``, read when every event before ``t``
+    and none at or after it has been processed (the kernel's ``until`` stop).
+
+    The kernel adds a transmission's whole serialisation to ``port_busy`` when it starts, and
+    a stall's length when it ends.  A port serialises one packet at a time, so at most its
+    latest transmission (ending at ``busy_until``) runs past ``t``: its part after ``t`` is
+    taken off.  A stall still open at ``t`` (``stall_start >= 0``) has lasted ``t -
+    stall_start`` so far.
+    """
+    busy = port_busy - np.maximum(busy_until - t, 0)
+    stall = port_stall + np.where(stall_start >= 0, t - stall_start, 0)
+    return PortCounters(busy, port_bytes.copy(), port_pkts.copy(), stall)
 
 
 def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.ndarray,
