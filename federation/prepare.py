@@ -196,7 +196,7 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
     via = point.routing.intermediates(built.tables, src_r, dst_r, rng_route)
     packets = Packets(ptime, psrc, pdst, psize, pmsg, via)
     job = NativeRun(net, built.links, built.nic_bandwidth, machine.router.delay,
-                    machine.router.vcs, built.tables, packets)
+                    machine.router.vcs, built.tables, packets, window)
     return PreparedPoint(point, net, job, window, msgs)
 
 

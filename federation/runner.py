@@ -82,12 +82,14 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     msg_measured = (prep.messages.time_ps >= w0) & (prep.messages.time_ps < w1)
     mct = (msg_done - prep.messages.time_ps)[msg_measured] / 1e3
 
-    end = max(raw.end_ps, 1)
-    util = raw.port_busy / end
-    order = np.lexsort((np.arange(util.size), -util))[:5]
+    # ports: over the window the engine measured (the job's), and over the whole run
+    pw = raw.window_ports
+    util_run = raw.port_busy / max(raw.end_ps, 1)
+    util_window = pw.busy / max(raw.window[1] - raw.window[0], 1)
+    order = np.lexsort((np.arange(util_window.size), -util_window))[:5]
     busiest = []
     for p in order.tolist():
-        if raw.port_bytes[p] == 0:
+        if pw.busy[p] == 0:
             continue
         peer = int(pt.port_peer[p])
         pr = int(pt.port_router[peer])
@@ -96,7 +98,9 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
             port=p,
             link_class=net.link_classes[int(pt.port_class[p])],
             peer=f"router {pr}" if pr >= 0 else f"node {int(pt.port_node[peer])}",
-            utilization=float(util[p]),
+            utilization_window=float(util_window[p]),
+            bytes_window=int(pw.bytes[p]),
+            utilization_run=float(util_run[p]),
             bytes=int(raw.port_bytes[p]),
         ))
     summary = PointSummary(
@@ -140,10 +144,15 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         "node": pt.port_node,
         "link_class": np.array(net.link_classes, dtype=object)[pt.port_class],
         "peer_router": pt.port_router[pt.port_peer],
+        "utilization_window": util_window,
+        "bytes_window": pw.bytes,
+        "packets_window": pw.packets,
+        "busy_ps_window": pw.busy,
+        "stall_ps_window": pw.stall,
+        "utilization_run": util_run,
         "bytes": raw.port_bytes,
         "packets": raw.port_pkts,
         "busy_ps": raw.port_busy,
-        "utilization": util,
         "stall_ps": raw.port_stall,
         "peak_input_occupancy_bytes": raw.port_peak,
     }

@@ -98,11 +98,13 @@ def format_summary(result: RunResult, out_dir: Path | None) -> str:
     last = result.points[-1]
     if last.summary.busiest_links:
         label = ", ".join(f"{k}={v}" for k, v in last.sweep.items()) or "the run"
-        lines += ["", f"busiest links ({label}):"]
+        lines += ["", f"busiest links in the measurement window ({label}):"]
         for lk in last.summary.busiest_links:
             src = f"router {lk.router}" if lk.router is not None else "NIC"
             lines.append(f"  {src} -> {lk.peer} [{lk.link_class}] port {lk.port}: "
-                         f"{100 * lk.utilization:.1f}% busy, {lk.bytes} bytes")
+                         f"{100 * lk.utilization_window:.1f}% busy in the window, "
+                         f"{lk.bytes_window} bytes (whole run: "
+                         f"{100 * lk.utilization_run:.1f}%, {lk.bytes} bytes)")
     if out_dir is not None:
         lines += ["", f"results: {out_dir}/results.json"]
     return "\n".join(lines)

@@ -18,7 +18,8 @@ Model (store-and-forward packets, credit-based flow control, input-queued VC rou
 Why it is fast: all state is flat NumPy arrays, events are five integers in a binary heap keyed
 by (time in integer picoseconds, sequence number), routing is table lookups, and the loop is
 compiled by numba.  No Python object is created per packet or per event.  The loop returns to
-Python every ``budget`` events (progress reports, heap growth) without losing state.
+Python every ``budget`` events (progress reports, heap growth) and at the edges of the
+measurement window (per-port counters are read there) without losing state.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ ST_BUDGET = 2
 ST_HEAP_FULL = 3
 ST_BAD_VC = 4
 ST_TIME_LIMIT = 5
+ST_UNTIL = 6  # the next event is at or after ``until``: every earlier event is done
 
 # indices into the int64 scalar state array
 S_NOW = 0
@@ -52,7 +54,11 @@ S_DELIVERED = 3
 S_EVENTS = 4
 S_HOPS = 5
 S_BADPKT = 6
-N_SCALARS = 8
+S_BAD_TIME = 7  # first event time refused by _push (0: none; 0 is never out of range)
+S_BAD_EV = 8  # its kind, and its payload a, b (what the driver's message names)
+S_BAD_A = 9
+S_BAD_B = 10
+N_SCALARS = 12
 
 INF_CREDIT = np.int64(1) << 60
 
@@ -105,9 +111,25 @@ def _lift(hk, ha, hb, i, key, va, vb):
 
 @njit(cache=True, inline="always")
 def _push(hk, ha, hb, sc, time, ev, a, b, c):
-    """Schedule an event (the caller keeps ``sc[S_HEAP] + 2 <= len(hk)``)."""
+    """Schedule an event (the caller keeps ``sc[S_HEAP] + 2 <= len(hk)``).
+
+    The time is checked here, where the key is made, because ``time << SEQ_BITS`` of a time
+    past the clock range wraps to an earlier (even a plausible) time that no later check can
+    tell from a real one.  Every operand the loop adds up is below ``TIME_LIMIT_PS`` (the
+    driver checks the figures it passes), so ``time`` itself cannot have wrapped.  A refused
+    event is recorded (the first one) and keyed at time -1 instead, so that it is the next
+    event popped and the loop stops there with ``ST_TIME_LIMIT``.  The check is one
+    well-predicted branch per push.
+    """
     seq = sc[S_SEQ]
     sc[S_SEQ] = seq + 1
+    if time < 0 or time >= TIME_LIMIT_PS:
+        if sc[S_BAD_TIME] == 0:
+            sc[S_BAD_TIME] = time
+            sc[S_BAD_EV] = ev
+            sc[S_BAD_A] = a
+            sc[S_BAD_B] = b
+        time = -1
     key = (time << SEQ_BITS) | (seq & SEQ_MASK)
     i = sc[S_HEAP]
     sc[S_HEAP] = i + 1
@@ -145,7 +167,7 @@ def _pop_into(hk, ha, hb, sc, out):
 
 @njit(cache=True, error_model="numpy")
 def run_kernel(
-    budget,
+    budget, until,
     # ---- topology / machine
     n_vcs, router_delay, port_peer, port_router, port_ser, port_lat, port_buf,
     node_router, node_port, nic_port,
@@ -163,10 +185,13 @@ def run_kernel(
     pkt_inject, pkt_deliver,
     port_bytes, port_pkts, port_busy, port_stall, port_peak,
 ):
-    """Process events until done, ``budget`` events, or the heap needs to grow."""
+    """Process events until done, ``budget`` events, the heap needs to grow, or the next
+    event is at or after ``until`` (ps, at most ``TIME_LIMIT_PS``): the driver then reads the
+    counters as they stand at exactly ``until`` (see ``native.counters_at``) and resumes."""
     V = n_vcs
     n_router_ports = nic_port[0] if nic_port.shape[0] > 0 else port_peer.shape[0]
     cur = np.zeros(5, dtype=np.int64)
+    until_key = until << SEQ_BITS  # keys order like times: one comparison per event
     processed = 0
     while sc[S_HEAP] > 0:
         if processed >= budget:
@@ -175,9 +200,17 @@ def run_kernel(
         if sc[S_HEAP] + 8 > hk.shape[0]:
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
+        if hk[0] >= until_key:
+            sc[S_EVENTS] += processed
+            return ST_UNTIL
         _pop_into(hk, ha, hb, sc, cur)
         now = cur[0]
-        if now >= TIME_LIMIT_PS:
+        if now < 0 or now >= TIME_LIMIT_PS:  # refused by _push (keyed at -1), or a bad start
+            if sc[S_BAD_TIME] == 0:
+                sc[S_BAD_TIME] = now
+                sc[S_BAD_EV] = cur[1]
+                sc[S_BAD_A] = cur[2]
+                sc[S_BAD_B] = cur[3]
             sc[S_EVENTS] += processed
             return ST_TIME_LIMIT
         ev = cur[1]

@@ -16,8 +16,12 @@ import numpy as np
 from federation.components import RouteTables
 from federation.engine import kernel as K
 from federation.errors import RoutingError, SimulationError
+from federation.limits import MAX_PACKET_BYTES, TIME_LIMIT_PS
 from federation.network import Network
-from federation.units import PS_PER_S
+from federation.units import PS_PER_S, format_time
+
+#: the clock range as messages state it
+CLOCK_RANGE = f"the engine's clock range [0, {format_time(TIME_LIMIT_PS / PS_PER_S)}) (2^43 ps)"
 
 
 @dataclass
@@ -56,6 +60,28 @@ class NativeRun:
     n_vcs: int
     tables: RouteTables
     packets: Packets
+    #: measurement window ``[start, end)`` in ps; the per-port ``*_window`` counters cover it.
+    #: ``None``: the whole run, ``[0, end of the run]``
+    window: tuple[int, int] | None = None
+
+
+@dataclass
+class PortCounters:
+    """Per-port counters over a span of time (index = global port id).
+
+    ``busy`` is the time the port spent serialising within the span (a transmission that
+    straddles an edge counts only its part inside); ``bytes`` and ``packets`` count the
+    transmissions that started in it; ``stall`` the time requests waited for credit in it.
+    """
+
+    busy: np.ndarray
+    bytes: np.ndarray
+    packets: np.ndarray
+    stall: np.ndarray
+
+    def __sub__(self, other: PortCounters) -> PortCounters:
+        return PortCounters(self.busy - other.busy, self.bytes - other.bytes,
+                            self.packets - other.packets, self.stall - other.stall)
 
 
 @dataclass
@@ -74,6 +100,10 @@ class RawResult:
     events: int
     packet_hops: int
     wall_s: float
+    #: the span ``window_ports`` covers: the job's window, or ``(0, end_ps)`` without one
+    window: tuple[int, int]
+    #: the per-port counters within ``window`` (the fields above are whole-run totals)
+    window_ports: PortCounters
 
 
 def packetize(time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
@@ -124,6 +154,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     port_bw = bw[pt.port_class]
     port_bw[pt.nic_port] = job.nic_bandwidth
     port_ser = (PS_PER_S / port_bw).astype(np.float64)  # ps per byte
+    check_engine_figures(net, port_ser, lat[pt.port_class] * PS_PER_S,
+                         job.router_delay_s * PS_PER_S, pk)
     port_lat = np.round(lat[pt.port_class] * PS_PER_S).astype(np.int64)
     port_buf = np.floor(buf[pt.port_class]).astype(np.int64)
     router_delay = np.int64(round(job.router_delay_s * PS_PER_S))
@@ -155,8 +187,6 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     first_t = pk.time_ps[nic_pkts[nic_first[nodes]]]
     o = np.lexsort((nodes, first_t))
     n0 = nodes.shape[0]
-    if n0 and first_t.max() >= K.TIME_LIMIT_PS:
-        raise SimulationError("traffic extends beyond the engine's 8.8 s of simulated time")
     hk[:n0] = (first_t[o] << K.SEQ_BITS) | np.arange(n0)
     ha[:n0] = nodes[o] * 8 + K.EV_NIC
     sc[K.S_HEAP] = n0
@@ -202,9 +232,9 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     port_dim = port_dim.astype(np.int32)
     dateline = dateline.astype(np.uint8)
 
-    def step(n: int) -> int:
+    def step(n: int, until: int) -> int:
         return K.run_kernel(
-            n,
+            n, until,
             V, router_delay, pt.port_peer, pt.port_router, port_ser, port_lat, port_buf,
             node_router, node_port, nic_port,
             gnext, lnext, rgroup, rlocal, t.vc_mode, vc_bump, port_dim, dateline,
@@ -220,10 +250,25 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             port_bytes, port_pkts, port_busy, port_stall, port_peak,
         )
 
-    step(0)  # compiles on first use (or loads numba's cache); not part of the timed run
+    def counters(at: int) -> PortCounters:
+        return counters_at(at, port_busy, busy_until, port_bytes, port_pkts, port_stall,
+                           stall_start)
+
+    # the loop stops before the first event at or after each edge of the window, so that the
+    # per-port counters can be read as they stand at exactly that time
+    edges = [int(t) for t in job.window] if job.window is not None else []
+    if edges and not 0 <= edges[0] <= edges[1] <= K.TIME_LIMIT_PS:
+        raise SimulationError(f"measurement window [{edges[0]}, {edges[1]}) ps is not inside "
+                              f"{CLOCK_RANGE}")
+    snaps: list[PortCounters] = []
+
+    step(0, K.TIME_LIMIT_PS)  # compiles on first use (or loads numba's cache); untimed
     wall0 = time.perf_counter()
     while True:
-        status = step(budget)
+        status = step(budget, edges[len(snaps)] if len(snaps) < len(edges) else K.TIME_LIMIT_PS)
+        if status == K.ST_UNTIL:
+            snaps.append(counters(edges[len(snaps)]))
+            continue
         if status == K.ST_BUDGET:
             if progress is not None:
                 progress(int(sc[K.S_DELIVERED]), Kc)
@@ -245,17 +290,130 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             f"router.vcs = {V} or found no route; the routing's declared VC count is wrong"
         )
     if status == K.ST_TIME_LIMIT:
-        raise SimulationError("the run passed the engine's 8.8 s of simulated time")
+        raise SimulationError(_time_limit_report(net, sc))
     if status == K.ST_DEADLOCK:
         raise SimulationError(_deadlock_report(net, V, q_head, req_head, credits, sc, Kc))
+    end = int(sc[K.S_NOW])
+    if edges:
+        while len(snaps) < 2:  # an edge after the last event: the counters are final there
+            snaps.append(counters(edges[len(snaps)]))
+        window, in_window = (edges[0], edges[1]), snaps[1] - snaps[0]
+    else:
+        window, in_window = (0, end), counters(end)
     return RawResult(
         pkt_inject=pkt_inject, pkt_deliver=pkt_deliver, pkt_hops=ps[:, K.P_HOPS].copy(),
         pkt_minimal=ps[:, K.P_MINIMAL].astype(np.int8), pkt_via=ps[:, K.P_VIA].copy(),
         port_bytes=port_bytes, port_pkts=port_pkts,
         port_busy=port_busy, port_stall=port_stall, port_peak=port_peak,
-        end_ps=int(sc[K.S_NOW]), events=int(sc[K.S_EVENTS]), packet_hops=int(sc[K.S_HOPS]),
-        wall_s=wall,
+        end_ps=end, events=int(sc[K.S_EVENTS]), packet_hops=int(sc[K.S_HOPS]),
+        wall_s=wall, window=window, window_ports=in_window,
     )
+
+
+def counters_at(t: int, port_busy: np.ndarray, busy_until: np.ndarray, port_bytes: np.ndarray,
+                port_pkts: np.ndarray, port_stall: np.ndarray,
+                stall_start: np.ndarray) -> PortCounters:
+    """The per-port counters as they stand at time ``t``, read when every event before ``t``
+    and none at or after it has been processed (the kernel's ``until`` stop).
+
+    The kernel adds a transmission's whole serialisation to ``port_busy`` when it starts, and
+    a stall's length when it ends.  A port serialises one packet at a time, so at most its
+    latest transmission (ending at ``busy_until``) runs past ``t``: its part after ``t`` is
+    taken off.  A stall still open at ``t`` (``stall_start >= 0``) has lasted ``t -
+    stall_start`` so far.
+    """
+    busy = port_busy - np.maximum(busy_until - t, 0)
+    stall = port_stall + np.where(stall_start >= 0, t - stall_start, 0)
+    return PortCounters(busy, port_bytes.copy(), port_pkts.copy(), stall)
+
+
+def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.ndarray,
+                         router_delay_ps: float, packets: Packets) -> None:
+    """Refuse figures whose engine arithmetic could leave the clock range or wrap.
+
+    The kernel adds serialisations (``size * ps_per_byte``, rounded to int64), latencies and
+    the router delay to the current time and checks the *sum* where it makes the event key.
+    That check is only sound if no operand has wrapped already, so each operand must be a
+    finite number of picoseconds below ``TIME_LIMIT_PS`` (a sum of a few of them then stays
+    far inside int64), and packet sizes must fit the int32 column of the packet state.  The
+    preflight (:func:`federation.checks.check_clock`) refuses such inputs naming the file;
+    this is the engine's own guard for callers that bypass it.
+    """
+    pt = net.ports
+    if packets.count == 0:
+        return
+    size = packets.size
+    if int(size.min()) < 1 or int(size.max()) > MAX_PACKET_BYTES:
+        bad = int(np.nonzero((size < 1) | (size > MAX_PACKET_BYTES))[0][0])
+        raise SimulationError(
+            f"packet {bad} has {int(size[bad])} bytes; the engine holds sizes of 1 to "
+            f"{MAX_PACKET_BYTES} bytes")
+    t = packets.time_ps
+    if int(t.min()) < 0 or int(t.max()) >= TIME_LIMIT_PS:
+        bad = int(np.nonzero((t < 0) | (t >= TIME_LIMIT_PS))[0][0])
+        raise SimulationError(
+            f"packet {bad} is created at {format_time(int(t[bad]) / PS_PER_S)}, outside "
+            f"{CLOCK_RANGE}")
+    largest = float(size.max())
+    with np.errstate(invalid="ignore", over="ignore"):
+        worst = largest * port_ser
+    for what, value in (("serialisation of a packet", worst), ("latency", port_lat_ps)):
+        bad_ports = np.nonzero(~((value >= 0) & (value < TIME_LIMIT_PS)))[0]
+        if bad_ports.size:
+            p = int(bad_ports[0])
+            cls = "NIC" if pt.port_router[p] < 0 else f"{net.link_classes[pt.port_class[p]]!r}"
+            detail = (f"{largest:.0f} B at {PS_PER_S / port_ser[p]:g} B/s"
+                      if what.startswith("ser") else "")
+            raise SimulationError(
+                f"{what} on port {p} ({cls} link{', ' + detail if detail else ''}) takes "
+                f"{format_time(float(value[p]) / PS_PER_S)}, outside {CLOCK_RANGE}")
+    if not 0 <= router_delay_ps < TIME_LIMIT_PS:
+        raise SimulationError(f"the router delay {format_time(router_delay_ps / PS_PER_S)} is "
+                              f"outside {CLOCK_RANGE}")
+
+
+_EVENT_KINDS = {K.EV_ARRIVE: "ARRIVE", K.EV_READY: "READY", K.EV_FREE: "FREE",
+                K.EV_CREDIT: "CREDIT", K.EV_NIC: "NIC"}
+
+
+def _port_name(net: Network, p: int) -> str:
+    """``router R port L`` for a router port, ``node N's NIC`` for a NIC port."""
+    pt = net.ports
+    r = int(pt.port_router[p])
+    if r < 0:
+        return f"node {int(pt.port_node[p])}'s NIC"
+    return f"router {r} port {int(p - pt.router_port_start[r])}"
+
+
+def _event_meaning(net: Network, ev: int, a: int, b: int) -> str:
+    """What an event of kind ``ev`` with payload ``a, b`` is about (see the kernel's EV_*)."""
+    if ev == K.EV_ARRIVE:
+        node = int(net.ports.port_node[b]) if net.ports.port_router[b] < 0 else -1
+        return f"packet {a} reaching " + (f"node {node}" if node >= 0 else _port_name(net, b))
+    if ev == K.EV_READY:
+        return f"the head packet of {_port_name(net, a)} VC {b} routed"
+    if ev == K.EV_FREE:
+        return f"{_port_name(net, a)} free again"
+    if ev == K.EV_CREDIT:
+        return f"a credit reaching {_port_name(net, a)} VC {b}"
+    if ev == K.EV_NIC:
+        return f"node {a}'s next packet leaving its NIC"
+    return f"payload {a}, {b}"
+
+
+def _time_limit_report(net: Network, sc: np.ndarray) -> str:
+    """Which event the kernel refused to schedule, when, and the limit."""
+    t = int(sc[K.S_BAD_TIME])
+    now = format_time(int(sc[K.S_NOW]) / PS_PER_S)
+    if t == 0:  # not expected: every start time is checked before the run
+        return f"the run left {CLOCK_RANGE} at t={now}"
+    ev, a, b = (int(sc[i]) for i in (K.S_BAD_EV, K.S_BAD_A, K.S_BAD_B))
+    kind = _EVENT_KINDS.get(ev, str(ev))
+    article = "an" if kind[0] in "AEIOU" else "a"
+    return (f"the engine refused to schedule {article} {kind} event "
+            f"({_event_meaning(net, ev, a, b)}) at {format_time(t / PS_PER_S)}, while at "
+            f"t={now}: outside {CLOCK_RANGE}; shorten the run, the link latencies or the "
+            "router delay")
 
 
 def _deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarray,

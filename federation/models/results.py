@@ -13,7 +13,9 @@ from pydantic import Field
 
 from federation.models.base import FederationModel
 
-RESULTS_SCHEMA_VERSION = 2
+#: 3: ``LinkUse.utilization`` (whole run) became ``utilization_window`` (the measurement
+#: window, what ``busiest_links`` is ranked by) and ``utilization_run``; ``bytes_window`` added
+RESULTS_SCHEMA_VERSION = 3
 
 
 class LatencyStats(FederationModel):
@@ -26,14 +28,20 @@ class LatencyStats(FederationModel):
 
 
 class LinkUse(FederationModel):
-    """One directed link (an output port) and how busy it was during the run."""
+    """One directed link (an output port) and how busy it was in the measurement window, like
+    latency and throughput, and over the whole run (warm-up and drain included)."""
 
     router: int | None = Field(description="owning router (None for a NIC)")
     port: int = Field(description="global port id (see the per-port table)")
     link_class: str
     peer: str = Field(description="what the port leads to: 'router N' or 'node N'")
-    utilization: float = Field(description="busy time / simulated time")
-    bytes: int
+    utilization_window: float = Field(
+        description="time spent serialising within the measurement window / its length (a "
+        "transmission straddling an edge counts its part inside)")
+    bytes_window: int = Field(description="bytes of the transmissions started in the window")
+    utilization_run: float = Field(
+        description="time spent serialising over the whole run / simulated time")
+    bytes: int = Field(description="bytes sent over the whole run")
 
 
 class PointSummary(FederationModel):
@@ -54,7 +62,8 @@ class PointSummary(FederationModel):
     simulated_time_ns: float
     events: int
     packet_hops: int
-    busiest_links: list[LinkUse]
+    busiest_links: list[LinkUse] = Field(
+        description="the five output ports with the highest utilization in the window")
 
 
 class Performance(FederationModel):
