@@ -43,10 +43,12 @@ Numbering: router ``((group*chassis + chassis_index)*blades + blade)``; local in
 Minimal routing: inside a group dimension-ordered, first within the chassis (to the router of
 the target's slot), then across chassis: at most 2 local hops.  Towards another group a router
 owning a link there uses it; else, if a router of the same slot (another chassis) owns one, it
-goes there in one inter-chassis hop; else it goes within its chassis to the slot of an owner
-(the ``(local index mod n)``-th owner), which then crosses chassis.  So a minimal path is at
-most local-local-global-local-local (5 router hops), intra-chassis hops always before
-inter-chassis hops in each group; VC = global hops so far (2 VCs; Valiant 3).
+goes there in one inter-chassis hop (to the ``((chassis index + t) mod n)``-th such owner for
+target group ``t``); else it goes within its chassis to the slot of an owner (the ``((local
+index + t) mod n)``-th owner), which then crosses chassis.  Adding ``t`` makes the choice vary
+with the target group, so every router spreads its traffic over all its local links.  So a
+minimal path is at most local-local-global-local-local (5 router hops), intra-chassis hops
+always before inter-chassis hops in each group; VC = global hops so far (2 VCs; Valiant 3).
 """
 
 from __future__ import annotations
@@ -265,11 +267,13 @@ def aries_tables(network: Network, chassis: int, blades: int) -> RouteTables:
         st2 = np.searchsorted(skey // chassis, sq, side="left")
         cnt2 = np.searchsorted(skey // chassis, sq, side="right") - st2
         same = cnt2 > 0
-        pick_c = skey[st2[same] + rc[r_[same]] % cnt2[same]] % chassis
+        # (chassis + t) and (local + t) mod count: the choice varies with the target group, so a
+        # router's local links to the owners are all used, not a fixed subset
+        pick_c = skey[st2[same] + (rc[r_[same]] + t_[same]) % cnt2[same]] % chassis
         hop = np.empty(r_.shape[0], dtype=np.int64)
         hop[same] = nbr[r_[same], pick_c * B + rs[r_[same]]]
         other = ~same
-        o = okey_r[st[other] + local[r_[other]] % cnt[other]]
+        o = okey_r[st[other] + (local[r_[other]] + t_[other]) % cnt[other]]
         hop[other] = nbr[r_[other], rc[r_[other]] * B + (o % S) % B]
         if (hop < 0).any():
             k = int(np.nonzero(hop < 0)[0][0])

@@ -38,10 +38,15 @@ parameters are rejected with a message naming them when ``g - 1 > a*h`` or
 ``links_per_pair * (g-1) > a*h``.
 
 Minimal routing (:func:`dragonfly_tables`): a router owning a link to the target group uses it
-(its lowest port); any other router ``r`` goes over one local hop to the owner of the
-``(local index of r) mod n``-th of the ``n`` links from its group to the target group (links
-ordered by port id, i.e. by owning router), which spreads the traffic of a group over the
-parallel links deterministically.  VC = global hops so far: 2 VCs minimal, 3 Valiant.
+(its lowest port: tables are per (router, target group), so a router owning several links to
+one group uses one of them); any other router ``r`` goes over one local hop to the owner of the
+``(u + v) mod n``-th of the ``n`` links from its group to the target group ``t`` (links ordered
+by port id, i.e. by owning router), where ``u`` is the rank of ``r`` among the routers of its
+group owning no link to ``t`` and ``v`` the rank of ``t`` among the target groups reached
+through the same owners.  So every link gets the same number of non-owners (within one), and,
+because the choice varies with ``t``, each router spreads its traffic over all its local links
+(``l mod n`` alone sent router ``l`` to a fixed subset of the owners).  VC = global hops so
+far: 2 VCs minimal, 3 Valiant.
 
 Router ids: group-major (``router = group*a + index``); nodes: router-major
 (``node = router*p + terminal``).
@@ -313,9 +318,10 @@ def dragonfly_tables(network: Network) -> RouteTables:
     """Group-level next-hop tables for any topology whose groups are fully connected inside.
 
     A router owning a link to the target group uses it (its lowest such port); another router
-    with local index ``l`` goes over one local hop to the owner of the ``(l mod n)``-th of the
-    ``n`` links from its group to the target group, in port order.  Minimal paths are therefore
-    local-global-local; VC = global hops so far (2 VCs).
+    goes over one local hop to the owner of the ``((rank of r among the non-owners) + (rank of t
+    among the targets reached through the same owners)) mod n``-th of the ``n`` links from its
+    group to the target group ``t``, in port order (see :func:`target_rank`).  Minimal paths
+    are therefore local-global-local; VC = global hops so far (2 VCs).
     """
     G = network.n_groups
     group = network.router_group.astype(np.int64)
@@ -333,7 +339,20 @@ def dragonfly_tables(network: Network) -> RouteTables:
             k = int(np.nonzero(n == 0)[0][0])
             raise TopologyError(
                 f"group {int(group[rs[k]])} has no global link to group {int(ts[k])}")
-        pick = ports[start + local[rs] % n]
+        # choice ((rank of r among the non-owners) + (rank of t among the targets reached
+        # through the same set of links)) mod n: every link gets the same number of non-owners
+        # (within one), and each router spreads its targets evenly over the owners (a choice
+        # that ignores t sends router l's traffic to a fixed subset of them)
+        R = network.n_routers
+        owner = network.ports.port_router[ports].astype(np.int64)
+        okey = np.unique(key * R + owner)  # distinct owners per (group, target group)
+        below = np.searchsorted(okey, q * R + rs) - np.searchsorted(okey, q * R)
+        qa = np.arange(G * G)
+        sa = np.searchsorted(key, qa, side="left")
+        na = np.searchsorted(key, qa, side="right") - sa
+        first = network.ports.port_router[ports[np.minimum(sa, ports.size - 1)]].astype(np.int64)
+        sig = np.where(na > 0, first * (na.max() + 1) + na, -1)
+        pick = ports[start + (local[rs] - below + target_rank(G, sig)[q]) % n]
         ex_router = network.ports.port_router[pick]
         hop = lnext[rs, local[ex_router]]
         if (hop < 0).any():
@@ -345,6 +364,28 @@ def dragonfly_tables(network: Network) -> RouteTables:
     return group_minimal_tables(
         network, gnext, lnext, local,
         "dragonfly minimal (local-global-local), VC = global hops so far")
+
+
+def target_rank(G: int, sig: np.ndarray) -> np.ndarray:
+    """``rank[g*G + t]``: how many groups ``t' < t`` have the same signature ``sig[g*G + t']``.
+
+    ``sig`` identifies the set of exits from group ``g`` to group ``t`` (e.g. first port and
+    count).  Routers choose exit ``(own rank + rank of t) mod n``: among the targets served by one
+    set of exits, consecutive ranks take consecutive exits, so each router's traffic spreads
+    evenly over them whatever the arrangement numbers the groups (``t`` itself would skip a
+    value at the source group and overload one exit).
+    """
+    g = np.repeat(np.arange(G, dtype=np.int64), G)
+    t = np.tile(np.arange(G, dtype=np.int64), G)
+    o = np.lexsort((t, sig, g))
+    gs, ss = g[o], sig[o]
+    new = np.ones(G * G, dtype=bool)
+    new[1:] = (gs[1:] != gs[:-1]) | (ss[1:] != ss[:-1])
+    pos = np.arange(G * G)
+    run_start = np.maximum.accumulate(np.where(new, pos, 0))
+    rank = np.empty(G * G, dtype=np.int64)
+    rank[o] = pos - run_start
+    return rank
 
 
 def group_minimal_tables(network: Network, gnext: np.ndarray, lnext: np.ndarray,

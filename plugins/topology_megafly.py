@@ -21,11 +21,15 @@ Router ids: group-major; inside a group the leaves (local index ``0..leaves-1``)
 radix of every router is ``radix`` (default ``max(nodes_per_leaf + spines, leaves + hs)``).
 
 Minimal routing: leaf, spine owning a link to the target group, global link, spine, leaf (at
-most 4 router hops).  Leaf ``l`` uses the ``(l mod n)``-th of the ``n`` spines of its group
-owning a link to the target group; a spine uses its own link (lowest port).  Inside a group leaf
-``i`` reaches leaf ``j`` through spine ``(i + j) mod spines``.  A spine without a link to the
-target group (only met by Valiant packets in their intermediate group) goes down to leaf
-``(spine index) mod leaves``.  VC = global hops so far: 2 VCs minimal, 3 Valiant.
+most 4 router hops).  Towards target group ``t``, leaf ``l`` uses the ``((l + t) mod n)``-th
+(in router order) of the ``n`` spines of its group owning a link to ``t``: the choice depends on
+the target, so a leaf spreads its outgoing traffic over all its up-links, and on the leaf, so the
+leaves of a group share the ``n`` spines (and their global links to ``t``) evenly.  A spine uses
+its own link to ``t`` (its lowest such port: the tables are per (router, target group), so a
+spine with several links to one group uses one of them).  Inside a group leaf ``i`` reaches leaf
+``j`` through spine ``(i + j) mod spines``.  A spine without a link to the target group (only met
+by Valiant packets in their intermediate group) goes down to leaf ``(s + t) mod leaves`` (``s``
+its spine index).  VC = global hops so far: 2 VCs minimal, 3 Valiant.
 
 Default figures: 25 GiB/s on every link and 32 KiB of buffer per VC (megafly QoS paper Table I
 and the CODES ``dfp_8k.conf``); latencies (not in the paper) 10 ns terminal, 30 ns local,
@@ -57,6 +61,7 @@ from .topology_dragonfly import (
     global_wiring,
     group_minimal_tables,
     local_port_matrix,
+    target_rank,
 )
 
 GIB = 2**30
@@ -203,10 +208,20 @@ def megafly_tables(network: Network, leaves: int, spines: int) -> RouteTables:
         leaf_r = is_leaf[r_]
         hop = np.empty(r_.shape[0], dtype=np.int64)
         lr = r_[leaf_r]
-        sp = okey_r[st[leaf_r] + local[lr] % cnt[leaf_r]]
+        # leaf l -> the ((l + rank of t) mod n)-th of the n spines owning a link to group t: varies
+        # with the target group (every up-link of a leaf is used) and with the leaf (the leaves
+        # of a group share the n spines, hence the n global links, evenly)
+        qa = np.arange(G * G)
+        sa = np.searchsorted(okey_k, qa, side="left")
+        na = np.searchsorted(okey_k, qa, side="right") - sa
+        first = okey_r[np.minimum(sa, okey_r.size - 1)]
+        sig = np.where(na > 0, first * (S + 1) + na, -1)
+        rank_t = target_rank(G, sig)[q[leaf_r]]
+        sp = okey_r[st[leaf_r] + (local[lr] + rank_t) % cnt[leaf_r]]
         hop[leaf_r] = nbr[lr, local[sp]]
         sr = r_[~leaf_r]
-        hop[~leaf_r] = nbr[sr, (local[sr] - L) % L]
+        # spine s without a link to t (Valiant's intermediate group): down to leaf (s + t) mod L
+        hop[~leaf_r] = nbr[sr, (local[sr] - L + t_[~leaf_r]) % L]
         if (hop < 0).any():
             k = int(np.nonzero(hop < 0)[0][0])
             raise TopologyError(f"router {int(r_[k])} has no route towards group {int(t_[k])}")
