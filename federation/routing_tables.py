@@ -74,9 +74,26 @@ def _bfs(src, indptr, peer, dist, queue):
 _BLOCK = 64  # destinations per task: rows of the table are written 64 entries at a time
 
 
+@njit(cache=True, inline="always")
+def _spread(off, c):
+    """Index in ``0..c-1`` of the shortest-path port used towards a destination ``off`` routers
+    further on (``(d - r) mod R``).
+
+    A fixed integer hash (not ``off mod c``): on structured graphs the offset is correlated with
+    which ports are candidates, and a plain modulus then keeps choosing the same ones; the hash
+    decorrelates them while staying deterministic.
+    """
+    x = (off * 0x9E3779B1 + 0x165667B1) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x2C1B3C6D) & 0xFFFFFFFF
+    x ^= x >> 12
+    return x % c
+
+
 @njit(cache=True, parallel=True)
 def _next_hop_kernel(indptr, port, peer, out, ecc, reached, dsum):
-    """``out[r, d]`` = lowest cable port of ``r`` whose peer is one hop closer to ``d``.
+    """``out[r, d]`` = one cable port of ``r`` whose peer is one hop closer to ``d``, chosen among
+    all such ports by :func:`_spread` (so equal-cost paths share the traffic).
 
     One BFS per destination ``d``; destinations are handled in blocks so that the row-major
     table is written in contiguous runs instead of one cache miss per entry.
@@ -101,10 +118,35 @@ def _next_hop_kernel(indptr, port, peer, out, ecc, reached, dsum):
                     emax = dr
                 if dr > 0:
                     s += dr
+                    # candidates ranked by (peer - r) mod n, then port: with the hash of
+                    # (d - r) mod n this is invariant under rotation of the router ids, so
+                    # vertex-transitive graphs numbered cyclically (circulants, rings) load
+                    # every port of one jump alike
+                    c = 0
                     for k in range(indptr[r], indptr[r + 1]):
                         if dist[peer[k]] == dr - 1:
-                            buf[r, j] = port[k]
-                            break
+                            c += 1
+                    pick = _spread((d - r) % n, c)
+                    best = -1
+                    for _ in range(pick + 1):
+                        # next candidate after ``best`` in (offset, port) order
+                        nxt = -1
+                        for k in range(indptr[r], indptr[r + 1]):
+                            if dist[peer[k]] != dr - 1:
+                                continue
+                            ok = (peer[k] - r) % n
+                            if best >= 0:
+                                ob = (peer[best] - r) % n
+                                if ok < ob or (ok == ob and k <= best):
+                                    continue
+                            if nxt < 0:
+                                nxt = k
+                            else:
+                                on = (peer[nxt] - r) % n
+                                if ok < on or (ok == on and k < nxt):
+                                    nxt = k
+                        best = nxt
+                    buf[r, j] = port[best]
             ecc[d] = emax
             dsum[d] = s
         out[:, d0:d1] = buf
