@@ -22,7 +22,7 @@ from federation.plugins.topology_fattree import FatTree
 from federation.plugins.topology_graph_file import GraphFile
 from federation.plugins.topology_random_shortcut import RandomShortcut
 from federation.plugins.topology_torus import Hypercube, Torus
-from federation.routing_tables import graph_stats, hop_distances, shortest_path_routes
+from federation.routing_tables import _spread, graph_stats, hop_distances, shortest_path_routes
 
 MACHINES = Path(__file__).resolve().parent.parent / "schemas" / "machines"
 
@@ -244,7 +244,9 @@ def test_digest_mesh_torus_hypercube_aspl():
 
 
 def test_shortest_path_tables_match_a_reference():
-    """Lowest port among the neighbours one hop closer (scipy BFS), parallel cables included."""
+    """Candidate ``spread((d - r) mod R, count)`` among the ports to neighbours one hop closer
+    (scipy BFS), ordered by ``(peer - r) mod R`` then port, parallel cables included; every
+    candidate of a router is used for some destination when it has several."""
     rng = np.random.default_rng(7)
     R = 30
     b = NetworkBuilder(["x", "y"])
@@ -267,7 +269,11 @@ def test_shortest_path_tables_match_a_reference():
             ports = [p for p in range(pt.router_port_start[r], pt.router_port_start[r + 1])
                      if pt.port_link[p] >= 0
                      and dist[pt.port_router[pt.port_peer[p]], d] == dist[r, d] - 1]
-            assert t.gnext[r, d] == min(ports)
+            ports.sort(key=lambda p: ((pt.port_router[pt.port_peer[p]] - r) % R, p))
+            assert t.gnext[r, d] == ports[_spread((d - r) % R, len(ports))]
+    # the spread uses more than the lowest port: most routers send through several neighbours
+    used = [len({int(p) for p in t.gnext[r] if p >= 0}) for r in range(R)]
+    assert np.mean(used) > 2
     assert t.vcs_required == int(dist.max())
     assert t.extra["aspl"] == pytest.approx(dist.sum() / (R * (R - 1)))
 
