@@ -318,12 +318,15 @@ def test_torus_dimension_order_routes(dims, mesh, parallel, vcs):
                 assert t.port_dim[p] >= last
                 last = t.port_dim[p]
                 r = pt.port_router[pt.port_peer[p]]
-    # a half-way tie on an even ring avoids the wrap-around link: never crosses a dateline
+    # a half-way tie on an even ring goes + when (c mod k/2) is even (no higher dimension):
+    # the + set is k/2-periodic, so every window of k/2 tie routes has the same share of each
+    # direction (this rule replaced "away from the wrap link", which loaded the + links of
+    # c < k/2 with every tie route and those of c >= k/2 with none)
     if dims == [6]:
         for s in range(6):
             p = t.gnext[s, (s + 3) % 6]
             nxt = coord[pt.port_router[pt.port_peer[p]], 0]
-            assert nxt == (s + 1 if s < 3 else s - 1)
+            assert nxt == ((s + 1) % 6 if s % 3 % 2 == 0 else (s - 1) % 6)
 
 
 def test_torus_parallel_cables_spread_by_destination():
