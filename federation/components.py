@@ -92,8 +92,10 @@ class Topology(Component):
     def minimal_routes(self, network: Network) -> RouteTables:
         """Minimal routing tables for this topology.
 
-        The default is shortest paths over the router graph (BFS tables, ties broken towards the
-        lowest port) with VC = hop index, which is deadlock-free on any graph given
+        The default is shortest paths over the router graph (BFS tables; equal-cost next hops
+        shared by a deterministic hash of the destination, see
+        :mod:`federation.routing_tables`) with VC = hop index, which is deadlock-free on any graph
+        given
         ``diameter`` VCs.  Topologies with structure (dragonfly, torus, fat tree) override this
         with their own minimal paths and cheaper VC rules.
         """

@@ -41,10 +41,17 @@ Numbering: router ``((group*chassis + chassis_index)*blades + blade)``; local in
 (the NIC index on its blade, 0..3).
 
 Minimal routing: inside a group dimension-ordered, first within the chassis (to the router of
-the target's slot), then across chassis: at most 2 local hops.  Towards another group a router
-owning a link there uses it; else, if a router of the same slot (another chassis) owns one, it
-goes there in one inter-chassis hop; else it goes within its chassis to the slot of an owner
-(the ``(local index mod n)``-th owner), which then crosses chassis.  So a minimal path is at
+the target's slot), then across chassis: at most 2 local hops.  Towards another group ``t`` a
+router owning a link there uses it; else, if routers of the same slot (other chassis) own one,
+it goes to one of them in one inter-chassis hop; else it goes within its chassis to a slot that
+has owners, whose router owns a link or crosses chassis to an owner.  Each choice is the
+``((rank of the router among those choosing from the same candidates) + (rank of t among the
+targets with the same owners)) mod (candidates)``-th candidate (owners by chassis, slots by
+blade): the candidates share the routers evenly, and a router's choices vary with ``t``, so it
+uses all its local links.  (The local index plus ``t``, used before, sent the odd blades of a
+chassis to half of its even ones: 11 groups with 2-tile global links, busiest global link 1.5x
+the mean, now 1.0x.)  A router owning several links to ``t`` uses the one chosen by
+:func:`~federation.plugins.topology_dragonfly.balance_owned_links`.  So a minimal path is at
 most local-local-global-local-local (5 router hops), intra-chassis hops always before
 inter-chassis hops in each group; VC = global hops so far (2 VCs; Valiant 3).
 """
@@ -71,11 +78,14 @@ from federation.errors import TopologyError
 from .topology_dragonfly import (
     ARRANGEMENT_FIELD_DOC,
     check_global_ports,
+    exit_owners,
+    exit_signature,
     global_cable_count,
     global_exits,
     global_wiring,
     group_minimal_tables,
     local_port_matrix,
+    target_rank,
 )
 
 ELECTRICAL_TILE = 5.25e9  # bytes/s per direction (Cray XC white paper: electrical tiles)
@@ -259,11 +269,7 @@ def aries_tables(network: Network, chassis: int, blades: int) -> RouteTables:
     gnext = own.copy()
     r_, t_ = np.nonzero((gnext < 0) & (group[:, None] != np.arange(G)[None, :]))
     if r_.size:
-        pt = network.ports
-        # distinct owners per (group, target group), sorted by local index
-        owner = pt.port_router[ports].astype(np.int64)
-        okey = np.unique(key * R + owner)
-        okey_k, okey_r = okey // R, okey % R
+        okey_k, okey_r = exit_owners(network, key, ports)  # distinct owners per (group, target)
         q = group[r_] * G + t_
         st = np.searchsorted(okey_k, q, side="left")
         cnt = np.searchsorted(okey_k, q, side="right") - st
@@ -271,19 +277,31 @@ def aries_tables(network: Network, chassis: int, blades: int) -> RouteTables:
             k = int(np.nonzero(cnt == 0)[0][0])
             raise TopologyError(
                 f"group {int(group[r_[k]])} has no global link to group {int(t_[k])}")
-        # owners in the same slot, sorted by chassis
+        # every choice is (rank of r among the routers choosing from the same candidates + rank
+        # of t among the targets with the same owners) mod (candidates): the candidates share
+        # the choosers evenly, and a router's choices vary with the target group
+        rank_t = target_rank(G, exit_signature(G, okey_k, okey_r))[q]
         oloc = okey_r % S
+        # owners in the same slot as r (other chassis), sorted by chassis: one inter-chassis hop
         skey = np.sort((okey_k * B + oloc % B) * chassis + oloc // B)
-        sq = q * B + rs[r_]
-        st2 = np.searchsorted(skey // chassis, sq, side="left")
-        cnt2 = np.searchsorted(skey // chassis, sq, side="right") - st2
+        sq = (q * B + rs[r_]) * chassis
+        st2 = np.searchsorted(skey, sq, side="left")
+        cnt2 = np.searchsorted(skey, sq + chassis, side="left") - st2
         same = cnt2 > 0
-        pick_c = skey[st2[same] + rc[r_[same]] % cnt2[same]] % chassis
+        u2 = rc[r_] - (np.searchsorted(skey, sq + rc[r_]) - st2)  # rank among slot non-owners
+        i2 = np.nonzero(same)[0]
+        pick_c = skey[st2[i2] + (u2[i2] + rank_t[i2]) % cnt2[i2]] % chassis
         hop = np.empty(r_.shape[0], dtype=np.int64)
-        hop[same] = nbr[r_[same], pick_c * B + rs[r_[same]]]
-        other = ~same
-        o = okey_r[st[other] + local[r_[other]] % cnt[other]]
-        hop[other] = nbr[r_[other], rc[r_[other]] * B + (o % S) % B]
+        hop[i2] = nbr[r_[i2], pick_c * B + rs[r_[i2]]]
+        # no owner in r's slot: within the chassis to a slot that has owners, which then owns a
+        # link or crosses chassis to an owner (rank among the chassis' routers of such slots)
+        slots = np.unique(okey_k * B + oloc % B)
+        st3 = np.searchsorted(slots, q * B, side="left")
+        cnt3 = np.searchsorted(slots, q * B + B, side="left") - st3
+        u3 = rs[r_] - (np.searchsorted(slots, q * B + rs[r_]) - st3)
+        i3 = np.nonzero(~same)[0]
+        slot = slots[st3[i3] + (u3[i3] + rank_t[i3]) % cnt3[i3]] % B
+        hop[i3] = nbr[r_[i3], rc[r_[i3]] * B + slot]
         if (hop < 0).any():
             k = int(np.nonzero(hop < 0)[0][0])
             raise TopologyError(f"router {int(r_[k])} has no route towards group {int(t_[k])}")

@@ -18,8 +18,13 @@ only ``i < n/2``).  So at every router the cable ports come in jump order, and p
 first).  Nodes are router-major (``node = router * nodes_per_router + t``).  One link class,
 ``network``.
 
-Routing: the default shortest-path tables (lowest port among shortest next hops, VC = hop index),
-so ``minimal`` needs ``diameter`` VCs, e.g. 5 for G(1024, 10): set ``router.vcs`` accordingly.
+Routing: the default shortest-path tables (VC = hop index), so ``minimal`` needs ``diameter``
+VCs, e.g. 5 for G(1024, 10): set ``router.vcs`` accordingly.  Among the shortest next hops the
+tables pick by a fixed hash of the destination offset ``(d - r) mod n``, candidates ordered by
+jump offset (:mod:`federation.routing_tables`): destinations are spread over all equal-cost
+jumps, and the tables are invariant under rotation, so every port of one jump carries the same
+uniform-traffic load (G(1024, 10): busiest port 1.41 x the mean, against 1.38 if every flow
+were split evenly over all shortest paths).
 """
 
 from __future__ import annotations

@@ -37,11 +37,21 @@ never connects a group to itself and connects every pair of groups exactly ``m``
 parameters are rejected with a message naming them when ``g - 1 > a*h`` or
 ``links_per_pair * (g-1) > a*h``.
 
-Minimal routing (:func:`dragonfly_tables`): a router owning a link to the target group uses it
-(its lowest port); any other router ``r`` goes over one local hop to the owner of the
-``(local index of r) mod n``-th of the ``n`` links from its group to the target group (links
-ordered by port id, i.e. by owning router), which spreads the traffic of a group over the
-parallel links deterministically.  VC = global hops so far: 2 VCs minimal, 3 Valiant.
+Minimal routing (:func:`dragonfly_tables`): a router owning a link to the target group ``t``
+uses it; any other router ``r`` goes over one local hop to the ``(u + v) mod n``-th (in router
+order) of the ``n`` routers of its group owning a link to ``t``, where ``u`` is the rank of
+``r`` among the routers of its group owning none and ``v`` the rank of ``t`` among the target
+groups served by the same owners (:func:`target_rank`).  So every owner serves the same number
+of non-owners (within one), and, because the choice varies with ``t``, each router spreads its
+traffic over all its local links (``l mod n`` alone sent router ``l`` to a fixed subset of the
+owners: megafly QoS dragonfly, busiest local link 1.6x the mean, now 1.03x).  Tables are per
+(router, target group), so a router owning several links to ``t`` uses one of them for all
+that traffic: :func:`balance_owned_links` picks the one landing on the router of ``t`` that has
+received the least traffic so far (the lowest port, used before, piled the landing traffic on a
+few routers: 5 groups of 18 with 31 links per pair, busiest local link 1.6x the mean, now 1.0x).
+The other links to ``t`` stay idle, which bounds the global balance of such machines
+(``links_per_pair / owners``: 31/18 = 1.72 there).  VC = global hops so far: 2 VCs minimal, 3
+Valiant.
 
 Router ids: group-major (``router = group*a + index``); nodes: router-major
 (``node = router*p + terminal``).
@@ -337,9 +347,10 @@ def global_bump(network: Network) -> np.ndarray:
 def dragonfly_tables(network: Network) -> RouteTables:
     """Group-level next-hop tables for any topology whose groups are fully connected inside.
 
-    A router owning a link to the target group uses it (its lowest such port); another router
-    with local index ``l`` goes over one local hop to the owner of the ``(l mod n)``-th of the
-    ``n`` links from its group to the target group, in port order.  Minimal paths are therefore
+    A router owning a link to the target group uses it (which one: :func:`balance_owned_links`);
+    another router goes over one local hop to the ``((rank of r among the non-owners) + (rank
+    of t among the targets reached through the same owners)) mod n``-th of the ``n`` routers of
+    its group owning a link to ``t`` (see :func:`target_rank`).  Minimal paths are therefore
     local-global-local; VC = global hops so far (2 VCs).
     """
     G = network.n_groups
@@ -351,15 +362,23 @@ def dragonfly_tables(network: Network) -> RouteTables:
     gnext = own.copy()
     rs, ts = np.nonzero((gnext < 0) & (group[:, None] != np.arange(G)[None, :]))
     if rs.size:
+        R = network.n_routers
+        okey_k, okey_r = exit_owners(network, key, ports)
         q = group[rs] * G + ts
-        start = np.searchsorted(key, q, side="left")
-        n = np.searchsorted(key, q, side="right") - start
+        start = np.searchsorted(okey_k, q, side="left")
+        n = np.searchsorted(okey_k, q, side="right") - start
         if (n == 0).any():
             k = int(np.nonzero(n == 0)[0][0])
             raise TopologyError(
                 f"group {int(group[rs[k]])} has no global link to group {int(ts[k])}")
-        pick = ports[start + local[rs] % n]
-        ex_router = network.ports.port_router[pick]
+        # owner ((rank of r among the non-owners) + (rank of t among the targets reached
+        # through the same owners)) mod n: every owner gets the same number of non-owners
+        # (within one), and each router spreads its targets evenly over the owners (a choice
+        # that ignores t sends router l's traffic to a fixed subset of them).  Owners, not
+        # links: a router owning several links to t uses one of them (per-group tables)
+        below = np.searchsorted(okey_k * R + okey_r, q * R + rs) - start
+        rank_t = target_rank(G, exit_signature(G, okey_k, okey_r))[q]
+        ex_router = okey_r[start + (local[rs] - below + rank_t) % n]
         hop = lnext[rs, local[ex_router]]
         if (hop < 0).any():
             k = int(np.nonzero(hop < 0)[0][0])
@@ -372,11 +391,103 @@ def dragonfly_tables(network: Network) -> RouteTables:
         "dragonfly minimal (local-global-local), VC = global hops so far")
 
 
+def exit_owners(network: Network, key: np.ndarray,
+                ports: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct owners of the inter-group ports of :func:`global_exits`: ``(okey_k, okey_r)``,
+    ``okey_k = src_group * G + dst_group`` and the owning router, sorted by both."""
+    R = network.n_routers
+    owner = network.ports.port_router[ports].astype(np.int64)
+    okey = np.unique(key * R + owner)
+    return okey // R, okey % R
+
+
+def exit_signature(G: int, okey_k: np.ndarray, okey_r: np.ndarray) -> np.ndarray:
+    """Per ``g*G + t``: (first owner, owner count) as one number, -1 without owners; the
+    signature of the exit set that :func:`target_rank` groups targets by."""
+    qa = np.arange(G * G)
+    sa = np.searchsorted(okey_k, qa, side="left")
+    na = np.searchsorted(okey_k, qa, side="right") - sa
+    first = okey_r[np.minimum(sa, max(okey_r.size - 1, 0))] if okey_r.size else np.zeros_like(qa)
+    return np.where(na > 0, first * (na.max() + 1) + na, -1)
+
+
+def target_rank(G: int, sig: np.ndarray) -> np.ndarray:
+    """``rank[g*G + t]``: how many groups ``t' < t`` have the same signature ``sig[g*G + t']``.
+
+    ``sig`` identifies the set of exits from group ``g`` to group ``t`` (e.g. first port and
+    count).  Routers choose exit ``(own rank + rank of t) mod n``: among the targets served by one
+    set of exits, consecutive ranks take consecutive exits, so each router's traffic spreads
+    evenly over them whatever the arrangement numbers the groups (``t`` itself would skip a
+    value at the source group and overload one exit).
+    """
+    g = np.repeat(np.arange(G, dtype=np.int64), G)
+    t = np.tile(np.arange(G, dtype=np.int64), G)
+    o = np.lexsort((t, sig, g))
+    gs, ss = g[o], sig[o]
+    new = np.ones(G * G, dtype=bool)
+    new[1:] = (gs[1:] != gs[:-1]) | (ss[1:] != ss[:-1])
+    pos = np.arange(G * G)
+    run_start = np.maximum.accumulate(np.where(new, pos, 0))
+    rank = np.empty(G * G, dtype=np.int64)
+    rank[o] = pos - run_start
+    return rank
+
+
+def balance_owned_links(network: Network, gnext: np.ndarray) -> None:
+    """Where a router owns several links to one group, choose the one it uses (in place).
+
+    Tables are per (router, target group), so such a router uses one of its links to ``t``
+    for all its traffic there and for that of the routers it serves; the others stay idle.
+    The choice decides which router of ``t`` receives the traffic, and that router spreads it
+    over its local links: taking the lowest port piled it on a few routers (5 groups of 18
+    with 31 links per pair: busiest local link 1.6x the mean).  Here every (router, target)
+    exit carries the nodes of the routers whose table path leaves the group there; exits with
+    one link count first, then the others, heaviest first, take the link whose landing router
+    has received the least traffic so far (ties: lowest port).  Deterministic.
+    """
+    pt = network.ports
+    R, G = gnext.shape
+    group = network.router_group.astype(np.int64)
+    _, key, ports = global_exits(network)
+    pair = pt.port_router[ports].astype(np.int64) * G + key % G  # (owner, target group)
+    o = np.lexsort((ports, pair))
+    pair, ports = pair[o], ports[o]
+    multi = np.unique(pair[np.nonzero(pair[1:] == pair[:-1])[0]])
+    if multi.size == 0:
+        return
+    # weight[o, t]: nodes of the routers whose path to t leaves the group at o
+    nodes = np.bincount(network.node_router, minlength=R).astype(np.float64)
+    rr, tt = np.nonzero((nodes[:, None] > 0) & (group[:, None] != np.arange(G)[None, :]))
+    cur = rr.copy()
+    weight = np.zeros(R * G)
+    for _ in range(R):
+        if cur.size == 0:
+            break
+        nxt = pt.port_router[pt.port_peer[gnext[cur, tt]]].astype(np.int64)
+        out = group[nxt] != group[cur]
+        np.add.at(weight, cur[out] * G + tt[out], nodes[rr[out]])
+        cur, tt, rr = nxt[~out], tt[~out], rr[~out]
+    land = pt.port_router[pt.port_peer[ports]].astype(np.int64)
+    received = np.zeros(R)
+    single = ~np.isin(pair, multi)
+    np.add.at(received, land[single], weight[pair[single]])
+    start = np.searchsorted(pair, multi, side="left")
+    stop = np.searchsorted(pair, multi, side="right")
+    for i in np.lexsort((multi, -weight[multi])).tolist():
+        cand = np.arange(start[i], stop[i])
+        k = int(cand[np.argmin(received[land[cand]])])
+        received[land[k]] += weight[multi[i]]
+        gnext[multi[i] // G, multi[i] % G] = ports[k]
+
+
 def group_minimal_tables(network: Network, gnext: np.ndarray, lnext: np.ndarray,
                          local: np.ndarray, description: str) -> RouteTables:
     """Minimal tables of a grouped topology (at most one global hop), after checking that every
-    router reaches every other group; VC = global hops so far, hence 2 VCs (CODES)."""
+    router reaches every other group and choosing, for routers owning several links to one
+    group, the link used (:func:`balance_owned_links`); VC = global hops so far, hence 2 VCs
+    (CODES)."""
     check_group_reach(gnext, network.router_group)
+    balance_owned_links(network, gnext)
     return RouteTables(
         gnext=gnext,
         lnext=lnext,

@@ -37,8 +37,10 @@ Router ids: level by level from the leaves up, pods in order; nodes: leaf-major.
 
 Minimal routing: up*/down* through a nearest common ancestor: a packet climbs while its
 destination is not below the current switch, then descends.  The neighbour *switch* (among the
-usable ones, in port order: parents that lead to the destination while climbing, children
-above it while descending) for destination router ``d`` is candidate ``key mod count``:
+usable ones, in port order: parents that lead to the destination while climbing, counted once
+per cable so that a parent reached by more parallel cables gets proportionally more
+destinations; children above it while descending) for destination router ``d`` is candidate
+``key mod count``:
 
 * at a leaf ``r``: ``key = index(r) + index(d)``, the d-mod-k choice rotated by the source leaf.
   The tables are per destination *router* (a leaf of many nodes), so plain d-mod-k would send
@@ -51,10 +53,19 @@ above it while descending) for destination router ``d`` is candidate ``key mod c
 Where several parallel cables lead to the chosen neighbour, the cable is chosen once per
 ``(r, d)`` by least load of a uniform all-to-all flow pushed through the tables
 (deterministic).  Under uniform traffic every cable of a level carries the same load within one
-unit on the full k-ary n-trees and on the 48/24/96 tree.  Up*/down* paths have no cycle in the
-channel dependency graph, so 1 VC suffices (``VC_COUNTER`` with no bumps).  Leaf-to-leaf routes
-take at most ``2 * (levels - 1)`` hops; only leaves hold nodes, and table entries towards a
-non-leaf switch that no up*/down* path reaches (e.g. root to root) are -1.
+unit on the full k-ary n-trees and on the 48/24/96 tree (busiest leaf cable 1.011x the mean,
+every spine cable the mean).  Counting parents per cable matters where the roots per plane do
+not divide ``spine_up`` (8 ports, 16 leaves, ``spine_up: 3``: bundles of 2 and 1 cables; the
+level-2 up cables went from 1.5x to 1.25x the mean).  Tapered trees keep some imbalance: the
+leaf rotation gives a level-2 switch one or two sources per destination when the leaves of a pod
+are not a multiple of its up-links, and that weight follows the destination's low digit, which
+the next level also uses (XGFT(3; 3,3; 1,2,2): 1.78x on the level-2 up cables), and the down
+cables from the roots follow how the leaves of each pod fall into the bundles (1.5x there).
+
+Up*/down* paths have no cycle in the channel dependency graph, so 1 VC suffices (``VC_COUNTER``
+with no bumps).  Leaf-to-leaf routes take at most ``2 * (levels - 1)`` hops; only leaves hold
+nodes, and table entries towards a non-leaf switch that no up*/down* path reaches (e.g. root to
+root) are -1.
 """
 
 from __future__ import annotations
@@ -278,9 +289,15 @@ def updown_routes(network: Network, level: np.ndarray, index: np.ndarray) -> Rou
             if not side.any():
                 side_choice.append(np.full(R, -1))
                 continue
-            pick = _pick(usable[nbrs[side]], key)
-            side_choice.append(
-                np.where(pick >= 0, np.flatnonzero(side)[np.maximum(pick, 0)], -1))
+            # one candidate per cable (a neighbour reached by c parallel cables counts c
+            # times), so that unequal bundles (three-level trees whose roots per plane do not
+            # divide spine_up) get destinations in proportion to their cables; interleaved
+            # (a, b, a, b, a), so that equal bundles choose exactly as one candidate each
+            cand = np.repeat(np.flatnonzero(side), cnt[side])
+            copy = np.arange(cand.size) - np.repeat(np.cumsum(cnt[side]) - cnt[side], cnt[side])
+            cand = cand[np.lexsort((cand, copy))]
+            pick = _pick(usable[nbrs[cand]], key)
+            side_choice.append(np.where(pick >= 0, cand[np.maximum(pick, 0)], -1))
         choice = np.where(below[r], side_choice[0], side_choice[1])
         c = np.maximum(choice, 0)
         row = np.where(choice >= 0, table[c, dkey % cnt[c]], -1)

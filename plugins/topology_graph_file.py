@@ -37,8 +37,9 @@ class used must be in it.  Every error names the file and the line (edge list) o
 Cables are added in file order, so port numbering follows the file (see
 :mod:`federation.network`).  Radix of a router = its nodes + cable ends.  The link classes are
 the file's, so ``links:`` figures in a machine file are checked against the built network (an
-unknown class is reported by the runner).  Routing: the default shortest-path tables (lowest
-port among shortest next hops, VC = hop index), so ``minimal`` needs ``diameter`` VCs.
+unknown class is reported by the runner).  Routing: the default shortest-path tables (VC = hop
+index), so ``minimal`` needs ``diameter`` VCs; equal-cost next hops are shared by a fixed hash
+of the destination (see :mod:`federation.routing_tables`), so parallel paths all carry traffic.
 """
 
 from __future__ import annotations

@@ -21,11 +21,20 @@ Router ids: group-major; inside a group the leaves (local index ``0..leaves-1``)
 radix of every router is ``radix`` (default ``max(nodes_per_leaf + spines, leaves + hs)``).
 
 Minimal routing: leaf, spine owning a link to the target group, global link, spine, leaf (at
-most 4 router hops).  Leaf ``l`` uses the ``(l mod n)``-th of the ``n`` spines of its group
-owning a link to the target group; a spine uses its own link (lowest port).  Inside a group leaf
-``i`` reaches leaf ``j`` through spine ``(i + j) mod spines``.  A spine without a link to the
-target group (only met by Valiant packets in their intermediate group) goes down to leaf
-``(spine index) mod leaves``.  VC = global hops so far: 2 VCs minimal, 3 Valiant.
+most 4 router hops).  Towards target group ``t``, leaf ``l`` uses the ``((l + t) mod n)``-th
+(in router order) of the ``n`` spines of its group owning a link to ``t``: the choice depends on
+the target, so a leaf spreads its outgoing traffic over all its up-links, and on the leaf, so the
+leaves of a group share the ``n`` spines (and their global links to ``t``) evenly; ``t`` is
+counted as its rank among the target groups served by the same spines (:func:`target_rank
+<federation.plugins.topology_dragonfly.target_rank>`).  Before, leaf ``l`` took the ``(l mod
+n)``-th spine for every target, so all traffic leaving a leaf used one or two of its up-links
+(megafly QoS machine: busiest leaf-spine link 7.8x the mean, now 1.002x).  A spine uses its
+own link to ``t``; the tables are per (router, target group), so a spine with several links to
+one group uses one of them, chosen by :func:`balance_owned_links
+<federation.plugins.topology_dragonfly.balance_owned_links>`.  Inside a group leaf ``i``
+reaches leaf ``j`` through spine ``(i + j) mod spines``.  A spine without a link to the target
+group (only met by Valiant packets in their intermediate group) goes down to leaf ``(s + t) mod
+leaves`` (``s`` its spine index).  VC = global hops so far: 2 VCs minimal, 3 Valiant.
 
 Default figures: 25 GiB/s on every link and 32 KiB of buffer per VC (megafly QoS paper Table I
 and the CODES ``dfp_8k.conf``); latencies (not in the paper) 10 ns terminal, 30 ns local,
@@ -54,11 +63,14 @@ from federation.errors import TopologyError
 from .topology_dragonfly import (
     ARRANGEMENT_FIELD_DOC,
     check_global_ports,
+    exit_owners,
+    exit_signature,
     global_cable_count,
     global_exits,
     global_wiring,
     group_minimal_tables,
     local_port_matrix,
+    target_rank,
 )
 
 GIB = 2**30
@@ -202,10 +214,7 @@ def megafly_tables(network: Network, leaves: int, spines: int) -> RouteTables:
     gnext = own.copy()
     r_, t_ = np.nonzero((gnext < 0) & (group[:, None] != np.arange(G)[None, :]))
     if r_.size:
-        pt = network.ports
-        owner = pt.port_router[ports].astype(np.int64)
-        okey = np.unique(key * R + owner)  # distinct owning spines per (group, target)
-        okey_k, okey_r = okey // R, okey % R
+        okey_k, okey_r = exit_owners(network, key, ports)  # owning spines per (group, target)
         q = group[r_] * G + t_
         st = np.searchsorted(okey_k, q, side="left")
         cnt = np.searchsorted(okey_k, q, side="right") - st
@@ -216,10 +225,15 @@ def megafly_tables(network: Network, leaves: int, spines: int) -> RouteTables:
         leaf_r = is_leaf[r_]
         hop = np.empty(r_.shape[0], dtype=np.int64)
         lr = r_[leaf_r]
-        sp = okey_r[st[leaf_r] + local[lr] % cnt[leaf_r]]
+        # leaf l -> the ((l + rank of t) mod n)-th of the n spines owning a link to group t: varies
+        # with the target group (every up-link of a leaf is used) and with the leaf (the leaves
+        # of a group share the n spines, hence the n global links, evenly)
+        rank_t = target_rank(G, exit_signature(G, okey_k, okey_r))[q[leaf_r]]
+        sp = okey_r[st[leaf_r] + (local[lr] + rank_t) % cnt[leaf_r]]
         hop[leaf_r] = nbr[lr, local[sp]]
         sr = r_[~leaf_r]
-        hop[~leaf_r] = nbr[sr, (local[sr] - L) % L]
+        # spine s without a link to t (Valiant's intermediate group): down to leaf (s + t) mod L
+        hop[~leaf_r] = nbr[sr, (local[sr] - L + t_[~leaf_r]) % L]
         if (hop < 0).any():
             k = int(np.nonzero(hop < 0)[0][0])
             raise TopologyError(f"router {int(r_[k])} has no route towards group {int(t_[k])}")

@@ -24,9 +24,13 @@ Parameters: ``n`` switches, ``degree`` links per switch (ring included: ``degree
 links plus 17 shortcuts), ``seed`` (default 1), ``nodes_per_router`` hosts per switch, ``radix``
 (default ``degree + nodes_per_router``).  Router ``i`` is ``v_i``; nodes are router-major.
 
-Routing: the default shortest-path tables (lowest port among shortest next hops, VC = hop
-index), so ``minimal`` needs ``diameter`` VCs (4 for the thesis' 1,024-switch degree-19 network;
-the exact value depends on the seed and is in the routing description).
+Routing: the default shortest-path tables (VC = hop index), so ``minimal`` needs ``diameter``
+VCs (4 for the thesis' 1,024-switch degree-19 network; the exact value depends on the seed and
+is in the routing description).  Equal-cost next hops are chosen by a fixed hash of the
+destination (see :mod:`federation.routing_tables`), which spreads the destinations of a switch
+over all its shortest-path neighbours: on the shipped 1,024-switch graph the busiest shortcut
+carries 1.37 x the mean uniform load (2.17 x with the former lowest-port rule; 1.24 x if every
+flow were split evenly over all shortest paths).
 """
 
 from __future__ import annotations

@@ -28,11 +28,29 @@ One link class, ``torus`` (``hypercube`` for the hypercube).  Nodes are router-m
 ``n``), ``parallel``, ``nodes_per_router``.
 
 Minimal routing (both): dimension-order routing (dimension 0 first), shortest way round each
-ring.  An exact half-way distance on an even ring (``k/2``) is a tie, broken deterministically
-towards the direction that does *not* use the wrap-around link (``+`` when ``c < k/2``, ``-``
-otherwise), which splits ties evenly over both directions.  With parallel cables, the packet for
-destination router ``d`` takes lane ``d mod parallel`` of the chosen direction (lanes numbered in
-port order), spreading destinations over the cables.  Deadlock freedom: ``VC_DATELINE`` with the
+ring.  At router ``r`` (coordinate ``c`` in the dimension ``i`` being corrected) a packet for
+``d`` has ``h = d // (s_i * k_i)``, the index of ``d``'s digits above dimension ``i`` (0 in the
+last dimension), and ``p`` parallel cables per direction:
+
+* an exact half-way distance on an even ring (``k/2``) is a tie, broken towards ``+`` when
+  ``(c mod k/2) + h // p`` is even, else ``-``.  The ``+`` link leaving coordinate ``x`` carries
+  the tie routes entering the ring at the ``k/2`` coordinates ``x - k/2 + 1 .. x``, so a rule
+  that is ``k/2``-periodic in ``c`` gives every link the same number of them, and alternating
+  with ``h // p`` sends half of each entry's tie traffic each way (``h // p`` rather than ``h``,
+  which also picks the lane, so that both halves cover every lane).  Under uniform traffic every
+  link of one dimension then carries the same load when ``k/2`` is even or the higher digits
+  take a multiple of ``2p`` values (8x8x8 and the four rings of 8x4x4x4x2: max/mean 1.0 per
+  dimension; the former rule, "away from the wrap link", put every tie route of ``c < k/2`` on
+  the ``+`` links and none of ``c >= k/2``: 1.25 on rings of 8, 1.5 on rings of 4);
+* the lane (parallel cables numbered in port order) is ``(d_i + h) mod p``, ``d_i`` the target
+  coordinate: for each ``d_i`` the higher digits of the destinations crossing a link cycle
+  through all lanes.  (``d mod p``, used before, is constant when the strides of the remaining
+  dimensions are multiples of ``p``, e.g. on a hypercube, where it left a lane idle.)
+
+Routes are per (router, destination router), so in the *last* dimension a link carries only the
+flows towards the at most ``k/2`` destinations ahead of it on its ring, each on one lane:
+parallel cables there cannot share the load evenly (5x5x4 with 4 lanes: busiest lane 4x the
+mean of its dimension; the E links of 8x4x4x4x2: 2x).  Deadlock freedom: ``VC_DATELINE`` with the
 dateline on the wrap-around cable of each ring direction (the ``+`` port at ``c = k - 1`` and the
 ``-`` port at ``c = 0``, for ``k >= 3``): a packet travels on VC 0 in a dimension until it takes
 the wrap cable, then on VC 1; the VC resets when it changes dimension.  2 VCs on a torus, 1 on a
@@ -181,6 +199,7 @@ def dor_routes(network: Network, dims: list[int], mesh: bool, lanes: list[int]) 
     dateline[cable[wrap]] = 1
 
     lanes_a = np.asarray(lanes, dtype=np.int64)
+    above = np.cumprod(k)  # above[i]: stride of dimension i + 1 (d // above[i]: higher digits)
     gnext = np.full((R, R), -1, dtype=np.int32)
     dest = np.arange(R, dtype=np.int64)
     cd = coord  # R x n
@@ -196,13 +215,17 @@ def dor_routes(network: Network, dims: list[int], mesh: bool, lanes: list[int]) 
         ki = k[i]
         ci = np.take_along_axis(np.broadcast_to(cr[:, None, :], delta.shape), i[:, :, None],
                                 axis=2)[:, :, 0]
+        pi = lanes_a[i]
+        hi = dest[None, :] // above[i]  # the destination's digits above dimension i
         if mesh:
             go_plus = ci + f < ki  # destination coordinate is larger (no wrap)
         else:
-            go_plus = (2 * f < ki) | ((2 * f == ki) & (2 * ci < ki))
+            # half-way tie: + when (c mod k/2) + hi // p is even (module docstring)
+            tie_plus = ((ci % np.maximum(ki // 2, 1) + hi // pi) % 2) == 0
+            go_plus = (2 * f < ki) | ((2 * f == ki) & tie_plus)
         go_plus |= ki == 2
         dirn = np.where(go_plus, 0, 1)
-        ln = dest[None, :] % lanes_a[i]
+        ln = ((ci + f) % ki + hi) % pi  # (destination coordinate + higher digits) mod p
         rows = np.arange(r0, r1)[:, None]
         port = port_of[np.broadcast_to(rows, i.shape), i, dirn, ln]
         gnext[r0:r1] = np.where(has, port, -1)

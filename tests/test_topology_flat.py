@@ -22,7 +22,7 @@ from federation.plugins.topology_fattree import FatTree
 from federation.plugins.topology_graph_file import GraphFile
 from federation.plugins.topology_random_shortcut import RandomShortcut
 from federation.plugins.topology_torus import Hypercube, Torus
-from federation.routing_tables import graph_stats, hop_distances, shortest_path_routes
+from federation.routing_tables import _spread, graph_stats, hop_distances, shortest_path_routes
 
 MACHINES = Path(__file__).resolve().parent.parent / "schemas" / "machines"
 
@@ -244,7 +244,9 @@ def test_digest_mesh_torus_hypercube_aspl():
 
 
 def test_shortest_path_tables_match_a_reference():
-    """Lowest port among the neighbours one hop closer (scipy BFS), parallel cables included."""
+    """Candidate ``spread((d - r) mod R, count)`` among the ports to neighbours one hop closer
+    (scipy BFS), ordered by ``(peer - r) mod R`` then port, parallel cables included; every
+    candidate of a router is used for some destination when it has several."""
     rng = np.random.default_rng(7)
     R = 30
     b = NetworkBuilder(["x", "y"])
@@ -267,7 +269,11 @@ def test_shortest_path_tables_match_a_reference():
             ports = [p for p in range(pt.router_port_start[r], pt.router_port_start[r + 1])
                      if pt.port_link[p] >= 0
                      and dist[pt.port_router[pt.port_peer[p]], d] == dist[r, d] - 1]
-            assert t.gnext[r, d] == min(ports)
+            ports.sort(key=lambda p: ((pt.port_router[pt.port_peer[p]] - r) % R, p))
+            assert t.gnext[r, d] == ports[_spread((d - r) % R, len(ports))]
+    # the spread uses more than the lowest port: most routers send through several neighbours
+    used = [len({int(p) for p in t.gnext[r] if p >= 0}) for r in range(R)]
+    assert np.mean(used) > 2
     assert t.vcs_required == int(dist.max())
     assert t.extra["aspl"] == pytest.approx(dist.sum() / (R * (R - 1)))
 
@@ -312,12 +318,15 @@ def test_torus_dimension_order_routes(dims, mesh, parallel, vcs):
                 assert t.port_dim[p] >= last
                 last = t.port_dim[p]
                 r = pt.port_router[pt.port_peer[p]]
-    # a half-way tie on an even ring avoids the wrap-around link: never crosses a dateline
+    # a half-way tie on an even ring goes + when (c mod k/2) is even (no higher dimension):
+    # the + set is k/2-periodic, so every window of k/2 tie routes has the same share of each
+    # direction (this rule replaced "away from the wrap link", which loaded the + links of
+    # c < k/2 with every tie route and those of c >= k/2 with none)
     if dims == [6]:
         for s in range(6):
             p = t.gnext[s, (s + 3) % 6]
             nxt = coord[pt.port_router[pt.port_peer[p]], 0]
-            assert nxt == (s + 1 if s < 3 else s - 1)
+            assert nxt == ((s + 1) % 6 if s % 3 % 2 == 0 else (s - 1) % 6)
 
 
 def test_torus_parallel_cables_spread_by_destination():
