@@ -23,7 +23,7 @@ VCs, e.g. 5 for G(1024, 10): set ``router.vcs`` accordingly.  Among the shortest
 tables pick by a fixed hash of the destination offset ``(d - r) mod n``, candidates ordered by
 jump offset (:mod:`federation.routing_tables`): destinations are spread over all equal-cost
 jumps, and the tables are invariant under rotation, so every port of one jump carries the same
-uniform-traffic load (G(1024, 10): busiest port 1.41 x the mean, against 1.38 if every flow
+uniform-traffic load (G(1024, 10): busiest port 1.43 x the mean, against 1.38 if every flow
 were split evenly over all shortest paths).
 """
 

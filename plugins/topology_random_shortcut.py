@@ -29,7 +29,7 @@ VCs (4 for the thesis' 1,024-switch degree-19 network; the exact value depends o
 is in the routing description).  Equal-cost next hops are chosen by a fixed hash of the
 destination (see :mod:`federation.routing_tables`), which spreads the destinations of a switch
 over all its shortest-path neighbours: on the shipped 1,024-switch graph the busiest shortcut
-carries 1.37 x the mean uniform load (2.17 x with the former lowest-port rule; 1.24 x if every
+carries 1.39 x the mean uniform load (2.17 x with the former lowest-port rule; 1.24 x if every
 flow were split evenly over all shortest paths).
 """
 
