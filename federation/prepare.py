@@ -36,6 +36,7 @@ from federation.checks import (
 )
 from federation.components import Messages, RouteTables, WorkloadContext
 from federation.engine.native import LinkFigures, NativeRun, Packets, check_vcs, packetize
+from federation.engine.tables_check import check_point_tables
 from federation.errors import ConfigError, FederationError, RoutingError, located
 from federation.limits import TIME_LIMIT_PS
 from federation.loader import LoadedExperiment, ResolvedPoint
@@ -111,6 +112,7 @@ def build(point: ResolvedPoint, max_memory: int) -> Built:
     links = resolve_links(machine, point.machine.topology, net, msrc, prefix)
     nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)
     tables = point.routing.tables(net, point.machine.topology, machine)
+    check_point_tables(point, net, tables)
     try:
         check_vcs(tables, machine.router.vcs, point.routing.name)
     except RoutingError as exc:

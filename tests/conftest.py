@@ -6,6 +6,7 @@ import os
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 os.environ.setdefault("FEDERATION_DISABLE_PLUGIN_AUTOLOAD", "1")
@@ -54,6 +55,30 @@ def simulate(tmp_path: Path, doc: dict, name: str = "exp.yaml"):
     raw = point.engine.run(prep.job)
     summary, packets, ports = summarize(prep, raw)
     return prep, raw, summary, packets, ports
+
+
+def zero_load_bound_ps(prep, packets: dict) -> np.ndarray:
+    """Per packet, a lower bound on its latency (ps) from its measured hop count alone.
+
+    Store-and-forward on an idle path: the NIC and the terminal link to the destination each
+    serialise the packet, both terminal latencies, ``hops`` cable links on the fastest cable
+    class (serialisation plus latency), and ``hops + 1`` router delays.  The engine rounds each
+    serialisation and latency to a picosecond, so each term may lose up to half of one: the
+    bound is lowered by one picosecond per term (``hops + 3``) to stay a bound.  Shared by the
+    property-based runs and the shipped-machine runs.
+    """
+    from federation.units import PS_PER_S
+
+    job = prep.job
+    size = packets["size"].astype(np.float64)
+    hops = packets["hops"].astype(np.float64)
+    term = job.links["terminal"]
+    cable = [f for c, f in job.links.items() if c != "terminal"]
+    per_hop = (np.min([size / f.bandwidth + f.latency for f in cable], axis=0) if cable
+               else np.zeros_like(size))
+    s = (size / job.nic_bandwidth + size / term.bandwidth + 2 * term.latency
+         + hops * per_hop + (hops + 1) * job.router_delay_s)
+    return np.floor(s * PS_PER_S) - (hops + 3)
 
 
 @pytest.fixture

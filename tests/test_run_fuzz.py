@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import yaml
+from conftest import zero_load_bound_ps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,21 +61,6 @@ def experiments(draw: st.DrawFn) -> dict:
             "workload": workload, "seed": draw(st.integers(0, 3)),
             "stop": {"warmup": draw(st.sampled_from([0, "200ns", "1us"])),
                      "measure": draw(st.sampled_from(["500ns", "2us", 5e-6]))}}
-
-
-def zero_load_bound_ps(prep, packets) -> np.ndarray:
-    """Per packet: NIC and terminal links, ``hops`` cable links on the fastest class, and
-    ``hops + 1`` router delays, store-and-forward (each rounded down by a picosecond)."""
-    job = prep.job
-    size = packets["size"].astype(np.float64)
-    hops = packets["hops"].astype(np.float64)
-    term = job.links["terminal"]
-    cable = [f for c, f in job.links.items() if c != "terminal"]
-    per_hop = (np.min([size / f.bandwidth + f.latency for f in cable], axis=0) if cable
-               else np.zeros_like(size))
-    s = (size / job.nic_bandwidth + size / term.bandwidth + 2 * term.latency
-         + hops * per_hop + (hops + 1) * job.router_delay_s)
-    return np.floor(s * PS_PER_S) - (hops + 3)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

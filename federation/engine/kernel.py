@@ -45,6 +45,7 @@ ST_HEAP_FULL = 3
 ST_BAD_VC = 4
 ST_TIME_LIMIT = 5
 ST_UNTIL = 6  # the next event is at or after ``until``: every earlier event is done
+ST_NO_ROUTE = 7  # a table entry a packet needed is -1 (packet S_BADPKT at router S_BAD_ROUTER)
 
 # indices into the int64 scalar state array
 S_NOW = 0
@@ -58,6 +59,7 @@ S_BAD_TIME = 7  # first event time refused by _push (0: none; 0 is never out of 
 S_BAD_EV = 8  # its kind, and its payload a, b (what the driver's message names)
 S_BAD_A = 9
 S_BAD_B = 10
+S_BAD_ROUTER = 11
 N_SCALARS = 12
 
 INF_CREDIT = np.int64(1) << 60
@@ -287,8 +289,9 @@ def run_kernel(
                     o = lnext[r, rlocal[dr]]
                 if o < 0:
                     sc[S_BADPKT] = pk
+                    sc[S_BAD_ROUTER] = r
                     sc[S_EVENTS] += processed
-                    return ST_BAD_VC
+                    return ST_NO_ROUTE
                 if vc_mode == 0:
                     ovc = ps[pk, P_LEVEL]
                     if vc_bump[o]:

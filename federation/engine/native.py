@@ -287,8 +287,11 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         p = int(sc[K.S_BADPKT])
         raise RoutingError(
             f"packet {p} (node {int(pk.src[p])} -> {int(pk.dst[p])}) needed a VC beyond "
-            f"router.vcs = {V} or found no route; the routing's declared VC count is wrong"
+            f"router.vcs = {V}; the routing's declared VC count (vcs_required) is wrong"
         )
+    if status == K.ST_NO_ROUTE:
+        raise RoutingError(_no_route_report(net, t, ps, pk, int(sc[K.S_BADPKT]),
+                                            int(sc[K.S_BAD_ROUTER])))
     if status == K.ST_TIME_LIMIT:
         raise SimulationError(_time_limit_report(net, sc))
     if status == K.ST_DEADLOCK:
@@ -414,6 +417,22 @@ def _time_limit_report(net: Network, sc: np.ndarray) -> str:
             f"({_event_meaning(net, ev, a, b)}) at {format_time(t / PS_PER_S)}, while at "
             f"t={now}: outside {CLOCK_RANGE}; shorten the run, the link latencies or the "
             "router delay")
+
+
+def _no_route_report(net: Network, t: RouteTables, ps: np.ndarray, pk: Packets, p: int,
+                     r: int) -> str:
+    """Which -1 entry of the tables packet ``p`` needed at router ``r`` (the kernel's choice
+    of table, replayed from the packet's state)."""
+    dr = int(net.node_router[int(pk.dst[p])])
+    via, phase = int(ps[p, K.P_VIA]), int(ps[p, K.P_PHASE])
+    if via >= 0 and phase == 0:
+        entry = f"gnext[{r}, {via}] (towards intermediate group {via})"
+    elif t.router_group[r] != t.router_group[dr]:
+        entry = f"gnext[{r}, {int(t.router_group[dr])}] (towards router {dr}'s group)"
+    else:
+        entry = f"lnext[{r}, {int(t.router_local[dr])}] (towards router {dr})"
+    return (f"packet {p} (node {int(pk.src[p])} -> {int(pk.dst[p])}) has no route at router "
+            f"{r}: the route table entry {entry} is -1; the routing's tables are incomplete")
 
 
 def _deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarray,
