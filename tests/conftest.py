@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -106,3 +108,21 @@ def pip_build_flags() -> list[str]:
     if st >= Version("70.1") or (st >= Version("68") and has_wheel):
         return ["--no-build-isolation", "--no-index"]
     return []
+
+
+def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``federation ARGS`` in a child process (the exit code and streams a user sees)."""
+    env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
+                           *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
+
+
+def one_error(r: subprocess.CompletedProcess) -> str:
+    """The refusal a user must get: exit 2, nothing on stdout, one ``error:`` line, no
+    traceback; returns that line."""
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("error: "), lines[0]
+    return lines[0]

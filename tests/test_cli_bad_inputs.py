@@ -7,29 +7,12 @@ folders and partial runs: ``test_run_outputs.py``.)
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+from conftest import one_error, run_cli
 
 DRAGONFLY = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
 EXPERIMENT = ("machine: m.yaml\nworkload: {kind: synthetic, load: 0.1}\n"
               "stop: {warmup: 0.1us, measure: 0.5us}\n")
-
-
-def run_cli(*args, cwd):
-    env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    return subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
-                           *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
-
-
-def refused(r) -> str:
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr and r.stdout == ""
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    return lines[0]
 
 
 # (machine file, experiment file, pieces of the one error line)
@@ -92,8 +75,7 @@ def test_bad_input_is_refused_with_one_line(tmp_path, case):
     if machine:
         (tmp_path / "m.yaml").write_text(machine)
     (tmp_path / "e.yaml").write_text(experiment)
-    line = refused(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path))
-    assert line.startswith("error: "), line
+    line = one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path))
     for piece in pieces:
         assert piece in line, (piece, line)
     assert not (tmp_path / "o").exists()

@@ -3,28 +3,10 @@ with one message naming the file, the field and the limit (exit 2, nothing writt
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
+from conftest import one_error, run_cli
 
 MACHINE = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
-
-
-def run_cli(*args, cwd, env=None):
-    env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
-                           *args], capture_output=True, text=True, cwd=cwd, env=env)
-
-
-def one_error(r) -> str:
-    assert r.returncode == 2, (r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr and r.stdout == ""
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("error: ")
-    return lines[0]
 
 
 def files(tmp_path, machine_extra="", exp_extra="",
