@@ -14,6 +14,7 @@ import numpy as np
 
 from federation import Params, RouteTables, Routing, hookimpl
 from federation.components import VC_COUNTER
+from federation.engine.tables_check import check_minimal_routes
 
 
 def max_bumps_to_groups(tables: RouteTables, network) -> int:  # noqa: ANN001
@@ -47,6 +48,7 @@ class Valiant(Routing):
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = topology.minimal_routes(network)
+        check_minimal_routes(t, network, topology, self.name)  # walked below: check first
         t.valiant = True
         counts_hops = (t.vc_mode == VC_COUNTER and t.port_vc_bump is not None
                        and bool(t.port_vc_bump.any()))

@@ -166,6 +166,24 @@ def test_a_built_in_routing_blames_the_topology_whose_tables_it_passed_on(tmp_pa
         "row 1 must be one of router 1's cable ports, or -1 for no route")
 
 
+@pytest.mark.parametrize("routing", ["valiant", "ugal"])
+def test_valiant_checks_the_topology_tables_before_walking_them(tmp_path, routing):
+    """Valiant (and UGAL) count VC bumps along every path of the topology's tables before
+    handing them over; bad tables were an IndexError traceback there."""
+    site = plugin_site(tmp_path)
+    exp = tmp_path / "e.yaml"
+    exp.write_text("machine: {topology: {kind: baddragonfly, p: 2, a: 4, h: 2}}\n"
+                   f"routing: {{algorithm: {routing}}}\n")
+    r = federation("validate", str(exp), sites=[site], cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip() == (
+        "error: topology 'baddragonfly' (plugin 'badtables') handed over invalid minimal "
+        f"routes, which routing '{routing}' builds on: gnext[1, 5] = 1000000 is not a port "
+        "(the network has ports 0..323); each entry of row 1 must be one of router 1's cable "
+        "ports, or -1 for no route")
+
+
 def test_other_router_and_nic_ports_name_their_owner(tmp_path):
     """The entry is explained: whose port it is, and what a next hop must be."""
     site = plugin_site(tmp_path)

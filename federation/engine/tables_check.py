@@ -217,6 +217,17 @@ def check_point_tables(point: ResolvedPoint, network: Network, tables: Any) -> N
                        topology=topology)
 
 
+def check_minimal_routes(tables: Any, network: Network, topology: Any, routing_name: str) -> None:
+    """For routings that compute on a topology's ``minimal_routes`` before handing tables over
+    (Valiant counts VC bumps along every table path): refuse bad tables before they are
+    walked, naming the topology and its plugin."""
+    why = route_table_problem(tables, network)
+    if why:
+        raise RoutingError(
+            f"topology {topology.name!r} (plugin {plugin_of(topology, 'topologies')!r}) handed "
+            f"over invalid minimal routes, which routing {routing_name!r} builds on: {why}")
+
+
 def plugin_of(component: Any, kind: str) -> str:
     """The registered plugin (entry-point name) behind ``component``, else its module."""
     from federation.manager import get_plugins
