@@ -118,7 +118,9 @@ def test_ctrl_c_keeps_finished_points(tmp_path):
     (tmp_path / "e.yaml").write_text(
         "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
         "workload: {kind: synthetic, load: 0.3}\n"
-        "stop: {warmup: 1us, measure: 150us}\n"
+        # points long enough (about a second each) that the signal lands mid-sweep even on a
+        # fast, idle machine
+        "stop: {warmup: 1us, measure: 2000us}\n"
         "sweep: {seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}\n")
     env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1"}
     proc = subprocess.Popen([sys.executable, "-c", "from federation.cli import entry; entry()",
