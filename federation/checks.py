@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from federation.errors import ConfigError
-from federation.limits import TIME_LIMIT_PS, TIME_LIMIT_S
+from federation.limits import CLOCK_LIMIT, TIME_LIMIT_PS, TIME_LIMIT_S
 from federation.models.machine import DEFAULT_BANDWIDTH, DEFAULT_BUFFER, DEFAULT_LATENCY
 from federation.units import PS_PER_S, format_time
 
@@ -32,7 +32,6 @@ DEFAULT_MEMORY_FRACTION = 0.8
 #: environment variable that sets ``--max-memory`` (bytes or a size such as ``8GiB``)
 MAX_MEMORY_ENV = "FEDERATION_MAX_MEMORY"
 
-_LIMIT = f"the engine's clock range ({TIME_LIMIT_PS} ps = {TIME_LIMIT_S:.4g} s of simulated time)"
 
 
 # --------------------------------------------------------------------------- where a figure is from
@@ -110,13 +109,13 @@ def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
         lat, _ = link_figure(machine, topo, cls, "latency")
         if lat >= TIME_LIMIT_S:
             raise _refuse(point, f"links.{cls}.latency",
-                          f"{format_time(lat)} is beyond {_LIMIT}; plain numbers are seconds "
+                          f"{format_time(lat)} is beyond {CLOCK_LIMIT}; plain numbers are seconds "
                           "(write '100ns', not 100)")
         ser = size / bw
         if ser >= TIME_LIMIT_S:
             raise _refuse(point, f"links.{cls}.bandwidth",
                           f"one {size:g} B packet takes {format_time(ser)} to cross a link at "
-                          f"{bw:g} B/s, beyond {_LIMIT}")
+                          f"{bw:g} B/s, beyond {CLOCK_LIMIT}")
         worst[cls] = ser + lat
     term_bw, _ = link_figure(machine, topo, "terminal", "bandwidth")
     nic_bw = float(machine.nic.bandwidth or term_bw)
@@ -124,26 +123,26 @@ def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
     if nic_ser >= TIME_LIMIT_S:
         raise _refuse(point, "nic.bandwidth",
                       f"one {size:g} B packet takes {format_time(nic_ser)} to leave a NIC at "
-                      f"{nic_bw:g} B/s, beyond {_LIMIT}")
+                      f"{nic_bw:g} B/s, beyond {CLOCK_LIMIT}")
     delay = float(machine.router.delay)
     if delay >= TIME_LIMIT_S:
-        raise _refuse(point, "router.delay", f"{format_time(delay)} is beyond {_LIMIT}; plain "
+        raise _refuse(point, "router.delay", f"{format_time(delay)} is beyond {CLOCK_LIMIT}; plain "
                       "numbers are seconds (write '50ns', not 50)")
     stop = point.experiment.stop
     if stop.warmup >= TIME_LIMIT_S:
-        raise ConfigError(f"{format_time(stop.warmup)} is beyond {_LIMIT}",
+        raise ConfigError(f"{format_time(stop.warmup)} is beyond {CLOCK_LIMIT}",
                           source=point.source, path=_stop_path(point, "warmup"))
     horizon = stop.warmup + (stop.measure or 0.0)
     if horizon >= TIME_LIMIT_S:
         raise ConfigError(
-            f"warmup + measure = {format_time(horizon)} is beyond {_LIMIT}",
+            f"warmup + measure = {format_time(horizon)} is beyond {CLOCK_LIMIT}",
             source=point.source, path=_stop_path(point, "measure"))
     # a packet created at the end of the window still has to reach its destination
     trip = nic_ser + worst["terminal"] + delay + max(worst.values())
     if (horizon + trip) * PS_PER_S >= TIME_LIMIT_PS:
         raise ConfigError(
             f"a packet created at the end of the window (at {format_time(horizon)}) needs at "
-            f"least {format_time(trip)} more to be delivered, beyond {_LIMIT}",
+            f"least {format_time(trip)} more to be delivered, beyond {CLOCK_LIMIT}",
             source=point.source, path=_stop_path(point, "measure"))
 
 

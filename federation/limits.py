@@ -19,6 +19,9 @@ HEAP_SEQ_BITS = 19
 TIME_LIMIT_PS = 1 << (63 - HEAP_SEQ_BITS - 1)
 #: the same limit in seconds, for messages
 TIME_LIMIT_S = TIME_LIMIT_PS / 1e12
+#: the clock range as every refusal before a run states it
+CLOCK_LIMIT = (f"the engine's clock range ({TIME_LIMIT_PS} ps = {TIME_LIMIT_S:.4g} s of simulated "
+               "time)")
 #: largest packet, in bytes (int32 field of the packet state row)
 MAX_PACKET_BYTES = 2**31 - 1
 #: most points one sweep may expand to (each is validated and resolved before the run)

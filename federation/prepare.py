@@ -38,7 +38,7 @@ from federation.components import Messages, RouteTables, WorkloadContext
 from federation.engine.native import LinkFigures, NativeRun, Packets, check_vcs, packetize
 from federation.engine.tables_check import check_point_tables
 from federation.errors import ConfigError, FederationError, RoutingError, located
-from federation.limits import TIME_LIMIT_PS
+from federation.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.loader import LoadedExperiment, ResolvedPoint
 from federation.models.machine import Machine
 from federation.network import Network
@@ -212,7 +212,7 @@ def _check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
     """Refuse traffic that measures nothing, reaches past the clock, or cannot be held."""
     w0, w1 = window
     if msgs.count and int(msgs.time_ps.max()) >= TIME_LIMIT_PS:
-        raise ConfigError("a message is created past the engine's clock range (2^43 ps)",
+        raise ConfigError(f"a message is created past {CLOCK_LIMIT}",
                           source=point.source, path="workload")
     in_window = int(((msgs.time_ps >= w0) & (msgs.time_ps < w1)).sum()) if msgs.count else 0
     if in_window == 0:
@@ -273,6 +273,6 @@ def _generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm
         if warm + span >= TIME_LIMIT_PS - 1:
             raise ConfigError(
                 f"the workload creates only {after.size} of the {n} messages before the end of "
-                f"the engine's clock range (2^43 ps = 8.8 s); lower stop.messages or raise the "
+                f"{CLOCK_LIMIT}; lower stop.messages or raise the "
                 "load", path=_stop_field(point))
         span = min(2 * span, TIME_LIMIT_PS - 1 - warm)

@@ -16,7 +16,7 @@ from pydantic import Field
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
-from federation.limits import TIME_LIMIT_S
+from federation.limits import CLOCK_LIMIT, TIME_LIMIT_S
 from federation.units import ByteCount, Time, format_time, seconds_to_ps
 
 
@@ -49,8 +49,7 @@ class ExplicitMessages(Workload):
                     )
             if m.at >= TIME_LIMIT_S:
                 raise ConfigError(
-                    f"{format_time(m.at)} is past the engine's clock range (it represents times "
-                    f"below {format_time(TIME_LIMIT_S)})", path=f"workload.messages[{i}].at")
+                    f"{format_time(m.at)} is past {CLOCK_LIMIT}", path=f"workload.messages[{i}].at")
         ms = self.params.messages
         return Messages(
             time_ps=np.array([seconds_to_ps(m.at) for m in ms], dtype=np.int64),
