@@ -126,3 +126,17 @@ def one_error(r: subprocess.CompletedProcess) -> str:
     assert len(lines) == 1, r.stderr
     assert lines[0].startswith("error: "), lines[0]
     return lines[0]
+
+
+def fake_distribution(site: Path, name: str, source: str) -> Path:
+    """An installed distribution ``federation-NAME`` whose entry point ``NAME`` (group
+    ``federation``) names the module ``federation_NAME`` holding ``source``: what pip would leave
+    in ``site``, minus RECORD.  Returns ``site``."""
+    site.mkdir(parents=True, exist_ok=True)
+    (site / f"federation_{name}.py").write_text(source)
+    info = site / f"federation_{name}-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: federation-{name}\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(f"[federation]\n{name} = federation_{name}\n")
+    return site

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import fake_distribution
 from test_third_party_plugin import federation
 
 from federation.components import RouteTables
@@ -123,15 +124,7 @@ CASES = {
 
 def plugin_site(tmp_path: Path) -> Path:
     """An installed distribution ``federation-badtables`` with entry point ``badtables``."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "federation_badtables.py").write_text(PLUGIN)
-    info = site / "federation_badtables-0.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: federation-badtables\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[federation]\nbadtables = federation_badtables\n")
-    return site
+    return fake_distribution(tmp_path / "site", "badtables", PLUGIN)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

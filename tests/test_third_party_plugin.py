@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import pip_build_flags
+from conftest import fake_distribution, pip_build_flags
 
 from federation.errors import ConfigError
 
@@ -156,23 +156,11 @@ BROKEN = {
 }
 
 
-def fake_distribution(site: Path, source: str) -> None:
-    """An installed distribution ``federation-broken`` whose entry point ``broken`` names the
-    module ``federation_broken`` (what pip would leave behind, minus RECORD)."""
-    site.mkdir(parents=True, exist_ok=True)
-    (site / "federation_broken.py").write_text(source)
-    info = site / "federation_broken-0.1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: federation-broken\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[federation]\nbroken = federation_broken\n")
-
-
 @pytest.mark.parametrize("case", sorted(BROKEN))
 def test_broken_plugin_is_one_message_and_exit_2(tmp_path, case):
     source, expected = BROKEN[case]
     site = tmp_path / "site"
-    fake_distribution(site, source)
+    fake_distribution(site, "broken", source)
     for args in (["plugins"], ["run", "--out", str(tmp_path / "out")]):
         r = federation(*args, sites=[site], cwd=tmp_path)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
@@ -191,7 +179,7 @@ def test_broken_plugin_is_one_message_and_exit_2(tmp_path, case):
 
 def test_duplicate_name_blames_the_third_party_plugin(tmp_path):
     site = tmp_path / "site"
-    fake_distribution(site, BROKEN["duplicate_topology"][0])
+    fake_distribution(site, "broken", BROKEN["duplicate_topology"][0])
     r = federation("plugins", sites=[site], cwd=tmp_path)
     assert r.returncode == 2
     assert r.stderr.startswith("error: plugin 'broken': topology 'dragonfly'"), r.stderr
