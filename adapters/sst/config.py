@@ -1,0 +1,299 @@
+"""One experiment point as an SST Python configuration file (the ``.py`` that ``sst`` runs).
+
+:func:`build_config` checks that the point can be expressed *exactly* in merlin (refusing with
+one :class:`~federation.errors.ConfigError` that names the field otherwise), maps our network
+onto merlin's port numbering (:mod:`.topologies`) and renders a self-contained configuration:
+data tables (router parameters, cables, hosts) followed by a short loop that creates the
+components.  The same point always gives the same bytes (sorted keys, no time stamps, no
+absolute paths), so a configuration can be diffed, cached and reviewed.
+
+What the file contains is documented in ``docs/sst.md``, with the table of which machine field
+becomes which merlin parameter.
+"""
+
+from __future__ import annotations
+
+import pprint
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+import federation
+from federation.checks import figure_origin, link_figure
+from federation.errors import ConfigError
+from federation.loader import ResolvedPoint
+from federation.network import Network
+from federation.units import seconds_to_ps
+
+from .options import SstOptions
+from .topologies import Refusal, SstNetwork, map_network
+
+#: file the statistics are written to, relative to the directory sst runs in
+STATS_FILE = "stats.csv"
+#: router statistics enabled (per port), all accumulated over the measurement window
+ROUTER_STATS = ("send_bit_count", "send_packet_count")
+#: NIC (merlin.linkcontrol) statistics enabled, over the measurement window
+NIC_STATS = ("send_bit_count", "packet_latency")
+#: merlin's dragonfly names its port groups; per-class figures go to ``<param>:<group>``
+DRAGONFLY_PORT_GROUP = {"terminal": "host", "local": "group", "global": "global"}
+#: merlin's dragonfly adds this many flits to the Valiant side in ugal (not a parameter)
+MERLIN_UGAL_BIAS_FLITS = 50
+
+
+@dataclass
+class SstConfig:
+    """A generated configuration and what a run needs to read its output back."""
+
+    text: str
+    network: SstNetwork
+    nodes: int
+    window_ps: tuple[int, int]
+    nic_bandwidth: float
+    port_bandwidth: dict[str, float]  # bytes/s per link class
+    notes: list[str] = field(default_factory=list)
+
+
+def rate(bytes_per_s: float) -> str:
+    """A bandwidth as SST reads it, exactly: plain decimal bytes per second."""
+    return f"{_plain(bytes_per_s)}B/s"
+
+
+def size(nbytes: float) -> str:
+    return f"{_plain(nbytes)}B"
+
+
+def duration(seconds: float) -> str:
+    """A time in whole picoseconds, the resolution of our engine's clock and SST's default."""
+    return f"{seconds_to_ps(seconds)}ps"
+
+
+def _plain(x: float) -> str:
+    if float(x).is_integer():
+        return str(int(x))
+    return format(Decimal(repr(float(x))), "f")
+
+
+def refusal_error(point: ResolvedPoint, r: Refusal) -> ConfigError:
+    """The :class:`ConfigError` for a :class:`Refusal`, located in the file that set the field."""
+    if r.document == "experiment":
+        return ConfigError(f"engine sst: {r.message}", source=point.source, path=r.field)
+    o = figure_origin(point, r.field)
+    return ConfigError(f"engine sst: {r.message}", source=o.source, path=o.path)
+
+
+def build_config(point: ResolvedPoint, network: Network,
+                 options: SstOptions | None = None) -> SstConfig:
+    """The SST configuration of ``point`` on its built ``network``, or a ConfigError naming the
+    field that merlin cannot express."""
+    opts = options or SstOptions()
+    try:
+        return _build(point, network, opts)
+    except Refusal as r:
+        raise refusal_error(point, r) from None
+
+
+def _build(point: ResolvedPoint, net: Network, opts: SstOptions) -> SstConfig:
+    machine = point.machine.machine
+    exp = point.experiment
+    kind = point.machine.topology.name
+    _check_experiment(point)
+    sst_net = map_network(kind, point.machine.topology.params, net, point.routing.name)
+    figures = {c: {a: link_figure(machine, point.machine.topology, c, a)[0]
+                   for a in ("bandwidth", "latency", "buffer")} for c in net.link_classes}
+    packet = int(machine.packet_size)
+    flit = int(opts.flit_size or packet)
+    _check_flits(flit, packet, figures, opts)
+    if machine.router.vcs < sst_net.vcs:
+        raise Refusal("router.vcs", f"merlin's {sst_net.topology} with routing "
+                      f"{point.routing.name!r} uses {sst_net.vcs} VCs but the machine has "
+                      f"{machine.router.vcs}; set router.vcs to at least {sst_net.vcs}")
+    router = _router_params(sst_net, figures, machine, flit, opts, point.routing.name)
+    if point.routing.name == "ugal":
+        bias = point.routing.params.bias
+        _check_ugal_bias(packet if bias is None else bias, flit)
+    nic_bw = float(machine.nic.bandwidth or figures["terminal"]["bandwidth"])
+    stop = exp.stop
+    w0 = seconds_to_ps(stop.warmup)
+    w1 = w0 + seconds_to_ps(float(stop.measure or 0))
+    load = float(point.workload.params.load)
+    endpoint = {
+        "offered_load": load, "num_peers": net.n_nodes, "link_bw": rate(nic_bw),
+        "message_size": size(packet), "pattern": "merlin.targetgen.uniform",
+        "warmup_time": f"{w0}ps", "collect_time": f"{w1 - w0}ps",
+    }
+    nic = {"link_bw": rate(nic_bw), "input_buf_size": size(figures["terminal"]["buffer"]),
+           "output_buf_size": size(figures["terminal"]["buffer"])}
+    latency = {c: duration(f["latency"]) for c, f in figures.items()}
+    notes = list(sst_net.notes) + _standing_notes(opts, flit, packet)
+    text = render(point, sst_net, router, endpoint, nic, latency, (w0, w1), notes)
+    bw = {c: float(f["bandwidth"]) for c, f in figures.items()}
+    return SstConfig(text, sst_net, net.n_nodes, (w0, w1), nic_bw, bw, notes)
+
+
+def _check_experiment(point: ResolvedPoint) -> None:
+    """Workload, QoS and stop rule that merlin's offered_load endpoint can reproduce."""
+    machine = point.machine.machine
+    if point.machine.qos.name != "none":
+        raise Refusal("qos.kind", f"QoS policy {point.machine.qos.name!r} is not mapped to "
+                      "merlin's qos_settings by this adapter")
+    wl = point.workload
+    if wl.name != "synthetic":
+        raise Refusal("workload.kind", f"workload {wl.name!r}: merlin endpoints generate their "
+                      "own traffic and none replays an explicit message list; rank-program "
+                      "workloads (ember motifs) wait for rank programs", document="experiment")
+    if wl.params.pattern != "uniform":
+        raise Refusal("workload.pattern", f"pattern {wl.params.pattern!r}: merlin's target "
+                      "generators (uniform, shift, bit_complement) have none that picks a "
+                      "random node of the next group; only 'uniform' maps "
+                      "(merlin.targetgen.uniform)", document="experiment")
+    ms = wl.params.message_size
+    if ms is not None and int(ms) != int(machine.packet_size):
+        raise Refusal("workload.message_size", f"message_size {int(ms)} B differs from "
+                      f"packet_size {int(machine.packet_size)} B: merlin.offered_load sends "
+                      "single-packet messages (its 'message_size' is the packet)",
+                      document="experiment")
+    if point.experiment.stop.measure is None:
+        raise Refusal("stop.messages", "merlin.offered_load measures over a time window "
+                      "(warmup_time, collect_time); give stop.measure instead of "
+                      "stop.messages", document="experiment")
+
+
+def _check_flits(flit: int, packet: int, figures: dict[str, dict[str, float]],
+                 opts: SstOptions) -> None:
+    field_ = "engine.flit_size" if opts.flit_size is not None else "packet_size"
+    if packet % flit:
+        raise Refusal("engine.flit_size", f"flit_size {flit} B does not divide packet_size "
+                      f"{packet} B; merlin would round the packet to whole flits",
+                      document="experiment")
+    for c, f in sorted(figures.items()):
+        if int(f["buffer"]) % flit or f["buffer"] != int(f["buffer"]):
+            raise Refusal(f"links.{c}.buffer", f"buffer {f['buffer']:g} B is not a whole "
+                          f"number of {flit} B flits ({field_}); merlin counts buffers in "
+                          "flits and would round it")
+    if opts.output_buf_size is not None and int(opts.output_buf_size) % flit:
+        raise Refusal("engine.output_buf_size", f"output_buf_size {int(opts.output_buf_size)} "
+                      f"B is not a whole number of {flit} B flits", document="experiment")
+
+
+def _router_params(sst_net: SstNetwork, figures: dict[str, dict[str, float]], machine: Any,
+                   flit: int, opts: SstOptions, routing: str) -> dict[str, Any]:
+    """``merlin.hr_router`` parameters; per-class figures through merlin's port groups where the
+    topology names them (dragonfly), else one value that every class must share."""
+    out_buf = int(opts.output_buf_size or max(int(machine.packet_size), flit))
+    fastest = max(f["bandwidth"] for f in figures.values())
+    params: dict[str, Any] = {
+        "flit_size": size(flit), "link_bw": rate(fastest),
+        "xbar_bw": rate(fastest * opts.xbar_speedup),
+        "input_latency": duration(machine.router.delay), "output_latency": "0ps",
+        "output_buf_size": size(out_buf), "num_vns": 1,
+    }
+    if sst_net.port_groups:
+        for c, f in sorted(figures.items()):
+            grp = DRAGONFLY_PORT_GROUP[c]
+            params[f"link_bw:{grp}"] = rate(f["bandwidth"])
+            params[f"input_buf_size:{grp}"] = size(f["buffer"])
+        params["input_buf_size"] = size(figures["terminal"]["buffer"])
+    else:
+        for attr, fmt in (("bandwidth", rate), ("buffer", size)):
+            values = {c: f[attr] for c, f in figures.items()}
+            first = values["terminal"]
+            for c, v in sorted(values.items()):
+                if v != first:
+                    raise Refusal(f"links.{c}.{attr}", f"{attr} {fmt(v)} differs from the "
+                                  f"terminal links' {fmt(first)}: {sst_net.topology} has no "
+                                  "port groups, so hr_router applies one link_bw and one "
+                                  "input_buf_size to every port")
+        params["link_bw"] = rate(figures["terminal"]["bandwidth"])
+        params["xbar_bw"] = rate(figures["terminal"]["bandwidth"] * opts.xbar_speedup)
+        params["input_buf_size"] = size(figures["terminal"]["buffer"])
+    if routing == "ugal":
+        # our UGAL-L compares the bytes held downstream of each candidate port: merlin's
+        # output queue length counts them only with the remote queue tracked
+        params["oql_track_remote"] = "true"
+    return params
+
+
+def _check_ugal_bias(bias: float, flit: int) -> None:
+    want = MERLIN_UGAL_BIAS_FLITS * flit
+    if int(bias) != want:
+        raise Refusal("routing.bias", f"merlin's ugal adds a fixed {MERLIN_UGAL_BIAS_FLITS} "
+                      f"flits (= {want} B at flit_size {flit} B) to the Valiant side; ours adds "
+                      f"{int(bias)} B.  Set routing.bias to {want}B, or engine.flit_size to "
+                      f"bias/{MERLIN_UGAL_BIAS_FLITS}", document="experiment")
+
+
+def _standing_notes(opts: SstOptions, flit: int, packet: int) -> list[str]:
+    return [
+        f"flit_size {flit} B ({packet // flit} flit(s) per packet); output buffer "
+        f"{int(opts.output_buf_size or max(packet, flit))} B per VC (our routers have none); "
+        f"crossbar at {opts.xbar_speedup:g}x the fastest link",
+        "injection: merlin.offered_load sends at fixed intervals (packet time / load); ours "
+        "is Bernoulli per packet slot; destinations from merlin.targetgen.uniform, seeded by "
+        "endpoint id (the experiment's seed does not reach SST)",
+        "host side: merlin.linkcontrol adds no delay and neither does our NIC (no firefly)",
+    ]
+
+
+def render(point: ResolvedPoint, net: SstNetwork, router: dict[str, Any],
+           endpoint: dict[str, Any], nic: dict[str, Any], latency: dict[str, str],
+           window: tuple[int, int], notes: list[str]) -> str:
+    """The configuration text: a header, data tables, then the loop that builds the model."""
+    machine = point.machine.machine
+    stat = {"type": "sst.AccumulatorStatistic", "rate": "0ns",
+            "startat": f"{window[0]}ps", "stopat": f"{window[1]}ps"}
+    sweep = ", ".join(f"{k}={v}" for k, v in sorted(point.sweep.items())) or "no sweep"
+    head = [
+        f"# SST configuration generated by hpc-federation {federation.__version__}.",
+        f"# experiment: {point.experiment.name or '(unnamed)'} ({sweep}); machine: "
+        f"{machine.name or '(unnamed)'}; topology {point.machine.topology.name} -> "
+        f"{net.topology}; routing {point.routing.name}",
+        f"# {len(net.num_ports)} routers, {len(net.hosts)} endpoints, {len(net.cables)} cables",
+        "# Differences from the native engine that remain (see docs/sst.md):",
+        *[f"#  - {n}" for n in notes],
+        "import sst",
+        "",
+    ]
+    data = {
+        "ROUTER_PARAMS": router, "TOPOLOGY": net.topology, "TOPOLOGY_PARAMS": net.topo_params,
+        "ROUTER_EXTRA": net.router_params, "NUM_PORTS": net.num_ports, "LATENCY": latency,
+        "CABLES": net.cables, "HOSTS": net.hosts, "ENDPOINT": "merlin.offered_load",
+        "ENDPOINT_PARAMS": endpoint, "NIC_PARAMS": nic, "STATS_FILE": STATS_FILE,
+        "STAT_PARAMS": stat, "ROUTER_STATS": list(ROUTER_STATS), "NIC_STATS": list(NIC_STATS),
+    }
+    body = [f"{k} = {pprint.pformat(v, width=100, compact=True, sort_dicts=True)}"
+            for k, v in data.items()]
+    return "\n".join(head + body + ["", _BUILD.strip(), ""])
+
+
+#: the part of every configuration that builds the model from the tables above it
+_BUILD = '''
+routers = []
+for rid, ports in enumerate(NUM_PORTS):
+    rtr = sst.Component("rtr%d" % rid, "merlin.hr_router")
+    rtr.addParams(ROUTER_PARAMS)
+    rtr.addParams({"id": rid, "num_ports": ports})
+    topo = rtr.setSubComponent("topology", TOPOLOGY)
+    topo.addParams(TOPOLOGY_PARAMS)
+    topo.addParams(ROUTER_EXTRA.get(rid, {}))
+    routers.append(rtr)
+
+for i, (cls, ra, pa, rb, pb) in enumerate(CABLES):
+    link = sst.Link("%s_%d" % (cls, i))
+    link.connect((routers[ra], "port%d" % pa, LATENCY[cls]),
+                 (routers[rb], "port%d" % pb, LATENCY[cls]))
+
+for node, rid, port in HOSTS:
+    ep = sst.Component("nic%d" % node, ENDPOINT)
+    ep.addParams(ENDPOINT_PARAMS)
+    nic = ep.setSubComponent("networkIF", "merlin.linkcontrol")
+    nic.addParams(NIC_PARAMS)
+    nic.enableStatistics(NIC_STATS, STAT_PARAMS)
+    link = sst.Link("host_%d" % node)
+    link.connect((nic, "rtr_port", LATENCY["terminal"]),
+                 (routers[rid], "port%d" % port, LATENCY["terminal"]))
+
+sst.setStatisticLoadLevel(1)
+sst.setStatisticOutput("sst.statOutputCSV", {"filepath": STATS_FILE, "separator": ", "})
+for stat in ROUTER_STATS:
+    sst.enableStatisticForComponentType("merlin.hr_router", stat, STAT_PARAMS)
+'''
