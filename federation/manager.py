@@ -47,6 +47,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "messages": "federation.plugins.workload_messages",
     "qos_none": "federation.plugins.qos_none",
     "native": "federation.plugins.engine_native",
+    "sst": "federation.plugins.engine_sst",
 }
 #: plugins that cannot be disabled: without them nothing runs
 ESSENTIAL_PLUGINS = ("native",)

@@ -1,0 +1,91 @@
+"""Finding and running the ``sst`` program.
+
+``sst`` runs as a subprocess from an argv list, never through a shell, so no path or parameter
+is ever re-parsed by one.  An MPI launch puts the launcher in front (``mpirun -n 4 sst ...``):
+that is how a run too large for one machine is split over ranks.  The run has a wall-clock
+limit; its stdout and stderr are captured and kept beside the configuration.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from federation.errors import BackendUnavailable, SimulationError
+
+from .options import SstOptions
+
+INSTALL_HINT = ("SST (sst-core and sst-elements with merlin) is in no package registry; build "
+                "it from the sstsimulator sources outside this repository and put 'sst' on PATH, "
+                "or set engine.sst_binary")
+
+
+def find_sst(binary: str = "sst") -> str | None:
+    """Absolute path of the sst program (a name looked up on PATH, or a path), else None."""
+    if "/" in binary:
+        p = Path(binary)
+        return str(p.resolve()) if p.is_file() and shutil.which(str(p)) else None
+    return shutil.which(binary)
+
+
+def require_sst(options: SstOptions) -> str:
+    """The sst program, or :class:`BackendUnavailable` with one message (exit status 2)."""
+    found = find_sst(options.sst_binary)
+    if found is None:
+        raise BackendUnavailable(f"engine sst: program {options.sst_binary!r} not found "
+                                 f"(engine.sst_binary). {INSTALL_HINT}")
+    return found
+
+
+def command(options: SstOptions, sst: str, config: str) -> list[str]:
+    """The argv of one run: ``[launcher...] sst [--num-threads N] config.py``."""
+    launcher = list(options.launcher or [])
+    if not launcher and options.ranks > 1:
+        launcher = ["mpirun", "-n", str(options.ranks)]
+    argv = [*launcher, sst]
+    if options.threads > 1:
+        argv += ["--num-threads", str(options.threads)]
+    return [*argv, config]
+
+
+@dataclass(frozen=True)
+class SstRun:
+    argv: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+
+
+def run_sst(argv: list[str], cwd: Path, timeout_s: float) -> SstRun:
+    """Run ``argv`` in ``cwd``; stdout/stderr go to ``sst.stdout``/``sst.stderr`` there.  A
+    non-zero exit or the time limit is a :class:`SimulationError` quoting stderr's tail."""
+    import time
+
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
+                              check=False, shell=False)
+    except subprocess.TimeoutExpired as exc:
+        _keep(cwd, exc.stdout, exc.stderr)
+        raise SimulationError(f"engine sst: {argv[0]} did not finish within {timeout_s:g} s "
+                              f"(engine.timeout); output kept in {cwd}") from None
+    except OSError as exc:
+        raise BackendUnavailable(f"engine sst: cannot start {argv[0]}: "
+                                 f"{exc.strerror or exc}") from None
+    wall = time.perf_counter() - start
+    _keep(cwd, proc.stdout, proc.stderr)
+    if proc.returncode != 0:
+        tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-5:])
+        raise SimulationError(f"engine sst: {' '.join(argv)} exited with status "
+                              f"{proc.returncode} (output in {cwd}): {tail}")
+    return SstRun(argv, proc.returncode, proc.stdout, proc.stderr, wall)
+
+
+def _keep(cwd: Path, out: str | bytes | None, err: str | bytes | None) -> None:
+    for name, text in (("sst.stdout", out), ("sst.stderr", err)):
+        if isinstance(text, bytes):
+            text = text.decode(errors="replace")
+        (cwd / name).write_text(text or "")

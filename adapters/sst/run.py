@@ -1,0 +1,134 @@
+"""Every point of an experiment through SST: configuration, ``sst``, results document.
+
+The native runner (:mod:`federation.runner`) summarises per-packet arrays, which SST's endpoints
+do not report, so SST points go through this driver instead (``federation sst run``): it
+shares the runner's checks (:func:`federation.prepare.preflight`), its output folder
+(:class:`federation.outputs.OutputDir`: written whole at the end, nothing left on failure) and
+its results document, with ``engine: sst`` and a summary read from SST's statistics.
+
+Per point the output folder keeps ``sst-N/config.py`` (what ran), ``sst-N/stats.csv``,
+``sst-N/sst.stdout`` and ``sst-N/sst.stderr``, and ``ports-N`` (the window statistics per router
+port, merlin port numbers).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import federation
+from federation.checks import default_max_memory
+from federation.loader import LoadedExperiment, ResolvedPoint
+from federation.models.results import PointResult, RunResult
+from federation.outputs import OutputDir
+from federation.prepare import BuildCache, preflight
+
+from .config import STATS_FILE, SstConfig, build_config
+from .launch import command, require_sst, run_sst
+from .options import SstOptions
+from .results import parse_stats_csv, parse_stdout, port_table, summarize
+
+
+def options_of(point: ResolvedPoint) -> SstOptions:
+    """The point's engine parameters when its engine is sst, else the defaults."""
+    params = point.engine.params
+    return params if isinstance(params, SstOptions) else SstOptions()
+
+
+def generate(loaded: LoadedExperiment, max_memory: int | None = None,
+             ) -> list[tuple[ResolvedPoint, SstConfig]]:
+    """The configuration of every point, after the checks of a native run; refuses (one
+    ConfigError naming the field) before returning any."""
+    cache = preflight(loaded, max_memory or default_max_memory())
+    return [(p, build_config(p, cache.get(p).network, options_of(p))) for p in loaded.points]
+
+
+def write_configs(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = False) -> list[Path]:
+    """``config-N.py`` for every point into ``out_dir`` (replaced whole, as a run's folder)."""
+    configs = generate(loaded)
+    writer = OutputDir(out_dir, "csv", overwrite)
+    names = []
+    try:
+        for i, (_, cfg) in enumerate(configs):
+            (writer.tmp / f"config-{i}.py").write_text(cfg.text)
+            names.append(out_dir / f"config-{i}.py")
+        _swap(writer)
+    except BaseException:
+        writer.abort()
+        raise
+    return names
+
+
+def _swap(writer: OutputDir) -> None:
+    out = writer.out
+    if out.exists():
+        import shutil
+        import tempfile
+
+        trash = Path(tempfile.mkdtemp(prefix=".federation-old-", dir=writer.tmp.parent))
+        out.rename(trash / "old")
+        writer.tmp.rename(out)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        writer.tmp.rename(out)
+
+
+def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = False,
+                   max_memory: int | None = None) -> RunResult:
+    """Run every point with sst and write the results folder; sst must be installed."""
+    from federation.runner import component_origins, machine_summary, resolved_document
+
+    for point in loaded.points:
+        require_sst(options_of(point))
+    cache = preflight(loaded, max_memory or default_max_memory())
+    writer = OutputDir(out_dir, loaded.experiment.outputs.format, overwrite)
+    points, perf = [], []
+    try:
+        msum = None
+        for i, point in enumerate(loaded.points):
+            res, wall = _run_point(i, point, cache, writer)
+            points.append(res.model_copy(update={
+                "resolved": resolved_document(point, cache.get(point)),
+                "components": component_origins(point)}))
+            perf.append({"wall_seconds": wall})
+            msum = msum or machine_summary(point, cache.get(point).network)
+        assert msum is not None
+        result = RunResult(federation_version=federation.__version__,
+                           experiment=loaded.experiment.name,
+                           source=str(Path(loaded.source).resolve()), machine=msum,
+                           points=points)
+        writer.finish(result, perf)
+    except BaseException:
+        writer.abort()
+        raise
+    return result
+
+
+def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
+               writer: OutputDir) -> tuple[PointResult, float]:
+    opts = options_of(point)
+    sst = require_sst(opts)
+    built = cache.get(point)
+    cfg = build_config(point, built.network, opts)
+    work = writer.tmp / f"sst-{index}"
+    work.mkdir()
+    (work / "config.py").write_text(cfg.text)
+    done = run_sst(command(opts, sst, "config.py"), work, opts.timeout)
+    stats_path = work / STATS_FILE
+    rows = parse_stats_csv(stats_path.read_text() if stats_path.exists() else "",
+                           str(stats_path))
+    out = parse_stdout(done.stdout)
+    summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size))
+    table = {k: np.asarray(v) for k, v in port_table(cfg, rows).items()}
+    files = {"ports": writer.write_table(f"ports-{index}", table, {"point": index}),
+             "sst_config": f"sst-{index}/config.py"}
+    exp = point.experiment
+    tp = cfg.network.topo_params
+    algorithm = tp.get("algorithm", tp.get("routing_alg", "dimension-order"))
+    res = PointResult(
+        index=index, sweep=point.sweep, seed=exp.seed, engine="sst",
+        routing=point.routing.name,
+        routing_description=f"merlin {cfg.network.topology}, routing {algorithm}",
+        workload=exp.workload.model_dump(mode="json"), summary=summary, files=files)
+    return res, done.wall_s
