@@ -59,6 +59,8 @@ def config_error(tmp_path: Path, machine: str | dict, **exp: object) -> str:
      "e.yaml: stop.messages", "time window"),
     ("quickstart-dragonfly.yaml", {"routing": {"algorithm": "ugal"}}, "e.yaml: routing.bias",
      "fixed 50 flits (= 25600 B"),
+    ({"topology": {"kind": "torus", "dims": [3, 4], "mesh": True}}, {},
+     "e.yaml: machine.topology.mesh", "VC 1, which does not exist"),
     ({"topology": {"kind": "torus", "dims": [4, 4]}, "router": {"vcs": 4}},
      {"routing": {"algorithm": "valiant"}}, "e.yaml: routing.algorithm",
      "dimension-order only"),
