@@ -3,6 +3,7 @@ engine plugin without SST installed, and a real run where ``sst`` is on PATH."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -256,6 +257,19 @@ def test_engine_not_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         line = one_error(run_cli(*args, cwd=tmp_path, env=env))
         assert "engine sst: program 'sst' not found (engine.sst_binary)" in line
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+
+
+def test_federation_run_points_to_the_sst_driver(tmp_path: Path) -> None:
+    """With an sst on PATH, `federation run` still cannot summarise SST's output: one message
+    naming the command that can, exit 2, nothing written."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    prog = fake_program(bindir, "sys.exit(0)")
+    prog.rename(bindir / "sst")
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml")
+    line = one_error(run_cli("run", str(e), "--out", "o", cwd=tmp_path,
+                             env={"PATH": f"{bindir}:{os.environ['PATH']}"}))
+    assert "federation sst run FILE --out DIR" in line and not (tmp_path / "o").exists()
 
 
 def test_run_with_a_stand_in_sst(tmp_path: Path) -> None:
