@@ -137,10 +137,6 @@ def rid(name: str) -> int:
     return int(name.removeprefix("rtr").split(":")[0])
 
 
-def port_no(port: str) -> int:
-    return int(port.removeprefix("port"))
-
-
 def check_common(fake: FakeSst, nodes: int, routers: int, *, nic_bw: str, load: float,
                  packet: str, terminal_lat: str, warmup_ps: int, measure_ps: int) -> None:
     """Endpoints, NICs and statistics: the parts every configuration shares."""

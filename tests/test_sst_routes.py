@@ -4,10 +4,10 @@ For every pair of routers, a packet is walked hop by hop over the links recorded
 ``sst`` module, each router choosing its output port the way merlin's topology subcomponent does
 (minimal routing of dragonfly.cc, dimension order of torus.cc, deterministic up/down of
 fattree.cc, re-stated here from those sources).  It must reach the destination endpoint's host
-port along a minimal path: merlin on the
-generated configuration then runs the machine we built.  On tori and fat trees the hop count
-equals our network's shortest path; on dragonflies every path is local-global-local (merlin and
-we may pick different parallel global links, so the local hops can differ).
+port along a minimal path: merlin on the generated configuration then runs the machine we
+built.  On tori and fat trees the hop count equals our network's shortest path; on dragonflies
+every path is [local] global [local] (merlin and we may pick different parallel global links,
+so whether a local hop is needed can differ).
 """
 
 from __future__ import annotations
