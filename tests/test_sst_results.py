@@ -74,6 +74,9 @@ def config_error(tmp_path: Path, machine: str | dict, **exp: object) -> str:
      "whole number of 100 B flits"),
     ({"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}, "router": {"vcs": 2}},
      {"routing": {"algorithm": "valiant"}}, "e.yaml: machine.router.vcs", "at least 3"),
+    ({"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
+      "links": {"local": {"latency": 0}}}, {"engine": {"kind": "sst", "ranks": 2}},
+     "e.yaml: machine.links.local.latency", "cannot cross SST's partitions"),
 ])
 def test_refusals(machine: str | dict, exp: dict, where: str, words: str,
                   tmp_path: Path) -> None:

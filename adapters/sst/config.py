@@ -103,6 +103,12 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions) -> SstConfig:
     packet = int(machine.packet_size)
     flit = int(opts.flit_size or packet)
     _check_flits(flit, packet, figures, opts)
+    parallel = opts.ranks > 1 or opts.threads > 1 or bool(opts.launcher)
+    for c, f in sorted(figures.items()):
+        if parallel and seconds_to_ps(f["latency"]) == 0:
+            raise Refusal(f"links.{c}.latency", "a zero-latency link cannot cross SST's "
+                          "partitions (ranks or threads), which need a minimum link latency "
+                          "as their lookahead; give the links a latency or run sst serially")
     if machine.router.vcs < sst_net.vcs:
         raise Refusal("router.vcs", f"merlin's {sst_net.topology} with routing "
                       f"{point.routing.name!r} uses {sst_net.vcs} VCs but the machine has "
