@@ -193,7 +193,14 @@ def map_dragonfly(params: Any, net: Network, routing: str) -> SstNetwork:
             "intergroup_links": m, "intragroup_links": 1, "num_groups": g,
             "algorithm": algorithm, "global_route_mode": mode}
     notes = [f"global links: our {params.arrangement!r} arrangement as merlin "
-             f"global_route_mode {mode!r} with an explicit global_link_map"]
+             f"global_route_mode {mode!r} with an explicit global_link_map",
+             "merlin takes the global link (source endpoint mod links per pair) and its owner; "
+             "ours balances owners per target group (both local-global-local)"]
+    if algorithm != "minimal":
+        notes.append(f"merlin's {algorithm} also detours intra-group traffic through a random "
+                     "router of the group" + ("; its UGAL compares per-VC output queues in "
+                                              "flits and decides again in the source group"
+                                              if algorithm == "ugal" else ""))
     return SstNetwork("merlin.dragonfly", topo, [p + a - 1 + h] * net.n_routers, cables, hosts,
                       vcs, port_groups=True, router_params={0: {"global_link_map": glm}},
                       notes=notes)
