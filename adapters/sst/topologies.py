@@ -196,11 +196,13 @@ def map_dragonfly(params: Any, net: Network, routing: str) -> SstNetwork:
              f"global_route_mode {mode!r} with an explicit global_link_map",
              "merlin takes the global link (source endpoint mod links per pair) and its owner; "
              "ours balances owners per target group (both local-global-local)"]
-    if algorithm != "minimal":
-        notes.append(f"merlin's {algorithm} also detours intra-group traffic through a random "
-                     "router of the group" + ("; its UGAL compares per-VC output queues in "
-                                              "flits and decides again in the source group"
-                                              if algorithm == "ugal" else ""))
+    if algorithm == "valiant":
+        notes.append("merlin's valiant also sends intra-group traffic through a random router "
+                     "of the group")
+    elif algorithm == "ugal":
+        notes.append("merlin's ugal may detour intra-group traffic through a random router of "
+                     "the group, compares per-VC output queues in flits and decides again in "
+                     "the source group; ours decides once at the source router")
     return SstNetwork("merlin.dragonfly", topo, [p + a - 1 + h] * net.n_routers, cables, hosts,
                       vcs, port_groups=True, router_params={0: {"global_link_map": glm}},
                       notes=notes)
