@@ -47,6 +47,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "messages": "federation.plugins.workload_messages",
     "qos_none": "federation.plugins.qos_none",
     "native": "federation.plugins.engine_native",
+    "simgrid": "federation.adapters.simgrid.engine",
 }
 #: plugins that cannot be disabled: without them nothing runs
 ESSENTIAL_PLUGINS = ("native",)
