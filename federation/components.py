@@ -224,6 +224,9 @@ class Workload(Component):
 class Engine(Component):
     """Runs a prepared experiment point and returns raw results (see :mod:`federation.runner`)."""
 
+    #: how to install what the engine drives, for messages when :meth:`found` is false
+    install_hint: ClassVar[str | None] = None
+
     #: True when the engine can run here (library importable, program on PATH).
     @classmethod
     def found(cls) -> bool:

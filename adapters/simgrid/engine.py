@@ -89,6 +89,7 @@ class SimGrid(Engine):
     """SimGrid flow-level model (CM02 max-min sharing) on our own routes (SimGrid 3.32 / 4.x)."""
 
     name = "simgrid"
+    install_hint = locate.INSTALL_HINT
 
     class Params(Params):
         pass
