@@ -8,7 +8,8 @@ process; in a child none of that reaches the caller.  The folder holds what
 
 * ``platform.xml`` (:mod:`.platform`),
 * ``messages.npz``: ``time_ps``, ``src``, ``dst``, ``size`` (int64 arrays, one row per message),
-* ``config.json``: ``{"cfg": ["network/model:CM02", ...]}``.
+* ``config.json``: ``{"cfg": ["network/model:CM02", ...], "precision": seconds}`` (the time
+  precision's option name depends on the SimGrid version).
 
 Each node that sends gets one actor that sleeps until each of its messages' creation time and
 starts it (``put_async`` on the message's own mailbox, ``m<index>``); each node that receives
@@ -49,16 +50,23 @@ def _receiver(sg: Any, index: list[int], start: np.ndarray, finish: np.ndarray) 
         finish[i] = comm.finish_time
 
 
+def _precision_option(version: str, precision: float) -> str:
+    """SimGrid's time precision option (renamed in SimGrid 4)."""
+    key = "surf/precision" if version.startswith("3.") else "precision/timing"
+    return f"{key}:{precision!r}"
+
+
 def simulate(folder: Path) -> None:
     """Run the messages of ``folder`` on its platform and write the results beside them."""
     sg = import_simgrid()
+    version = str(sg.simgrid_version)
     config = json.loads((folder / "config.json").read_text())
     m = np.load(folder / "messages.npz")
     time_s = m["time_ps"].astype(np.float64) / 1e12
     src, dst, size = m["src"], m["dst"], m["size"]
     n = int(time_s.shape[0])
-    args = ["federation-simgrid", "--log=root.thresh:warning",
-            *(f"--cfg={c}" for c in config["cfg"])]
+    cfg = [*config["cfg"], _precision_option(version, config["precision"])]
+    args = ["federation-simgrid", "--log=root.thresh:warning", *(f"--cfg={c}" for c in cfg)]
     engine = sg.Engine(args)
     engine.load_platform(str(folder / "platform.xml"))
     start = np.full(n, -1.0)
@@ -75,7 +83,7 @@ def simulate(folder: Path) -> None:
     engine.run()
     np.savez(folder / "result.npz", start_s=start, finish_s=finish)
     (folder / "result.json").write_text(json.dumps(
-        {"version": str(sg.simgrid_version), "clock_s": float(sg.Engine.clock)}))
+        {"version": version, "clock_s": float(sg.Engine.clock)}))
 
 
 def main(argv: list[str]) -> int:
