@@ -110,9 +110,6 @@ class SimGrid(Engine):
         from federation.checks import figure_origin
 
         src = point.source
-        if not self.found():
-            raise ConfigError(f"engine 'simgrid' is not installed here: {locate.INSTALL_HINT}",
-                              source=src, path="engine.kind")
         qos = point.machine.qos
         if qos.name != "none":
             o = figure_origin(point, "qos.kind")
@@ -133,6 +130,10 @@ class SimGrid(Engine):
                 f"the simgrid engine builds a Full zone of at most {MAX_NETPOINTS} hosts and "
                 f"routers (a table of their square); this machine has {net.n_nodes} nodes and "
                 f"{net.n_routers} routers", source=o.source, path=o.path)
+        # last: what the experiment asks for is checked even where SimGrid is missing
+        if not self.found():
+            raise ConfigError(f"engine 'simgrid' is not installed here: {locate.INSTALL_HINT}",
+                              source=src, path="engine.kind")
 
     def run(self, job: NativeRun, progress: Any = None) -> RawResult:
         t = job.tables
