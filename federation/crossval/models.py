@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from federation.models.base import DocumentModel, FederationModel, SchemaVersion
 
@@ -126,16 +126,22 @@ class Suite(DocumentModel):
             raise ValueError("an engine is listed twice")
         return v
 
-    @model_validator(mode="after")
-    def _consistent(self) -> Suite:
-        if self.reference is not None and self.reference not in self.engines:
-            raise ValueError(f"reference {self.reference!r} is not one of the engines "
-                             f"{self.engines}")
-        names = [s.name for s in self.scenarios]
+    @field_validator("reference")
+    @classmethod
+    def _one_of_the_engines(cls, v: str | None, info: ValidationInfo) -> str | None:
+        engines = info.data.get("engines")
+        if v is not None and engines is not None and v not in engines:
+            raise ValueError(f"{v!r} is not one of the engines {engines}")
+        return v
+
+    @field_validator("scenarios")
+    @classmethod
+    def _distinct_names(cls, v: list[Scenario]) -> list[Scenario]:
+        names = [s.name for s in v]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:
             raise ValueError(f"scenario names must be distinct: {', '.join(dup)} repeated")
-        return self
+        return v
 
     @property
     def reference_engine(self) -> str:

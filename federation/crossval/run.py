@@ -28,7 +28,7 @@ import yaml
 
 import federation
 from federation.crossval.metrics import figure
-from federation.crossval.models import Check, EngineRun, Scenario, Suite, SuiteResult
+from federation.crossval.models import Check, EngineRun, Suite, SuiteResult
 from federation.errors import ConfigError, FederationError
 from federation.models.base import read_document, validate_model
 
@@ -36,6 +36,8 @@ from federation.models.base import read_document, validate_model
 OUTPUTS = "outputs={format: parquet, packets: false, ports: false, messages: true}"
 
 Progress = Callable[[str, str], None]
+#: the file an inline experiment is written to, in the run's temporary folder
+INLINE = "experiment.yaml"
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -97,8 +99,8 @@ class SuiteRunner:
             loaded = self._load(index, engine, Path(tmp))
             try:
                 result = run_experiment(loaded, Path(tmp) / "run", overwrite=True)
-            except ConfigError:
-                raise
+            except ConfigError as exc:
+                raise self._in_suite(exc, index, Path(tmp)) from None
             except FederationError as exc:
                 return EngineRun(scenario=scenario.name, engine=engine, status="error",
                                  reason=str(exc))
@@ -129,32 +131,39 @@ class SuiteRunner:
                                   f"at {path})", source=str(self.path), path=where)
             loaded = load_experiment(path, overrides)
         else:
-            loaded = self._load_inline(scenario, overrides, tmp, where)
+            loaded = self._load_inline(index, overrides, tmp)
         if len(loaded.points) != 1:
-            raise ConfigError(f"a scenario is one run, this experiment sweeps "
-                              f"{len(loaded.points)} points; make each point a scenario",
-                              source=loaded.source, path="sweep")
+            raise self._in_suite(ConfigError(
+                f"a scenario is one run, this experiment sweeps {len(loaded.points)} points; "
+                "make each point a scenario", source=loaded.source, path="sweep"), index, tmp)
         return loaded
 
-    def _load_inline(self, scenario: Scenario, overrides: list[str], tmp: Path,
-                     where: str) -> Any:
+    def _load_inline(self, index: int, overrides: list[str], tmp: Path) -> Any:
         """An inline experiment, written to ``tmp`` with its machine path made absolute so
         that it means what it says in the suite file; errors name the suite's field."""
         from federation.loader import load_experiment
 
-        doc = dict(scenario.experiment)  # type: ignore[arg-type]
+        doc = dict(self.suite.scenarios[index].experiment)  # type: ignore[arg-type]
         machine = doc.get("machine")
         if isinstance(machine, str) and not Path(machine).is_absolute():
             doc["machine"] = str(self.path.parent / machine)
-        file = tmp / "experiment.yaml"
+        file = tmp / INLINE
         file.write_text(yaml.safe_dump(doc, sort_keys=False))
         try:
             return load_experiment(file, overrides)
         except ConfigError as exc:
-            if exc.source != str(file):
-                raise
-            path = f"{where}.{exc.path}" if exc.path else where
-            raise ConfigError(exc.message, source=str(self.path), path=path) from None
+            raise self._in_suite(exc, index, tmp) from None
+
+    def _in_suite(self, exc: ConfigError, index: int, tmp: Path) -> ConfigError:
+        """An error in an inline experiment (written to ``tmp``), located in the suite file."""
+        inline = str(tmp / INLINE)
+        where = f"scenarios[{index}].experiment"
+        if exc.source is None and inline in exc.message:  # an engine's error, already located
+            return ConfigError(exc.message.replace(inline, f"{self.path}: {where}"))
+        if exc.source != inline:
+            return exc
+        path = f"{where}.{exc.path}" if exc.path else where
+        return ConfigError(exc.message, source=str(self.path), path=path)
 
     # ------------------------------------------------------------------ checks
     def check(self, index: int, metric_index: int, engine: str) -> Check:
