@@ -29,7 +29,6 @@ How results map (``results.json``, ``packets-N``, ``ports-N``, ``messages-N``):
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -70,18 +69,17 @@ WORKER_TIMEOUT_S = 3600.0
 
 @cache
 def simgrid_version() -> str | None:
-    """SimGrid's version string, asked of a child process (importing prints to stderr)."""
+    """SimGrid's version string, asked of a child process (importing SimGrid prints to
+    stderr); ``None`` when it is not installed or does not import."""
     if not locate.found():
         return None
-    code = "from federation.adapters.simgrid.locate import import_simgrid as i; " \
-           "print(i().simgrid_version)"
+    code = ("from federation.adapters.simgrid.locate import import_simgrid as i; "
+            "print(i().simgrid_version)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=120, env=_worker_env())
-    return r.stdout.strip() or None if r.returncode == 0 else None
-
-
-def _worker_env() -> dict[str, str]:
-    return {**os.environ, "PYTHONHASHSEED": "0"}
+                       timeout=120)
+    if r.returncode != 0:
+        return None
+    return r.stdout.strip() or None
 
 
 class SimGrid(Engine):
@@ -186,7 +184,7 @@ def _run_worker(xml: str, time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray,
         try:
             r = subprocess.run(
                 [sys.executable, "-m", "federation.adapters.simgrid.worker", str(folder)],
-                capture_output=True, text=True, timeout=WORKER_TIMEOUT_S, env=_worker_env())
+                capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise SimulationError(f"SimGrid did not finish within {WORKER_TIMEOUT_S:g} s") \
                 from None
