@@ -150,3 +150,28 @@ def test_readme_test_command_is_what_ci_runs():
                  ".venv/bin/pytest -n 2"):
         assert line in ci and line in readme, line
     assert "FEDERATION_SIMGRID_OPTIONAL=" not in ci  # CI never makes SimGrid optional
+
+
+def test_experiment_files_and_relative_machines_resolve_from_the_suite(tmp_path):
+    """A scenario's experiment file, and an inline experiment's machine path, are relative to
+    the suite file wherever crossval is run from; a sweep is refused naming its file."""
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(SMALL["machine"]))
+    exp = {**copy.deepcopy(SMALL), "machine": "m.yaml"}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(exp))
+    metric = [{"metric": "makespan_ns", "tolerance": {"relative": 0.2}}]
+    doc = suite(metric)
+    doc["scenarios"] = [{"name": "file", "experiment": "e.yaml", "metrics": metric},
+                        {"name": "inline", "experiment": exp, "metrics": metric}]
+    s = write(tmp_path, doc)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {ENV_MODULE: str(tmp_path / "absent.so")}
+    r = run_cli("crossval", str(s), "--out", "r.json", cwd=elsewhere, env=env)
+    assert r.returncode == 0, r.stderr
+    runs = json.loads((elsewhere / "r.json").read_text())["runs"]
+    native = [run["figures"]["makespan_ns"] for run in runs if run["engine"] == "native"]
+    assert len(native) == 2 and native[0] == native[1] > 0
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({**exp, "seed": 1,
+                                                     "sweep": {"seed": [1, 2]}}))
+    line = one_error(run_cli("crossval", str(s), "--out", "r2.json", cwd=elsewhere, env=env))
+    assert line.startswith(f"error: {tmp_path / 'e.yaml'}: sweep: a scenario is one run")
