@@ -41,11 +41,16 @@ def _sender(sg: Any, times: list[float], index: list[int], sizes: list[int]) -> 
     sg.Comm.wait_all(comms)
 
 
+def _comm(posted: Any) -> Any:
+    """The Comm of a ``get_async``: SimGrid 3.32 returns ``(comm, payload holder)``."""
+    return posted[0] if isinstance(posted, tuple) else posted
+
+
 def _receiver(sg: Any, index: list[int], start: np.ndarray, finish: np.ndarray) -> None:
     """Post every receive at once; record when each transfer started and finished."""
-    posted = [(i, sg.Mailbox.by_name(f"m{i}").get_async()) for i in index]
-    sg.Comm.wait_all([comm for _, (comm, _) in posted])
-    for i, (comm, _) in posted:
+    posted = [(i, _comm(sg.Mailbox.by_name(f"m{i}").get_async())) for i in index]
+    sg.Comm.wait_all([comm for _, comm in posted])
+    for i, comm in posted:
         start[i] = comm.start_time
         finish[i] = comm.finish_time
 
