@@ -145,7 +145,7 @@ def test_readme_test_command_is_what_ci_runs():
     """The README's test command and the apt step are exactly what .ci/run runs."""
     ci = (REPO / ".ci" / "run").read_text()
     readme = (REPO / "README.md").read_text()
-    for line in ("apt-get install -y python3-simgrid",
+    for line in ("apt-get update -qq && apt-get install -y python3-simgrid",
                  "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
                  ".venv/bin/pytest -n 2"):
         assert line in ci and line in readme, line
