@@ -200,6 +200,20 @@ def test_refuses_a_platform_above_the_netpoint_limit(tmp_path):
         in line and "2080 nodes and 520 routers" in line
 
 
+def test_refuses_more_routes_than_the_limit_before_simgrid_starts(simgrid, tmp_path,
+                                                                  monkeypatch):
+    """One route per node pair the traffic uses: above the limit the run stops before any
+    platform is written (the limit is lowered here to 1 pair instead of 200,000)."""
+    from federation.adapters.simgrid import engine
+
+    monkeypatch.setattr(engine, "MAX_ROUTES", 1)
+    monkeypatch.setattr(engine, "_run_worker", lambda *a: pytest.fail("SimGrid started"))
+    with pytest.raises(ConfigError, match="the traffic uses 2 distinct node pairs; the simgrid "
+                       "engine writes one route per pair and stops at 1"):
+        simulate(tmp_path, experiment([{"src": 0, "dst": 43, "size": 64},
+                                       {"src": 0, "dst": 44, "size": 64}]))
+
+
 def test_refuses_qos_by_its_field():
     point = SimpleNamespace(source="e.yaml", sweep={}, routing=SimpleNamespace(name="minimal"),
                             machine=SimpleNamespace(source="m.yaml",
