@@ -47,12 +47,18 @@ def _comm(posted: Any) -> Any:
 
 
 def _receiver(sg: Any, index: list[int], start: np.ndarray, finish: np.ndarray) -> None:
-    """Post every receive at once; record when each transfer started and finished."""
-    posted = [(i, _comm(sg.Mailbox.by_name(f"m{i}").get_async())) for i in index]
-    sg.Comm.wait_all([comm for _, comm in posted])
-    for i, comm in posted:
+    """Post every receive at once; record when each transfer started and finished.
+
+    ``posted`` keeps what ``get_async`` returned alive until the transfers are done: in 3.32
+    the payload holder is where SimGrid writes the received object, and freeing it early
+    corrupts memory (a crash at the end of the run)."""
+    posted = [sg.Mailbox.by_name(f"m{i}").get_async() for i in index]
+    comms = [_comm(p) for p in posted]
+    sg.Comm.wait_all(comms)
+    for i, comm in zip(index, comms, strict=True):
         start[i] = comm.start_time
         finish[i] = comm.finish_time
+    del posted
 
 
 def _precision_option(version: str, precision: float) -> str:
