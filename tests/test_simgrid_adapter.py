@@ -190,6 +190,20 @@ def test_refuses_routing_without_one_path_per_pair(tmp_path, algorithm, command)
     assert not (tmp_path / "o").exists()
 
 
+def test_every_sweep_point_is_checked_before_the_first_runs(tmp_path):
+    """A sweep whose second point SimGrid cannot represent is refused before the first point
+    runs, naming the sweep entry and the point; nothing is written."""
+    exp = tmp_path / "e.yaml"
+    doc = experiment([{"src": 0, "dst": 43, "size": 64}],
+                     sweep={"routing.algorithm": ["minimal", "valiant"]})
+    doc["machine"] = {**DRAGONFLY, "router": {"vcs": 6}}
+    exp.write_text(yaml.safe_dump(doc))
+    line = one_error(run_cli("run", str(exp), "--out", str(tmp_path / "o"), cwd=tmp_path))
+    assert line.startswith(f"error: {exp}: sweep.routing.algorithm: the simgrid engine needs")
+    assert line.endswith("(sweep point 1: routing.algorithm=valiant)")
+    assert not (tmp_path / "o").exists()
+
+
 def test_refuses_a_platform_above_the_netpoint_limit(tmp_path):
     exp = tmp_path / "e.yaml"
     doc = experiment([{"src": 0, "dst": 1, "size": 64}])

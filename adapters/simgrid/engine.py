@@ -120,7 +120,7 @@ class SimGrid(Engine):
             raise ConfigError(
                 f"the simgrid engine needs one path per source and destination; routing "
                 f"{point.routing.name!r} is {what}; use routing: {{algorithm: minimal}}",
-                source=src, path="routing.algorithm")
+                source=src, path=_experiment_field(point, "routing.algorithm"))
         net = built.network
         if net.n_nodes + net.n_routers > MAX_NETPOINTS:
             o = figure_origin(point, "topology")
@@ -131,7 +131,7 @@ class SimGrid(Engine):
         # last: what the experiment asks for is checked even where SimGrid is missing
         if not self.found():
             raise ConfigError(f"engine 'simgrid' is not installed here: {locate.INSTALL_HINT}",
-                              source=src, path="engine.kind")
+                              source=src, path=_experiment_field(point, "engine.kind"))
 
     def run(self, job: NativeRun, progress: Any = None) -> RawResult:
         t = job.tables
@@ -158,6 +158,14 @@ class SimGrid(Engine):
         finish_ps = np.round(finish_s * 1e12).astype(np.int64)
         return _raw_result(job, routes, pair_of, msg_time, finish_ps,
                            int(round(info["clock_s"] * 1e12)), time.perf_counter() - wall0)
+
+
+def _experiment_field(point: Any, path: str) -> str:
+    """``path`` of the experiment file, or the ``sweep`` entry that set it for this point."""
+    for key in point.sweep:
+        if path == key or path.startswith(key + "."):
+            return f"sweep.{key}"
+    return path
 
 
 def _messages(job: NativeRun) -> tuple[np.ndarray, ...]:
