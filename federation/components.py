@@ -224,10 +224,29 @@ class Workload(Component):
 class Engine(Component):
     """Runs a prepared experiment point and returns raw results (see :mod:`federation.runner`)."""
 
+    #: how to install what the engine drives, for messages when :meth:`found` is false
+    install_hint: ClassVar[str | None] = None
+
     #: True when the engine can run here (library importable, program on PATH).
     @classmethod
     def found(cls) -> bool:
         return True
+
+    def check(self, point: Any, built: Any) -> None:
+        """Refuse, before any point runs, what this engine cannot represent.
+
+        Called by :func:`federation.prepare.preflight` for every point with its
+        :class:`~federation.loader.ResolvedPoint` and :class:`~federation.prepare.Built`
+        (network, link figures, route tables).  Raise a
+        :class:`~federation.errors.ConfigError` naming the file and field (e.g. an external
+        engine without a QoS model refusing ``qos``), so a sweep never stops half-way on
+        something visible at the start.  The native engine represents everything: no check.
+        """
+
+    def program(self) -> str | None:
+        """The external program or library this engine drives and its version (e.g.
+        ``'SimGrid 3.32.0'``), recorded in ``results.json``; ``None`` for in-process engines."""
+        return None
 
     def run(self, job: Any, progress: Any = None) -> Any:
         """Run ``job``; call ``progress(done, total)`` now and then if it is given."""

@@ -48,6 +48,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "qos_none": "federation.plugins.qos_none",
     "native": "federation.plugins.engine_native",
     "sst": "federation.plugins.engine_sst",
+    "simgrid": "federation.adapters.simgrid.engine",
 }
 #: plugins that cannot be disabled: without them nothing runs
 ESSENTIAL_PLUGINS = ("native",)

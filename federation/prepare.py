@@ -137,11 +137,13 @@ class BuildCache:
 
 
 def preflight(loaded: LoadedExperiment, max_memory: int) -> BuildCache:
-    """Every check that needs no traffic, for every point, before any point runs."""
+    """Every check that needs no traffic, for every point, before any point runs: the
+    machine's build checks, then the engine's own (:meth:`federation.components.Engine.check`:
+    what an external engine cannot represent)."""
     cache = BuildCache(max_memory)
     for i, point in enumerate(loaded.points):
         try:
-            cache.get(point)
+            point.engine.check(point, cache.get(point))
         except FederationError as exc:
             raise _in_point(exc, point, i, len(loaded.points)) from None
     return cache

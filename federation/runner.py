@@ -248,7 +248,8 @@ def component_origins(point: ResolvedPoint) -> dict[str, ComponentOrigin]:
         info = plugins.info.get(plugin)
         source = info.source if info is not None else "unknown"
         out[slot] = ComponentOrigin(name=comp.name, plugin=plugin,
-                                    source=own if source == "builtin" else source)
+                                    source=own if source == "builtin" else source,
+                                    program=comp.program() if slot == "engine" else None)
     return out
 
 

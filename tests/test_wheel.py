@@ -73,12 +73,17 @@ def test_wheel_has_no_generic_top_level_package(built):
     assert "quickstart.yaml" in shipped and "machines/quickstart-dragonfly.yaml" in shipped
     missing = [s for s in shipped if f"federation/schemas/{s}" not in names]
     assert not missing, missing
-    # built-in plugins are entry points into federation.plugins, not into a top-level module
+    # built-in plugins are entry points into federation.plugins (federation.adapters for the
+    # engines that drive external simulators), not into a top-level module
     info = next(iter(dist_info))
     eps = zipfile.ZipFile(wheel).read(f"{info}/entry_points.txt").decode()
     section = eps.split("[federation]", 1)[1].split("\n[", 1)[0]
     targets = [line.split("=", 1)[1].strip() for line in section.splitlines() if "=" in line]
-    assert targets and all(t.startswith("federation.plugins.") for t in targets), targets
+    assert targets and all(t.startswith(("federation.plugins.", "federation.adapters."))
+                           for t in targets), targets
+    # the crossval pytest plugin and the shipped suite are in the wheel
+    assert "federation.crossval.pytest_plugin" in eps.split("[pytest11]", 1)[1]
+    assert "federation/schemas/crossval/native-vs-simgrid.crossval.yaml" in names
 
 
 @pytest.mark.slow

@@ -46,6 +46,7 @@ def _register_commands() -> None:
         from federation.cli import topology  # noqa: F401
     except ImportError:  # pragma: no cover - optional until the topology command exists
         pass
+    from federation.cli import crossval  # noqa: F401 - validation suites
 
 
 def error(message: str) -> None:

@@ -14,8 +14,9 @@ from pydantic import Field
 from federation.models.base import FederationModel
 
 #: 3: ``LinkUse.utilization`` (whole run) became ``utilization_window`` (the measurement
-#: window, what ``busiest_links`` is ranked by) and ``utilization_run``; ``bytes_window`` added
-RESULTS_SCHEMA_VERSION = 3
+#: window, what ``busiest_links`` is ranked by) and ``utilization_run``; ``bytes_window`` added.
+#: 4: ``ComponentOrigin.program`` (an external engine's library and version, e.g. SimGrid)
+RESULTS_SCHEMA_VERSION = 4
 
 
 class LatencyStats(FederationModel):
@@ -82,6 +83,9 @@ class ComponentOrigin(FederationModel):
     plugin: str = Field(description="the plugin (entry-point name) that registered it")
     source: str = Field(description="'hpc-federation <version>' for built-ins, else the "
                         "distribution's 'name version'")
+    program: str | None = Field(
+        None, description="engines only: the external program or library the engine drove "
+        "and its version, e.g. 'SimGrid 3.32.0'; null for the native engine")
 
 
 class PointResult(FederationModel):

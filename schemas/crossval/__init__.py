@@ -1,0 +1,1 @@
+"""Shipped validation suites (``*.crossval.yaml``): see docs/crossval.md."""

@@ -1,0 +1,177 @@
+"""``federation crossval``: the shipped suite passes, violations exit 1, engines that are not
+installed are reported as not run (never passed), bad suites are refused naming the field, and
+the pytest plugin turns a suite into tests.
+
+Tests that run SimGrid *fail* when it is missing, unless ``FEDERATION_SIMGRID_OPTIONAL=1``
+(:mod:`federation.adapters.simgrid.testing`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, one_error, run_cli
+
+from federation.adapters.simgrid.locate import ENV_MODULE
+from federation.adapters.simgrid.testing import require_simgrid
+from federation.crossval import SuiteRunner
+from federation.schemas import crossval as shipped
+
+SHIPPED = Path(shipped.__file__).parent / "native-vs-simgrid.crossval.yaml"
+GIB = 2**30
+#: one 64-byte message across groups of the small dragonfly (3 cables)
+SMALL = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}},
+         "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 43, "size": 64}]},
+         "stop": {"warmup": "0ns", "measure": "1us"}}
+
+
+def suite(metrics: list[dict], **extra: object) -> dict:
+    return {"name": "t", "engines": ["native", "simgrid"],
+            "scenarios": [{"name": "small", "experiment": copy.deepcopy(SMALL),
+                           "metrics": metrics}], **extra}
+
+
+def write(tmp_path: Path, doc: dict, name: str = "s.crossval.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return p
+
+
+@pytest.fixture
+def simgrid() -> None:
+    require_simgrid()
+
+
+def test_shipped_suite_passes_with_the_store_and_forward_gap(simgrid):
+    """Every check of the shipped suite passes, and the zero-load gap is exactly what
+    store-and-forward predicts: native serialises the 64 B packet at the NIC, on two local
+    cables and at ejection (5.25 GiB/s each) on top of the global cable that both engines
+    serialise once."""
+    result = SuiteRunner(SHIPPED).run_all()
+    assert result.status == "passed", [c for c in result.checks if c.status != "pass"]
+    assert result.counts == {"pass": 8, "fail": 0, "error": 0, "not run": 0}
+    assert {r.program for r in result.runs if r.engine == "simgrid"} != {None}
+    small = next(c for c in result.checks if c.scenario == "zero-load-small")
+    assert small.difference == pytest.approx(-4 * 64 / (5.25 * GIB) * 1e9, abs=0.003)
+    for c in result.checks:  # every figure is within its tolerance for a stated reason
+        assert c.why and c.status == "pass"
+
+
+def test_violation_exits_1_and_is_in_the_results_file(simgrid, tmp_path):
+    s = write(tmp_path, suite([
+        {"metric": "message_completion_ns", "message": 0, "tolerance": {"absolute": 50}},
+        {"metric": "makespan_ns", "tolerance": {"relative": 0.01}}]))
+    r = run_cli("crossval", str(s), "--out", str(tmp_path / "r.json"), cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["status"] == "failed" and doc["counts"]["fail"] == 1
+    assert [c["status"] for c in doc["checks"]] == ["pass", "fail"]
+    assert "fail: small makespan_ns simgrid: outside the tolerance" in r.stdout
+
+
+def test_missing_engine_is_not_run_never_passed(tmp_path):
+    s = write(tmp_path, suite([{"metric": "makespan_ns", "tolerance": {"relative": 0.2}}]))
+    env = {ENV_MODULE: str(tmp_path / "absent.so")}
+    r = run_cli("crossval", str(s), "--out", str(tmp_path / "r.json"), cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["counts"] == {"pass": 0, "fail": 0, "error": 0, "not run": 1}
+    assert [run["status"] for run in doc["runs"]] == ["ran", "not run"]
+    assert "not run: simgrid: engine 'simgrid' is not installed" in r.stdout
+    r = run_cli("crossval", str(s), "--out", str(tmp_path / "r.json"), "--overwrite",
+                "--require-all-engines", cwd=tmp_path, env=env)
+    assert r.returncode == 1 and "failed: 1 not run" in r.stdout
+
+
+@pytest.mark.parametrize(("change", "where"), [
+    (lambda d: d["scenarios"][0]["metrics"][0]["tolerance"].update(absolute=1),
+     "scenarios[0].metrics[0].tolerance"),
+    (lambda d: d["scenarios"][0]["metrics"][0].pop("message"), "scenarios[0].metrics[0]"),
+    (lambda d: d.update(engines=["native", "bogus"]), "engines[1]"),
+    (lambda d: d.update(reference="sst"), "reference"),
+    (lambda d: d["scenarios"][0].update(extra=1), "scenarios[0].extra"),
+    (lambda d: d["scenarios"][0]["experiment"]["workload"]["messages"][0].update(size="x"),
+     "scenarios[0].experiment.workload.messages[0].size"),
+    (lambda d: d["scenarios"][0]["experiment"]["workload"]["messages"][0].update(dst=999),
+     "scenarios[0].experiment.workload.messages[0].dst"),
+])
+def test_bad_suite_is_one_error_naming_the_field(tmp_path, change, where):
+    doc = suite([{"metric": "message_completion_ns", "message": 0,
+                  "tolerance": {"relative": 0.2}}])
+    change(doc)
+    s = write(tmp_path, doc)
+    line = one_error(run_cli("crossval", str(s), "--out", str(tmp_path / "r.json"),
+                             cwd=tmp_path, env={ENV_MODULE: str(tmp_path / "absent.so")}))
+    assert line.startswith(f"error: {s}: {where}: "), line
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_existing_results_file_is_refused(tmp_path):
+    s = write(tmp_path, suite([{"metric": "makespan_ns", "tolerance": {"relative": 0.2}}]))
+    (tmp_path / "r.json").write_text("{}")
+    line = one_error(run_cli("crossval", str(s), "--out", str(tmp_path / "r.json"),
+                             cwd=tmp_path))
+    assert line.startswith("error: --out: ") and "--overwrite" in line
+
+
+def _pytest(path: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v",
+                           "-rs", str(path)], capture_output=True, text=True, cwd=path.parent,
+                          env={**os.environ, **env}, timeout=300)
+
+
+def test_pytest_plugin_one_test_per_scenario_and_metric(simgrid, tmp_path):
+    s = write(tmp_path, suite([
+        {"metric": "message_completion_ns", "message": 0, "tolerance": {"absolute": 50}},
+        {"metric": "makespan_ns", "tolerance": {"absolute": 0}}]))
+    r = _pytest(s, {})
+    assert "small/message_completion_ns[0] PASSED" in r.stdout, r.stdout
+    assert "small/makespan_ns FAILED" in r.stdout
+    assert "simgrid 392.682 ns vs native 438.094 ns: difference -45.41" in r.stdout
+    assert "1 failed, 1 passed" in r.stdout and r.returncode == 1
+    r = _pytest(s, {ENV_MODULE: str(tmp_path / "absent.so")})
+    assert "2 skipped" in r.stdout and "engine 'simgrid' is not installed" in r.stdout
+    assert r.returncode == 0
+
+
+def test_readme_test_command_is_what_ci_runs():
+    """The README's test command and the apt step are exactly what .ci/run runs."""
+    ci = (REPO / ".ci" / "run").read_text()
+    readme = (REPO / "README.md").read_text()
+    for line in ("apt-get update -qq && apt-get install -y python3-simgrid",
+                 "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && "
+                 ".venv/bin/pytest -n 2"):
+        assert line in ci and line in readme, line
+    assert "FEDERATION_SIMGRID_OPTIONAL=" not in ci  # CI never makes SimGrid optional
+
+
+def test_experiment_files_and_relative_machines_resolve_from_the_suite(tmp_path):
+    """A scenario's experiment file, and an inline experiment's machine path, are relative to
+    the suite file wherever crossval is run from; a sweep is refused naming its file."""
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(SMALL["machine"]))
+    exp = {**copy.deepcopy(SMALL), "machine": "m.yaml"}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(exp))
+    metric = [{"metric": "makespan_ns", "tolerance": {"relative": 0.2}}]
+    doc = suite(metric)
+    doc["scenarios"] = [{"name": "file", "experiment": "e.yaml", "metrics": metric},
+                        {"name": "inline", "experiment": exp, "metrics": metric}]
+    s = write(tmp_path, doc)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {ENV_MODULE: str(tmp_path / "absent.so")}
+    r = run_cli("crossval", str(s), "--out", "r.json", cwd=elsewhere, env=env)
+    assert r.returncode == 0, r.stderr
+    runs = json.loads((elsewhere / "r.json").read_text())["runs"]
+    native = [run["figures"]["makespan_ns"] for run in runs if run["engine"] == "native"]
+    assert len(native) == 2 and native[0] == native[1] > 0
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({**exp, "seed": 1,
+                                                     "sweep": {"seed": [1, 2]}}))
+    line = one_error(run_cli("crossval", str(s), "--out", "r2.json", cwd=elsewhere, env=env))
+    assert line.startswith(f"error: {tmp_path / 'e.yaml'}: sweep: a scenario is one run")
