@@ -1,0 +1,22 @@
+"""Figures and reports drawn from a run's output folder.
+
+``federation plot`` and ``federation report`` read ``results.json`` and the per-point tables that
+``federation run`` wrote and draw the figures the papers this project reproduces argue with:
+latency and accepted load against offered load (saturation marked), link utilisation per class
+and per router port, latency, hop and message-completion distributions, and one engine's curves
+over another's.
+
+The package is imported only by commands that draw: matplotlib (and the table readers) load on
+first use, so ``federation run`` without ``--plot``, ``validate`` and the other commands start as
+fast as before.  Modules:
+
+* :mod:`federation.plots.data` reads result folders and groups points into series (no matplotlib);
+* :mod:`federation.plots.curves` latency/throughput against load and the engine overlay;
+* :mod:`federation.plots.links` link utilisation per class and the router x port heatmap;
+* :mod:`federation.plots.distributions` latency, hop-count and message-completion distributions;
+* :mod:`federation.plots.standard` the standard set of figures for one or more folders;
+* :mod:`federation.plots.report` the self-contained HTML report.
+
+Every drawing function returns the data it plotted (a small dataclass), so tests and callers can
+check a figure against the result tables without reading pixels.
+"""

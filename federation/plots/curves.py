@@ -1,0 +1,226 @@
+"""Figures against offered load: latency (mean and p99), accepted load, and engine overlays.
+
+The x axis is the *measured* offered load of each point (``summary.offered_load``: bytes created
+in the window over what the NICs could inject), the value the run's table prints, not the
+nominal ``workload.load``.  Offered load is a fraction of NIC bandwidth, so its axis is linear;
+latency switches to a log axis when it spans more than a factor of 20 (past saturation it grows
+by orders of magnitude).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from federation.plots.data import (
+    DEFAULT_SATURATION_MARGIN,
+    ResultFolder,
+    Series,
+    figure_title,
+    saturation_index,
+)
+from federation.plots.style import colours, legend, log_axis, new_figure, save, suptitle, wants_log
+
+
+@dataclass
+class LoadCurve:
+    """The points of one series as drawn: summary values, in order of offered load."""
+
+    label: str
+    engine: str
+    offered: list[float]
+    accepted: list[float]
+    latency_mean_ns: list[float]
+    latency_p99_ns: list[float]
+    point_indices: list[int]
+    saturation_index: int | None
+    #: offered load of the first saturated point (where the marker is drawn), or None
+    saturation_load: float | None
+
+
+@dataclass
+class LoadFigure:
+    """What a load figure plotted, and where it was written."""
+
+    path: Path | None
+    margin: float
+    curves: list[LoadCurve] = field(default_factory=list)
+
+
+def load_curves(series: list[Series], margin: float = DEFAULT_SATURATION_MARGIN
+                ) -> list[LoadCurve]:
+    """Each series' summary values, with its saturation point (points without an offered load,
+    e.g. an explicit message list, are left out)."""
+    out = []
+    for s in series:
+        pts = [p for p in s.points if p.summary.offered_load is not None]
+        offered = np.array([p.summary.offered_load for p in pts], dtype=float)
+        accepted = np.array([p.summary.accepted_load for p in pts], dtype=float)
+        sat = saturation_index(offered, accepted, margin)
+
+        def nan(x: float | None) -> float:
+            return float("nan") if x is None else float(x)
+
+        out.append(LoadCurve(
+            label=s.label, engine=s.engine, offered=offered.tolist(), accepted=accepted.tolist(),
+            latency_mean_ns=[nan(p.summary.latency_ns.mean) for p in pts],
+            latency_p99_ns=[nan(p.summary.latency_ns.p99) for p in pts],
+            point_indices=[p.index for p in pts], saturation_index=sat,
+            saturation_load=None if sat is None else float(offered[sat])))
+    return out
+
+
+def _sat_legend(ax, curves: list[LoadCurve], margin: float) -> int:
+    """A legend entry for the saturation marker when a curve has one; returns entries added."""
+    if all(c.saturation_index is None for c in curves):
+        return 0
+    ax.plot([], [], marker="X", markersize=9, color="white", markeredgecolor="black",
+            linestyle="none", label=f"saturation: accepted < offered by > {100 * margin:g} %")
+    return 1
+
+
+def _mark_saturation(ax, c: LoadCurve, y: list[float], colour) -> None:
+    if c.saturation_index is None:
+        return
+    i = c.saturation_index
+    ax.plot([c.offered[i]], [y[i]], marker="X", markersize=11, color=colour,
+            markeredgecolor="black", linestyle="none", zorder=5)
+
+
+def _load_axis(ax, curves: list[LoadCurve]) -> None:
+    top = max((max(c.offered + c.accepted) for c in curves if c.offered), default=1.0)
+    ax.set_xlim(0, max(1.0, top * 1.05))
+    ax.set_xlabel("offered load (fraction of NIC bandwidth)")
+
+
+def draw_latency(series: list[Series], folders: list[ResultFolder], out_dir: Path, fmt: str,
+                 margin: float = DEFAULT_SATURATION_MARGIN,
+                 name: str = "latency-load") -> LoadFigure:
+    """Mean and p99 latency against offered load, one line per series, saturation marked."""
+    curves = [c for c in load_curves(series, margin) if c.offered]
+    fig, axes = new_figure(ncols=2, width=10.0, height=4.4)
+    cols = colours(len(curves))
+    values = [v for c in curves for v in c.latency_mean_ns + c.latency_p99_ns]
+    log = wants_log(values)
+    for ax, what, attr in ((axes[0][0], "mean", "latency_mean_ns"),
+                           (axes[0][1], "99th percentile", "latency_p99_ns")):
+        for c, col in zip(curves, cols, strict=True):
+            y = getattr(c, attr)
+            ax.plot(c.offered, y, marker="o", markersize=4, color=col, label=c.label)
+            _mark_saturation(ax, c, y, col)
+        _load_axis(ax, curves)
+        ax.set_ylabel(f"{what} packet latency, creation to delivery "
+                      f"(ns{', log scale' if log else ''})")
+        ax.set_title(f"{what} latency")
+        if log:
+            log_axis(ax, "y")
+        else:
+            ax.set_ylim(bottom=0)
+    legend(axes[0][1], len(curves) + _sat_legend(axes[0][1], curves, margin))
+    points = [p for s in series for p in s.points]
+    suptitle(fig, figure_title("Packet latency against offered load", folders, points))
+    return LoadFigure(save(fig, out_dir, name, fmt), margin, curves)
+
+
+def draw_throughput(series: list[Series], folders: list[ResultFolder], out_dir: Path, fmt: str,
+                    margin: float = DEFAULT_SATURATION_MARGIN,
+                    name: str = "throughput") -> LoadFigure:
+    """Accepted against offered load with the ideal diagonal and the saturation margin."""
+    curves = [c for c in load_curves(series, margin) if c.offered]
+    fig, axes = new_figure(width=6.4, height=5.0)
+    ax = axes[0][0]
+    _load_axis(ax, curves)
+    hi = ax.get_xlim()[1]
+    ax.plot([0, hi], [0, hi], color="gray", linestyle="--", linewidth=1,
+            label="ideal (accepted = offered)")
+    ax.plot([0, hi], [0, hi * (1 - margin)], color="gray", linestyle=":", linewidth=1,
+            label=f"saturation margin ({100 * margin:g} % below)")
+    for c, col in zip(curves, colours(len(curves)), strict=True):
+        ax.plot(c.offered, c.accepted, marker="o", markersize=4, color=col, label=c.label)
+        _mark_saturation(ax, c, c.accepted, col)
+    ax.set_ylim(0, hi)
+    ax.set_ylabel("accepted load (fraction of NIC bandwidth)")
+    legend(ax, len(curves) + 2 + _sat_legend(ax, curves, margin))
+    points = [p for s in series for p in s.points]
+    suptitle(fig, figure_title("Accepted against offered load", folders, points))
+    return LoadFigure(save(fig, out_dir, name, fmt), margin, curves)
+
+
+@dataclass
+class EngineComparison:
+    """Per series key, each engine's curve, and the relative difference of mean latency of every
+    engine from the first one at matching nominal load."""
+
+    path: Path | None
+    engines: list[str]
+    curves: dict[str, list[LoadCurve]]  # series key label -> one curve per engine
+    mean_latency_rel_diff: dict[str, dict[str, list[tuple[float, float]]]]
+
+
+def _nominal(s: Series) -> dict[object, tuple[float, float]]:
+    """Nominal load (the swept value, else the point index) -> (offered, mean latency)."""
+    out = {}
+    for p in s.points:
+        if p.summary.offered_load is None or p.summary.latency_ns.mean is None:
+            continue
+        k = p.sweep.get("workload.load", p.index)
+        out[k] = (p.summary.offered_load, p.summary.latency_ns.mean)
+    return out
+
+
+def draw_engines(series: list[Series], folders: list[ResultFolder], out_dir: Path, fmt: str,
+                 margin: float = DEFAULT_SATURATION_MARGIN,
+                 name: str = "engines") -> EngineComparison | None:
+    """Cross-validation: the same series on different engines, one colour per series and one
+    line style per engine; the lower panel is each engine's mean latency relative to the first
+    engine's at the same nominal load.  ``None`` when all series ran on one engine."""
+    engines = sorted({s.engine for s in series}, key=lambda e: (e != "native", e))
+    if len(engines) < 2:
+        return None
+    by_key: dict[tuple, dict[str, Series]] = {}
+    for s in series:
+        by_key.setdefault(s.key, {}).setdefault(s.engine, s)
+    keys = [k for k, v in by_key.items() if len(v) > 1] or list(by_key)
+    fig, axes = new_figure(nrows=2, width=7.0, height=7.0, sharex=True,
+                           gridspec_kw={"height_ratios": [2, 1]})
+    top, bottom = axes[0][0], axes[1][0]
+    styles = ["-", "--", ":", "-."]
+    curves: dict[str, list[LoadCurve]] = {}
+    rel: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    all_lat: list[float] = []
+    for col, k in zip(colours(len(keys)), keys, strict=True):
+        routing, fixed = k
+        key_label = " ".join([routing, *(f"{a.rsplit('.', 1)[-1]}={b}" for a, b in fixed)])
+        curves[key_label] = []
+        base = _nominal(by_key[k][engines[0]]) if engines[0] in by_key[k] else {}
+        for e, ls in zip(engines, styles * len(engines), strict=False):
+            s = by_key[k].get(e)
+            if s is None:
+                continue
+            c = load_curves([s], margin)[0]
+            curves[key_label].append(c)
+            all_lat += c.latency_mean_ns
+            top.plot(c.offered, c.latency_mean_ns, linestyle=ls, marker="o", markersize=4,
+                     color=col, label=f"{key_label} ({e})")
+            if e != engines[0] and base:
+                mine = _nominal(s)
+                pts = [(base[n][0], mine[n][1] / base[n][1] - 1.0)
+                       for n in base if n in mine and base[n][1] > 0]
+                rel.setdefault(key_label, {})[e] = pts
+                if pts:
+                    x, y = zip(*pts, strict=True)
+                    bottom.plot(x, [100 * v for v in y], linestyle=ls, marker="o",
+                                markersize=4, color=col, label=f"{key_label} ({e})")
+    if wants_log(all_lat):
+        log_axis(top, "y")
+    top.set_ylabel("mean packet latency (ns)")
+    legend(top, sum(len(v) for v in curves.values()), title="series (engine)")
+    bottom.axhline(0, color="gray", linewidth=1)
+    bottom.set_ylabel(f"mean latency vs {engines[0]} (%)")
+    bottom.set_xlabel(f"offered load of {engines[0]} (fraction of NIC bandwidth)")
+    _load_axis(bottom, [c for v in curves.values() for c in v])
+    points = [p for s in series for p in s.points]
+    suptitle(fig, figure_title(f"Engines compared: {', '.join(engines)}", folders, points))
+    return EngineComparison(save(fig, out_dir, name, fmt), engines, curves, rel)
