@@ -20,3 +20,13 @@ fast as before.  Modules:
 Every drawing function returns the data it plotted (a small dataclass), so tests and callers can
 check a figure against the result tables without reading pixels.
 """
+
+#: Default saturation margin: a point is saturated when its accepted load is below its offered
+#: load by more than this fraction of the offered load.  5 % is above the window-edge noise of
+#: the shipped quickstart (accepted within 1.5 % of offered below saturation) and well below the
+#: drop at saturation.  Defined here, without imports, so the CLI can show it as a default
+#: without loading matplotlib.
+DEFAULT_SATURATION_MARGIN = 0.05
+
+#: Above this many routers the router x port heatmap is aggregated by group (one row per group).
+HEATMAP_MAX_ROUTERS = 2048

@@ -19,17 +19,11 @@ import numpy as np
 
 from federation.errors import ConfigError
 from federation.models.results import RESULTS_SCHEMA_VERSION, PointResult, RunResult
+from federation.plots import DEFAULT_SATURATION_MARGIN, HEATMAP_MAX_ROUTERS  # noqa: F401
 
 #: The swept key that is the x axis of the load figures; every other swept key makes a series.
 LOAD_KEY = "workload.load"
 
-#: Default saturation margin: a point is saturated when its accepted load is below its offered
-#: load by more than this fraction of the offered load.  5 % is above the window-edge noise of
-#: the shipped quickstart (under 1.5 % below saturation) and well below the drop at saturation.
-DEFAULT_SATURATION_MARGIN = 0.05
-
-#: Above this many routers the router x port heatmap is aggregated by group (one row per group).
-HEATMAP_MAX_ROUTERS = 2048
 
 
 @dataclass
