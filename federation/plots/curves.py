@@ -191,8 +191,7 @@ def draw_engines(series: list[Series], folders: list[ResultFolder], out_dir: Pat
     rel: dict[str, dict[str, list[tuple[float, float]]]] = {}
     all_lat: list[float] = []
     for col, k in zip(colours(len(keys)), keys, strict=True):
-        routing, fixed = k
-        key_label = " ".join([routing, *(f"{a.rsplit('.', 1)[-1]}={b}" for a, b in fixed)])
+        key_label = next(iter(by_key[k].values())).key_label
         curves[key_label] = []
         base = _nominal(by_key[k][engines[0]]) if engines[0] in by_key[k] else {}
         for e, ls in zip(engines, styles * len(engines), strict=False):

@@ -26,6 +26,10 @@ LOAD_KEY = "workload.load"
 
 
 
+#: Swept keys that already show as a series' routing or engine part of its label.
+REDUNDANT = frozenset({"routing.algorithm", "engine.kind"})
+
+
 @dataclass
 class ResultFolder:
     """One run's output folder: ``results.json`` read and checked, tables read on demand."""
@@ -148,6 +152,12 @@ class Series:
         return (self.routing, tuple(sorted((k, repr(v)) for k, v in self.fixed.items())))
 
     @property
+    def key_label(self) -> str:
+        """The routing and the swept values but the load, as the engine overlay names them."""
+        return " ".join([self.routing, *(f"{k.rsplit('.', 1)[-1]}={v}"
+                                         for k, v in self.fixed.items() if k not in REDUNDANT)])
+
+    @property
     def slug(self) -> str:
         return re.sub(r"[^a-z0-9]+", "-", self.label.lower()).strip("-") or "run"
 
@@ -194,7 +204,7 @@ def label_series(series: list[Series]) -> None:
     several_folders = len({id(s.folder) for s in series}) > 1
     engines = len({s.engine for s in series}) > 1
     routings = len({s.routing for s in series}) > 1
-    keys = sorted({k for s in series for k in s.fixed})
+    keys = sorted({k for s in series for k in s.fixed} - REDUNDANT)
     varying = [k for k in keys if len({repr(s.fixed.get(k)) for s in series}) > 1]
     for s in series:
         parts = []

@@ -229,8 +229,7 @@ def draw_heatmap(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str
     width = min(14.0, max(6.4, 3.5 + 0.09 * mat.shape[1]))
     fig, axes = new_figure(width=width, height=height)
     ax = axes[0][0]
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("lightgray")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="lightgray")
     im = ax.imshow(np.ma.masked_invalid(mat), aspect="auto", interpolation="nearest",
                    vmin=0.0, vmax=1.0, cmap=cmap, origin="upper")
     fig.colorbar(im, ax=ax, label=f"{UTIL_LABEL} (fraction of time busy)"
