@@ -81,12 +81,31 @@ def _sat_legend(ax, curves: list[LoadCurve], margin: float) -> int:
     return 1
 
 
-def _mark_saturation(ax, c: LoadCurve, y: list[float], colour) -> None:
+#: Line styles cycled with the colours, so that series with equal values (UGAL and minimal
+#: routing below saturation) stay distinguishable where their lines coincide.
+LINESTYLES = ("-", "--", "-.", ":")
+
+
+def _style(i: int) -> dict[str, object]:
+    return {"linestyle": LINESTYLES[i % len(LINESTYLES)], "marker": "o", "markersize": 4}
+
+
+def curve_label(c: LoadCurve) -> str:
+    """The legend entry: the series and where it saturates (markers of several series can
+    coincide, the numbers cannot be misread)."""
+    if c.saturation_load is None:
+        return f"{c.label} (not saturated up to {max(c.offered):.2f})"
+    return f"{c.label} (saturated from {c.saturation_load:.2f})"
+
+
+def _mark_saturation(ax, c: LoadCurve, y: list[float], colour, i: int) -> None:
+    """A cross on the first saturated point; later series get smaller crosses, drawn on top, so
+    crosses on the same point show as nested rings."""
     if c.saturation_index is None:
         return
-    i = c.saturation_index
-    ax.plot([c.offered[i]], [y[i]], marker="X", markersize=11, color=colour,
-            markeredgecolor="black", linestyle="none", zorder=5)
+    j = c.saturation_index
+    ax.plot([c.offered[j]], [y[j]], marker="X", markersize=max(5, 13 - 3 * i), color=colour,
+            markeredgecolor="black", linestyle="none", zorder=5 + i)
 
 
 def _load_axis(ax, curves: list[LoadCurve]) -> None:
@@ -106,10 +125,10 @@ def draw_latency(series: list[Series], folders: list[ResultFolder], out_dir: Pat
     log = wants_log(values)
     for ax, what, attr in ((axes[0][0], "mean", "latency_mean_ns"),
                            (axes[0][1], "99th percentile", "latency_p99_ns")):
-        for c, col in zip(curves, cols, strict=True):
+        for i, (c, col) in enumerate(zip(curves, cols, strict=True)):
             y = getattr(c, attr)
-            ax.plot(c.offered, y, marker="o", markersize=4, color=col, label=c.label)
-            _mark_saturation(ax, c, y, col)
+            ax.plot(c.offered, y, color=col, label=curve_label(c), **_style(i))
+            _mark_saturation(ax, c, y, col, i)
         _load_axis(ax, curves)
         ax.set_ylabel(f"{what} packet latency, creation to delivery "
                       f"(ns{', log scale' if log else ''})")
@@ -137,9 +156,9 @@ def draw_throughput(series: list[Series], folders: list[ResultFolder], out_dir: 
             label="ideal (accepted = offered)")
     ax.plot([0, hi], [0, hi * (1 - margin)], color="gray", linestyle=":", linewidth=1,
             label=f"saturation margin ({100 * margin:g} % below)")
-    for c, col in zip(curves, colours(len(curves)), strict=True):
-        ax.plot(c.offered, c.accepted, marker="o", markersize=4, color=col, label=c.label)
-        _mark_saturation(ax, c, c.accepted, col)
+    for i, (c, col) in enumerate(zip(curves, colours(len(curves)), strict=True)):
+        ax.plot(c.offered, c.accepted, color=col, label=curve_label(c), **_style(i))
+        _mark_saturation(ax, c, c.accepted, col, i)
     ax.set_ylim(0, hi)
     ax.set_ylabel("accepted load (fraction of NIC bandwidth)")
     legend(ax, len(curves) + 2 + _sat_legend(ax, curves, margin))

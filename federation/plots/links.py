@@ -106,12 +106,13 @@ def draw_utilisation(series: list[Series], folders: list[ResultFolder], out_dir:
             pos.append(x)
             x += 1.0
         bp = ax.boxplot([b.values for b in mine], positions=pos, widths=0.7, patch_artist=True,
-                        showfliers=True, flierprops={"markersize": 2, "alpha": 0.4})
+                        showfliers=True, flierprops={"markersize": 2, "alpha": 0.4},
+                        medianprops={"color": "black", "linewidth": 1.5})
         for patch, b in zip(bp["boxes"], mine, strict=True):
             patch.set_facecolor(col[b.series])
             patch.set_alpha(0.75)
         ax.set_xticks(pos, [b.load.removeprefix("load ") for b in mine],
-                      rotation=90 if len(mine) > 8 else 0)
+                      rotation=90 if len(mine) > 20 else 0)
         ax.set_title(f"{c} links\n{mine[0].values.size} ports")
         ax.set_ylim(-0.02, 1.02)
         ax.set_xlabel("nominal load" if mine[0].load.startswith("load") else "point")
@@ -230,8 +231,10 @@ def draw_heatmap(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str
     fig, axes = new_figure(width=width, height=height)
     ax = axes[0][0]
     cmap = plt.get_cmap("viridis").with_extremes(bad="lightgray")
-    im = ax.imshow(np.ma.masked_invalid(mat), aspect="auto", interpolation="nearest",
-                   vmin=0.0, vmax=1.0, cmap=cmap, origin="upper")
+    # more rows than pixels: filter (antialiased) rather than drop rows (nearest would alias
+    # into stripes that are not in the data); blended in colour space, so gray mixes as gray
+    im = ax.imshow(np.ma.masked_invalid(mat), aspect="auto", interpolation="antialiased",
+                   interpolation_stage="rgba", vmin=0.0, vmax=1.0, cmap=cmap, origin="upper")
     fig.colorbar(im, ax=ax, label=f"{UTIL_LABEL} (fraction of time busy)"
                  + ("; mean over the rows' routers" if rows != "router" else ""))
     edges = [i for i in range(1, len(columns)) if columns[i] != columns[i - 1]]
