@@ -21,7 +21,16 @@ from federation.plots.data import (
     figure_title,
     saturation_index,
 )
-from federation.plots.style import colours, legend, log_axis, new_figure, save, suptitle, wants_log
+from federation.plots.style import (
+    colours,
+    legend,
+    legend_height,
+    log_axis,
+    new_figure,
+    save,
+    suptitle,
+    wants_log,
+)
 
 
 @dataclass
@@ -119,7 +128,7 @@ def draw_latency(series: list[Series], folders: list[ResultFolder], out_dir: Pat
                  name: str = "latency-load") -> LoadFigure:
     """Mean and p99 latency against offered load, one line per series, saturation marked."""
     curves = [c for c in load_curves(series, margin) if c.offered]
-    fig, axes = new_figure(ncols=2, width=10.0, height=4.4)
+    fig, axes = new_figure(ncols=2, width=10.0, height=4.4 + legend_height(len(curves) + 1))
     cols = colours(len(curves))
     values = [v for c in curves for v in c.latency_mean_ns + c.latency_p99_ns]
     log = wants_log(values)
@@ -130,14 +139,13 @@ def draw_latency(series: list[Series], folders: list[ResultFolder], out_dir: Pat
             ax.plot(c.offered, y, color=col, label=curve_label(c), **_style(i))
             _mark_saturation(ax, c, y, col, i)
         _load_axis(ax, curves)
-        ax.set_ylabel(f"{what} packet latency, creation to delivery "
-                      f"(ns{', log scale' if log else ''})")
-        ax.set_title(f"{what} latency")
+        ax.set_ylabel(f"{what} packet latency (ns{', log scale' if log else ''})")
+        ax.set_title(f"{what} latency, creation to delivery")
         if log:
             log_axis(ax, "y")
         else:
             ax.set_ylim(bottom=0)
-    legend(axes[0][1], len(curves) + _sat_legend(axes[0][1], curves, margin))
+    legend(axes[0][1], len(curves) + _sat_legend(axes[0][1], curves, margin), fig=fig)
     points = [p for s in series for p in s.points]
     suptitle(fig, figure_title("Packet latency against offered load", folders, points))
     return LoadFigure(save(fig, out_dir, name, fmt), margin, curves)
@@ -148,7 +156,7 @@ def draw_throughput(series: list[Series], folders: list[ResultFolder], out_dir: 
                     name: str = "throughput") -> LoadFigure:
     """Accepted against offered load with the ideal diagonal and the saturation margin."""
     curves = [c for c in load_curves(series, margin) if c.offered]
-    fig, axes = new_figure(width=6.4, height=5.0)
+    fig, axes = new_figure(width=6.4, height=5.0 + legend_height(len(curves) + 3))
     ax = axes[0][0]
     _load_axis(ax, curves)
     hi = ax.get_xlim()[1]
@@ -161,7 +169,7 @@ def draw_throughput(series: list[Series], folders: list[ResultFolder], out_dir: 
         _mark_saturation(ax, c, c.accepted, col, i)
     ax.set_ylim(0, hi)
     ax.set_ylabel("accepted load (fraction of NIC bandwidth)")
-    legend(ax, len(curves) + 2 + _sat_legend(ax, curves, margin))
+    legend(ax, len(curves) + 2 + _sat_legend(ax, curves, margin), fig=fig)
     points = [p for s in series for p in s.points]
     suptitle(fig, figure_title("Accepted against offered load", folders, points))
     return LoadFigure(save(fig, out_dir, name, fmt), margin, curves)
@@ -202,7 +210,8 @@ def draw_engines(series: list[Series], folders: list[ResultFolder], out_dir: Pat
     for s in series:
         by_key.setdefault(s.key, {}).setdefault(s.engine, s)
     keys = [k for k, v in by_key.items() if len(v) > 1] or list(by_key)
-    fig, axes = new_figure(nrows=2, width=7.0, height=7.0, sharex=True,
+    fig, axes = new_figure(nrows=2, width=7.0, height=7.0 + legend_height(2 * len(series)),
+                           sharex=True,
                            gridspec_kw={"height_ratios": [2, 1]})
     top, bottom = axes[0][0], axes[1][0]
     styles = ["-", "--", ":", "-."]
@@ -234,7 +243,7 @@ def draw_engines(series: list[Series], folders: list[ResultFolder], out_dir: Pat
     if wants_log(all_lat):
         log_axis(top, "y")
     top.set_ylabel("mean packet latency (ns)")
-    legend(top, sum(len(v) for v in curves.values()), title="series (engine)")
+    legend(top, sum(len(v) for v in curves.values()), title="series (engine)", fig=fig)
     bottom.axhline(0, color="gray", linewidth=1)
     bottom.set_ylabel(f"mean latency vs {engines[0]} (%)")
     bottom.set_xlabel(f"offered load of {engines[0]} (fraction of NIC bandwidth)")

@@ -6,6 +6,7 @@ the drawing modules import it, and only commands that draw import those.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -106,11 +107,21 @@ def log_axis(ax: Any, which: str = "x") -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def legend(ax: Any, n: int, title: str | None = None) -> None:
-    """A legend that stays readable: outside the axes when there are many entries."""
+def legend_height(n: int) -> float:
+    """Extra figure height (inches) for a legend of ``n`` entries placed below the figure."""
+    return 0.0 if n <= 5 else 0.3 + 0.2 * math.ceil(n / (2 if n <= 12 else 3))
+
+
+def legend(ax: Any, n: int, title: str | None = None, fig: Figure | None = None) -> None:
+    """A legend that stays readable: inside the axes for a few entries; for many, below the
+    figure when ``fig`` is given (beside the axes it would squeeze the panels), else beside."""
     if n == 0:
         return
-    if n > 6:
-        ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
-    else:
+    if n <= 5:
         ax.legend(title=title, loc="best")
+    elif fig is not None:
+        handles, labels = ax.get_legend_handles_labels()
+        fig.legend(handles, labels, title=title, loc="outside lower center",
+                   ncols=2 if n <= 12 else 3)
+    else:
+        ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
