@@ -20,7 +20,7 @@ import yaml
 
 from federation.models.results import PointResult
 from federation.plots import DEFAULT_SATURATION_MARGIN
-from federation.plots.data import ResultFolder, series_of
+from federation.plots.data import REDUNDANT, ResultFolder, series_of
 from federation.plots.standard import Drawn, draw_all
 
 CAPTIONS = {
@@ -80,7 +80,8 @@ def _performance(folder: ResultFolder) -> list[dict[str, Any] | None]:
 def summary_table(folder: ResultFolder) -> str:
     """The run's summary, one row per point (the columns ``federation run`` prints)."""
     pts = folder.result.points
-    keys = list(dict.fromkeys(k for p in pts for k in p.sweep))
+    # a swept routing or engine shows in its own column
+    keys = [k for k in dict.fromkeys(k for p in pts for k in p.sweep) if k not in REDUNDANT]
     perf = _performance(folder)
     head = ["point", *keys, "engine", "routing", "offered", "accepted", "lat mean ns", "p50",
             "p99", "max", "net lat mean ns", "hops", "nonmin", "msg completion ns", "pkts",
