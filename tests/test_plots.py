@@ -329,3 +329,28 @@ def test_bad_options_are_refused_in_one_line(runs, tmp_path):
     line = one_error(run_cli("report", str(runs["qs"]), "--saturation-margin", "1.5",
                              cwd=tmp_path))
     assert line.startswith("error: --saturation-margin: must be a fraction")
+
+
+def test_csv_tables_give_the_same_data(runs, tmp_path):
+    """``outputs: {format: csv}`` folders read like Parquet ones."""
+    import pyarrow.csv as pcsv
+
+    from federation.plots.data import load_folder, measured_latency_ns
+    from federation.plots.links import port_matrix
+
+    dst = tmp_path / "csv"
+    shutil.copytree(runs["qs"], dst)
+    doc = _doc(dst)
+    for p in doc["points"]:
+        for name, f in p["files"].items():
+            pcsv.write_csv(pq.read_table(dst / f), dst / f"{name}-{p['index']}.csv")
+            (dst / f).unlink()
+            p["files"][name] = f"{name}-{p['index']}.csv"
+    (dst / "results.json").write_text(json.dumps(doc))
+    a, b = load_folder(runs["qs"]), load_folder(dst)
+    for pa, pb in zip(a.result.points, b.result.points, strict=True):
+        assert np.array_equal(measured_latency_ns(a.table(pa, "packets")),
+                              measured_latency_ns(b.table(pb, "packets")))
+        ma, ca, _ = port_matrix(a.table(pa, "ports"))
+        mb, cb, _ = port_matrix(b.table(pb, "ports"))
+        assert ca == cb and np.allclose(ma, mb, equal_nan=True)
