@@ -231,10 +231,15 @@ def draw_heatmap(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str
     fig, axes = new_figure(width=width, height=height)
     ax = axes[0][0]
     cmap = plt.get_cmap("viridis").with_extremes(bad="lightgray")
-    # more rows than pixels: filter (antialiased) rather than drop rows (nearest would alias
-    # into stripes that are not in the data); blended in colour space, so gray mixes as gray
-    im = ax.imshow(np.ma.masked_invalid(mat), aspect="auto", interpolation="antialiased",
-                   interpolation_stage="rgba", vmin=0.0, vmax=1.0, cmap=cmap, origin="upper")
+    # More rows than pixels: the antialiasing filter blends neighbouring rows instead of
+    # dropping some (nearest would alias into stripes that are not in the data).  The filter
+    # works on both axes, so each column is repeated until it spans many pixels: its edges stay
+    # sharp and no column bleeds into the next.
+    reps = max(1, math.ceil(width * 150 / max(mat.shape[1], 1)))
+    im = ax.imshow(np.ma.masked_invalid(np.repeat(mat, reps, axis=1)), aspect="auto",
+                   interpolation="antialiased", interpolation_stage="rgba", vmin=0.0, vmax=1.0,
+                   cmap=cmap, origin="upper",
+                   extent=(-0.5, mat.shape[1] - 0.5, mat.shape[0] - 0.5, -0.5))
     fig.colorbar(im, ax=ax, label=f"{UTIL_LABEL} (fraction of time busy)"
                  + ("; mean over the rows' routers" if rows != "router" else ""))
     edges = [i for i in range(1, len(columns)) if columns[i] != columns[i - 1]]
@@ -243,7 +248,8 @@ def draw_heatmap(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str
     starts = [0, *edges]
     ends = [*edges, len(columns)]
     ax.set_xticks([(a + b - 1) / 2 for a, b in zip(starts, ends, strict=True)],
-                  [f"{columns[a]}\n({b - a} ports)" for a, b in zip(starts, ends, strict=True)],
+                  [f"{columns[a]}\n({b - a} port{'s' if b - a > 1 else ''})"
+                   for a, b in zip(starts, ends, strict=True)],
                   fontsize=7)
     ax.set_xlabel("output port of the router, grouped by link class (gray: no such port)")
     ax.set_ylabel(rows)
