@@ -22,14 +22,18 @@ from conftest import one_error, run_cli
 SHORT = ["--set", "stop.warmup=1us", "--set", "stop.measure=3us"]
 
 
+RUN_PLOT: dict[str, str] = {}
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """Two real runs of the quickstart machine: a load sweep (``qs``) and a sweep over loads and
-    routings (``two``: minimal and valiant at 0.3 and 0.9)."""
+    """Two real runs of the quickstart machine: a load sweep with ``--plot`` (``qs``) and a sweep
+    over loads and routings (``two``: minimal and valiant at 0.3 and 0.9)."""
     tmp = tmp_path_factory.mktemp("runs")
     r = run_cli("run", *SHORT, "--set", "sweep={workload.load: [0.1, 0.5, 0.9]}",
-                "--out", "qs", cwd=tmp)
+                "--out", "qs", "--plot", cwd=tmp)
     assert r.returncode == 0, r.stderr
+    RUN_PLOT.update(stdout=r.stdout, stderr=r.stderr)
     r = run_cli("run", *SHORT, "--set",
                 "sweep={workload.load: [0.3, 0.9], routing.algorithm: [minimal, valiant]}",
                 "--out", "two", cwd=tmp)
@@ -258,14 +262,13 @@ def test_report_is_one_self_contained_page(runs, tmp_path):
     assert "packet_size: 512" in page and "vcs: 3" in page
 
 
-def test_run_plot_draws_into_the_output_folder(tmp_path):
-    r = run_cli("run", *SHORT, "--set", "sweep={workload.load: [0.2, 0.6]}", "--out", "o",
-                "--plot", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    assert r.stderr == ""
-    assert "plots: o/plots/ (7 figures)" in r.stdout
-    files = sorted((tmp_path / "o" / "plots").iterdir())
-    assert len(files) == 7
+def test_run_plot_draws_into_the_output_folder(runs):
+    assert RUN_PLOT["stderr"] == ""
+    assert "plots: qs/plots/ (7 figures)" in RUN_PLOT["stdout"]
+    files = sorted((runs["qs"] / "plots").iterdir())
+    assert [f.name for f in files] == [
+        "hops.png", "latency-distribution.png", "latency-load.png", "link-utilisation.png",
+        "message-completion.png", "port-heatmap.png", "throughput.png"]
     for f in files:
         _decodes(f)
 
@@ -324,6 +327,9 @@ def test_bad_folders_are_refused_in_one_line(runs, tmp_path, command):
 
 
 def test_bad_options_are_refused_in_one_line(runs, tmp_path):
+    (tmp_path / "taken").write_text("x")
+    line = one_error(run_cli("plot", str(runs["qs"]), "--out", "taken/figs", cwd=tmp_path))
+    assert line == "error: taken/figs: cannot write the figures: Not a directory"
     line = one_error(run_cli("plot", str(runs["qs"]), "--format", "jpg", cwd=tmp_path))
     assert line == "error: --format: must be one of png, svg, pdf, got 'jpg'"
     line = one_error(run_cli("report", str(runs["qs"]), "--saturation-margin", "1.5",

@@ -40,7 +40,12 @@ def draw_folders(results: list[Path], out: Path, fmt: str, margin: float) -> lis
         if r.status != "complete":
             print(f"note: {f.path}: incomplete run (points {r.missing_points} missing); "
                   f"drawing its {len(r.points)} finished points", file=sys.stderr)
-    drawn = draw_all(folders, out, fmt, margin)
+    try:
+        out.mkdir(parents=True, exist_ok=True)  # refused before anything is drawn
+        drawn = draw_all(folders, out, fmt, margin)
+    except OSError as exc:  # the folder cannot be created or written
+        raise ConfigError(f"cannot write the figures: {exc.strerror or exc}",
+                          source=str(out)) from None
     for s in drawn.skipped:
         print(f"note: not drawn: {s}", file=sys.stderr)
     return drawn.paths
