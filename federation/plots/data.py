@@ -149,7 +149,8 @@ class Series:
     @property
     def key(self) -> tuple[Any, ...]:
         """What identifies the series across folders and engines (for the engine overlay)."""
-        return (self.routing, tuple(sorted((k, repr(v)) for k, v in self.fixed.items())))
+        return (self.routing, tuple(sorted((k, repr(v)) for k, v in self.fixed.items()
+                                           if k not in REDUNDANT)))
 
     @property
     def key_label(self) -> str:
@@ -160,11 +161,6 @@ class Series:
     @property
     def slug(self) -> str:
         return re.sub(r"[^a-z0-9]+", "-", self.label.lower()).strip("-") or "run"
-
-    def loads(self) -> np.ndarray:
-        """Measured offered load of each point (NaN where the workload has none)."""
-        return np.array([np.nan if p.summary.offered_load is None else p.summary.offered_load
-                         for p in self.points])
 
     def load_label(self, p: PointResult) -> str:
         """How a point is named in legends: its nominal load, else its offered load."""
