@@ -234,17 +234,16 @@ def test_engine_overlay_compares_matching_points(runs, tmp_path):
 
 @pytest.mark.parametrize("fmt", ["png", "svg", "pdf"])
 def test_same_results_give_the_same_files(runs, tmp_path, fmt):
-    from federation.plots import curves, links
+    """The heatmap has text, lines and an embedded image: all that could carry ids or dates."""
+    from federation.plots import links
     from federation.plots.data import load_folders, series_of
 
     files = []
     for d in ("a", "b"):
         folders = load_folders([runs["qs"]])
         series = series_of(folders)
-        files.append([curves.draw_latency(series, folders, tmp_path / d, fmt).path,
-                      links.draw_heatmap(series[0], folders, tmp_path / d, fmt, "heat").path])
-    for pa, pb in zip(*files, strict=True):
-        assert pa.read_bytes() == pb.read_bytes(), pa.name
+        files.append(links.draw_heatmap(series[0], folders, tmp_path / d, fmt, "heat").path)
+    assert files[0].read_bytes() == files[1].read_bytes()
 
 
 def test_report_is_one_self_contained_page(runs, tmp_path):
