@@ -234,11 +234,12 @@ def draw_heatmap(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str
     # More rows than pixels: the antialiasing filter blends neighbouring rows instead of
     # dropping some (nearest would alias into stripes that are not in the data).  The filter
     # works on both axes, so each column is repeated until it spans many pixels: its edges stay
-    # sharp and no column bleeds into the next.
-    reps = max(1, math.ceil(width * 150 / max(mat.shape[1], 1)))
+    # sharp and no column bleeds into the next.  Fewer rows than pixels: plain cells.
+    dense = mat.shape[0] > (height - 1.6) * 120 / 2  # rows per pixel of the axes (savefig.dpi)
+    reps = max(1, math.ceil(width * 150 / max(mat.shape[1], 1))) if dense else 1
     im = ax.imshow(np.ma.masked_invalid(np.repeat(mat, reps, axis=1)), aspect="auto",
-                   interpolation="antialiased", interpolation_stage="rgba", vmin=0.0, vmax=1.0,
-                   cmap=cmap, origin="upper",
+                   interpolation="antialiased" if dense else "nearest",
+                   interpolation_stage="rgba", vmin=0.0, vmax=1.0, cmap=cmap, origin="upper",
                    extent=(-0.5, mat.shape[1] - 0.5, mat.shape[0] - 0.5, -0.5))
     fig.colorbar(im, ax=ax, label=f"{UTIL_LABEL} (fraction of time busy)"
                  + ("; mean over the rows' routers" if rows != "router" else ""))
@@ -248,7 +249,10 @@ def draw_heatmap(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str
     starts = [0, *edges]
     ends = [*edges, len(columns)]
     ax.set_xticks([(a + b - 1) / 2 for a, b in zip(starts, ends, strict=True)],
-                  [f"{columns[a]}\n({b - a} port{'s' if b - a > 1 else ''})"
+                  # a router's terminal ports all lead to nodes: the short name keeps narrow
+                  # blocks' labels apart
+                  [f"{'terminal' if columns[a] == EJECTION else columns[a]}\n"
+                   f"({b - a} port{'s' if b - a > 1 else ''})"
                    for a, b in zip(starts, ends, strict=True)],
                   fontsize=7)
     ax.set_xlabel("output port of the router, grouped by link class (gray: no such port)")
