@@ -359,3 +359,24 @@ def test_csv_tables_give_the_same_data(runs, tmp_path):
         ma, ca, _ = port_matrix(a.table(pa, "ports"))
         mb, cb, _ = port_matrix(b.table(pb, "ports"))
         assert ca == cb and np.allclose(ma, mb, equal_nan=True)
+
+
+def test_incomplete_run_without_tables_draws_what_it_can(runs, tmp_path):
+    """A run stopped after its first point, with the tables turned off: the load figures are
+    drawn from results.json, the rest is skipped with the reason, on stderr."""
+    dst = tmp_path / "part"
+    dst.mkdir()
+    doc = _doc(runs["qs"])
+    doc.update(status="incomplete", missing_points=[1, 2], error="interrupted")
+    doc["points"] = doc["points"][:1]
+    doc["points"][0]["files"] = {}
+    (dst / "results.json").write_text(json.dumps(doc))
+    r = run_cli("plot", "part", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["part/plots/latency-load.png", "part/plots/throughput.png"]
+    notes = r.stderr.splitlines()
+    assert notes[0] == ("note: part: incomplete run (points [1, 2] missing); drawing its 1 "
+                        "finished points")
+    assert "note: not drawn: utilisation: no ports tables (outputs.ports was off)" in notes
+    assert "note: not drawn: hops: minimal: no packets tables (outputs.packets was off)" in notes
+    assert len(notes) == 1 + 5  # utilisation, heatmap, latency distribution, hops, messages

@@ -31,7 +31,7 @@ class Drawn:
 
     def add(self, kind: str, fig: Any | None, why_not: str) -> None:
         if fig is None:
-            self.skipped.append(f"{kind}: {why_not}")
+            self.skipped.append(f"{kind.replace('_', ' ')}: {why_not}")
         else:
             self.figures.setdefault(kind, []).append(fig)
 
