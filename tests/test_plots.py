@@ -215,19 +215,28 @@ def _as_engine(src: Path, dst: Path, engine: str, scale: float) -> Path:
 
 
 def test_engine_overlay_compares_matching_points(runs, tmp_path):
-    from federation.plots import curves
+    from federation.plots import curves, engines
     from federation.plots.data import load_folders, series_of
 
     other = _as_engine(runs["two"], tmp_path / "sg", "simgrid", 1.25)
     folders = load_folders([runs["two"], other])
     series = series_of(folders)
-    eng = curves.draw_engines(series, folders, tmp_path / "f", "png")
+    eng = engines.draw_engines(series, folders, tmp_path / "f", "png")
     _decodes(eng.path)
     assert eng.engines == ["native", "simgrid"]
     assert set(eng.curves) == {"minimal", "valiant"}
-    for key, per_engine in eng.mean_latency_rel_diff.items():
+    assert set(eng.rel_diff["latency_mean_ns"]) == set(eng.rel_diff["accepted"]) == {
+        "minimal", "valiant"}
+    for key, per_engine in eng.rel_diff["latency_mean_ns"].items():
         diffs = [d for _, d in per_engine["simgrid"]]
         assert len(diffs) == 2 and np.allclose(diffs, 0.25), key
+    for key, per_engine in eng.rel_diff["accepted"].items():  # accepted load left as it was
+        assert [d for _, d in per_engine["simgrid"]] == [0.0, 0.0], key
+    # the reference engine's offered loads are the x of the differences
+    doc = _doc(runs["two"])
+    offered = sorted(p["summary"]["offered_load"] for p in doc["points"]
+                     if p["routing"] == "minimal")
+    assert [x for x, _ in eng.rel_diff["accepted"]["minimal"]["simgrid"]] == offered
     assert [c.label for c in curves.load_curves(series)] == [
         "two native minimal", "two native valiant", "sg simgrid minimal", "sg simgrid valiant"]
 

@@ -11,7 +11,8 @@ first use, so ``federation run`` without ``--plot``, ``validate`` and the other 
 fast as before.  Modules:
 
 * :mod:`federation.plots.data` reads result folders and groups points into series (no matplotlib);
-* :mod:`federation.plots.curves` latency/throughput against load and the engine overlay;
+* :mod:`federation.plots.curves` latency/throughput against load;
+* :mod:`federation.plots.engines` one engine's curves over another's (cross-validation);
 * :mod:`federation.plots.links` link utilisation per class and the router x port heatmap;
 * :mod:`federation.plots.distributions` latency, hop-count and message-completion distributions;
 * :mod:`federation.plots.standard` the standard set of figures for one or more folders;

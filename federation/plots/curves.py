@@ -1,4 +1,4 @@
-"""Figures against offered load: latency (mean and p99), accepted load, and engine overlays.
+"""Figures against offered load: latency (mean and p99) and accepted load.
 
 The x axis is the *measured* offered load of each point (``summary.offered_load``: bytes created
 in the window over what the NICs could inject), the value the run's table prints, not the
@@ -117,7 +117,7 @@ def _mark_saturation(ax, c: LoadCurve, y: list[float], colour, i: int) -> None:
             markeredgecolor="black", linestyle="none", zorder=5 + i)
 
 
-def _load_axis(ax, curves: list[LoadCurve]) -> None:
+def load_axis(ax, curves: list[LoadCurve]) -> None:
     top = max((max(c.offered + c.accepted) for c in curves if c.offered), default=1.0)
     ax.set_xlim(0, max(1.0, top * 1.05))
     ax.set_xlabel("offered load (fraction of NIC bandwidth)")
@@ -138,7 +138,7 @@ def draw_latency(series: list[Series], folders: list[ResultFolder], out_dir: Pat
             y = getattr(c, attr)
             ax.plot(c.offered, y, color=col, label=curve_label(c), **_style(i))
             _mark_saturation(ax, c, y, col, i)
-        _load_axis(ax, curves)
+        load_axis(ax, curves)
         ax.set_ylabel(f"{what} packet latency (ns{', log scale' if log else ''})")
         ax.set_title(f"{what} latency, creation to delivery")
         if log:
@@ -158,7 +158,7 @@ def draw_throughput(series: list[Series], folders: list[ResultFolder], out_dir: 
     curves = [c for c in load_curves(series, margin) if c.offered]
     fig, axes = new_figure(width=6.4, height=5.0 + legend_height(len(curves) + 3))
     ax = axes[0][0]
-    _load_axis(ax, curves)
+    load_axis(ax, curves)
     hi = ax.get_xlim()[1]
     ax.plot([0, hi], [0, hi], color="gray", linestyle="--", linewidth=1,
             label="ideal (accepted = offered)")
@@ -173,81 +173,3 @@ def draw_throughput(series: list[Series], folders: list[ResultFolder], out_dir: 
     points = [p for s in series for p in s.points]
     suptitle(fig, figure_title("Accepted against offered load", folders, points))
     return LoadFigure(save(fig, out_dir, name, fmt), margin, curves)
-
-
-@dataclass
-class EngineComparison:
-    """Per series key, each engine's curve, and the relative difference of mean latency of every
-    engine from the first one at matching nominal load."""
-
-    path: Path | None
-    engines: list[str]
-    curves: dict[str, list[LoadCurve]]  # series key label -> one curve per engine
-    mean_latency_rel_diff: dict[str, dict[str, list[tuple[float, float]]]]
-
-
-def _nominal(s: Series) -> dict[object, tuple[float, float]]:
-    """Nominal load (the swept value, else the point index) -> (offered, mean latency)."""
-    out = {}
-    for p in s.points:
-        if p.summary.offered_load is None or p.summary.latency_ns.mean is None:
-            continue
-        k = p.sweep.get("workload.load", p.index)
-        out[k] = (p.summary.offered_load, p.summary.latency_ns.mean)
-    return out
-
-
-def draw_engines(series: list[Series], folders: list[ResultFolder], out_dir: Path, fmt: str,
-                 margin: float = DEFAULT_SATURATION_MARGIN,
-                 name: str = "engines") -> EngineComparison | None:
-    """Cross-validation: the same series on different engines, one colour per series and one
-    line style per engine; the lower panel is each engine's mean latency relative to the first
-    engine's at the same nominal load.  ``None`` when all series ran on one engine."""
-    engines = sorted({s.engine for s in series}, key=lambda e: (e != "native", e))
-    if len(engines) < 2:
-        return None
-    by_key: dict[tuple, dict[str, Series]] = {}
-    for s in series:
-        by_key.setdefault(s.key, {}).setdefault(s.engine, s)
-    keys = [k for k, v in by_key.items() if len(v) > 1] or list(by_key)
-    fig, axes = new_figure(nrows=2, width=7.0, height=7.0 + legend_height(2 * len(series)),
-                           sharex=True,
-                           gridspec_kw={"height_ratios": [2, 1]})
-    top, bottom = axes[0][0], axes[1][0]
-    styles = ["-", "--", ":", "-."]
-    curves: dict[str, list[LoadCurve]] = {}
-    rel: dict[str, dict[str, list[tuple[float, float]]]] = {}
-    all_lat: list[float] = []
-    for col, k in zip(colours(len(keys)), keys, strict=True):
-        key_label = next(iter(by_key[k].values())).key_label
-        curves[key_label] = []
-        base = _nominal(by_key[k][engines[0]]) if engines[0] in by_key[k] else {}
-        for e, ls in zip(engines, styles * len(engines), strict=False):
-            s = by_key[k].get(e)
-            if s is None:
-                continue
-            c = load_curves([s], margin)[0]
-            curves[key_label].append(c)
-            all_lat += c.latency_mean_ns
-            top.plot(c.offered, c.latency_mean_ns, linestyle=ls, marker="o", markersize=4,
-                     color=col, label=f"{key_label} ({e})")
-            if e != engines[0] and base:
-                mine = _nominal(s)
-                pts = [(base[n][0], mine[n][1] / base[n][1] - 1.0)
-                       for n in base if n in mine and base[n][1] > 0]
-                rel.setdefault(key_label, {})[e] = pts
-                if pts:
-                    x, y = zip(*pts, strict=True)
-                    bottom.plot(x, [100 * v for v in y], linestyle=ls, marker="o",
-                                markersize=4, color=col, label=f"{key_label} ({e})")
-    if wants_log(all_lat):
-        log_axis(top, "y")
-    top.set_ylabel("mean packet latency (ns)")
-    legend(top, sum(len(v) for v in curves.values()), title="series (engine)", fig=fig)
-    bottom.axhline(0, color="gray", linewidth=1)
-    bottom.set_ylabel(f"mean latency vs {engines[0]} (%)")
-    bottom.set_xlabel(f"offered load of {engines[0]} (fraction of NIC bandwidth)")
-    _load_axis(bottom, [c for v in curves.values() for c in v])
-    points = [p for s in series for p in s.points]
-    suptitle(fig, figure_title(f"Engines compared: {', '.join(engines)}", folders, points))
-    return EngineComparison(save(fig, out_dir, name, fmt), engines, curves, rel)

@@ -29,7 +29,8 @@ CAPTIONS = {
     "throughput": "Accepted against offered load; the dashed diagonal is ideal, the dotted line "
                   "the saturation margin.",
     "engines": "The same series on different engines (cross-validation); below, each engine's "
-               "mean latency relative to the first engine's at the same nominal load.",
+               "mean latency and accepted load relative to the reference engine's (native when "
+               "present) at the same nominal load.",
     "utilisation": "Utilisation of every link in the measurement window, per link class and "
                    "point.",
     "heatmap": "Utilisation of every router output port at the series' highest load.",

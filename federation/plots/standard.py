@@ -44,7 +44,7 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
              margin: float = DEFAULT_SATURATION_MARGIN,
              heatmap_limit: int = HEATMAP_MAX_ROUTERS) -> Drawn:
     """Draw the standard figures of ``folders`` into ``out_dir`` as ``fmt`` files."""
-    from federation.plots import curves, distributions, links
+    from federation.plots import curves, distributions, engines, links
 
     if not 0 <= margin < 1:
         raise ValueError("the saturation margin is a fraction of the offered load in [0, 1)")
@@ -58,7 +58,7 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
     else:
         drawn.skipped += [f"latency: {no_load}", f"throughput: {no_load}"]
     if len({s.engine for s in series}) > 1:
-        drawn.add("engines", curves.draw_engines(series, folders, out_dir, fmt, margin), "")
+        drawn.add("engines", engines.draw_engines(series, folders, out_dir, fmt, margin), "")
     drawn.add("utilisation", links.draw_utilisation(series, folders, out_dir, fmt),
               "no ports tables (outputs.ports was off)")
     used: set[str] = set()
