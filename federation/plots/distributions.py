@@ -45,7 +45,8 @@ def _cdf(ax, d: Distribution, colour) -> None:
     if v.size > CDF_MAX_STEPS:
         keep = np.unique(np.linspace(0, v.size - 1, CDF_MAX_STEPS).round().astype(np.int64))
         v, rank = v[keep], rank[keep]
-    ax.step(v, rank, where="post", color=colour, label=d.label)
+    # from 0 at the smallest value, so the first step is drawn like the others
+    ax.step(np.r_[v[:1], v], np.r_[0.0, rank], where="post", color=colour, label=d.label)
 
 
 def _hist(ax, d: Distribution, bins: np.ndarray, colour) -> None:
