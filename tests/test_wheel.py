@@ -66,6 +66,11 @@ def test_wheel_has_no_generic_top_level_package(built):
     for pkg in GENERIC:
         assert f"federation/{pkg}/__init__.py" in names, pkg
     assert "federation/plugins/topology_dragonfly.py" in names
+    # every module of the federation package: a subpackage left out of [tool.setuptools]
+    # packages would build a wheel without it (e.g. federation/plots/)
+    modules = sorted(p.relative_to(src).as_posix() for p in (src / "federation").rglob("*.py"))
+    assert "federation/plots/standard.py" in modules
+    assert not [m for m in modules if m not in names], [m for m in modules if m not in names]
     # every shipped machine/experiment file and JSON Schema
     shipped = sorted(p.relative_to(src / "schemas").as_posix()
                      for p in (src / "schemas").rglob("*")
@@ -118,6 +123,12 @@ def test_wheel_runs_quickstart_in_a_fresh_venv(built, tmp_path):
     for point in res["points"]:
         s = point["summary"]
         assert s["packets_delivered"] == s["packets_generated"] > 0
+
+    # the figures' dependency came with the wheel
+    r = subprocess.run([str(venv / "bin" / "federation"), "plot", str(out)],
+                       capture_output=True, text=True, cwd=away, env=env, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (out / "plots" / "latency-load.png").is_file()
 
     r = subprocess.run([str(venv / "bin" / "federation"), "plugins"],
                        capture_output=True, text=True, cwd=away, env=env)

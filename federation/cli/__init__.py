@@ -40,7 +40,7 @@ def _main(
 
 
 def _register_commands() -> None:
-    from federation.cli import inspect, run  # noqa: F401 - commands register on import
+    from federation.cli import inspect, plot, report, run  # noqa: F401 - register on import
 
     try:
         from federation.cli import topology  # noqa: F401

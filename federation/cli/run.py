@@ -27,6 +27,9 @@ def run(
     max_memory: Annotated[str | None, typer.Option(
         "--max-memory", help="refuse points estimated to need more memory than this, e.g. "
         "16GiB (default: $FEDERATION_MAX_MEMORY or 80% of physical memory)")] = None,
+    plot: Annotated[bool, typer.Option(
+        "--plot", help="draw the standard figures (PNG) into the output folder's plots/ at the "
+        "end (see `federation plot`)")] = False,
 ) -> None:
     """Run an experiment on its engine and write results.json plus per-port/per-packet tables."""
     from federation.loader import load_experiment
@@ -57,6 +60,13 @@ def run(
         print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
     else:
         print(format_summary(result, out_dir))
+    if plot:
+        from federation.cli.plot import draw_folders
+        from federation.plots import DEFAULT_SATURATION_MARGIN
+
+        paths = draw_folders([out_dir], out_dir / "plots", "png", DEFAULT_SATURATION_MARGIN)
+        if not as_json:  # stdout stays one JSON document
+            print(f"plots: {out_dir / 'plots'}/ ({len(paths)} figures)")
 
 
 def parse_max_memory(text: str | None) -> int | None:

@@ -1,0 +1,75 @@
+"""``federation plot``: the standard figures of one or more result folders.
+
+matplotlib is imported inside the command, never at module level: this module is imported on
+every ``federation`` invocation (commands register on import), and commands that draw nothing
+must not pay for it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from federation.cli import app
+from federation.errors import ConfigError
+from federation.plots import DEFAULT_SATURATION_MARGIN
+
+FORMATS = ("png", "svg", "pdf")
+
+
+def check_margin(margin: float) -> float:
+    """``--saturation-margin`` as a fraction in [0, 1)."""
+    if not 0 <= margin < 1:
+        raise ConfigError(f"must be a fraction of the offered load in [0, 1), got {margin:g}",
+                          source="--saturation-margin")
+    return margin
+
+
+def draw_folders(results: list[Path], out: Path, fmt: str, margin: float) -> list[Path]:
+    """Load ``results``, draw the standard figures into ``out``; returns the files written.
+    Notes (skipped figures, incomplete runs) go to stderr."""
+    from federation.plots.data import load_folders
+    from federation.plots.standard import draw_all
+
+    folders = load_folders(results)
+    for f in folders:
+        r = f.result
+        if r.status != "complete":
+            print(f"note: {f.path}: incomplete run (points {r.missing_points} missing); "
+                  f"drawing its {len(r.points)} finished points", file=sys.stderr)
+    try:
+        out.mkdir(parents=True, exist_ok=True)  # refused before anything is drawn
+        drawn = draw_all(folders, out, fmt, margin)
+    except OSError as exc:  # the folder cannot be created or written
+        raise ConfigError(f"cannot write the figures: {exc.strerror or exc}",
+                          source=str(out)) from None
+    for s in drawn.skipped:
+        print(f"note: not drawn: {s}", file=sys.stderr)
+    return drawn.paths
+
+
+@app.command()
+def plot(
+    results: Annotated[list[Path], typer.Argument(
+        help="result folders (what `federation run` wrote); several go on one figure")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="folder for the figures (default: RESULTS/plots for one folder, ./plots "
+        "for several)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="png, svg or pdf")] = "png",
+    margin: Annotated[float, typer.Option(
+        "--saturation-margin", help="a point is saturated when its accepted load is below its "
+        "offered load by more than this fraction of it")] = DEFAULT_SATURATION_MARGIN,
+) -> None:
+    """Draw latency and throughput against offered load (saturation marked), link utilisation
+    per class, a router x port heatmap, and latency, hop and message-completion distributions;
+    an engine-against-engine overlay when the folders ran on different engines."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"must be one of {', '.join(FORMATS)}, got {fmt!r}", source="--format")
+    check_margin(margin)
+    if out is None:
+        out = results[0] / "plots" if len(results) == 1 else Path("plots")
+    for p in draw_folders(results, out, fmt, margin):
+        print(p)

@@ -1,0 +1,47 @@
+"""``federation report``: one self-contained HTML page for one or more result folders.
+
+matplotlib is imported inside the command only (see :mod:`federation.cli.plot`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from federation.cli import app
+from federation.cli.plot import check_margin
+from federation.errors import ConfigError
+from federation.plots import DEFAULT_SATURATION_MARGIN
+
+
+@app.command()
+def report(
+    results: Annotated[list[Path], typer.Argument(
+        help="result folder (what `federation run` wrote); several are compared")],
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="the HTML file (default: RESULTS/report.html for one folder, "
+        "./report.html for several)")] = None,
+    margin: Annotated[float, typer.Option(
+        "--saturation-margin", help="a point is saturated when its accepted load is below its "
+        "offered load by more than this fraction of it")] = DEFAULT_SATURATION_MARGIN,
+) -> None:
+    """Write one HTML page with the figures embedded, the resolved machine and experiment, the
+    summary table, the busiest links and the plugins behind the numbers; it loads nothing from
+    elsewhere, so it can be attached to a message."""
+    from federation.plots.data import load_folders
+    from federation.plots.report import render_report
+
+    check_margin(margin)
+    folders = load_folders(results)
+    if out is None:
+        out = results[0] / "report.html" if len(results) == 1 else Path("report.html")
+    page, _ = render_report(folders, margin)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot write the report: {exc.strerror or exc}",
+                          source=str(out)) from None
+    print(out)

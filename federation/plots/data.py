@@ -1,0 +1,262 @@
+"""Result folders as the figures need them: the document, the tables, the series.
+
+Nothing here imports matplotlib, so the data behind every figure can be computed (and tested)
+without drawing.  A *series* is the set of points of one line on a load figure: the points that
+share the engine, the routing and every swept value except the load (``workload.load``), from
+one result folder.  Its points are ordered by measured offered load.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from federation.errors import ConfigError
+from federation.models.results import RESULTS_SCHEMA_VERSION, PointResult, RunResult
+from federation.plots import DEFAULT_SATURATION_MARGIN, HEATMAP_MAX_ROUTERS  # noqa: F401
+
+#: The swept key that is the x axis of the load figures; every other swept key makes a series.
+LOAD_KEY = "workload.load"
+
+
+
+#: Swept keys that already show as a series' routing or engine part of its label.
+REDUNDANT = frozenset({"routing.algorithm", "engine.kind"})
+
+
+@dataclass
+class ResultFolder:
+    """One run's output folder: ``results.json`` read and checked, tables read on demand."""
+
+    path: Path
+    result: RunResult
+    label: str = ""
+    _tables: dict[tuple[int, str], dict[str, np.ndarray]] = field(default_factory=dict,
+                                                                   repr=False)
+
+    def point(self, index: int) -> PointResult:
+        for p in self.result.points:
+            if p.index == index:
+                return p
+        raise KeyError(index)
+
+    def has_table(self, point: PointResult, name: str) -> bool:
+        f = point.files.get(name)
+        return f is not None and (self.path / f).is_file()
+
+    def table(self, point: PointResult, name: str) -> dict[str, np.ndarray]:
+        """The ``packets``, ``ports`` or ``messages`` table of a point as NumPy columns."""
+        key = (point.index, name)
+        if key not in self._tables:
+            f = point.files.get(name)
+            if f is None:
+                raise ConfigError(f"point {point.index} has no {name} table (outputs.{name} was "
+                                  "off)", source=str(self.path))
+            self._tables[key] = read_table(self.path / f)
+        return self._tables[key]
+
+    @cached_property
+    def machine_title(self) -> str:
+        """``machine NAME (kind, R routers, N nodes)``, for figure titles."""
+        m = self.result.machine
+        kind = m.topology.get("kind", "?")
+        name = f"{m.name} " if m.name else ""
+        return f"{name}({kind}, {m.routers} routers, {m.nodes} nodes)"
+
+
+def read_table(path: Path) -> dict[str, np.ndarray]:
+    """A Parquet or CSV table as NumPy columns (strings as object arrays)."""
+    try:
+        if path.suffix == ".csv":
+            import pyarrow.csv as pcsv
+
+            t = pcsv.read_csv(path)
+        else:
+            import pyarrow.parquet as pq
+
+            t = pq.read_table(path)
+    except (OSError, ValueError) as exc:  # pyarrow raises ArrowInvalid (a ValueError)
+        raise ConfigError(f"cannot read table: {exc}", source=str(path)) from None
+    return {name: t.column(name).to_numpy(zero_copy_only=False) for name in t.column_names}
+
+
+def load_folder(path: str | Path) -> ResultFolder:
+    """Read and check a result folder; a bad one is a :class:`ConfigError` naming the path."""
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError("no such folder", source=str(p))
+    if not p.is_dir():
+        raise ConfigError("not a folder (expected a run's output folder holding results.json)",
+                          source=str(p))
+    doc_path = p / "results.json"
+    if not doc_path.is_file():
+        raise ConfigError("not a results folder: it holds no results.json", source=str(p))
+    try:
+        doc = json.loads(doc_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read results.json: {exc}", source=str(p)) from None
+    if not isinstance(doc, dict) or doc.get("schema_name") != "hpc-federation.results":
+        raise ConfigError("results.json is not an hpc-federation results document "
+                          "(schema_name is not 'hpc-federation.results')", source=str(p))
+    version = doc.get("schema_version")
+    if version != RESULTS_SCHEMA_VERSION:
+        raise ConfigError(f"results.json has schema_version {version!r}; this version of "
+                          f"federation reads {RESULTS_SCHEMA_VERSION} (rerun the experiment: "
+                          "its resolved document is in results.json)", source=str(p))
+    from pydantic import ValidationError
+
+    try:
+        result = RunResult.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise ConfigError(f"results.json: {loc}: {first['msg']}", source=str(p)) from None
+    if not result.points:
+        raise ConfigError("results.json holds no finished point", source=str(p))
+    return ResultFolder(p, result)
+
+
+def load_folders(paths: list[Path]) -> list[ResultFolder]:
+    """Several folders, each labelled by the shortest distinct name (folder name, else path)."""
+    folders = [load_folder(p) for p in paths]
+    names = [f.path.name or str(f.path) for f in folders]
+    if len(set(names)) < len(names):
+        names = [str(f.path) for f in folders]
+    for f, n in zip(folders, names, strict=True):
+        f.label = n
+    return folders
+
+
+# ---------------------------------------------------------------------------------- series
+@dataclass
+class Series:
+    """One line of a load figure: points of one folder sharing engine, routing and every swept
+    value but the load, ordered by offered load."""
+
+    folder: ResultFolder
+    engine: str
+    routing: str
+    fixed: dict[str, Any]
+    points: list[PointResult]
+    label: str = ""
+
+    @property
+    def key(self) -> tuple[Any, ...]:
+        """What identifies the series across folders and engines (for the engine overlay)."""
+        return (self.routing, tuple(sorted((k, repr(v)) for k, v in self.fixed.items()
+                                           if k not in REDUNDANT)))
+
+    @property
+    def key_label(self) -> str:
+        """The routing and the swept values but the load, as the engine overlay names them."""
+        return " ".join([self.routing, *(f"{k.rsplit('.', 1)[-1]}={v}"
+                                         for k, v in self.fixed.items() if k not in REDUNDANT)])
+
+    @property
+    def slug(self) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", self.label.lower()).strip("-") or "run"
+
+    def load_label(self, p: PointResult) -> str:
+        """How a point is named in legends: its nominal load, else its offered load."""
+        if LOAD_KEY in p.sweep:
+            return f"load {p.sweep[LOAD_KEY]}"
+        if p.summary.offered_load is not None:
+            return f"offered {p.summary.offered_load:.3f}"
+        return f"point {p.index}"
+
+
+def _load_sort_key(p: PointResult) -> tuple[float, int]:
+    off = p.summary.offered_load
+    return (np.inf if off is None else off, p.index)
+
+
+def series_of(folders: list[ResultFolder]) -> list[Series]:
+    """The series of every folder, labelled by what tells them apart (see :func:`label_series`)."""
+    out: list[Series] = []
+    for f in folders:
+        groups: dict[tuple[Any, ...], Series] = {}
+        for p in f.result.points:
+            fixed = {k: v for k, v in p.sweep.items() if k != LOAD_KEY}
+            k = (p.engine, p.routing, tuple((a, repr(b)) for a, b in fixed.items()))
+            if k not in groups:
+                groups[k] = Series(f, p.engine, p.routing, fixed, [])
+            groups[k].points.append(p)
+        for s in groups.values():
+            s.points.sort(key=_load_sort_key)
+            out.append(s)
+    label_series(out)
+    return out
+
+
+def label_series(series: list[Series]) -> None:
+    """Label each series by the parts that differ between them (folder, engine, routing, swept
+    values); a single series is named by its routing."""
+    several_folders = len({id(s.folder) for s in series}) > 1
+    engines = len({s.engine for s in series}) > 1
+    routings = len({s.routing for s in series}) > 1
+    keys = sorted({k for s in series for k in s.fixed} - REDUNDANT)
+    varying = [k for k in keys if len({repr(s.fixed.get(k)) for s in series}) > 1]
+    for s in series:
+        parts = []
+        if several_folders:
+            parts.append(s.folder.label)
+        if engines:
+            parts.append(s.engine)
+        if routings or not (several_folders or engines or varying):
+            parts.append(s.routing)
+        parts += [f"{k.rsplit('.', 1)[-1]}={s.fixed.get(k)}" for k in varying]
+        s.label = " ".join(str(x) for x in parts)
+    seen: dict[str, int] = {}
+    for s in series:  # two series could still share a label (e.g. equal folder names)
+        n = seen.get(s.label, 0)
+        seen[s.label] = n + 1
+        if n:
+            s.label = f"{s.label} #{n + 1}"
+
+
+def saturation_index(offered: np.ndarray, accepted: np.ndarray,
+                     margin: float = DEFAULT_SATURATION_MARGIN) -> int | None:
+    """Index of the first point whose accepted load is below its offered load by more than
+    ``margin`` (a fraction of the offered load), or ``None`` if no point is saturated.
+
+    The points must be in the order of the curve (increasing offered load)."""
+    for i, (o, a) in enumerate(zip(offered, accepted, strict=True)):
+        if np.isfinite(o) and a < o * (1.0 - margin):
+            return i
+    return None
+
+
+def measured_latency_ns(packets: dict[str, np.ndarray]) -> np.ndarray:
+    """Creation-to-delivery latency (ns) of the packets measured in the window, as the summary
+    counts them (``summary.latency_ns`` is over exactly these)."""
+    m = packets["measured"].astype(bool)
+    return (packets["delivered_ps"][m] - packets["created_ps"][m]) / 1e3
+
+
+def workload_title(points: list[PointResult]) -> str:
+    """The workload as a figure title names it: ``synthetic uniform`` (kind and pattern)."""
+    names = []
+    for p in points:
+        w = p.workload
+        text = " ".join(str(x) for x in (w.get("kind"), w.get("pattern")) if x)
+        if text not in names:
+            names.append(text)
+    return ", ".join(names) or "?"
+
+
+def figure_title(what: str, folders: list[ResultFolder], points: list[PointResult]) -> str:
+    """``WHAT -- machine (kind, routers, nodes), workload W`` (two lines when long)."""
+    machines = []
+    for f in folders:
+        if f.machine_title not in machines:
+            machines.append(f.machine_title)
+    machine = machines[0] if len(machines) == 1 else f"{len(machines)} machines"
+    names = list(dict.fromkeys(f.result.experiment for f in folders if f.result.experiment))
+    exp = f"experiment {names[0]}: " if len(names) == 1 else ""
+    return f"{what}\n{exp}{machine}; workload: {workload_title(points)}"

@@ -1,0 +1,152 @@
+"""Distributions per point: packet latency (histogram and CDF), hop count, message completion.
+
+One figure per series, one line (or bar set) per point, coloured light to dark by load.  Only
+what the summary counts is drawn: packets and messages *created in the measurement window*
+(``measured``), so the CDF's median and 99th percentile are the summary's ``p50`` and ``p99``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from federation.plots.data import ResultFolder, Series, figure_title, measured_latency_ns
+from federation.plots.style import legend, log_axis, new_figure, ramp, save, suptitle, wants_log
+
+
+@dataclass
+class Distribution:
+    """One point's sample as drawn (sorted values; the CDF is ``(i + 1) / n``)."""
+
+    point: int
+    label: str
+    values: np.ndarray
+
+
+@dataclass
+class DistributionFigure:
+    path: Path | None
+    series: str
+    what: str
+    dists: list[Distribution] = field(default_factory=list)
+
+
+#: A CDF is drawn through at most this many of its steps (evenly spaced in rank, first and last
+#: kept): a million-packet point would otherwise cost seconds and megabytes of SVG for no
+#: visible difference.
+CDF_MAX_STEPS = 4000
+
+
+def _cdf(ax, d: Distribution, colour) -> None:
+    v = d.values
+    rank = np.arange(1, v.size + 1) / v.size
+    if v.size > CDF_MAX_STEPS:
+        keep = np.unique(np.linspace(0, v.size - 1, CDF_MAX_STEPS).round().astype(np.int64))
+        v, rank = v[keep], rank[keep]
+    # from 0 at the smallest value, so the first step is drawn like the others
+    ax.step(np.r_[v[:1], v], np.r_[0.0, rank], where="post", color=colour, label=d.label)
+
+
+def _hist(ax, d: Distribution, bins: np.ndarray, colour) -> None:
+    ax.hist(d.values, bins=bins, histtype="step", density=False, color=colour, label=d.label,
+            weights=np.full(d.values.size, 100.0 / max(d.values.size, 1)))
+
+
+def latency_samples(s: Series) -> list[Distribution]:
+    out = []
+    for p in s.points:
+        if s.folder.has_table(p, "packets"):
+            v = np.sort(measured_latency_ns(s.folder.table(p, "packets")))
+            if v.size:
+                out.append(Distribution(p.index, s.load_label(p), v))
+    return out
+
+
+def draw_latency_distribution(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str,
+                              name: str) -> DistributionFigure | None:
+    """Histogram (share of packets per bin) and CDF of measured packet latency, per point."""
+    dists = latency_samples(s)
+    if not dists:
+        return None
+    fig, axes = new_figure(ncols=2, width=10.0, height=4.4)
+    allv = np.concatenate([d.values for d in dists])
+    log = wants_log(allv)
+    lo, hi = float(allv.min()), float(allv.max())
+    bins = (np.geomspace(max(lo, 1e-3), hi, 60) if log and lo > 0 and hi > lo
+            else np.linspace(lo, hi if hi > lo else lo + 1, 60))
+    for d, c in zip(dists, ramp(len(dists)), strict=True):
+        _hist(axes[0][0], d, bins, c)
+        _cdf(axes[0][1], d, c)
+    for ax in axes[0]:
+        ax.set_xlabel("packet latency (ns" + (", log scale)" if log else ")"))
+        if log:
+            log_axis(ax, "x")
+    axes[0][0].set_ylabel("packets in the bin (% of the point's measured packets)")
+    axes[0][0].set_title("histogram")
+    axes[0][1].set_ylabel("fraction of measured packets with latency <= x")
+    axes[0][1].set_ylim(0, 1.01)
+    axes[0][1].set_title("cumulative distribution")
+    legend(axes[0][1], len(dists))
+    suptitle(fig, figure_title(f"Packet latency distribution, {s.label}", folders, s.points))
+    return DistributionFigure(save(fig, out_dir, name, fmt), s.label, "latency_ns", dists)
+
+
+def draw_hops(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str,
+              name: str) -> DistributionFigure | None:
+    """Share of measured packets per router-to-router hop count, bars side by side per point."""
+    dists = []
+    for p in s.points:
+        if s.folder.has_table(p, "packets"):
+            t = s.folder.table(p, "packets")
+            v = np.sort(t["hops"][t["measured"].astype(bool)].astype(np.int64))
+            if v.size:
+                dists.append(Distribution(p.index, s.load_label(p), v))
+    if not dists:
+        return None
+    top = int(max(d.values.max() for d in dists))
+    hops = np.arange(0, top + 1)
+    width = 0.8 / len(dists)
+    fig, axes = new_figure(width=max(6.4, min(12.0, 2.0 + 0.25 * len(hops) * len(dists))),
+                           height=4.2)
+    ax = axes[0][0]
+    for j, (d, c) in enumerate(zip(dists, ramp(len(dists)), strict=True)):
+        share = 100.0 * np.bincount(d.values, minlength=top + 1) / d.values.size
+        ax.bar(hops - 0.4 + width * (j + 0.5), share, width=width, color=c, label=d.label)
+    ax.set_xticks(hops)
+    ax.set_xlabel("router-to-router hops per packet")
+    ax.set_ylabel("measured packets (%)")
+    ax.grid(axis="x", visible=False)
+    legend(ax, len(dists))
+    suptitle(fig, figure_title(f"Hop count, {s.label}", folders, s.points))
+    return DistributionFigure(save(fig, out_dir, name, fmt), s.label, "hops", dists)
+
+
+def draw_message_completion(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str,
+                            name: str) -> DistributionFigure | None:
+    """CDF of message completion time (creation to the last packet's delivery) of the messages
+    created in the window, per point."""
+    dists = []
+    for p in s.points:
+        if s.folder.has_table(p, "messages"):
+            t = s.folder.table(p, "messages")
+            ok = t["measured"].astype(bool) & (t["completed_ps"] >= 0)
+            v = np.sort(t["completion_ps"][ok] / 1e3)
+            if v.size:
+                dists.append(Distribution(p.index, s.load_label(p), v))
+    if not dists:
+        return None
+    fig, axes = new_figure(width=6.8, height=4.4)
+    ax = axes[0][0]
+    for d, c in zip(dists, ramp(len(dists)), strict=True):
+        _cdf(ax, d, c)
+    log = wants_log(np.concatenate([d.values for d in dists]))
+    if log:
+        log_axis(ax, "x")
+    ax.set_xlabel("message completion time (ns" + (", log scale)" if log else ")"))
+    ax.set_ylabel("fraction of measured messages completed within x")
+    ax.set_ylim(0, 1.01)
+    legend(ax, len(dists))
+    suptitle(fig, figure_title(f"Message completion, {s.label}", folders, s.points))
+    return DistributionFigure(save(fig, out_dir, name, fmt), s.label, "completion_ns", dists)

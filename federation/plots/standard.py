@@ -1,0 +1,81 @@
+"""The standard set of figures for one or more result folders.
+
+Load figures (latency, throughput) and the link-utilisation boxes put every series of every
+folder on one figure, so several folders compare directly; the heatmap and the distributions
+are one figure per series.  The engine overlay is drawn when the series ran on more than one
+engine (e.g. the native engine's folder beside a SimGrid adapter's).  A figure whose data the
+folders lack (no ports table, a workload without offered load) is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from federation.plots.data import (
+    DEFAULT_SATURATION_MARGIN,
+    HEATMAP_MAX_ROUTERS,
+    ResultFolder,
+    series_of,
+)
+
+
+@dataclass
+class Drawn:
+    """Every figure drawn (kind -> the data it plotted, each with its ``path``) and what was
+    skipped, with why."""
+
+    figures: dict[str, list[Any]] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, fig: Any | None, why_not: str) -> None:
+        if fig is None:
+            self.skipped.append(f"{kind.replace('_', ' ')}: {why_not}")
+        else:
+            self.figures.setdefault(kind, []).append(fig)
+
+    @property
+    def paths(self) -> list[Path]:
+        return [f.path for figs in self.figures.values() for f in figs if f.path is not None]
+
+
+def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
+             margin: float = DEFAULT_SATURATION_MARGIN,
+             heatmap_limit: int = HEATMAP_MAX_ROUTERS) -> Drawn:
+    """Draw the standard figures of ``folders`` into ``out_dir`` as ``fmt`` files."""
+    from federation.plots import curves, distributions, engines, links
+
+    if not 0 <= margin < 1:
+        raise ValueError("the saturation margin is a fraction of the offered load in [0, 1)")
+    series = series_of(folders)
+    drawn = Drawn()
+    has_load = any(p.summary.offered_load is not None for s in series for p in s.points)
+    no_load = "no point has an offered load (the workload is an explicit message list)"
+    if has_load:
+        drawn.add("latency", curves.draw_latency(series, folders, out_dir, fmt, margin), "")
+        drawn.add("throughput", curves.draw_throughput(series, folders, out_dir, fmt, margin), "")
+    else:
+        drawn.skipped += [f"latency: {no_load}", f"throughput: {no_load}"]
+    if len({s.engine for s in series}) > 1:
+        drawn.add("engines", engines.draw_engines(series, folders, out_dir, fmt, margin), "")
+    drawn.add("utilisation", links.draw_utilisation(series, folders, out_dir, fmt),
+              "no ports tables (outputs.ports was off)")
+    used: set[str] = set()
+    for s in series:
+        suffix = "" if len(series) == 1 else f"-{s.slug}"
+        while suffix in used:  # two labels with the same slug
+            suffix += "-"
+        used.add(suffix)
+        drawn.add("heatmap", links.draw_heatmap(s, folders, out_dir, fmt,
+                                                f"port-heatmap{suffix}", heatmap_limit),
+                  f"{s.label}: no ports tables")
+        drawn.add("latency_distribution", distributions.draw_latency_distribution(
+            s, folders, out_dir, fmt, f"latency-distribution{suffix}"),
+            f"{s.label}: no packets tables (outputs.packets was off)")
+        drawn.add("hops", distributions.draw_hops(s, folders, out_dir, fmt, f"hops{suffix}"),
+                  f"{s.label}: no packets tables (outputs.packets was off)")
+        drawn.add("message_completion", distributions.draw_message_completion(
+            s, folders, out_dir, fmt, f"message-completion{suffix}"),
+            f"{s.label}: no messages tables (outputs.messages was off)")
+    return drawn

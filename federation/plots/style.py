@@ -1,0 +1,127 @@
+"""matplotlib set-up shared by every figure: headless, deterministic files, one look.
+
+Importing this module imports matplotlib (with the Agg backend, so no display is needed); only
+the drawing modules import it, and only commands that draw import those.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: no display, same output everywhere
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+FORMATS = ("png", "svg", "pdf")
+
+#: File metadata that would change from run to run (dates) is left out, so the same results
+#: give the same files (PNG and SVG byte for byte; PDF too with matplotlib's fixed ids).
+_METADATA: dict[str, dict[str, Any]] = {
+    "png": {"Software": None},
+    "svg": {"Date": None, "Creator": None},
+    "pdf": {"CreationDate": None, "ModDate": None, "Creator": None, "Producer": None},
+}
+
+RC = {
+    "figure.dpi": 100,
+    "savefig.dpi": 120,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.fontsize": 8,
+    "legend.framealpha": 0.85,
+    "svg.hashsalt": "hpc-federation",  # fixed ids in SVG output
+    "svg.fonttype": "none",
+    "pdf.compression": 6,
+    "path.simplify": True,
+    "image.cmap": "viridis",
+}
+
+
+def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.4,
+               height: float = 4.2, **kw: Any) -> tuple[Figure, Any]:
+    """A figure with our style; axes as ``plt.subplots`` returns them."""
+    with plt.rc_context(RC):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), squeeze=False,
+                                 layout="constrained", **kw)
+    return fig, axes
+
+
+def save(fig: Figure, out_dir: Path, name: str, fmt: str) -> Path:
+    """Write ``name.fmt`` into ``out_dir`` without run-dependent metadata; closes the figure."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.{fmt}"
+    with plt.rc_context(RC):
+        fig.savefig(path, format=fmt, metadata=_METADATA[fmt])
+    plt.close(fig)
+    return path
+
+
+def suptitle(fig: Figure, text: str) -> None:
+    """The figure's title, each line wrapped to the figure's width (a title wider than the
+    figure is clipped at both edges, not shrunk)."""
+    import textwrap
+
+    chars = max(40, int(fig.get_figwidth() * 72 / (0.56 * RC["axes.titlesize"])))
+    lines = [w for line in text.splitlines() for w in textwrap.wrap(line, chars)]
+    fig.suptitle("\n".join(lines), fontsize=RC["axes.titlesize"] + 1)
+
+
+def colours(n: int) -> list[Any]:
+    """``n`` distinguishable colours (tab10, then a sampled colormap beyond ten)."""
+    if n <= 10:
+        return [plt.get_cmap("tab10")(i) for i in range(n)]
+    return [plt.get_cmap("turbo")(x) for x in np.linspace(0.05, 0.95, n)]
+
+
+def ramp(n: int) -> list[Any]:
+    """``n`` colours in order (light to dark), for lines that are ordered (loads)."""
+    return [plt.get_cmap("viridis")(x) for x in np.linspace(0.0, 0.85, max(n, 1))][:n]
+
+
+def wants_log(values: Sequence[float] | np.ndarray, ratio: float = 20.0) -> bool:
+    """Log scale when positive values span more than ``ratio`` (latency past saturation grows
+    by orders of magnitude; below it a linear axis reads better)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return v.size > 1 and v.max() / v.min() > ratio
+
+
+def log_axis(ax: Any, which: str = "x") -> None:
+    """A log axis labelled with plain numbers at 1, 2 and 5 per decade (``10^3`` alone leaves a
+    reader guessing what lies between the decades)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def legend_height(n: int) -> float:
+    """Extra figure height (inches) for a legend of ``n`` entries placed below the figure."""
+    return 0.0 if n <= 5 else 0.3 + 0.2 * math.ceil(n / (2 if n <= 12 else 3))
+
+
+def legend(ax: Any, n: int, title: str | None = None, fig: Figure | None = None) -> None:
+    """A legend that stays readable: inside the axes for a few entries; for many, below the
+    figure when ``fig`` is given (beside the axes it would squeeze the panels), else beside."""
+    if n == 0:
+        return
+    if n <= 5:
+        ax.legend(title=title, loc="best")
+    elif fig is not None:
+        handles, labels = ax.get_legend_handles_labels()
+        fig.legend(handles, labels, title=title, loc="outside lower center",
+                   ncols=2 if n <= 12 else 3)
+    else:
+        ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
