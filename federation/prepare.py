@@ -196,10 +196,35 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
     src_r = net.node_router[psrc]
     dst_r = net.node_router[pdst]
     via = point.routing.intermediates(built.tables, src_r, dst_r, rng_route)
-    packets = Packets(ptime, psrc, pdst, psize, pmsg, via)
+    vc = injection_vcs(machine.router.injection_vc, psrc, machine.router.vcs, rng_route)
+    packets = Packets(ptime, psrc, pdst, psize, pmsg, via, vc)
     job = NativeRun(net, built.links, built.nic_bandwidth, machine.router.delay,
-                    machine.router.vcs, built.tables, packets, window)
+                    machine.router.vcs, built.tables, packets, window,
+                    cut_through=machine.router.switching == "cut_through")
     return PreparedPoint(point, net, job, window, msgs)
+
+
+def injection_vcs(policy: str, src: np.ndarray, n_vcs: int,
+                  rng: np.random.Generator) -> np.ndarray:
+    """The VC each packet enters its first router on (``router.injection_vc``).
+
+    ``spread`` numbers each NIC's packets in creation order (packets are sorted by time) and
+    takes that number modulo the VC count, so consecutive packets of a node queue in different
+    input buffers at its router, as BookSim's round-robin injection does.  ``random`` draws
+    from the routing stream *after* the routing's own draws, so choosing it does not change
+    which intermediate groups a seed gives.
+    """
+    k = src.shape[0]
+    if policy == "zero" or n_vcs == 1 or k == 0:
+        return np.zeros(k, dtype=np.int32)
+    if policy == "random":
+        return rng.integers(0, n_vcs, size=k).astype(np.int32)
+    order = np.argsort(src, kind="stable")
+    counts = np.bincount(src, minlength=int(src.max()) + 1)
+    start = np.repeat(np.cumsum(counts) - counts, counts)
+    rank = np.empty(k, dtype=np.int64)
+    rank[order] = np.arange(k) - start
+    return (rank % n_vcs).astype(np.int32)
 
 
 def _stop_field(point: ResolvedPoint) -> str:

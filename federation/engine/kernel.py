@@ -171,7 +171,7 @@ def _pop_into(hk, ha, hb, sc, out):
 def run_kernel(
     budget, until,
     # ---- topology / machine
-    n_vcs, router_delay, port_peer, port_router, port_ser, port_lat, port_buf,
+    n_vcs, router_delay, cut_through, port_peer, port_router, port_ser, port_lat, port_buf,
     node_router, node_port, nic_port,
     # ---- routing
     gnext, lnext, rgroup, rlocal, vc_mode, vc_bump, port_dim, port_dateline,
@@ -184,7 +184,7 @@ def run_kernel(
     q_head, q_tail, occ, credits, busy_until, wake, req_head, req_tail, req_next, stall_start,
     nic_ptr, nic_wake,
     # ---- outputs
-    pkt_inject, pkt_deliver,
+    pkt_inject, pkt_deliver, pkt_tail,
     port_bytes, port_pkts, port_busy, port_stall, port_peak,
 ):
     """Process events until done, ``budget`` events, the heap needs to grow, or the next
@@ -318,12 +318,16 @@ def run_kernel(
                 req_next[req_tail[o]] = qi
             req_tail[o] = qi
         elif ev == EV_FREE:
-            wake[a] = 0
+            if wake[a] != now:
+                continue  # superseded by a later wake-up of the same port: stale
+            wake[a] = -1
             o = a
         elif ev == EV_CREDIT:
             credits[a * V + b] += c
             o = a
         elif ev == EV_NIC:
+            if nic_wake[a] != now:
+                continue  # superseded by a later wake-up of the same NIC: stale
             nic_wake[a] = -1
             o = nic_port[a]
         if o < 0:
@@ -344,7 +348,7 @@ def run_kernel(
                     nic_wake[node] = tn
                     _push(hk, ha, hb, sc, tn, EV_NIC, node, 0, 0)
                 continue
-            ovc = 0
+            ovc = ps[pk, P_VC]  # the injection VC the driver chose (router.injection_vc)
             size = ps[pk, P_SIZE]
             if credits[o * V + ovc] < size:
                 if stall_start[o] < 0:
@@ -354,8 +358,8 @@ def run_kernel(
             pkt_inject[pk] = now
         else:
             if busy_until[o] > now:
-                if req_head[o] >= 0 and wake[o] == 0:
-                    wake[o] = 1
+                if req_head[o] >= 0 and wake[o] != busy_until[o]:
+                    wake[o] = busy_until[o]
                     _push(hk, ha, hb, sc, busy_until[o], EV_FREE, o, 0, 0)
                 continue
             qi = req_head[o]
@@ -387,11 +391,12 @@ def run_kernel(
                 q_tail[qi] = -1
             size = ps[pk, P_SIZE]
             ovc = ps[pk, P_OUTVC]
-            ser = np.int64(size * port_ser[o] + 0.5)
+            done = now + np.int64(size * port_ser[o] + 0.5)
+            if cut_through and pkt_tail[pk] > done:
+                done = pkt_tail[pk]  # the tail cannot leave before it has arrived
             occ[ip] -= size
             # the credit leaves when the tail has left, and crosses the input cable
-            _push(hk, ha, hb, sc, now + ser + port_lat[ip], EV_CREDIT, port_peer[ip], ivc,
-                  size)
+            _push(hk, ha, hb, sc, done + port_lat[ip], EV_CREDIT, port_peer[ip], ivc, size)
             if nh >= 0:
                 _push(hk, ha, hb, sc, now, EV_READY, ip, ivc, 0)
             if port_router[port_peer[o]] >= 0:
@@ -401,17 +406,21 @@ def run_kernel(
         if stall_start[o] >= 0:
             port_stall[o] += now - stall_start[o]
             stall_start[o] = -1
-        ser = np.int64(size * port_ser[o] + 0.5)
+        if o >= n_router_ports:
+            done = now + np.int64(size * port_ser[o] + 0.5)
         credits[o * V + ovc] -= size
-        done = now + ser
         busy_until[o] = done
         port_bytes[o] += size
         port_pkts[o] += 1
-        port_busy[o] += ser
+        port_busy[o] += done - now
         ps[pk, P_VC] = ovc
         dn = port_peer[o]
-        arrive = done + port_lat[o]
+        arrive = done + port_lat[o]  # the tail's arrival (a NIC receives whole packets)
         if port_router[dn] >= 0:
+            if cut_through:
+                # virtual cut-through: routed once the head is in, the tail follows
+                pkt_tail[pk] = arrive
+                arrive = now + port_lat[o]
             arrive += router_delay
             occ[dn] += size
             if occ[dn] > port_peak[dn]:
@@ -426,8 +435,8 @@ def run_kernel(
                 if nic_wake[node] != tn:
                     nic_wake[node] = tn
                     _push(hk, ha, hb, sc, tn, EV_NIC, node, 0, 0)
-        elif req_head[o] >= 0:
-            wake[o] = 1
+        elif req_head[o] >= 0 and wake[o] != done:
+            wake[o] = done
             _push(hk, ha, hb, sc, done, EV_FREE, o, 0, 0)
     sc[S_EVENTS] += processed
     if sc[S_DELIVERED] < pkt_time.shape[0]:

@@ -43,6 +43,9 @@ class Packets:
     size: np.ndarray
     msg: np.ndarray
     via: np.ndarray
+    #: VC each packet is injected into at its first router (``router.injection_vc``);
+    #: ``None``: VC 0
+    vc: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -63,6 +66,8 @@ class NativeRun:
     #: measurement window ``[start, end)`` in ps; the per-port ``*_window`` counters cover it.
     #: ``None``: the whole run, ``[0, end of the run]``
     window: tuple[int, int] | None = None
+    #: ``router.switching``: virtual cut-through instead of store-and-forward
+    cut_through: bool = False
 
 
 @dataclass
@@ -202,11 +207,15 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     ps[:, K.P_SIZE] = pk.size
     ps[:, K.P_VIA] = pk.via
     ps[:, K.P_SRC] = pk.src
+    if pk.vc is not None:
+        if pk.vc.shape[0] and not 0 <= int(pk.vc.min()) <= int(pk.vc.max()) < V:
+            raise SimulationError(f"an injection VC is outside 0..{V - 1} (router.vcs = {V})")
+        ps[:, K.P_VC] = pk.vc
     q_head = np.full(P * V, -1, dtype=np.int32)
     q_tail = np.full(P * V, -1, dtype=np.int32)
     occ = np.zeros(P, dtype=np.int64)
     busy_until = np.zeros(P, dtype=np.int64)
-    wake = np.zeros(P, dtype=np.int8)
+    wake = np.full(P, -1, dtype=np.int64)  # time of the pending FREE event, -1: none
     req_head = np.full(P, -1, dtype=np.int64)
     req_tail = np.full(P, -1, dtype=np.int64)
     req_next = np.full(P * V, -1, dtype=np.int64)
@@ -215,6 +224,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
 
     pkt_inject = np.full(Kc, -1, dtype=np.int64)
     pkt_deliver = np.full(Kc, -1, dtype=np.int64)
+    # cut-through: when each packet's tail reaches the router it is in (unused otherwise)
+    pkt_tail = np.zeros(Kc if job.cut_through else 1, dtype=np.int64)
     port_bytes = np.zeros(P, dtype=np.int64)
     port_pkts = np.zeros(P, dtype=np.int64)
     port_busy = np.zeros(P, dtype=np.int64)
@@ -235,7 +246,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     def step(n: int, until: int) -> int:
         return K.run_kernel(
             n, until,
-            V, router_delay, pt.port_peer, pt.port_router, port_ser, port_lat, port_buf,
+            V, router_delay, bool(job.cut_through), pt.port_peer, pt.port_router, port_ser, port_lat, port_buf,
             node_router, node_port, nic_port,
             gnext, lnext, rgroup, rlocal, t.vc_mode, vc_bump, port_dim, dateline,
             bool(t.adaptive), np.int64(t.adaptive_bias),
@@ -246,7 +257,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             q_head, q_tail, occ, credits, busy_until, wake, req_head, req_tail, req_next,
             stall_start,
             nic_ptr, nic_wake,
-            pkt_inject, pkt_deliver,
+            pkt_inject, pkt_deliver, pkt_tail,
             port_bytes, port_pkts, port_busy, port_stall, port_peak,
         )
 
