@@ -34,7 +34,7 @@ from federation.checks import (
     machine_prefix,
     packets_memory,
 )
-from federation.components import Messages, RouteTables, WorkloadContext
+from federation.components import Messages, RouteTables, RoutingProgram, WorkloadContext
 from federation.engine.native import LinkFigures, NativeRun, Packets, check_vcs, packetize
 from federation.engine.tables_check import check_point_tables
 from federation.errors import ConfigError, FederationError, RoutingError, located
@@ -64,6 +64,8 @@ class Built:
     nic_bandwidth: float
     tables: RouteTables
     memory: MemoryEstimate
+    program: RoutingProgram | None = None
+    owner: str = ""
 
 
 def resolve_links(machine: Machine, topology: Any, network: Network, source: str,
@@ -113,12 +115,37 @@ def build(point: ResolvedPoint, max_memory: int) -> Built:
     nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)
     tables = point.routing.tables(net, point.machine.topology, machine)
     check_point_tables(point, net, tables)
+    program = point.routing.program(net, point.machine.topology, machine, tables)
+    owner = component_owner(point)
     try:
         check_vcs(tables, machine.router.vcs, point.routing.name)
+        if program is not None:
+            check_program(program, machine.router.vcs, owner)
     except RoutingError as exc:
         o = figure_origin(point, "router.vcs")
         raise ConfigError(str(exc), source=o.source, path=o.path) from None
-    return Built(build_key(point), net, links, nic_bw, tables, est)
+    return Built(build_key(point), net, links, nic_bw, tables, est, program, owner)
+
+
+def component_owner(point: ResolvedPoint) -> str:
+    """``routing 'x' (plugin p) with arbiter 'y' (plugin q)``: who messages about compiled
+    routing or arbitration code blame."""
+    from federation.manager import get_plugins
+
+    plugins = get_plugins()
+    r, a = point.routing.name, point.machine.arbiter.name
+    rp = plugins.routings.items[r].plugin if r in plugins.routings.items else "?"
+    ap = plugins.arbiters.items[a].plugin if a in plugins.arbiters.items else "?"
+    return f"routing {r!r} (plugin {rp}) with arbiter {a!r} (plugin {ap})"
+
+
+def check_program(program: RoutingProgram, n_vcs: int, owner: str) -> None:
+    """A compiled routing's declared VC count against ``router.vcs``."""
+    if program.vcs_required > n_vcs:
+        raise RoutingError(
+            f"{owner} needs {program.vcs_required} virtual channels "
+            f"({program.description or 'its declared vcs_required'}) but the machine has "
+            f"router.vcs = {n_vcs}; set router.vcs: {program.vcs_required} or more")
 
 
 class BuildCache:
@@ -198,9 +225,14 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
     via = point.routing.intermediates(built.tables, src_r, dst_r, rng_route)
     vc = injection_vcs(machine.router.injection_vc, psrc, machine.router.vcs, rng_route)
     packets = Packets(ptime, psrc, pdst, psize, pmsg, via, vc)
+    arbiter = point.machine.arbiter
     job = NativeRun(net, built.links, built.nic_bandwidth, machine.router.delay,
                     machine.router.vcs, built.tables, packets, window,
-                    cut_through=machine.router.switching == "cut_through")
+                    cut_through=machine.router.switching == "cut_through",
+                    program=built.program,
+                    arbiter=(type(arbiter).function, arbiter.state(net, machine.router.vcs)),
+                    owner=built.owner,
+                    seed_stream=int(rng_route.integers(1, 2**62)))
     return PreparedPoint(point, net, job, window, msgs)
 
 

@@ -87,6 +87,11 @@ class RouterConfig(DocumentModel):
         "`random` (drawn per packet from the run's seeded stream). With `zero` a saturated "
         "source router holds only one injection queue per node, which hides congestion from "
         "adaptive routing")
+    arbiter: ComponentSpec = Field(
+        default_factory=lambda: ComponentSpec(kind="oldest_first", params={}),
+        description="which waiting packet an idle output port sends next: `oldest_first` "
+        "(the default), `round_robin` over input VCs, `strict_priority` by traffic class, or "
+        "a plugin's")
     switching: Literal["store_and_forward", "cut_through"] = Field(
         "store_and_forward", description="`store_and_forward`: a packet is routed once its "
         "tail has arrived; `cut_through` (virtual cut-through): once its head has arrived, so "
