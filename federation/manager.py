@@ -51,6 +51,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "minimal": "federation.plugins.routing_minimal",
     "valiant": "federation.plugins.routing_valiant",
     "ugal": "federation.plugins.routing_ugal",
+    "par": "federation.plugins.routing_par",
+    "ugal_global": "federation.plugins.routing_ugal_global",
     "synthetic": "federation.plugins.workload_synthetic",
     "messages": "federation.plugins.workload_messages",
     "qos_none": "federation.plugins.qos_none",

@@ -39,48 +39,25 @@ def inject(sim, tables, node, pk):
 
 
 @njit(cache=True, inline="always")
-def route(sim, tables, r, ip, pk):
-    """Output port and VC of packet ``pk`` at router ``r`` (not its destination router)."""
-    gnext, lnext, rgroup, rlocal, vc_bump, port_dim, dateline, cfg = tables
+def table_port(tables, r, dr, via, phase):
+    """The tables' next port from router ``r`` towards router ``dr``, through group ``via``
+    first while ``phase`` is 0 (``via`` -1: minimal); -1 where the tables have no entry."""
+    gnext, lnext, rgroup, rlocal = tables[0], tables[1], tables[2], tables[3]
+    if via >= 0 and phase == 0 and rgroup[r] != via:
+        return np.int64(gnext[r, via])
+    if rgroup[r] != rgroup[dr]:
+        return np.int64(gnext[r, rgroup[dr]])
+    return np.int64(lnext[r, rlocal[dr]])
+
+
+@njit(cache=True, inline="always")
+def vc_rule(sim, tables, pk, o):
+    """The output VC of ``pk`` leaving on ``o`` by the tables' VC rule (it updates the
+    packet's level and dimension fields)."""
+    vc_bump, port_dim, dateline, cfg = tables[4], tables[5], tables[6], tables[7]
     ps = sim.ps
-    dr = sim.node_router[ps[pk, P_DST]]
-    via = ps[pk, P_VIA]
-    if cfg[1] and via >= 0 and ps[pk, P_HOPS] == 0 and ps[pk, P_PHASE] == 0:
-        # UGAL at the source router: occupancy of the minimal and Valiant first ports, the
-        # Valiant one weighted by its double path length
-        if rgroup[r] != rgroup[dr]:
-            om = gnext[r, rgroup[dr]]
-        else:
-            om = lnext[r, rlocal[dr]]
-        on = om
-        if rgroup[r] != via:
-            on = gnext[r, via]
-        if om < 0 or on < 0:
-            return np.int64(-1), np.int64(0)
-        qm = np.int64(0)
-        qn = np.int64(0)
-        V = sim.n_vcs
-        for k in range(V):
-            qm += sim.port_buf[sim.port_peer[om]] - sim.credits[om * V + k]
-            qn += sim.port_buf[sim.port_peer[on]] - sim.credits[on * V + k]
-        if qm <= 2 * qn + cfg[2]:
-            ps[pk, P_VIA] = -1
-            via = -1
-    if via >= 0 and ps[pk, P_PHASE] == 0:
-        if rgroup[r] == via:
-            ps[pk, P_PHASE] = 1
-        else:
-            ps[pk, P_MINIMAL] = 0
-    if via >= 0 and ps[pk, P_PHASE] == 0:
-        o = gnext[r, via]
-    elif rgroup[r] != rgroup[dr]:
-        o = gnext[r, rgroup[dr]]
-    else:
-        o = lnext[r, rlocal[dr]]
-    if o < 0:
-        return np.int64(-1), np.int64(0)
     if cfg[0] == 0:
-        ovc = ps[pk, P_LEVEL]
+        ovc = np.int64(ps[pk, P_LEVEL])
         if vc_bump[o]:
             ps[pk, P_LEVEL] += 1
     else:
@@ -90,7 +67,45 @@ def route(sim, tables, r, ip, pk):
             ps[pk, P_LEVEL] = 0
         if dateline[o]:
             ps[pk, P_LEVEL] = 1
-        ovc = ps[pk, P_LEVEL]
-    if via >= 0 and ps[pk, P_PHASE] == 1:
+        ovc = np.int64(ps[pk, P_LEVEL])
+    if ps[pk, P_VIA] >= 0 and ps[pk, P_PHASE] == 1:
         ovc += cfg[3]  # Valiant's second phase on its own VCs
-    return np.int64(o), np.int64(ovc)
+    return ovc
+
+
+@njit(cache=True, inline="always")
+def occupancy(sim, o):
+    """Bytes sent on ``o`` whose credit has not come back, all VCs: UGAL's queue estimate."""
+    V = sim.n_vcs
+    q = np.int64(0)
+    for k in range(V):
+        q += sim.port_buf[sim.port_peer[o]] - sim.credits[o * V + k]
+    return q
+
+
+@njit(cache=True, inline="always")
+def route(sim, tables, r, ip, pk):
+    """Output port and VC of packet ``pk`` at router ``r`` (not its destination router)."""
+    rgroup, cfg = tables[2], tables[7]
+    ps = sim.ps
+    dr = sim.node_router[ps[pk, P_DST]]
+    via = np.int64(ps[pk, P_VIA])
+    if cfg[1] and via >= 0 and ps[pk, P_HOPS] == 0 and ps[pk, P_PHASE] == 0:
+        # UGAL at the source router: occupancy of the minimal and Valiant first ports, the
+        # Valiant one weighted by its double path length
+        om = table_port(tables, r, dr, -1, 0)
+        on = table_port(tables, r, dr, via, 0)
+        if om < 0 or on < 0:
+            return np.int64(-1), np.int64(0)
+        if occupancy(sim, om) <= 2 * occupancy(sim, on) + cfg[2]:
+            ps[pk, P_VIA] = -1
+            via = -1
+    if via >= 0 and ps[pk, P_PHASE] == 0:
+        if rgroup[r] == via:
+            ps[pk, P_PHASE] = 1
+        else:
+            ps[pk, P_MINIMAL] = 0
+    o = table_port(tables, r, dr, via, ps[pk, P_PHASE])
+    if o < 0:
+        return np.int64(-1), np.int64(0)
+    return o, vc_rule(sim, tables, pk, o)
