@@ -147,21 +147,64 @@ class RouteTables:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Routing(Component):
-    """Chooses output port and VC per hop, by producing :class:`RouteTables`.
+@dataclass
+class RoutingProgram:
+    """A routing compiled into the engine's loop (see :mod:`federation.engine.api`).
 
-    :meth:`tables` runs once per run; :meth:`intermediates` draws per-packet random choices
-    (Valiant's intermediate group) with the run's seeded generator, so the compiled engine loop
-    needs no random numbers of its own and results are reproducible.
+    ``route(sim, tables, r, ip, pk) -> (port, vc)`` runs at every router when packet ``pk``
+    reaches the head of its input queue on port ``ip`` of router ``r`` (not its destination
+    router: the loop ejects packets itself); ``inject(sim, tables, node, pk)`` runs when the
+    NIC of ``node`` sends ``pk`` (decisions at the source, e.g. an intermediate router in a
+    routing field).  Both are numba ``@njit`` functions defined at module level.  ``tables``
+    is any tuple of NumPy arrays and numbers, built once per run in ordinary Python.
+    """
+
+    route: Any
+    tables: tuple
+    vcs_required: int
+    description: str = ""
+    inject: Any = None  #: default: decide nothing at the NIC
+
+
+class Routing(Component):
+    """Chooses output port and VC per hop.
+
+    Two ways to write one.  The table contract: :meth:`tables` returns :class:`RouteTables`
+    (hierarchical next-hop tables and a VC rule) and :meth:`intermediates` draws per-packet
+    random choices with the run's seeded generator; the engine's built-in table routing
+    follows them.  The compiled contract: :meth:`program` returns a :class:`RoutingProgram`
+    whose ``route`` function the engine calls at every hop, with the router's credits and
+    queues in view; :meth:`tables` then still supplies the minimal tables the checks and
+    summaries use (the default: the topology's).
     """
 
     def tables(self, network: Network, topology: Topology, machine: Machine) -> RouteTables:
         raise NotImplementedError
 
+    def program(self, network: Network, topology: Topology, machine: Machine,
+                tables: RouteTables) -> RoutingProgram | None:
+        """A compiled per-hop routing, or ``None`` (the default) to follow :meth:`tables`."""
+        return None
+
     def intermediates(self, tables: RouteTables, src_router: np.ndarray, dst_router: np.ndarray,
                       rng: np.random.Generator) -> np.ndarray:
         """Per-packet intermediate group, -1 for none.  Minimal routings return all -1."""
         return np.full(src_router.shape[0], -1, dtype=np.int32)
+
+
+# --------------------------------------------------------------------------- arbitration
+
+
+class Arbiter(Component):
+    """Chooses which waiting packet an idle output port sends next (see
+    :mod:`federation.engine.arbiters` for the compiled function's contract)."""
+
+    #: ``arbitrate(sim, state, o) -> (qi, prev)``, a module-level numba ``@njit`` function
+    function: ClassVar[Any] = None
+
+    def state(self, network: Network, n_vcs: int) -> tuple:
+        """The arbiter's own arrays, built once per run (default: none)."""
+        return (np.zeros(1, dtype=np.int64),)
 
 
 # --------------------------------------------------------------------------- QoS

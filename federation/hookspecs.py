@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from federation.components import Engine, QosPolicy, Routing, Topology, Workload
+    from federation.components import Arbiter, Engine, QosPolicy, Routing, Topology, Workload
 
 hookspec = pluggy.HookspecMarker("federation")
 
@@ -53,6 +53,11 @@ def federation_register_routings(register: Callable[[type[Routing]], None]) -> N
 @hookspec
 def federation_register_qos(register: Callable[[type[QosPolicy]], None]) -> None:
     """Register :class:`~federation.components.QosPolicy` subclasses (``machine.qos.kind``)."""
+
+
+@hookspec
+def federation_register_arbiters(register: Callable[[type[Arbiter]], None]) -> None:
+    """Register :class:`~federation.components.Arbiter` subclasses (``machine.router.arbiter``)."""
 
 
 @hookspec

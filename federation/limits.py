@@ -5,7 +5,7 @@ Every figure a run feeds the engine (times, sizes, rates, counts) is checked aga
 engine cannot hold is refused with a message naming the file and field, never wrapped silently.
 
 * **Clock.**  Event times are integer picoseconds kept in int64 heap keys ``time << 19 | seq``
-  (see :mod:`federation.engine.kernel`), so a time must stay below ``2**43`` ps, about 8.8 s of
+  (see :mod:`federation.engine.events`), so a time must stay below ``2**43`` ps, about 8.8 s of
   simulated time.
 * **Packet size.**  A packet's size is an int32 column of the engine's per-packet state row, so
   sizes are whole bytes from 1 to ``2**31 - 1``.

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from federation.components import Engine, QosPolicy, Routing, Topology, Workload
+from federation.components import Arbiter, Engine, QosPolicy, Routing, Topology, Workload
 from federation.errors import ConfigError
 from federation.limits import MAX_SWEEP_POINTS
 from federation.manager import ComponentRegistry, FederationPlugins, get_plugins
@@ -34,6 +34,7 @@ class ResolvedMachine:
     source: str
     topology: Topology
     qos: QosPolicy
+    arbiter: Arbiter
 
 
 @dataclass
@@ -117,6 +118,8 @@ def resolve_machine(machine: Machine, source: str, plugins: FederationPlugins,
     pre = f"{prefix}." if prefix else ""
     topo = resolve_component(machine.topology, plugins.topologies, source, f"{pre}topology")
     qos = resolve_component(machine.qos, plugins.qos, source, f"{pre}qos")
+    arbiter = resolve_component(machine.router.arbiter, plugins.arbiters, source,
+                                f"{pre}router.arbiter")
     known = set(topo.link_defaults) | {"terminal"}
     if topo.link_defaults:
         for name in machine.links:
@@ -126,7 +129,7 @@ def resolve_machine(machine: Machine, source: str, plugins: FederationPlugins,
                     f"(it has: {', '.join(sorted(known))})",
                     source=source, path=f"{pre}links.{name}",
                 )
-    return ResolvedMachine(machine, source, topo, qos)
+    return ResolvedMachine(machine, source, topo, qos, arbiter)
 
 
 def load_machine(path: str | Path, plugins: FederationPlugins | None = None) -> ResolvedMachine:

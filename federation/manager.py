@@ -24,7 +24,15 @@ from typing import Any, Generic, TypeVar
 import pluggy
 
 from federation import hookspecs
-from federation.components import Component, Engine, QosPolicy, Routing, Topology, Workload
+from federation.components import (
+    Arbiter,
+    Component,
+    Engine,
+    QosPolicy,
+    Routing,
+    Topology,
+    Workload,
+)
 from federation.errors import PluginError
 from federation.models.base import Params
 
@@ -43,9 +51,12 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "minimal": "federation.plugins.routing_minimal",
     "valiant": "federation.plugins.routing_valiant",
     "ugal": "federation.plugins.routing_ugal",
+    "par": "federation.plugins.routing_par",
+    "ugal_global": "federation.plugins.routing_ugal_global",
     "synthetic": "federation.plugins.workload_synthetic",
     "messages": "federation.plugins.workload_messages",
     "qos_none": "federation.plugins.qos_none",
+    "arbiters": "federation.plugins.arbiters",
     "native": "federation.plugins.engine_native",
     "sst": "federation.plugins.engine_sst",
     "simgrid": "federation.adapters.simgrid.engine",
@@ -123,6 +134,7 @@ class FederationPlugins:
         self.topologies: ComponentRegistry[Topology] = ComponentRegistry("topology", Topology)
         self.routings: ComponentRegistry[Routing] = ComponentRegistry("routing", Routing)
         self.qos: ComponentRegistry[QosPolicy] = ComponentRegistry("QoS policy", QosPolicy)
+        self.arbiters: ComponentRegistry[Arbiter] = ComponentRegistry("arbiter", Arbiter)
         self.workloads: ComponentRegistry[Workload] = ComponentRegistry("workload", Workload)
         self.engines: ComponentRegistry[Engine] = ComponentRegistry("engine", Engine)
         self.info: dict[str, PluginInfo] = {}
@@ -175,6 +187,7 @@ class FederationPlugins:
             ("federation_register_topologies", self.topologies),
             ("federation_register_routings", self.routings),
             ("federation_register_qos", self.qos),
+            ("federation_register_arbiters", self.arbiters),
             ("federation_register_workloads", self.workloads),
             ("federation_register_engines", self.engines),
         ]
@@ -204,6 +217,7 @@ class FederationPlugins:
             "topologies": self.topologies,
             "routings": self.routings,
             "qos": self.qos,
+            "arbiters": self.arbiters,
             "workloads": self.workloads,
             "engines": self.engines,
         }

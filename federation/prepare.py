@@ -34,7 +34,7 @@ from federation.checks import (
     machine_prefix,
     packets_memory,
 )
-from federation.components import Messages, RouteTables, WorkloadContext
+from federation.components import Messages, RouteTables, RoutingProgram, WorkloadContext
 from federation.engine.native import LinkFigures, NativeRun, Packets, check_vcs, packetize
 from federation.engine.tables_check import check_point_tables
 from federation.errors import ConfigError, FederationError, RoutingError, located
@@ -64,6 +64,8 @@ class Built:
     nic_bandwidth: float
     tables: RouteTables
     memory: MemoryEstimate
+    program: RoutingProgram | None = None
+    owner: str = ""
 
 
 def resolve_links(machine: Machine, topology: Any, network: Network, source: str,
@@ -113,12 +115,37 @@ def build(point: ResolvedPoint, max_memory: int) -> Built:
     nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)
     tables = point.routing.tables(net, point.machine.topology, machine)
     check_point_tables(point, net, tables)
+    program = point.routing.program(net, point.machine.topology, machine, tables)
+    owner = component_owner(point)
     try:
         check_vcs(tables, machine.router.vcs, point.routing.name)
+        if program is not None:
+            check_program(program, machine.router.vcs, owner)
     except RoutingError as exc:
         o = figure_origin(point, "router.vcs")
         raise ConfigError(str(exc), source=o.source, path=o.path) from None
-    return Built(build_key(point), net, links, nic_bw, tables, est)
+    return Built(build_key(point), net, links, nic_bw, tables, est, program, owner)
+
+
+def component_owner(point: ResolvedPoint) -> str:
+    """``routing 'x' (plugin p) with arbiter 'y' (plugin q)``: who messages about compiled
+    routing or arbitration code blame."""
+    from federation.manager import get_plugins
+
+    plugins = get_plugins()
+    r, a = point.routing.name, point.machine.arbiter.name
+    rp = plugins.routings.items[r].plugin if r in plugins.routings.items else "?"
+    ap = plugins.arbiters.items[a].plugin if a in plugins.arbiters.items else "?"
+    return f"routing {r!r} (plugin {rp}) with arbiter {a!r} (plugin {ap})"
+
+
+def check_program(program: RoutingProgram, n_vcs: int, owner: str) -> None:
+    """A compiled routing's declared VC count against ``router.vcs``."""
+    if program.vcs_required > n_vcs:
+        raise RoutingError(
+            f"{owner} needs {program.vcs_required} virtual channels "
+            f"({program.description or 'its declared vcs_required'}) but the machine has "
+            f"router.vcs = {n_vcs}; set router.vcs: {program.vcs_required} or more")
 
 
 class BuildCache:
@@ -198,10 +225,40 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
     src_r = net.node_router[psrc]
     dst_r = net.node_router[pdst]
     via = point.routing.intermediates(built.tables, src_r, dst_r, rng_route)
-    packets = Packets(ptime, psrc, pdst, psize, pmsg, via)
+    vc = injection_vcs(machine.router.injection_vc, psrc, machine.router.vcs, rng_route)
+    packets = Packets(ptime, psrc, pdst, psize, pmsg, via, vc)
+    arbiter = point.machine.arbiter
     job = NativeRun(net, built.links, built.nic_bandwidth, machine.router.delay,
-                    machine.router.vcs, built.tables, packets, window)
+                    machine.router.vcs, built.tables, packets, window,
+                    cut_through=machine.router.switching == "cut_through",
+                    program=built.program,
+                    arbiter=(type(arbiter).function, arbiter.state(net, machine.router.vcs)),
+                    owner=built.owner,
+                    seed_stream=int(rng_route.integers(1, 2**62)))
     return PreparedPoint(point, net, job, window, msgs)
+
+
+def injection_vcs(policy: str, src: np.ndarray, n_vcs: int,
+                  rng: np.random.Generator) -> np.ndarray:
+    """The VC each packet enters its first router on (``router.injection_vc``).
+
+    ``spread`` numbers each NIC's packets in creation order (packets are sorted by time) and
+    takes that number modulo the VC count, so consecutive packets of a node queue in different
+    input buffers at its router, as BookSim's round-robin injection does.  ``random`` draws
+    from the routing stream *after* the routing's own draws, so choosing it does not change
+    which intermediate groups a seed gives.
+    """
+    k = src.shape[0]
+    if policy == "zero" or n_vcs == 1 or k == 0:
+        return np.zeros(k, dtype=np.int32)
+    if policy == "random":
+        return rng.integers(0, n_vcs, size=k).astype(np.int32)
+    order = np.argsort(src, kind="stable")
+    counts = np.bincount(src, minlength=int(src.max()) + 1)
+    start = np.repeat(np.cumsum(counts) - counts, counts)
+    rank = np.empty(k, dtype=np.int64)
+    rank[order] = np.arange(k) - start
+    return (rank % n_vcs).astype(np.int32)
 
 
 def _stop_field(point: ResolvedPoint) -> str:

@@ -7,7 +7,9 @@ phase so that nodes are not synchronised.
 
 Patterns:
 
-* ``uniform``: destination uniform over all other nodes;
+* ``uniform``: destination uniform over all other nodes, or over all nodes including the source
+  with ``include_self: true`` (BookSim's and SST merlin's ``uniform``; a message to oneself goes
+  up to the router and back down);
 * ``group_shift`` (alias ``worst_case``): destination uniform over the nodes of the next group
   (group ``i`` to ``i+1 mod g``), the dragonfly's adversarial pattern, which loads the single
   global link between consecutive groups (on topologies without groups, router ``i`` to ``i+1``).
@@ -18,7 +20,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
@@ -34,6 +36,16 @@ class SyntheticParams(Params):
     message_size: ByteCount | None = Field(
         None, description="whole bytes per message; default: the machine's packet size"
     )
+    include_self: bool = Field(
+        False, description="uniform only: a node may draw itself as destination (BookSim and "
+        "SST merlin do; the default excludes it)")
+
+    @model_validator(mode="after")
+    def _self_only_for_uniform(self) -> SyntheticParams:
+        if self.include_self and self.pattern != "uniform":
+            raise ValueError(f"include_self applies to the uniform pattern only, not "
+                             f"{self.pattern!r}")
+        return self
 
 
 class Synthetic(Workload):
@@ -82,6 +94,8 @@ class Synthetic(Workload):
     def _destinations(self, src: np.ndarray, net, rng: np.random.Generator) -> np.ndarray:  # noqa: ANN001
         n = net.n_nodes
         if self.params.pattern == "uniform":
+            if self.params.include_self:
+                return rng.integers(0, n, size=src.shape[0])
             d = rng.integers(0, n - 1, size=src.shape[0])
             return d + (d >= src)
         groups = net.node_group.astype(np.int64)

@@ -168,7 +168,10 @@ def test_results_say_what_was_run_and_rerun_identically(tmp_path):
     assert set(m["links"]) == {"terminal", "local", "global"}
     assert m["links"]["global"] == {"bandwidth": 4.7 * 2**30, "latency": 100e-9,
                                     "buffer": 16384}
-    assert m["router"] == {"delay": 50e-9, "vcs": 3} and m["nic"]["bandwidth"] > 0
+    assert m["router"] == {"delay": 50e-9, "vcs": 3, "injection_vc": "spread",
+                           "arbiter": {"kind": "oldest_first"},
+                           "switching": "store_and_forward"}
+    assert m["nic"]["bandwidth"] > 0
     assert m["topology"]["kind"] == "dragonfly" and m["qos"] == {"kind": "none"}
     assert res["workload"]["load"] == 0.3 and "sweep" not in res
     assert res["stop"] == {"warmup": 0.2e-6, "measure": 1e-6, "messages": None}

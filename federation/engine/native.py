@@ -1,8 +1,8 @@
-"""Native engine driver: turns a prepared run into flat arrays, runs the compiled kernel, and
+"""Native engine driver: turns a prepared run into flat arrays, runs the compiled loop, and
 hands back raw per-packet and per-port arrays.
 
-The kernel runs in slices of ``budget`` events so that a caller can show progress and so that the
-event heap can grow without the kernel allocating; state lives in the arrays created here.
+The loop runs in slices of ``budget`` events so that a caller can show progress and so that the
+event heap can grow without the loop allocating; state lives in the arrays created here.
 """
 
 from __future__ import annotations
@@ -10,11 +10,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numba.core.errors import NumbaError
 
-from federation.components import RouteTables
-from federation.engine import kernel as K
+from federation.components import RouteTables, RoutingProgram
+from federation.engine import api as A
+from federation.engine import events as E
+from federation.engine.arbiters import oldest_first
+from federation.engine.compile import loop_for
+from federation.engine.state import Sim
+from federation.engine.tables_route import inject as table_inject
+from federation.engine.tables_route import program_tables
+from federation.engine.tables_route import route as table_route
 from federation.errors import RoutingError, SimulationError
 from federation.limits import MAX_PACKET_BYTES, TIME_LIMIT_PS
 from federation.network import Network
@@ -43,6 +52,9 @@ class Packets:
     size: np.ndarray
     msg: np.ndarray
     via: np.ndarray
+    #: VC each packet is injected into at its first router (``router.injection_vc``);
+    #: ``None``: VC 0
+    vc: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -51,7 +63,7 @@ class Packets:
 
 @dataclass
 class NativeRun:
-    """Everything the kernel needs, already resolved (see :func:`federation.runner.prepare`)."""
+    """Everything the loop needs, already resolved (see :func:`federation.runner.prepare`)."""
 
     network: Network
     links: dict[str, LinkFigures]
@@ -63,6 +75,18 @@ class NativeRun:
     #: measurement window ``[start, end)`` in ps; the per-port ``*_window`` counters cover it.
     #: ``None``: the whole run, ``[0, end of the run]``
     window: tuple[int, int] | None = None
+    #: ``router.switching``: virtual cut-through instead of store-and-forward
+    cut_through: bool = False
+    #: a compiled routing (``None``: follow ``tables`` with the built-in table routing)
+    program: RoutingProgram | None = None
+    #: ``(arbitrate function, its state tuple)``; ``None``: oldest first
+    arbiter: tuple[Any, tuple] | None = None
+    #: who the routing and arbiter are, for messages ("routing 'x' (plugin y)")
+    owner: str = ""
+    #: seed of the loop's own random stream (routings and arbiters draw from it)
+    seed_stream: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
+    #: hops after which a packet is deemed in a routing loop (``None``: 4 x routers + 8)
+    max_hops: int | None = None
 
 
 @dataclass
@@ -137,7 +161,7 @@ def check_vcs(tables: RouteTables, n_vcs: int, routing_name: str) -> None:
 
 def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = None,
                budget: int = 2_000_000) -> RawResult:
-    """Run the kernel to completion; raise :class:`SimulationError` on deadlock."""
+    """Run the loop to completion; raise :class:`SimulationError` on deadlock."""
     net = job.network
     pt = net.ports
     P = pt.n_ports
@@ -162,7 +186,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
 
     credits = np.repeat(port_buf[pt.port_peer], V).astype(np.int64)
     to_nic = pt.port_router[pt.port_peer] < 0
-    credits.reshape(P, V)[to_nic, :] = K.INF_CREDIT
+    credits.reshape(P, V)[to_nic, :] = E.INF_CREDIT
 
     # ---- packets per NIC, in creation order
     order = np.lexsort((np.arange(Kc), pk.time_ps, pk.src))
@@ -170,133 +194,120 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     nic_first = np.zeros(N + 1, dtype=np.int64)
     np.cumsum(np.bincount(pk.src, minlength=N), out=nic_first[1:])
 
-    t = job.tables
-    vc_bump = t.port_vc_bump if t.port_vc_bump is not None else np.zeros(P, np.uint8)
-    port_dim = t.port_dim if t.port_dim is not None else np.full(P, -1, np.int16)
-    dateline = t.port_dateline if t.port_dateline is not None else np.zeros(P, np.uint8)
-
-    # ---- state
-    sc = np.zeros(K.N_SCALARS, dtype=np.int64)
+    # ---- the event heap: each NIC wakes at its first packet; a sorted array is a valid heap
+    sc = np.zeros(E.N_SCALARS, dtype=np.int64)
+    sc[E.S_RNG] = job.seed_stream
     cap = max(1024, 4 * (P * V + N))
-    hk = np.full(cap, K.KEY_MAX, dtype=np.int64)
+    hk = np.full(cap, E.KEY_MAX, dtype=np.int64)
     ha = np.zeros(cap, dtype=np.int64)
     hb = np.zeros(cap, dtype=np.int64)
-    # initial events: each NIC wakes at its first packet; a sorted array is a valid heap
     has = nic_first[1:] > nic_first[:-1]
     nodes = np.nonzero(has)[0]
     first_t = pk.time_ps[nic_pkts[nic_first[nodes]]]
     o = np.lexsort((nodes, first_t))
     n0 = nodes.shape[0]
-    hk[:n0] = (first_t[o] << K.SEQ_BITS) | np.arange(n0)
-    ha[:n0] = nodes[o] * 8 + K.EV_NIC
-    sc[K.S_HEAP] = n0
-    sc[K.S_SEQ] = n0
+    hk[:n0] = (first_t[o] << E.SEQ_BITS) | np.arange(n0)
+    ha[:n0] = nodes[o] * 8 + E.EV_NIC
+    sc[E.S_HEAP] = n0
+    sc[E.S_SEQ] = n0
     nic_wake = np.full(N, -1, dtype=np.int64)
     nic_wake[nodes[o]] = first_t[o]
 
-    ps = _cache_aligned_rows(Kc, K.PS_COLS)
-    ps[:, K.P_NEXT] = -1
-    ps[:, K.P_DIM] = -1
-    ps[:, K.P_MINIMAL] = 1
-    ps[:, K.P_DST] = pk.dst
-    ps[:, K.P_SIZE] = pk.size
-    ps[:, K.P_VIA] = pk.via
-    ps[:, K.P_SRC] = pk.src
-    q_head = np.full(P * V, -1, dtype=np.int32)
-    q_tail = np.full(P * V, -1, dtype=np.int32)
-    occ = np.zeros(P, dtype=np.int64)
-    busy_until = np.zeros(P, dtype=np.int64)
-    wake = np.zeros(P, dtype=np.int8)
-    req_head = np.full(P, -1, dtype=np.int64)
-    req_tail = np.full(P, -1, dtype=np.int64)
-    req_next = np.full(P * V, -1, dtype=np.int64)
-    stall_start = np.full(P, -1, dtype=np.int64)
-    nic_ptr = nic_first[:-1].copy()
+    ps = _cache_aligned_rows(Kc, A.PS_COLS)
+    ps[:, A.P_NEXT] = -1
+    ps[:, A.P_DIM] = -1
+    ps[:, A.P_MINIMAL] = 1
+    ps[:, A.P_DST] = pk.dst
+    ps[:, A.P_SIZE] = pk.size
+    ps[:, A.P_VIA] = pk.via
+    ps[:, A.P_SRC] = pk.src
+    if pk.vc is not None:
+        if pk.vc.shape[0] and not 0 <= int(pk.vc.min()) <= int(pk.vc.max()) < V:
+            raise SimulationError(f"an injection VC is outside 0..{V - 1} (router.vcs = {V})")
+        ps[:, A.P_VC] = pk.vc
 
-    pkt_inject = np.full(Kc, -1, dtype=np.int64)
-    pkt_deliver = np.full(Kc, -1, dtype=np.int64)
-    port_bytes = np.zeros(P, dtype=np.int64)
-    port_pkts = np.zeros(P, dtype=np.int64)
-    port_busy = np.zeros(P, dtype=np.int64)
-    port_stall = np.zeros(P, dtype=np.int64)
-    port_peak = np.zeros(P, dtype=np.int64)
-
-    node_router = net.node_router.astype(np.int32)
-    node_port = pt.node_port.astype(np.int32)
-    nic_port = pt.nic_port.astype(np.int32)
-    gnext = np.ascontiguousarray(t.gnext, dtype=np.int32)
-    lnext = np.ascontiguousarray(t.lnext, dtype=np.int32)
-    rgroup = t.router_group.astype(np.int32)
-    rlocal = t.router_local.astype(np.int32)
-    vc_bump = vc_bump.astype(np.uint8)
-    port_dim = port_dim.astype(np.int32)
-    dateline = dateline.astype(np.uint8)
+    i64 = np.int64
+    sim = Sim(
+        n_vcs=i64(V), router_delay=router_delay, cut_through=bool(job.cut_through),
+        n_router_ports=i64(pt.n_router_ports), max_hops=i64(job.max_hops or 4 * net.n_routers + 8),
+        port_peer=pt.port_peer.astype(i64), port_router=pt.port_router.astype(i64),
+        port_ser=port_ser, port_lat=port_lat, port_buf=port_buf,
+        router_port_start=pt.router_port_start.astype(i64),
+        node_router=net.node_router.astype(i64), node_port=pt.node_port.astype(i64),
+        nic_port=pt.nic_port.astype(i64),
+        pkt_time=pk.time_ps.astype(i64), nic_first=nic_first, nic_pkts=nic_pkts,
+        sc=sc, hk=hk, ha=ha, hb=hb, ps=ps,
+        q_head=np.full(P * V, -1, dtype=np.int32), q_tail=np.full(P * V, -1, dtype=np.int32),
+        occ=np.zeros(P, dtype=i64), credits=credits, busy_until=np.zeros(P, dtype=i64),
+        wake=np.full(P, -1, dtype=i64),  # time of the pending FREE event, -1: none
+        req_head=np.full(P, -1, dtype=i64), req_tail=np.full(P, -1, dtype=i64),
+        req_next=np.full(P * V, -1, dtype=i64), req_count=np.zeros(P, dtype=i64),
+        stall_start=np.full(P, -1, dtype=i64), nic_ptr=nic_first[:-1].copy(),
+        nic_wake=nic_wake,
+        pkt_inject=np.full(Kc, -1, dtype=i64), pkt_deliver=np.full(Kc, -1, dtype=i64),
+        # cut-through: when each packet's tail reaches the router it is in (unused otherwise)
+        pkt_tail=np.zeros(Kc if job.cut_through else 1, dtype=i64),
+        port_bytes=np.zeros(P, dtype=i64), port_pkts=np.zeros(P, dtype=i64),
+        port_busy=np.zeros(P, dtype=i64), port_stall=np.zeros(P, dtype=i64),
+        port_peak=np.zeros(P, dtype=i64),
+    )
+    prog = job.program or RoutingProgram(table_route, program_tables(job.tables, P),
+                                         job.tables.vcs_required, job.tables.description)
+    arb_fn, arb_state = job.arbiter or (oldest_first, (np.zeros(1, dtype=i64),))
+    owner = job.owner or "the routing"
+    run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner)
+    rt = prog.tables
+    cur = np.zeros(5, dtype=np.int64)  # the event being handled (the loop allocates nothing)
 
     def step(n: int, until: int) -> int:
-        return K.run_kernel(
-            n, until,
-            V, router_delay, pt.port_peer, pt.port_router, port_ser, port_lat, port_buf,
-            node_router, node_port, nic_port,
-            gnext, lnext, rgroup, rlocal, t.vc_mode, vc_bump, port_dim, dateline,
-            bool(t.adaptive), np.int64(t.adaptive_bias),
-            np.int64(t.phase_vc_offset),
-            pk.time_ps, nic_first, nic_pkts,
-            sc, hk, ha, hb,
-            ps,
-            q_head, q_tail, occ, credits, busy_until, wake, req_head, req_tail, req_next,
-            stall_start,
-            nic_ptr, nic_wake,
-            pkt_inject, pkt_deliver,
-            port_bytes, port_pkts, port_busy, port_stall, port_peak,
-        )
+        try:
+            return int(run_loop(n, until, sim, rt, arb_state, cur))
+        except NumbaError as exc:
+            first = str(exc).strip().splitlines()
+            raise RoutingError(f"{owner}: its compiled functions do not compile inside the "
+                               f"engine's loop: {first[0] if first else type(exc).__name__}"
+                               ) from None
 
     def counters(at: int) -> PortCounters:
-        return counters_at(at, port_busy, busy_until, port_bytes, port_pkts, port_stall,
-                           stall_start)
+        return counters_at(at, sim.port_busy, sim.busy_until, sim.port_bytes, sim.port_pkts,
+                           sim.port_stall, sim.stall_start)
 
     # the loop stops before the first event at or after each edge of the window, so that the
     # per-port counters can be read as they stand at exactly that time
     edges = [int(t) for t in job.window] if job.window is not None else []
-    if edges and not 0 <= edges[0] <= edges[1] <= K.TIME_LIMIT_PS:
+    if edges and not 0 <= edges[0] <= edges[1] <= E.TIME_LIMIT_PS:
         raise SimulationError(f"measurement window [{edges[0]}, {edges[1]}) ps is not inside "
                               f"{CLOCK_RANGE}")
     snaps: list[PortCounters] = []
 
-    step(0, K.TIME_LIMIT_PS)  # compiles on first use (or loads numba's cache); untimed
+    step(0, E.TIME_LIMIT_PS)  # compiles on first use (or loads numba's cache); untimed
     wall0 = time.perf_counter()
     while True:
-        status = step(budget, edges[len(snaps)] if len(snaps) < len(edges) else K.TIME_LIMIT_PS)
-        if status == K.ST_UNTIL:
+        status = step(budget, edges[len(snaps)] if len(snaps) < len(edges) else E.TIME_LIMIT_PS)
+        if status == E.ST_UNTIL:
             snaps.append(counters(edges[len(snaps)]))
             continue
-        if status == K.ST_BUDGET:
+        if status == E.ST_BUDGET:
             if progress is not None:
-                progress(int(sc[K.S_DELIVERED]), Kc)
+                progress(int(sim.sc[E.S_DELIVERED]), Kc)
             continue
-        if status == K.ST_HEAP_FULL:
-            n = hk.shape[0]
-            hk = np.concatenate([hk, np.full(n, K.KEY_MAX, dtype=np.int64)])
-            ha = np.resize(ha, 2 * n)
-            hb = np.resize(hb, 2 * n)
+        if status == E.ST_HEAP_FULL:
+            n = sim.hk.shape[0]
+            sim = sim._replace(hk=np.concatenate([sim.hk, np.full(n, E.KEY_MAX, np.int64)]),
+                               ha=np.resize(sim.ha, 2 * n), hb=np.resize(sim.hb, 2 * n))
             continue
         break
     wall = time.perf_counter() - wall0
     if progress is not None:
-        progress(int(sc[K.S_DELIVERED]), Kc)
-    if status == K.ST_BAD_VC:
-        p = int(sc[K.S_BADPKT])
-        raise RoutingError(
-            f"packet {p} (node {int(pk.src[p])} -> {int(pk.dst[p])}) needed a VC beyond "
-            f"router.vcs = {V}; the routing's declared VC count (vcs_required) is wrong"
-        )
-    if status == K.ST_NO_ROUTE:
-        raise RoutingError(_no_route_report(net, t, ps, pk, int(sc[K.S_BADPKT]),
-                                            int(sc[K.S_BAD_ROUTER])))
-    if status == K.ST_TIME_LIMIT:
+        progress(int(sim.sc[E.S_DELIVERED]), Kc)
+    sc, ps = sim.sc, sim.ps
+    if status in (E.ST_BAD_VC, E.ST_BAD_PORT, E.ST_NO_ROUTE, E.ST_HOP_LIMIT):
+        raise RoutingError(_routing_report(net, job, sim, status, owner))
+    if status == E.ST_TIME_LIMIT:
         raise SimulationError(_time_limit_report(net, sc))
-    if status == K.ST_DEADLOCK:
-        raise SimulationError(_deadlock_report(net, V, q_head, req_head, credits, sc, Kc))
-    end = int(sc[K.S_NOW])
+    if status == E.ST_DEADLOCK:
+        raise SimulationError(_deadlock_report(net, V, sim.q_head, sim.req_head, sc, Kc))
+    end = int(sc[E.S_NOW])
     if edges:
         while len(snaps) < 2:  # an edge after the last event: the counters are final there
             snaps.append(counters(edges[len(snaps)]))
@@ -304,11 +315,12 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     else:
         window, in_window = (0, end), counters(end)
     return RawResult(
-        pkt_inject=pkt_inject, pkt_deliver=pkt_deliver, pkt_hops=ps[:, K.P_HOPS].copy(),
-        pkt_minimal=ps[:, K.P_MINIMAL].astype(np.int8), pkt_via=ps[:, K.P_VIA].copy(),
-        port_bytes=port_bytes, port_pkts=port_pkts,
-        port_busy=port_busy, port_stall=port_stall, port_peak=port_peak,
-        end_ps=end, events=int(sc[K.S_EVENTS]), packet_hops=int(sc[K.S_HOPS]),
+        pkt_inject=sim.pkt_inject, pkt_deliver=sim.pkt_deliver,
+        pkt_hops=ps[:, A.P_HOPS].copy(), pkt_minimal=ps[:, A.P_MINIMAL].astype(np.int8),
+        pkt_via=ps[:, A.P_VIA].copy(),
+        port_bytes=sim.port_bytes, port_pkts=sim.port_pkts,
+        port_busy=sim.port_busy, port_stall=sim.port_stall, port_peak=sim.port_peak,
+        end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
         wall_s=wall, window=window, window_ports=in_window,
     )
 
@@ -317,9 +329,9 @@ def counters_at(t: int, port_busy: np.ndarray, busy_until: np.ndarray, port_byte
                 port_pkts: np.ndarray, port_stall: np.ndarray,
                 stall_start: np.ndarray) -> PortCounters:
     """The per-port counters as they stand at time ``t``, read when every event before ``t``
-    and none at or after it has been processed (the kernel's ``until`` stop).
+    and none at or after it has been processed (the loop's ``until`` stop).
 
-    The kernel adds a transmission's whole serialisation to ``port_busy`` when it starts, and
+    The loop adds a transmission's whole serialisation to ``port_busy`` when it starts, and
     a stall's length when it ends.  A port serialises one packet at a time, so at most its
     latest transmission (ending at ``busy_until``) runs past ``t``: its part after ``t`` is
     taken off.  A stall still open at ``t`` (``stall_start >= 0``) has lasted ``t -
@@ -334,7 +346,7 @@ def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.nda
                          router_delay_ps: float, packets: Packets) -> None:
     """Refuse figures whose engine arithmetic could leave the clock range or wrap.
 
-    The kernel adds serialisations (``size * ps_per_byte``, rounded to int64), latencies and
+    The loop adds serialisations (``size * ps_per_byte``, rounded to int64), latencies and
     the router delay to the current time and checks the *sum* where it makes the event key.
     That check is only sound if no operand has wrapped already, so each operand must be a
     finite number of picoseconds below ``TIME_LIMIT_PS`` (a sum of a few of them then stays
@@ -375,8 +387,8 @@ def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.nda
                               f"outside {CLOCK_RANGE}")
 
 
-_EVENT_KINDS = {K.EV_ARRIVE: "ARRIVE", K.EV_READY: "READY", K.EV_FREE: "FREE",
-                K.EV_CREDIT: "CREDIT", K.EV_NIC: "NIC"}
+_EVENT_KINDS = {E.EV_ARRIVE: "ARRIVE", E.EV_READY: "READY", E.EV_FREE: "FREE",
+                E.EV_CREDIT: "CREDIT", E.EV_NIC: "NIC"}
 
 
 def _port_name(net: Network, p: int) -> str:
@@ -389,28 +401,28 @@ def _port_name(net: Network, p: int) -> str:
 
 
 def _event_meaning(net: Network, ev: int, a: int, b: int) -> str:
-    """What an event of kind ``ev`` with payload ``a, b`` is about (see the kernel's EV_*)."""
-    if ev == K.EV_ARRIVE:
+    """What an event of kind ``ev`` with payload ``a, b`` is about (see events.EV_*)."""
+    if ev == E.EV_ARRIVE:
         node = int(net.ports.port_node[b]) if net.ports.port_router[b] < 0 else -1
         return f"packet {a} reaching " + (f"node {node}" if node >= 0 else _port_name(net, b))
-    if ev == K.EV_READY:
+    if ev == E.EV_READY:
         return f"the head packet of {_port_name(net, a)} VC {b} routed"
-    if ev == K.EV_FREE:
+    if ev == E.EV_FREE:
         return f"{_port_name(net, a)} free again"
-    if ev == K.EV_CREDIT:
+    if ev == E.EV_CREDIT:
         return f"a credit reaching {_port_name(net, a)} VC {b}"
-    if ev == K.EV_NIC:
+    if ev == E.EV_NIC:
         return f"node {a}'s next packet leaving its NIC"
     return f"payload {a}, {b}"
 
 
 def _time_limit_report(net: Network, sc: np.ndarray) -> str:
-    """Which event the kernel refused to schedule, when, and the limit."""
-    t = int(sc[K.S_BAD_TIME])
-    now = format_time(int(sc[K.S_NOW]) / PS_PER_S)
+    """Which event the loop refused to schedule, when, and the limit."""
+    t = int(sc[E.S_BAD_TIME])
+    now = format_time(int(sc[E.S_NOW]) / PS_PER_S)
     if t == 0:  # not expected: every start time is checked before the run
         return f"the run left {CLOCK_RANGE} at t={now}"
-    ev, a, b = (int(sc[i]) for i in (K.S_BAD_EV, K.S_BAD_A, K.S_BAD_B))
+    ev, a, b = (int(sc[i]) for i in (E.S_BAD_EV, E.S_BAD_A, E.S_BAD_B))
     kind = _EVENT_KINDS.get(ev, str(ev))
     article = "an" if kind[0] in "AEIOU" else "a"
     return (f"the engine refused to schedule {article} {kind} event "
@@ -419,12 +431,36 @@ def _time_limit_report(net: Network, sc: np.ndarray) -> str:
             "router delay")
 
 
+def _routing_report(net: Network, job: NativeRun, sim: Any, status: int, owner: str) -> str:
+    """What was wrong with the routing's answer for the packet the loop stopped at."""
+    sc, pk = sim.sc, job.packets
+    p, r = int(sc[E.S_BADPKT]), int(sc[E.S_BAD_ROUTER])
+    o, vc = int(sc[E.S_BAD_A]), int(sc[E.S_BAD_B])
+    who = f"packet {p} (node {int(pk.src[p])} -> {int(pk.dst[p])}) at router {r}"
+    if status == E.ST_HOP_LIMIT:
+        return (f"{owner}: {who} has made {int(sim.max_hops)} router-to-router hops without "
+                "arriving: the routing sends packets in circles")
+    if status == E.ST_NO_ROUTE:
+        if job.program is None:
+            return _no_route_report(net, job.tables, sim.ps, pk, p, r)
+        return f"{owner}: {who} got no output port (-1)"
+    if status == E.ST_BAD_VC:
+        return (f"{owner}: {who} was given VC {vc}, outside 0..{job.n_vcs - 1} (router.vcs = "
+                f"{job.n_vcs}); the routing's declared VC count (vcs_required) is wrong")
+    first, end = (int(x) for x in net.ports.router_port_start[r:r + 2])
+    if first <= o < end:
+        return (f"{owner}: {who} was given port {o}, which leads to a node that is not its "
+                "destination")
+    return (f"{owner}: {who} was given port {o}, which is not one of router {r}'s ports "
+            f"({first}..{end - 1})")
+
+
 def _no_route_report(net: Network, t: RouteTables, ps: np.ndarray, pk: Packets, p: int,
                      r: int) -> str:
-    """Which -1 entry of the tables packet ``p`` needed at router ``r`` (the kernel's choice
-    of table, replayed from the packet's state)."""
+    """Which -1 entry of the tables packet ``p`` needed at router ``r`` (the table routing's
+    choice of table, replayed from the packet's state)."""
     dr = int(net.node_router[int(pk.dst[p])])
-    via, phase = int(ps[p, K.P_VIA]), int(ps[p, K.P_PHASE])
+    via, phase = int(ps[p, A.P_VIA]), int(ps[p, A.P_PHASE])
     if via >= 0 and phase == 0:
         entry = f"gnext[{r}, {via}] (towards intermediate group {via})"
     elif t.router_group[r] != t.router_group[dr]:
@@ -436,7 +472,7 @@ def _no_route_report(net: Network, t: RouteTables, ps: np.ndarray, pk: Packets, 
 
 
 def _deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarray,
-                     credits: np.ndarray, sc: np.ndarray, total: int) -> str:
+                     sc: np.ndarray, total: int) -> str:
     pt = net.ports
     stuck_in = np.nonzero((q_head.reshape(-1, V) >= 0).any(axis=1))[0]
     stuck_out = np.nonzero(req_head >= 0)[0]
@@ -449,7 +485,7 @@ def _deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndar
     names = [name(p, "input") for p in stuck_in[:8]]
     names += [name(p, "output waiting for credit") for p in stuck_out[:8]]
     return (
-        f"deadlock at t={int(sc[K.S_NOW])}ps: {total - int(sc[K.S_DELIVERED])} of {total} packets "
+        f"deadlock at t={int(sc[E.S_NOW])}ps: {total - int(sc[E.S_DELIVERED])} of {total} packets "
         f"undelivered; {stuck_in.size} input ports hold packets, {stuck_out.size} output ports "
         f"wait for credits. Stuck ports: " + "; ".join(names)
     )

@@ -9,7 +9,7 @@ dragonfly global links); the machine file overrides any of them under ``links:``
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_serializer, model_validator
 
@@ -80,6 +80,23 @@ class RouterConfig(DocumentModel):
     delay: Time = Field(
         50e-9, description="pipeline delay from arrival to switch request (CODES: 50ns)")
     vcs: int = Field(3, ge=1, le=64, description="virtual channels per port (CODES: 3)")
+    injection_vc: Literal["spread", "zero", "random"] = Field(
+        "spread", description="the VC a NIC injects a packet into at its router: `spread` "
+        "(each NIC's packets take VCs 0, 1, .. in turn, like BookSim's round-robin injection; "
+        "the default), `zero` (always VC 0, as CODES and SST merlin with one traffic class), "
+        "`random` (drawn per packet from the run's seeded stream). With `zero` a saturated "
+        "source router holds only one injection queue per node, which hides congestion from "
+        "adaptive routing")
+    arbiter: ComponentSpec = Field(
+        default_factory=lambda: ComponentSpec(kind="oldest_first", params={}),
+        description="which waiting packet an idle output port sends next: `oldest_first` "
+        "(the default), `round_robin` over input VCs, `strict_priority` by traffic class, or "
+        "a plugin's")
+    switching: Literal["store_and_forward", "cut_through"] = Field(
+        "store_and_forward", description="`store_and_forward`: a packet is routed once its "
+        "tail has arrived; `cut_through` (virtual cut-through): once its head has arrived, so "
+        "zero-load latency pays the serialisation once instead of once per hop (credit for the "
+        "whole packet is still needed downstream)")
 
 
 class NicConfig(DocumentModel):

@@ -1,0 +1,188 @@
+"""What a compiled routing or arbiter may read and write: the plugin authors' API.
+
+A routing plugin's per-hop function has the signature ``route(sim, tables, r, ip, pk) ->
+(port, vc)``: at router ``r`` the packet ``pk``, head of its queue on input port ``ip``, leaves
+through global ``port`` (one of ``r``'s, see :func:`router_ports`) on output ``vc``.  Return
+``(-1, 0)`` for "no route" (the run stops with a message naming the routing).  ``tables`` is
+whatever tuple of arrays and numbers the plugin's Python side built once per run.
+
+These accessors are small compiled functions; numba inlines them, so reading through them
+costs what reading the arrays directly costs, and plugin code keeps working when the
+engine's state layout changes.  Everything here is usable only inside ``@njit`` code.
+
+Per-packet fields owned by the routing: ``get_field(sim, pk, k)`` / ``set_field`` for ``k`` in
+``0 .. N_FIELDS - 1``, zero at injection except ``F_VIA`` (the routing's ``intermediates``, -1
+for none).  The built-in table routing uses ``F_LEVEL`` (VC level), ``F_DIM`` (current
+dimension), ``F_PHASE`` (Valiant phase) and ``F_VIA``; a plugin may use any of them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from federation.engine.events import S_NOW, S_RNG
+
+# columns of the per-packet state matrix ``sim.ps`` (int32, one 64-byte row per packet, so that
+# handling a packet touches one cache line instead of one per field)
+P_NEXT = 0  #: next packet in the same input VC queue
+P_OUTVC = 1  #: output VC chosen by the routing (while it waits for its output)
+P_VC = 2  #: the VC the packet is in (input side), or will be injected into
+P_LEVEL = 3
+P_DIM = 4
+P_PHASE = 5
+P_HOPS = 6  #: router-to-router hops so far
+P_MINIMAL = 7  #: 1 until the routing marks the packet non-minimal
+P_DST = 8
+P_SIZE = 9
+P_VIA = 10
+P_SRC = 11
+P_CLASS = 12  #: traffic class (QoS)
+PS_COLS = 16
+
+#: routing-owned fields, in the order ``get_field`` numbers them
+F_LEVEL, F_DIM, F_PHASE, F_VIA, F_USER0, F_USER1, F_USER2 = range(7)
+FIELD_COLUMNS = np.array([P_LEVEL, P_DIM, P_PHASE, P_VIA, 13, 14, 15], dtype=np.int64)
+N_FIELDS = 7
+
+
+# --------------------------------------------------------------------------- the router
+
+
+@njit(cache=True, inline="always")
+def router_ports(sim, r):
+    """``(first, end)``: router ``r`` owns global ports ``first .. end - 1`` (its terminal
+    ports first, then its cable ports)."""
+    return sim.router_port_start[r], sim.router_port_start[r + 1]
+
+
+@njit(cache=True, inline="always")
+def peer_router(sim, port):
+    """The router at the far end of ``port``; -1 if it leads to a node."""
+    return sim.port_router[sim.port_peer[port]]
+
+
+@njit(cache=True, inline="always")
+def free_credit(sim, port, vc):
+    """Bytes the input buffer of ``vc`` behind ``port`` can still accept (credits held)."""
+    return sim.credits[port * sim.n_vcs + vc]
+
+
+@njit(cache=True, inline="always")
+def used_credit(sim, port, vc):
+    """Bytes sent on ``port`` into ``vc`` whose credit has not come back: the far-end
+    congestion a router knows from credits alone (zero towards a node)."""
+    if sim.port_router[sim.port_peer[port]] < 0:
+        return np.int64(0)
+    return sim.port_buf[sim.port_peer[port]] - sim.credits[port * sim.n_vcs + vc]
+
+
+@njit(cache=True, inline="always")
+def used_credit_all(sim, port):
+    """:func:`used_credit` summed over the port's VCs."""
+    total = np.int64(0)
+    for v in range(sim.n_vcs):
+        total += used_credit(sim, port, v)
+    return total
+
+
+@njit(cache=True, inline="always")
+def queued(sim, port):
+    """Packets at this router waiting for ``port`` (heads of input VCs routed to it)."""
+    return sim.req_count[port]
+
+
+@njit(cache=True, inline="always")
+def busy_until(sim, port):
+    """When ``port``'s current transmission ends (ps; in the past when idle)."""
+    return sim.busy_until[port]
+
+
+@njit(cache=True, inline="always")
+def now(sim):
+    return sim.sc[S_NOW]
+
+
+# --------------------------------------------------------------------------- the packet
+
+
+@njit(cache=True, inline="always")
+def pkt_src(sim, pk):
+    """Source node."""
+    return np.int64(sim.ps[pk, P_SRC])
+
+
+@njit(cache=True, inline="always")
+def pkt_dst(sim, pk):
+    """Destination node."""
+    return np.int64(sim.ps[pk, P_DST])
+
+
+@njit(cache=True, inline="always")
+def pkt_dst_router(sim, pk):
+    return sim.node_router[sim.ps[pk, P_DST]]
+
+
+@njit(cache=True, inline="always")
+def pkt_src_router(sim, pk):
+    return sim.node_router[sim.ps[pk, P_SRC]]
+
+
+@njit(cache=True, inline="always")
+def pkt_hops(sim, pk):
+    """Router-to-router hops made so far."""
+    return np.int64(sim.ps[pk, P_HOPS])
+
+
+@njit(cache=True, inline="always")
+def pkt_vc(sim, pk):
+    """The VC the packet occupies now (at the head of an input queue: its input VC)."""
+    return np.int64(sim.ps[pk, P_VC])
+
+
+@njit(cache=True, inline="always")
+def pkt_size(sim, pk):
+    return np.int64(sim.ps[pk, P_SIZE])
+
+
+@njit(cache=True, inline="always")
+def pkt_class(sim, pk):
+    """Traffic class (0 without QoS)."""
+    return np.int64(sim.ps[pk, P_CLASS])
+
+
+@njit(cache=True, inline="always")
+def get_field(sim, pk, k):
+    return np.int64(sim.ps[pk, FIELD_COLUMNS[k]])
+
+
+@njit(cache=True, inline="always")
+def set_field(sim, pk, k, value):
+    sim.ps[pk, FIELD_COLUMNS[k]] = value
+
+
+@njit(cache=True, inline="always")
+def mark_nonminimal(sim, pk):
+    """Record that the packet left its minimal path (reported per packet in the results)."""
+    sim.ps[pk, P_MINIMAL] = 0
+
+
+# --------------------------------------------------------------------------- randomness
+
+
+@njit(cache=True, inline="always")
+def random_u64(sim):
+    """Next value of the run's random stream (xorshift64*), seeded from the experiment's seed,
+    so a run is reproducible; shared by the routing and the arbiter in event order."""
+    x = np.uint64(sim.sc[S_RNG])
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    sim.sc[S_RNG] = np.int64(x)
+    return x * np.uint64(0x2545F4914F6CDD1D)
+
+
+@njit(cache=True, inline="always")
+def random_below(sim, n):
+    """Uniform integer in ``0 .. n - 1`` (``n >= 1``)."""
+    return np.int64((random_u64(sim) >> np.uint64(11)) % np.uint64(n))

@@ -1,0 +1,126 @@
+"""Compile the event loop with a routing's and an arbiter's functions inside it.
+
+Numba cannot cache a compiled function that takes another compiled function as an argument or
+closes over one (the cache key then holds the callee's identity, new in every process), and a
+loop that calls plugins through a function pointer could not inline them.  So for each
+(routing, injection, arbiter) triple other than the built-in one, this module writes a copy of
+:mod:`federation.engine.loop` whose call-out block imports the plugin's functions under the
+names the loop calls, into a cache folder, and imports it: numba compiles it once, with the
+plugin code inlined like built-in code, and caches it on disk beside the copy.
+
+The copy's file name is a hash of its text and of the source of the modules that define the
+three functions, so editing a plugin compiles a fresh loop instead of loading a stale one.
+(numba's own cache checks only the time stamp of the file that holds the cached function.)
+A change in a module that those modules import is not seen: ``FEDERATION_CACHE_DIR`` can be
+emptied safely at any time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numba
+from numba.core.registry import CPUDispatcher
+
+from federation.engine import loop as default_loop
+from federation.errors import RoutingError
+
+_BEGIN = "# --- call-outs (compile.py replaces these three lines)\n"
+_END = "# --- end of call-outs\n"
+_loaded: dict[str, Any] = {}
+
+
+def cache_dir() -> Path:
+    """Where generated loops live: ``$FEDERATION_CACHE_DIR``, else the user's cache folder."""
+    env = os.environ.get("FEDERATION_CACHE_DIR")
+    if env:
+        base = Path(env)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (Path(xdg) if xdg else Path.home() / ".cache") / "hpc-federation"
+    path = base / "loops"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".writable"
+        probe.touch()
+        return path
+    except OSError:  # a read-only home: compile per process in a temporary folder
+        path = Path(tempfile.gettempdir()) / f"hpc-federation-{os.getuid()}" / "loops"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def _where(fn: Any, what: str, owner: str) -> tuple[str, str]:
+    """``(module, name)`` a generated module can import ``fn`` from; refuses what is not a
+    compiled function importable by name."""
+    if not isinstance(fn, CPUDispatcher):
+        raise RoutingError(f"{owner}: its {what} function {fn!r} is not compiled with "
+                           "numba's @njit; the engine calls it inside its compiled loop")
+    py = fn.py_func
+    module, name = py.__module__, py.__name__
+    try:
+        found = getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        found = None
+    if found is not fn or module == "__main__":
+        raise RoutingError(f"{owner}: its {what} function {module}.{name} must be defined at "
+                           "module level of an importable module, so that the engine's loop "
+                           "can import it")
+    return module, name
+
+
+def _module_source(module: str) -> str:
+    try:
+        return inspect.getsource(sys.modules[module])
+    except (OSError, TypeError, KeyError):
+        return ""
+
+
+def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str) -> Any:
+    """The compiled ``run_loop`` calling these three functions (``owner`` names the routing
+    and arbiter in messages)."""
+    defaults = (default_loop.ROUTE, default_loop.INJECT, default_loop.ARBITRATE)
+    if (route, inject, arbitrate) == defaults:
+        return default_loop.run_loop
+    names = [_where(f, w, owner) for f, w in ((route, "route"), (inject, "inject"),
+                                               (arbitrate, "arbitrate"))]
+    text = Path(default_loop.__file__).read_text()
+    head, rest = text.split(_BEGIN, 1)
+    _, tail = rest.split(_END, 1)
+    # each call-out is recompiled from its Python source with inline="always": numba then
+    # inlines it into the loop, as it does the built-ins.  A call that is not inlined passes
+    # the whole ``Sim`` container (hundreds of scalars once flattened) and costs more than
+    # the routing itself.
+    block = "".join(f"from {m} import {n} as _{alias}_SOURCE  # noqa: E402\n"
+                    f"{alias} = njit(inline=\"always\")(_{alias}_SOURCE.py_func)\n"
+                    for (m, n), alias in zip(names, ("ROUTE", "INJECT", "ARBITRATE"),
+                                             strict=True))
+    text = head + _BEGIN + block + _END + tail
+    digest = hashlib.sha256(text.encode())
+    for m, _ in names:
+        digest.update(_module_source(m).encode())
+    digest.update(numba.__version__.encode())
+    key = digest.hexdigest()[:20]
+    if key in _loaded:
+        return _loaded[key]
+    path = cache_dir() / f"loop_{key}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)  # atomic: concurrent processes write the same text
+    name = f"federation_loop_{key}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's cache re-imports the module by name
+    spec.loader.exec_module(module)
+    _loaded[key] = module.run_loop
+    return module.run_loop

@@ -1,0 +1,233 @@
+"""The compiled event loop: events in time order, each handled by the router, NIC, routing and
+arbiter parts.
+
+The routing and the arbiter are *call-outs*: ``ROUTE`` and ``INJECT`` (the routing plugin's
+per-hop and at-injection functions) and ``ARBITRATE`` (the arbiter's).  The three imports
+below bind the built-in table routing and oldest-first arbitration; for any other pair,
+:mod:`federation.engine.compile` writes a copy of this module with those three lines replaced
+and compiles that, so plugin code is compiled *into* the loop (inlined by LLVM like the
+built-ins) and cached on disk like it.  Keep the marked block exactly three import lines.
+
+Event kinds (see :mod:`federation.engine.events`): ARRIVE (a packet reached an input port or a
+NIC), READY (a new head of an input queue is routed), FREE (an output port finished sending),
+CREDIT (credit reached an output port), NIC (a node's next packet may leave).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from federation.engine.api import P_DST, P_HOPS, P_OUTVC, P_SIZE, P_VC
+from federation.engine.events import (
+    EV_ARRIVE,
+    EV_CREDIT,
+    EV_FREE,
+    EV_NIC,
+    EV_READY,
+    S_BAD_A,
+    S_BAD_B,
+    S_BAD_EV,
+    S_BAD_ROUTER,
+    S_BAD_TIME,
+    S_BADPKT,
+    S_DELIVERED,
+    S_EVENTS,
+    S_HEAP,
+    S_NOW,
+    SEQ_BITS,
+    ST_BAD_PORT,
+    ST_BAD_VC,
+    ST_BUDGET,
+    ST_DEADLOCK,
+    ST_DONE,
+    ST_HEAP_FULL,
+    ST_HOP_LIMIT,
+    ST_NO_ROUTE,
+    ST_TIME_LIMIT,
+    ST_UNTIL,
+    TIME_LIMIT_PS,
+    _pop_into,
+    _push,
+)
+from federation.engine.router import (
+    enqueue,
+    note_stall,
+    post_request,
+    take_request,
+    transmit,
+    wake_port_at,
+)
+
+__all__ = ["run_loop"]
+
+# --- call-outs (compile.py replaces these three lines)
+from federation.engine.arbiters import oldest_first as ARBITRATE  # noqa: E402
+from federation.engine.tables_route import inject as INJECT  # noqa: E402
+from federation.engine.tables_route import route as ROUTE  # noqa: E402
+
+# --- end of call-outs
+
+
+@njit(cache=True, inline="always")
+def route_head(sim, rt, ip, vc, now):
+    """Route the head packet of input queue (``ip``, ``vc``) and post its request; returns
+    ``(output port, status)`` with status 0, or the ``ST_*`` code of a bad routing answer."""
+    V = sim.n_vcs
+    qi = ip * V + vc
+    pk = sim.q_head[qi]
+    r = sim.port_router[ip]
+    dnode = sim.ps[pk, P_DST]
+    if sim.node_router[dnode] == r:  # ejection: the port to the node, VC 0
+        o = sim.node_port[dnode]
+        ovc = np.int64(0)
+    else:
+        if sim.ps[pk, P_HOPS] >= sim.max_hops:
+            sim.sc[S_BADPKT] = pk
+            sim.sc[S_BAD_ROUTER] = r
+            return np.int64(-1), ST_HOP_LIMIT
+        o, ovc = ROUTE(sim, rt, r, ip, pk)
+        status = 0
+        if o < 0:
+            status = ST_NO_ROUTE
+        elif (o < sim.router_port_start[r] or o >= sim.router_port_start[r + 1]
+              or sim.port_router[sim.port_peer[o]] < 0):
+            status = ST_BAD_PORT  # another router's port, or a port to a node not the dst
+        elif ovc < 0 or ovc >= V:
+            status = ST_BAD_VC
+        if status != 0:
+            sim.sc[S_BADPKT] = pk
+            sim.sc[S_BAD_ROUTER] = r
+            sim.sc[S_BAD_A] = o
+            sim.sc[S_BAD_B] = ovc
+            return np.int64(-1), status
+    sim.ps[pk, P_OUTVC] = ovc
+    post_request(sim, qi, o)
+    return np.int64(o), 0
+
+
+@njit(cache=True, inline="always")
+def try_send(sim, ab, o, now):
+    """Output port ``o`` of a router: if idle, send what the arbiter picks."""
+    if sim.busy_until[o] > now:
+        if sim.req_head[o] >= 0:
+            wake_port_at(sim, o, sim.busy_until[o])
+        return
+    qi, prev = ARBITRATE(sim, ab, o)
+    if qi < 0:
+        note_stall(sim, o, now)
+        return
+    pk, done = take_request(sim, o, qi, prev, now)
+    transmit(sim, o, pk, sim.ps[pk, P_OUTVC], done, now)
+    if sim.req_head[o] >= 0:
+        wake_port_at(sim, o, done)
+
+
+@njit(cache=True, inline="always")
+def try_inject(sim, rt, node, now):
+    """Node ``node``'s NIC: send its next packet if it exists, is due, and has credit."""
+    ptr = sim.nic_ptr[node]
+    end = sim.nic_first[node + 1]
+    if ptr >= end:
+        return
+    o = sim.nic_port[node]
+    pk = sim.nic_pkts[ptr]
+    tn = sim.pkt_time[pk]
+    if sim.busy_until[o] > tn:
+        tn = sim.busy_until[o]
+    if tn > now:
+        if sim.nic_wake[node] != tn:
+            sim.nic_wake[node] = tn
+            _push(sim.hk, sim.ha, sim.hb, sim.sc, tn, EV_NIC, node, 0, 0)
+        return
+    ovc = sim.ps[pk, P_VC]  # the injection VC the driver chose (router.injection_vc)
+    size = sim.ps[pk, P_SIZE]
+    if sim.credits[o * sim.n_vcs + ovc] < size:
+        if sim.stall_start[o] < 0:
+            sim.stall_start[o] = now
+        return
+    sim.nic_ptr[node] = ptr + 1
+    sim.pkt_inject[pk] = now
+    INJECT(sim, rt, node, pk)
+    done = now + np.int64(size * sim.port_ser[o] + 0.5)
+    transmit(sim, o, pk, ovc, done, now)
+    if ptr + 1 < end:
+        tn = sim.pkt_time[sim.nic_pkts[ptr + 1]]
+        if tn < done:
+            tn = done
+        if sim.nic_wake[node] != tn:
+            sim.nic_wake[node] = tn
+            _push(sim.hk, sim.ha, sim.hb, sim.sc, tn, EV_NIC, node, 0, 0)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False)
+def run_loop(budget, until, sim, rt, ab, cur):
+    """Process events until done, ``budget`` events, the heap needs to grow, the next event is
+    at or after ``until`` (ps: the driver reads counters there and resumes), or a routing
+    answer is refused; returns the ``ST_*`` status.  ``rt`` and ``ab`` are the routing's and
+    the arbiter's own tables, passed through to them."""
+    sc = sim.sc
+    until_key = until << SEQ_BITS  # keys order like times: one comparison per event
+    processed = 0
+    while sc[S_HEAP] > 0:
+        if processed >= budget:
+            sc[S_EVENTS] += processed
+            return ST_BUDGET
+        if sc[S_HEAP] + 8 > sim.hk.shape[0]:
+            sc[S_EVENTS] += processed
+            return ST_HEAP_FULL
+        if sim.hk[0] >= until_key:
+            sc[S_EVENTS] += processed
+            return ST_UNTIL
+        _pop_into(sim.hk, sim.ha, sim.hb, sc, cur)
+        now = cur[0]
+        if now < 0 or now >= TIME_LIMIT_PS:  # refused by _push (keyed at -1), or a bad start
+            if sc[S_BAD_TIME] == 0:
+                sc[S_BAD_TIME] = now
+                sc[S_BAD_EV] = cur[1]
+                sc[S_BAD_A] = cur[2]
+                sc[S_BAD_B] = cur[3]
+            sc[S_EVENTS] += processed
+            return ST_TIME_LIMIT
+        ev = cur[1]
+        a = cur[2]
+        b = cur[3]
+        sc[S_NOW] = now
+        processed += 1
+
+        if ev == EV_ARRIVE:
+            if sim.port_router[b] < 0:  # a NIC: delivered
+                sim.pkt_deliver[a] = now
+                sc[S_DELIVERED] += 1
+                continue
+            if not enqueue(sim, a, b):
+                continue  # queued behind another packet
+            ev = EV_READY
+            a, b = b, sim.ps[a, P_VC]
+        if ev == EV_READY:
+            o, status = route_head(sim, rt, a, b, now)
+            if status != 0:
+                sc[S_EVENTS] += processed
+                return status
+        elif ev == EV_FREE:
+            if sim.wake[a] != now:
+                continue  # superseded by a later wake-up of the same port: stale
+            sim.wake[a] = -1
+            o = a
+        elif ev == EV_CREDIT:
+            sim.credits[a * sim.n_vcs + b] += cur[4]
+            o = a
+        else:  # EV_NIC
+            if sim.nic_wake[a] != now:
+                continue  # superseded by a later wake-up of the same NIC: stale
+            sim.nic_wake[a] = -1
+            try_inject(sim, rt, a, now)
+            continue
+        if o >= sim.n_router_ports:
+            try_inject(sim, rt, o - sim.n_router_ports, now)  # credit back at a NIC
+        else:
+            try_send(sim, ab, o, now)
+    sc[S_EVENTS] += processed
+    if sc[S_DELIVERED] < sim.pkt_time.shape[0]:
+        return ST_DEADLOCK
+    return ST_DONE

@@ -1,0 +1,111 @@
+"""The per-hop routing of :class:`~federation.components.RouteTables`, as a compiled routing.
+
+Every routing that returns ``RouteTables`` (the built-in ``minimal``, ``valiant`` and ``ugal``,
+and third-party routings written against the table contract) runs through :func:`route`:
+hierarchical tables (``gnext[router, group]`` across groups, ``lnext[router, local index]``
+inside one), an intermediate group per packet for Valiant (``F_VIA``, drawn by the routing's
+``intermediates``), UGAL-L at the source router, and the VC rules of
+:mod:`federation.components`.  :func:`program_tables` packs the tables into the tuple the
+loop passes back here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from federation.components import RouteTables
+from federation.engine.api import P_DIM, P_DST, P_HOPS, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA
+
+
+def program_tables(t: RouteTables, n_ports: int) -> tuple:
+    """``RouteTables`` as the tuple :func:`route` reads (fixed dtypes, so one compiled loop
+    serves every table routing)."""
+    vc_bump = t.port_vc_bump if t.port_vc_bump is not None else np.zeros(n_ports, np.uint8)
+    port_dim = t.port_dim if t.port_dim is not None else np.full(n_ports, -1, np.int16)
+    dateline = t.port_dateline if t.port_dateline is not None else np.zeros(n_ports, np.uint8)
+    cfg = np.array([t.vc_mode, int(bool(t.adaptive)), int(t.adaptive_bias),
+                    int(t.phase_vc_offset)], dtype=np.int64)
+    return (np.ascontiguousarray(t.gnext, dtype=np.int32),
+            np.ascontiguousarray(t.lnext, dtype=np.int32),
+            t.router_group.astype(np.int32), t.router_local.astype(np.int32),
+            vc_bump.astype(np.uint8), port_dim.astype(np.int32), dateline.astype(np.uint8), cfg)
+
+
+@njit(cache=True, inline="always")
+def inject(sim, tables, node, pk):
+    """Table routings decide nothing at the NIC."""
+    return
+
+
+@njit(cache=True, inline="always")
+def table_port(tables, r, dr, via, phase):
+    """The tables' next port from router ``r`` towards router ``dr``, through group ``via``
+    first while ``phase`` is 0 (``via`` -1: minimal); -1 where the tables have no entry."""
+    gnext, lnext, rgroup, rlocal = tables[0], tables[1], tables[2], tables[3]
+    if via >= 0 and phase == 0 and rgroup[r] != via:
+        return np.int64(gnext[r, via])
+    if rgroup[r] != rgroup[dr]:
+        return np.int64(gnext[r, rgroup[dr]])
+    return np.int64(lnext[r, rlocal[dr]])
+
+
+@njit(cache=True, inline="always")
+def vc_rule(sim, tables, pk, o):
+    """The output VC of ``pk`` leaving on ``o`` by the tables' VC rule (it updates the
+    packet's level and dimension fields)."""
+    vc_bump, port_dim, dateline, cfg = tables[4], tables[5], tables[6], tables[7]
+    ps = sim.ps
+    if cfg[0] == 0:
+        ovc = np.int64(ps[pk, P_LEVEL])
+        if vc_bump[o]:
+            ps[pk, P_LEVEL] += 1
+    else:
+        d = port_dim[o]
+        if d != ps[pk, P_DIM]:
+            ps[pk, P_DIM] = d
+            ps[pk, P_LEVEL] = 0
+        if dateline[o]:
+            ps[pk, P_LEVEL] = 1
+        ovc = np.int64(ps[pk, P_LEVEL])
+    if ps[pk, P_VIA] >= 0 and ps[pk, P_PHASE] == 1:
+        ovc += cfg[3]  # Valiant's second phase on its own VCs
+    return ovc
+
+
+@njit(cache=True, inline="always")
+def occupancy(sim, o):
+    """Bytes sent on ``o`` whose credit has not come back, all VCs: UGAL's queue estimate."""
+    V = sim.n_vcs
+    q = np.int64(0)
+    for k in range(V):
+        q += sim.port_buf[sim.port_peer[o]] - sim.credits[o * V + k]
+    return q
+
+
+@njit(cache=True, inline="always")
+def route(sim, tables, r, ip, pk):
+    """Output port and VC of packet ``pk`` at router ``r`` (not its destination router)."""
+    rgroup, cfg = tables[2], tables[7]
+    ps = sim.ps
+    dr = sim.node_router[ps[pk, P_DST]]
+    via = np.int64(ps[pk, P_VIA])
+    if cfg[1] and via >= 0 and ps[pk, P_HOPS] == 0 and ps[pk, P_PHASE] == 0:
+        # UGAL at the source router: occupancy of the minimal and Valiant first ports, the
+        # Valiant one weighted by its double path length
+        om = table_port(tables, r, dr, -1, 0)
+        on = table_port(tables, r, dr, via, 0)
+        if om < 0 or on < 0:
+            return np.int64(-1), np.int64(0)
+        if occupancy(sim, om) <= 2 * occupancy(sim, on) + cfg[2]:
+            ps[pk, P_VIA] = -1
+            via = -1
+    if via >= 0 and ps[pk, P_PHASE] == 0:
+        if rgroup[r] == via:
+            ps[pk, P_PHASE] = 1
+        else:
+            ps[pk, P_MINIMAL] = 0
+    o = table_port(tables, r, dr, via, ps[pk, P_PHASE])
+    if o < 0:
+        return np.int64(-1), np.int64(0)
+    return o, vc_rule(sim, tables, pk, o)

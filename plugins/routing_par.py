@@ -1,0 +1,114 @@
+"""Routing ``par``: progressive adaptive routing, re-evaluated at every hop of the source group.
+
+Each packet carries a candidate intermediate group drawn at injection, as for ``valiant``.  At
+every router of its source group, until it commits, the router compares the occupancy of the
+minimal path's next port (``q_min``: bytes sent on it whose credit has not returned, all VCs)
+with that of the Valiant path's next port (``q_val``) and commits to the Valiant path when
+``q_min > 2 * q_val + bias``; otherwise the packet takes one minimal hop and the next router of
+the source group decides again.  Leaving the source group minimally ends the choice.  So a
+packet whose source router looks idle but whose group's global link is congested can still
+divert at the router that owns that link, which UGAL-L at the source cannot (Jiang, Kim,
+Dally, ISCA 2009, "Indirect adaptive routing on large scale interconnection networks"; CODES
+dragonfly PAR, digest codes-torus-dragonfly.md §2; megafly PAR, digest megafly-qos.md §2).
+
+VC plan (dragonfly): VC = global hops so far, plus one once a packet commits after a minimal
+hop in its source group.  Each VC level then holds at most one local hop followed by a global
+hop or ejection, as in minimal routing, so the channel dependencies stay acyclic: 4 VCs
+(a commitment at the source router needs only 3).  On topologies without groups a packet
+leaves its source group with its first hop, so ``par`` decides at the source router only,
+like ``ugal``, with ``valiant``'s VCs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from pydantic import Field
+
+from federation import Params, RouteTables, hookimpl
+from federation.components import VC_COUNTER, RoutingProgram
+from federation.engine.api import (
+    F_USER0,
+    P_DST,
+    P_HOPS,
+    P_LEVEL,
+    P_MINIMAL,
+    P_PHASE,
+    P_VIA,
+    get_field,
+    pkt_src_router,
+    set_field,
+)
+from federation.engine.tables_route import inject, occupancy, program_tables, table_port, vc_rule
+from federation.plugins.routing_valiant import Valiant
+from federation.units import PositiveSize
+
+
+@njit(cache=True, inline="always")
+def route(sim, tables, r, ip, pk):
+    """PAR at router ``r``: decide again while in the source group and not committed."""
+    rgroup, cfg = tables[2], tables[7]
+    ps = sim.ps
+    dr = sim.node_router[ps[pk, P_DST]]
+    via = np.int64(ps[pk, P_VIA])
+    undecided = via >= 0 and ps[pk, P_PHASE] == 0 and get_field(sim, pk, F_USER0) == 0
+    if undecided and rgroup[r] == rgroup[pkt_src_router(sim, pk)]:
+        om = table_port(tables, r, dr, -1, 0)
+        on = table_port(tables, r, dr, via, 0)
+        if om < 0 or on < 0:
+            return np.int64(-1), np.int64(0)
+        if occupancy(sim, om) > 2 * occupancy(sim, on) + cfg[2]:
+            set_field(sim, pk, F_USER0, 1)  # committed to the Valiant path
+            if ps[pk, P_HOPS] > 0:  # after a minimal hop: the next VC level (see the VC plan)
+                ps[pk, P_LEVEL] += 1
+        else:
+            o = om  # one more minimal hop; the next router decides again
+            return o, vc_rule(sim, tables, pk, o)
+    elif undecided:
+        ps[pk, P_VIA] = -1  # left the source group minimally: the choice is over
+        via = -1
+    if via >= 0 and ps[pk, P_PHASE] == 0:
+        if rgroup[r] == via:
+            ps[pk, P_PHASE] = 1
+        else:
+            ps[pk, P_MINIMAL] = 0
+    o = table_port(tables, r, dr, via, ps[pk, P_PHASE])
+    if o < 0:
+        return np.int64(-1), np.int64(0)
+    return o, vc_rule(sim, tables, pk, o)
+
+
+class ParParams(Params):
+    bias: PositiveSize | None = Field(
+        None, description="bytes added to the Valiant side (favours minimal); default: one "
+        "packet")
+
+
+class Par(Valiant):
+    """Progressive adaptive: minimal or Valiant, decided again at each source-group router."""
+
+    name = "par"
+    Params = ParParams
+    params: ParParams
+
+    def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
+        t = super().tables(network, topology, machine)
+        counts_hops = t.vc_mode == VC_COUNTER and t.phase_vc_offset == 0
+        # one more level for a commitment after a minimal hop (see the VC plan)
+        t.vcs_required += 1 if counts_hops else 0
+        bias = self.params.bias
+        t.adaptive_bias = int(machine.packet_size if bias is None else bias)
+        t.description = (f"PAR (minimal or Valiant, decided at each source-group router), "
+                         f"{t.description}")
+        return t
+
+    def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
+        return RoutingProgram(route=route, inject=inject,
+                              tables=program_tables(tables, network.ports.n_ports),
+                              vcs_required=tables.vcs_required,
+                              description=tables.description)
+
+
+@hookimpl
+def federation_register_routings(register) -> None:  # noqa: ANN001
+    register(Par)
