@@ -176,7 +176,9 @@ def test_results_record_simgrid_and_are_byte_identical(simgrid, tmp_path):
 # --------------------------------------------------------------------------- refusals
 
 
-@pytest.mark.parametrize(("algorithm", "command"), [("valiant", "run"), ("ugal", "validate")])
+@pytest.mark.parametrize(("algorithm", "command"), [("valiant", "run"), ("ugal", "validate"),
+                                                    ("par", "validate"),
+                                                    ("ugal_global", "validate")])
 def test_refuses_routing_without_one_path_per_pair(tmp_path, algorithm, command):
     exp = tmp_path / "e.yaml"
     doc = experiment([{"src": 0, "dst": 43, "size": 64}],
@@ -188,6 +190,16 @@ def test_refuses_routing_without_one_path_per_pair(tmp_path, algorithm, command)
     assert line.startswith(f"error: {exp}: routing.algorithm: the simgrid engine needs one "
                            "path per source and destination")
     assert not (tmp_path / "o").exists()
+
+
+def test_refuses_an_arbiter_it_cannot_model(tmp_path):
+    exp = tmp_path / "e.yaml"
+    doc = experiment([{"src": 0, "dst": 43, "size": 64}])
+    doc["machine"] = {**DRAGONFLY, "router": {"arbiter": {"kind": "round_robin"}}}
+    exp.write_text(yaml.safe_dump(doc))
+    line = one_error(run_cli("validate", str(exp), cwd=tmp_path))
+    assert line.startswith(f"error: {exp}: machine.router.arbiter: the simgrid engine shares "
+                           "links fluidly"), line
 
 
 def test_every_sweep_point_is_checked_before_the_first_runs(tmp_path):

@@ -115,12 +115,19 @@ class SimGrid(Engine):
                               "represented (use qos: none, or the native engine)",
                               source=o.source, path=o.path)
         t = built.tables
-        if t.valiant or t.adaptive:
-            what = "adaptive" if t.adaptive else "Valiant (a random intermediate per packet)"
+        if t.valiant or t.adaptive or getattr(built, "program", None) is not None:
+            what = ("adaptive" if t.adaptive or built.program is not None
+                    else "Valiant (a random intermediate per packet)")
             raise ConfigError(
                 f"the simgrid engine needs one path per source and destination; routing "
                 f"{point.routing.name!r} is {what}; use routing: {{algorithm: minimal}}",
                 source=src, path=_experiment_field(point, "routing.algorithm"))
+        arbiter = point.machine.arbiter.name
+        if arbiter != "oldest_first":
+            o = figure_origin(point, "router.arbiter")
+            raise ConfigError(f"the simgrid engine shares links fluidly and has no output-port "
+                              f"arbitration; arbiter {arbiter!r} cannot be represented (use "
+                              "oldest_first, or the native engine)", source=o.source, path=o.path)
         net = built.network
         if net.n_nodes + net.n_routers > MAX_NETPOINTS:
             o = figure_origin(point, "topology")
