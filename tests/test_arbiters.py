@@ -2,8 +2,9 @@
 
 A QoS policy of the test's own (class 0 for small messages, 1 for large ones) and a hotspot:
 32 nodes each send two single-packet messages to node 0 at the same time, half of them small
-and half large, so the ports towards node 0 hold both classes at once.  With ``strict_priority`` every small
-packet overtakes the large ones waiting beside it; with ``oldest_first`` it does not.  The
+and half large, so the ports towards node 0 hold both classes at once.  With
+``strict_priority`` small packets overtake the large ones waiting in other input queues; with
+``oldest_first`` they do not.  The
 per-class byte counters add up to each port's bytes.
 """
 
