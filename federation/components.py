@@ -214,7 +214,13 @@ class QosPolicy(Component):
     """Maps traffic to classes and VCs.  The foundation ships only ``none`` (one class)."""
 
     def traffic_class(self, messages: Messages) -> np.ndarray:
+        """The class of each message (int16, ``0 .. n_classes() - 1``); packets inherit it.
+        ``strict_priority`` arbitration serves class 0 first, and the ports table counts bytes
+        per class when there are several."""
         return np.zeros(messages.count, dtype=np.int16)
+
+    def n_classes(self) -> int:
+        return 1
 
 
 # --------------------------------------------------------------------------- workload

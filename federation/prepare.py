@@ -226,7 +226,14 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
     dst_r = net.node_router[pdst]
     via = point.routing.intermediates(built.tables, src_r, dst_r, rng_route)
     vc = injection_vcs(machine.router.injection_vc, psrc, machine.router.vcs, rng_route)
-    packets = Packets(ptime, psrc, pdst, psize, pmsg, via, vc)
+    qos = point.machine.qos
+    n_classes = int(qos.n_classes())
+    mclass = np.asarray(qos.traffic_class(msgs))
+    if mclass.shape != (msgs.count,) or (msgs.count and not 0 <= int(mclass.min())
+                                         <= int(mclass.max()) < n_classes):
+        raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
+                          f"{n_classes - 1} or not one per message", path="machine.qos")
+    packets = Packets(ptime, psrc, pdst, psize, pmsg, via, vc, mclass[pmsg].astype(np.int32))
     arbiter = point.machine.arbiter
     job = NativeRun(net, built.links, built.nic_bandwidth, machine.router.delay,
                     machine.router.vcs, built.tables, packets, window,
@@ -234,7 +241,7 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
                     program=built.program,
                     arbiter=(type(arbiter).function, arbiter.state(net, machine.router.vcs)),
                     owner=built.owner,
-                    seed_stream=int(rng_route.integers(1, 2**62)))
+                    seed_stream=int(rng_route.integers(1, 2**62)), n_classes=n_classes)
     return PreparedPoint(point, net, job, window, msgs)
 
 

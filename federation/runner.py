@@ -155,8 +155,18 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         "busy_ps": raw.port_busy,
         "stall_ps": raw.port_stall,
         "peak_input_occupancy_bytes": raw.port_peak,
+        **class_columns(raw),
     }
     return summary, packets, ports
+
+
+def class_columns(raw: RawResult) -> dict[str, np.ndarray]:
+    """``bytes_class_K``: whole-run bytes per port of each traffic class, when there are
+    several (a QoS policy's classes)."""
+    per = raw.port_class_bytes
+    if per is None or per.shape[1] < 2:
+        return {}
+    return {f"bytes_class_{k}": per[:, k].copy() for k in range(per.shape[1])}
 
 
 def message_done(prep: PreparedPoint, raw: RawResult) -> np.ndarray:

@@ -8,21 +8,52 @@ Valiant path is about twice as long, so its queue counts double (Kim, Dally, Sco
 packet) favours the minimal path: without it a single packet queued ahead sends a tenth of
 low-load traffic the long way.  The decision is made once; VCs as for ``valiant`` (3 on a
 dragonfly).
+
+Where the decision is made (``decide``): ``source_router`` (the default, as BookSim: when the
+packet heads its queue at the source router, so it sees the queues as they are when it can
+leave) or ``injection`` (when the NIC sends it, from the same router's output queues, as
+simulators that route at generation time do; the packet then waits in the router's input queue
+with its choice made).
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
+import numpy as np
+from numba import njit
 from pydantic import Field
 
 from federation import Params, RouteTables, hookimpl
+from federation.components import RoutingProgram
+from federation.engine.api import P_DST, P_VIA
+from federation.engine.tables_route import occupancy, program_tables, route, table_port
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
+
+
+@njit(cache=True, inline="always")
+def decide_at_injection(sim, tables, node, pk):
+    """UGAL-L when the NIC of ``node`` sends ``pk``, on the queues of its router."""
+    ps = sim.ps
+    via = np.int64(ps[pk, P_VIA])
+    r = sim.node_router[node]
+    dr = sim.node_router[ps[pk, P_DST]]
+    if via < 0 or r == dr:
+        return
+    om = table_port(tables, r, dr, -1, 0)
+    on = table_port(tables, r, dr, via, 0)
+    if om >= 0 and on >= 0 and occupancy(sim, om) <= 2 * occupancy(sim, on) + tables[7][2]:
+        ps[pk, P_VIA] = -1
 
 
 class UgalParams(Params):
     bias: PositiveSize | None = Field(
         None, description="bytes added to the Valiant side (favours minimal); default: one "
         "packet, so a single packet ahead does not send traffic the long way")
+    decide: Literal["source_router", "injection"] = Field(
+        "source_router", description="where the choice is made: when the packet heads its "
+        "queue at the source router, or when its NIC sends it")
 
 
 class Ugal(Valiant):
@@ -37,8 +68,18 @@ class Ugal(Valiant):
         t.adaptive = True
         bias = self.params.bias
         t.adaptive_bias = int(machine.packet_size if bias is None else bias)
-        t.description = f"UGAL-L (minimal or Valiant at the source router), {t.description}"
+        where = "source router" if self.params.decide == "source_router" else "injection"
+        t.description = f"UGAL-L (minimal or Valiant at the {where}), {t.description}"
         return t
+
+    def program(self, network, topology, machine, tables) -> RoutingProgram | None:  # noqa: ANN001
+        if self.params.decide == "source_router":
+            return None  # the table routing decides at the source router
+        packed = program_tables(tables, network.ports.n_ports)
+        packed[7][1] = 0  # the NIC decides; the routers only follow
+        return RoutingProgram(route=route, inject=decide_at_injection, tables=packed,
+                              vcs_required=tables.vcs_required,
+                              description=tables.description)
 
 
 @hookimpl

@@ -4,17 +4,31 @@ Each packet draws an intermediate group uniformly among the groups that are neit
 nor its destination group (on topologies without groups: an intermediate router), travels there
 minimally, then minimally to its destination.  On a dragonfly this is local-global-local-global-
 local with VC = global hops so far, hence 3 VCs (CODES).  Packets whose source and destination
-share a group route minimally.  Theory: under worst-case (group shift) traffic it sustains just
-under 50% of injection bandwidth, since every packet crosses two global links.
+share a group route minimally.
+
+``intermediate: router`` draws a router of that group instead, and the packet travels to that
+very router before turning to its destination (CODES' non-minimal routing through a random
+router).  In the intermediate group a packet may then take two local hops, so the VC level goes
+up by one where the phase changes, and the routing needs one VC more (4 on a dragonfly).  On
+topologies without groups the two modes are the same.
+
+Theory: under worst-case (group shift) traffic it sustains just under 50% of injection
+bandwidth, since every packet crosses two global links.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
+from numba import njit
+from pydantic import Field
 
 from federation import Params, RouteTables, Routing, hookimpl
-from federation.components import VC_COUNTER
+from federation.components import VC_COUNTER, RoutingProgram
+from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA
 from federation.engine.tables_check import check_minimal_routes
+from federation.engine.tables_route import inject, program_tables, table_port, vc_rule
 
 
 def max_bumps_to_groups(tables: RouteTables, network) -> int:  # noqa: ANN001
@@ -38,13 +52,50 @@ def max_bumps_to_groups(tables: RouteTables, network) -> int:  # noqa: ANN001
     return int(bumps.max()) if bumps.size else 0
 
 
+@njit(cache=True, inline="always")
+def route_via_router(sim, tables, r, ip, pk):
+    """Valiant through intermediate router ``P_VIA`` (not a group): minimal to it, then to
+    the destination; the VC level goes up by one at the turn."""
+    ps = sim.ps
+    dr = sim.node_router[ps[pk, P_DST]]
+    via = np.int64(ps[pk, P_VIA])
+    if via >= 0 and ps[pk, P_PHASE] == 0:
+        if r == via:
+            ps[pk, P_PHASE] = 1
+            ps[pk, P_LEVEL] += 1
+        else:
+            ps[pk, P_MINIMAL] = 0
+    target = via if via >= 0 and ps[pk, P_PHASE] == 0 else dr
+    o = table_port(tables, r, target, -1, 0)
+    if o < 0:
+        return np.int64(-1), np.int64(0)
+    return o, vc_rule(sim, tables, pk, o)
+
+
+class ValiantParams(Params):
+    intermediate: Literal["group", "router"] = Field(
+        "group", description="draw an intermediate group (then route minimally once in it), or "
+        "an intermediate router (travel to that router first; one VC more)")
+
+
 class Valiant(Routing):
     """Random intermediate group per packet, then minimal (dragonfly: 3 VCs)."""
 
     name = "valiant"
+    Params = ValiantParams
+    params: ValiantParams
 
-    class Params(Params):
-        pass
+    def _via_router(self, tables: RouteTables) -> bool:
+        """Router mode, where it differs from group mode (some group has several routers)."""
+        mode = getattr(self.params, "intermediate", "group")
+        return mode == "router" and tables.router_group.max() + 1 < tables.router_group.shape[0]
+
+    def program(self, network, topology, machine, tables) -> RoutingProgram | None:  # noqa: ANN001
+        if not self._via_router(tables) or type(self).program is not Valiant.program:
+            return None
+        return RoutingProgram(route=route_via_router, inject=inject,
+                              tables=program_tables(tables, network.ports.n_ports),
+                              vcs_required=tables.vcs_required, description=tables.description)
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = topology.minimal_routes(network)
@@ -59,11 +110,20 @@ class Valiant(Routing):
             # dateline or up/down rules restart per phase: give phase two its own VC set
             t.phase_vc_offset = t.vcs_required
             t.vcs_required = 2 * t.vcs_required
-        t.description = f"Valiant via a random group, then {t.description}"
+        if self._via_router(t) and counts_hops:
+            t.vcs_required += 1  # the level goes up at the turn (see the module docstring)
+            t.description = f"Valiant via a random router, then {t.description}"
+        elif self._via_router(t):
+            t.description = f"Valiant via a random router, then {t.description}"
+        else:
+            t.description = f"Valiant via a random group, then {t.description}"
         return t
 
     def intermediates(self, tables, src_router, dst_router, rng):  # noqa: ANN001
-        return draw_intermediate_groups(tables, src_router, dst_router, rng)
+        groups = draw_intermediate_groups(tables, src_router, dst_router, rng)
+        if not self._via_router(tables):
+            return groups
+        return draw_router_in_group(tables, groups, rng)
 
 
 def draw_intermediate_groups(tables: RouteTables, src_router: np.ndarray,
@@ -82,6 +142,18 @@ def draw_intermediate_groups(tables: RouteTables, src_router: np.ndarray,
     x = x + ((x >= hi) & (n_excl == 2))
     via = np.where((gs != gd) & (choices > 0), x, -1)
     return via.astype(np.int32)
+
+
+def draw_router_in_group(tables: RouteTables, groups: np.ndarray,
+                         rng: np.random.Generator) -> np.ndarray:
+    """A uniform router of each packet's drawn group (-1 stays -1)."""
+    rg = tables.router_group.astype(np.int64)
+    order = np.argsort(rg, kind="stable")
+    counts = np.bincount(rg, minlength=int(rg.max()) + 1)
+    start = np.cumsum(counts) - counts
+    g = np.maximum(groups.astype(np.int64), 0)
+    pick = (rng.random(groups.shape[0]) * counts[g]).astype(np.int64)
+    return np.where(groups >= 0, order[start[g] + pick], -1).astype(np.int32)
 
 
 @hookimpl

@@ -55,6 +55,8 @@ class Packets:
     #: VC each packet is injected into at its first router (``router.injection_vc``);
     #: ``None``: VC 0
     vc: np.ndarray | None = None
+    #: traffic class of each packet (its message's, from the QoS policy); ``None``: 0
+    cls: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -87,6 +89,8 @@ class NativeRun:
     seed_stream: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
     #: hops after which a packet is deemed in a routing loop (``None``: 4 x routers + 8)
     max_hops: int | None = None
+    #: traffic classes (the QoS policy's); per-port bytes are counted per class
+    n_classes: int = 1
 
 
 @dataclass
@@ -128,6 +132,8 @@ class RawResult:
     window: tuple[int, int]
     #: the per-port counters within ``window`` (the fields above are whole-run totals)
     window_ports: PortCounters
+    #: whole-run bytes per port and traffic class (ports x classes); ``None``: not counted
+    port_class_bytes: np.ndarray | None = None
 
 
 def packetize(time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
@@ -225,6 +231,11 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         if pk.vc.shape[0] and not 0 <= int(pk.vc.min()) <= int(pk.vc.max()) < V:
             raise SimulationError(f"an injection VC is outside 0..{V - 1} (router.vcs = {V})")
         ps[:, A.P_VC] = pk.vc
+    C = max(1, int(job.n_classes))
+    if pk.cls is not None:
+        if pk.cls.shape[0] and not 0 <= int(pk.cls.min()) <= int(pk.cls.max()) < C:
+            raise SimulationError(f"a traffic class is outside 0..{C - 1}")
+        ps[:, A.P_CLASS] = pk.cls
 
     i64 = np.int64
     sim = Sim(
@@ -250,6 +261,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         port_bytes=np.zeros(P, dtype=i64), port_pkts=np.zeros(P, dtype=i64),
         port_busy=np.zeros(P, dtype=i64), port_stall=np.zeros(P, dtype=i64),
         port_peak=np.zeros(P, dtype=i64),
+        n_classes=i64(C), port_class_bytes=np.zeros(P * C, dtype=i64),
     )
     prog = job.program or RoutingProgram(table_route, program_tables(job.tables, P),
                                          job.tables.vcs_required, job.tables.description)
@@ -322,6 +334,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         port_busy=sim.port_busy, port_stall=sim.port_stall, port_peak=sim.port_peak,
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
         wall_s=wall, window=window, window_ports=in_window,
+        port_class_bytes=sim.port_class_bytes.reshape(P, C),
     )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from federation.engine.api import P_HOPS, P_NEXT, P_OUTVC, P_SIZE, P_VC
+from federation.engine.api import P_CLASS, P_HOPS, P_NEXT, P_OUTVC, P_SIZE, P_VC
 from federation.engine.events import EV_ARRIVE, EV_CREDIT, EV_FREE, EV_READY, S_HOPS, _push
 
 
@@ -96,6 +96,7 @@ def transmit(sim, o, pk, ovc, done, now):
     sim.credits[o * sim.n_vcs + ovc] -= size
     sim.busy_until[o] = done
     sim.port_bytes[o] += size
+    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
     sim.port_pkts[o] += 1
     sim.port_busy[o] += done - now
     sim.ps[pk, P_VC] = ovc

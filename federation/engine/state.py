@@ -62,3 +62,5 @@ class Sim(NamedTuple):
     port_busy: np.ndarray  #: int64[P]
     port_stall: np.ndarray  #: int64[P]
     port_peak: np.ndarray  #: int64[P]
+    n_classes: np.int64  #: traffic classes
+    port_class_bytes: np.ndarray  #: int64[P*C] bytes sent per port and class
