@@ -59,7 +59,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "arbiters": "federation.plugins.arbiters",
     "native": "federation.plugins.engine_native",
     "sst": "federation.plugins.engine_sst",
-    "simgrid": "federation.adapters.simgrid.engine",
+    "simgrid": "federation.plugins.engine_simgrid",
 }
 #: plugins that cannot be disabled: without them nothing runs
 ESSENTIAL_PLUGINS = ("native",)

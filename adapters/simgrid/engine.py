@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from federation import Engine, Params, hookimpl
+from federation import Engine, Params
 from federation.adapters.simgrid import locate
 from federation.adapters.simgrid.platform import (
     MAX_NETPOINTS,
@@ -258,8 +258,3 @@ def _raw_result(job: NativeRun, routes: Any, pair_of: np.ndarray, msg_time: np.n
         port_stall=np.zeros(P, dtype=np.int64), port_peak=np.zeros(P, dtype=np.int64),
         end_ps=end_ps, events=int(n_msg), packet_hops=int(pkt_hops.sum()), wall_s=wall_s,
         window=(int(w0), int(w1)), window_ports=window_ports)
-
-
-@hookimpl
-def federation_register_engines(register) -> None:  # noqa: ANN001
-    register(SimGrid)
