@@ -130,6 +130,18 @@ def run_task(index: int, point: ResolvedPoint, max_memory: int,
         raise _memory_note(exc, local_workers) from None
 
 
+def dask_setup(worker: object) -> None:
+    """Dask preload hook, run in each local worker process as it starts: ignore SIGINT.
+
+    Ctrl-C at a terminal reaches the whole process group, workers included; the client alone
+    decides what it means (cancel the tasks, keep the finished points, close the cluster),
+    and a worker dying of it would only print a traceback of its own."""
+    import signal
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @contextmanager
 def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Client]:
     """A client of a new local cluster (``workers`` processes, one thread each, on the loopback
@@ -150,7 +162,8 @@ def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Client]:
     # Dask's own per-worker limit would pause or kill a worker on a different rule.
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       host="127.0.0.1", dashboard_address=None, memory_limit=0,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+                      preload=[__name__], silence_logs=logging.CRITICAL) as cluster, \
+            Client(cluster) as client:
         yield client
 
 
@@ -180,7 +193,7 @@ def run_points(loaded: LoadedExperiment, max_memory: int, on_point: OnPoint, *,
         failed: dict[int, BaseException] = {}
         finished = 0
         if progress is not None:
-            progress(label, 0, n)
+            progress(label, 0, n, "points")
         try:
             for fut in as_completed(futures):
                 i = index[fut.key]
@@ -195,7 +208,7 @@ def run_points(loaded: LoadedExperiment, max_memory: int, on_point: OnPoint, *,
                 on_point(result, msum, tables)
                 finished += 1
                 if progress is not None:
-                    progress(label, finished, n)
+                    progress(label, finished, n, "points")
         finally:
             client.cancel(futures)  # a remote cluster would otherwise run them on
         if failed:

@@ -12,9 +12,8 @@ experiment and seed give byte-identical results.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -48,7 +47,15 @@ from federation.units import PS_PER_S
 __all__ = ["PreparedPoint", "build_network", "message_table", "prepare", "resolve_links",
            "run_experiment", "summarize", "write_table"]
 
-Progress = Callable[[str, int, int], None]
+
+
+class Progress(Protocol):
+    """A progress callback: ``label`` advanced to ``done`` of ``total`` ``unit`` (packets of a
+    point's run; ``points`` for a distributed sweep, whose packets are counted on workers)."""
+
+    def __call__(self, label: str, done: int, total: int, unit: str = "packets") -> None: ...
+
+
 Tables = dict[str, np.ndarray]
 
 
@@ -308,8 +315,15 @@ def write_point_tables(writer: OutputDir | None, result: PointResult,
     result with their file names."""
     if writer is None:
         return result
-    files = {name: writer.write_table(f"{name}-{result.index}", table, {"point": result.index})
-             for name, table in tables.items()}
+    stems = [f"{name}-{result.index}" for name in tables]
+    try:
+        files = {name: writer.write_table(stem, table, {"point": result.index})
+                 for stem, (name, table) in zip(stems, tables.items(), strict=True)}
+    except BaseException:  # Ctrl-C or a full disk between two tables: no half-written point
+        for stem in stems:
+            for path in writer.tmp.glob(f"{stem}.*"):
+                path.unlink(missing_ok=True)
+        raise
     return result.model_copy(update={"files": files})
 
 
