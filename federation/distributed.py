@@ -88,8 +88,8 @@ def _memory_note(exc: ConfigError, workers: int | None) -> ConfigError:
     smaller than the one the user set would otherwise make no sense)."""
     if not workers or "--max-memory" not in exc.message:
         return exc
-    return ConfigError(f"{exc.message}; with --workers {workers} each of the {workers} points "
-                       f"running at once gets 1/{workers} of it", source=exc.source,
+    return ConfigError(f"{exc.message}; {workers} points run at once on the local cluster "
+                       f"(--workers), each gets 1/{workers} of it", source=exc.source,
                        path=exc.path)
 
 

@@ -346,16 +346,19 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
     incomplete, and the error (:class:`Interrupted` for Ctrl-C) says so.
 
     ``workers`` above 1 or a ``scheduler`` address run the points as Dask tasks
-    (:mod:`federation.distributed`); the results document is the same, byte for byte.
+    (:mod:`federation.distributed`; a local cluster of at most one process per point, so one
+    point is always run here); the results document is the same, byte for byte.
     """
     from federation.checks import default_max_memory
 
     limit = max_memory or default_max_memory()
-    spread = workers is not None and workers > 1 or scheduler is not None
-    if workers is not None or spread:
+    if workers is not None or scheduler is not None:
         from federation import distributed
 
         distributed.check_options(workers, scheduler)
+    if workers is not None:  # no more local processes than points: 1 is the serial run
+        workers = min(workers, len(loaded.points))
+    spread = workers is not None and workers > 1 or scheduler is not None
     if spread:
         cache = distributed.preflight_shared(loaded, limit, workers, scheduler)
     else:
