@@ -138,3 +138,49 @@ def test_workers_get_the_clients_federation_environment(monkeypatch):
     monkeypatch.setattr(manager, "_MANAGER", loaded)
     distributed._sync_env(client_env)  # same variables: the loaded plugins stay
     assert manager._MANAGER is loaded
+
+
+def test_ctrl_c_cancels_the_points_and_closes_the_cluster(tmp_path):
+    """SIGINT to the client once a point is written: exit 130 with one line, the finished
+    points kept, and no worker process left behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil  # a dependency of distributed
+
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
+        "workload: {kind: synthetic, load: 0.3}\n"
+        "stop: {warmup: 1us, measure: 500us}\n"
+        "sweep: {seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}\n")
+    env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", "from federation.cli import entry; entry()",
+                             "run", "e.yaml", "--out", "o", "--workers", "2"], cwd=tmp_path,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # a shell's background job (CI) ignores SIGINT: undo that
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.time() + 240
+    # the client writes one point's tables after the other: a second point's first table
+    # means the first point is complete
+    while len(list(tmp_path.glob(".federation-*/packets-*.parquet"))) < 2:
+        if time.time() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(f"no point finished: {proc.communicate()}")
+        time.sleep(0.05)
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    assert workers
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: interrupted; "), (out, err)
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    kept = [p["index"] for p in doc["points"]]
+    assert doc["status"] == "incomplete" and doc["error"] == "interrupted"
+    assert kept and len(kept) < 16 and sorted(kept + doc["missing_points"]) == list(range(16))
+    assert {p.name for p in (tmp_path / "o").iterdir()} == {"results.json", "performance.json"} | {
+        f"{t}-{i}.parquet" for t in ("packets", "ports", "messages") for i in kept}
+    gone, alive = psutil.wait_procs(workers, timeout=30)
+    assert not alive, alive
