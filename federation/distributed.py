@@ -39,9 +39,10 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 from federation.errors import ConfigError
@@ -136,8 +137,6 @@ def dask_setup(worker: object) -> None:
     Ctrl-C at a terminal reaches the whole process group, workers included; the client alone
     decides what it means (cancel the tasks, keep the finished points, close the cluster),
     and a worker dying of it would only print a traceback of its own."""
-    import signal
-
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -158,13 +157,37 @@ def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Client]:
         with client:
             yield client
         return
-    # memory_limit=0: the points were checked against their share of --max-memory already;
-    # Dask's own per-worker limit would pause or kill a worker on a different rule.
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      host="127.0.0.1", dashboard_address=None, memory_limit=0,
-                      preload=[__name__], silence_logs=logging.CRITICAL) as cluster, \
-            Client(cluster) as client:
+    with ExitStack() as stack:
+        with _sigint_held():
+            # memory_limit=0: the points were checked against their share of --max-memory
+            # already; Dask's own per-worker limit would pause or kill a worker on another rule
+            cluster = stack.enter_context(LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address=None, memory_limit=0, preload=[__name__],
+                silence_logs=logging.CRITICAL))
+            client = stack.enter_context(Client(cluster))
         yield client
+
+
+@contextmanager
+def _sigint_held() -> Iterator[None]:
+    """Hold Ctrl-C back while a local cluster starts, and deliver it once the cluster is up.
+
+    Interrupted half-way, Dask's start leaves workers it cannot close (its exit handler then
+    prints a traceback); held, the interrupt arrives where the cluster is closed in order.
+    Only this thread and the threads it starts (Dask's event loop) hold it: a worker process
+    that gets a Ctrl-C from the terminal before its preload hook (:func:`dask_setup`) runs
+    still dies of it, printing a traceback (ignoring SIGINT here meanwhile, which the workers
+    would inherit, loses the user's Ctrl-C instead)."""
+    if threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a held Ctrl-C is delivered here
 
 
 def run_points(loaded: LoadedExperiment, max_memory: int, on_point: OnPoint, *,
