@@ -144,7 +144,7 @@ def dask_setup(worker: object) -> None:
 @contextmanager
 def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Client]:
     """A client of a new local cluster (``workers`` processes, one thread each, on the loopback
-    interface, no dashboard) or of the scheduler at ``scheduler``; closed on the way out,
+    interface) or of the scheduler at ``scheduler``; closed on the way out,
     which ends a local cluster's processes."""
     from distributed import Client, LocalCluster
 
@@ -163,8 +163,10 @@ def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Client]:
             # already; Dask's own per-worker limit would pause or kill a worker on another rule
             cluster = stack.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address=None, memory_limit=0, preload=[__name__],
-                silence_logs=logging.CRITICAL))
+                # the scheduler's HTTP routes on any free port (the fixed default, 8787, may be
+                # taken by another cluster: a warning on stderr), no dashboard
+                dashboard_address=":0", scheduler_kwargs={"dashboard": False},
+                memory_limit=0, preload=[__name__], silence_logs=logging.CRITICAL))
             client = stack.enter_context(Client(cluster))
         yield client
 

@@ -64,7 +64,7 @@ def scheduler():
     from distributed import LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as cluster:
+                      dashboard_address=":0") as cluster:
         yield cluster.scheduler_address
 
 
