@@ -41,6 +41,7 @@ import logging
 import os
 import signal
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
@@ -209,9 +210,10 @@ def run_points(loaded: LoadedExperiment, max_memory: int, on_point: OnPoint, *,
     with dask_client(workers, scheduler) as client:
         where = f"{workers} workers" if workers else scheduler
         label = f"sweep points ({where})"
+        run_id = uuid.uuid4().hex  # keys unique on a scheduler other clients share
         futures = [client.submit(run_task, i, p, max_memory, component_origins(p), env,
                                  workers if scheduler is None else None,
-                                 key=f"federation-point-{i}-{os.getpid()}-{id(loaded)}",
+                                 key=f"federation-point-{i}-{run_id}",
                                  pure=False)
                    for i, p in enumerate(loaded.points)]
         index = {f.key: i for i, f in enumerate(futures)}
@@ -226,7 +228,8 @@ def run_points(loaded: LoadedExperiment, max_memory: int, on_point: OnPoint, *,
                     continue
                 if fut.status == "error":
                     failed[i] = fut.exception()
-                    client.cancel([f for j, f in enumerate(futures) if j > min(failed)])
+                    client.cancel([f for j, f in enumerate(futures)
+                                   if j > min(failed) and not f.done()])
                     continue
                 result, msum, tables = fut.result()
                 fut.release()  # the worker may drop the tables now
