@@ -48,7 +48,6 @@ __all__ = ["PreparedPoint", "build_network", "message_table", "prepare", "resolv
            "run_experiment", "summarize", "write_table"]
 
 
-
 class Progress(Protocol):
     """A progress callback: ``label`` advanced to ``done`` of ``total`` ``unit`` (packets of a
     point's run; ``points`` for a distributed sweep, whose packets are counted on workers)."""
