@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
-from federation.errors import ConfigError
+from federation.errors import BackendUnavailable, ConfigError
 from federation.loader import LoadedExperiment, ResolvedPoint
 from federation.models.results import ComponentOrigin, MachineSummary, PointResult
 from federation.prepare import BuildCache, preflight
@@ -147,8 +147,11 @@ def dask_client(workers: int | None, scheduler: str | None) -> Iterator[Client]:
     """A client of a new local cluster (``workers`` processes, one thread each, on the loopback
     interface) or of the scheduler at ``scheduler``; closed on the way out,
     which ends a local cluster's processes."""
-    from distributed import Client, LocalCluster
-
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # a dependency, but an install may have left it out
+        raise BackendUnavailable(f"--workers and --scheduler need Dask's 'distributed' package "
+                                 f"({exc}); pip install distributed") from None
     if scheduler is not None:
         try:
             client = Client(scheduler, timeout=CONNECT_TIMEOUT_S)
