@@ -206,11 +206,11 @@ def run_points(loaded: LoadedExperiment, max_memory: int, on_point: OnPoint, *,
     lowest-index failure is raised (the one a serial run would report).  On Ctrl-C every task
     is cancelled and the cluster closed before :class:`KeyboardInterrupt` goes on.
     """
-    from distributed import as_completed
-
     n = len(loaded.points)
     env = federation_env()
     with dask_client(workers, scheduler) as client:
+        from distributed import as_completed
+
         where = f"{workers} workers" if workers else scheduler
         label = f"sweep points ({where})"
         run_id = uuid.uuid4().hex  # keys unique on a scheduler other clients share
