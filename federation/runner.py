@@ -308,19 +308,18 @@ def point_label(point: ResolvedPoint) -> str:
     return ", ".join(f"{k}={v}" for k, v in point.sweep.items()) or "run"
 
 
-def write_point_tables(writer: OutputDir | None, result: PointResult,
+def write_point_tables(folder: Path, fmt: str, result: PointResult,
                        tables: dict[str, Tables]) -> PointResult:
-    """Write a point's tables now (``packets-N``, ``ports-N``, ``messages-N``); returns the
-    result with their file names."""
-    if writer is None:
-        return result
+    """Write a point's tables into ``folder`` now (``packets-N``, ``ports-N``, ``messages-N``,
+    in ``fmt``); returns the result with their file names.  Folder and format rather than the
+    :class:`OutputDir`, so that a worker process of a distributed sweep can call it too."""
     stems = [f"{name}-{result.index}" for name in tables]
     try:
-        files = {name: writer.write_table(stem, table, {"point": result.index})
+        files = {name: write_table(table, folder / stem, fmt, {"point": result.index}).name
                  for stem, (name, table) in zip(stems, tables.items(), strict=True)}
     except BaseException:  # Ctrl-C or a full disk between two tables: no half-written point
         for stem in stems:
-            for path in writer.tmp.glob(f"{stem}.*"):
+            for path in folder.glob(f"{stem}.*"):
                 path.unlink(missing_ok=True)
         raise
     return result.model_copy(update={"files": files})
@@ -330,7 +329,9 @@ def run_point(index: int, point: ResolvedPoint, cache: BuildCache, writer: Outpu
               progress: Progress | None = None) -> tuple[PointResult, MachineSummary]:
     """Prepare, simulate and summarise one point; its tables are written at once."""
     result, msum, tables = compute_point(index, point, cache, progress)
-    return write_point_tables(writer, result, tables), msum
+    if writer is not None:
+        result = write_point_tables(writer.tmp, writer.fmt, result, tables)
+    return result, msum
 
 
 def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
@@ -369,10 +370,13 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
         if spread:
             def keep(result: PointResult, msum: MachineSummary,
                      tables: dict[str, Tables]) -> None:
-                done[result.index] = (write_point_tables(writer, result, tables), msum)
+                if writer is not None and tables:  # else written by the worker, or not wanted
+                    result = write_point_tables(writer.tmp, writer.fmt, result, tables)
+                done[result.index] = (result, msum)
 
             distributed.run_points(loaded, cache.max_memory, keep, workers=workers,
-                                   scheduler=scheduler, progress=progress)
+                                   scheduler=scheduler, progress=progress,
+                                   out=(writer.tmp, writer.fmt) if writer else None)
         else:
             for i, point in enumerate(loaded.points):
                 done[i] = run_point(i, point, cache, writer, progress)
@@ -400,6 +404,7 @@ def _stop_early(loaded: LoadedExperiment, writer: OutputDir | None,
     n = len(loaded.points)
     kept = sorted(done)
     points = [done[i][0] for i in kept]
+    _drop_unkept(writer.tmp, points)
     why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
     missing = [i for i in range(n) if i not in done]
     partial = _result(loaded, done[kept[0]][1], points, missing=missing, error=why)
@@ -412,6 +417,15 @@ def _stop_early(loaded: LoadedExperiment, writer: OutputDir | None,
         raise type(exc)(f"{exc}; {note}") from None
     exc.add_note(note)
     raise exc
+
+
+def _drop_unkept(folder: Path, points: list[PointResult]) -> None:
+    """Remove every file of ``folder`` that no kept point names: tables a worker process wrote
+    for a point whose run was cancelled or interrupted (its cluster is closed by now)."""
+    keep = {name for p in points for name in p.files.values()}
+    for path in folder.iterdir():
+        if path.name not in keep and path.is_file():
+            path.unlink(missing_ok=True)
 
 
 def _result(loaded: LoadedExperiment, msum: MachineSummary, points: list[PointResult],

@@ -68,6 +68,16 @@ def scheduler():
         yield cluster.scheduler_address
 
 
+def test_existing_cluster_gives_the_serial_bytes(tmp_path, scheduler):
+    """--scheduler: the workers return their tables and the client writes them; same bytes."""
+    experiment(tmp_path, "{workload.load: [0.3, 0.1], seed: [3, 4]}")
+    assert run_cli("run", "e.yaml", "--out", "serial", cwd=tmp_path).returncode == 0
+    r = run_cli("run", "e.yaml", "--out", "spread", "--scheduler", scheduler, cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    a, b = files(tmp_path / "serial"), files(tmp_path / "spread")
+    assert len(a) == 13 and a == b
+
+
 def test_failing_point_keeps_finished_points_like_a_serial_run(tmp_path, scheduler):
     """Point 1 generates no traffic (found only when a worker prepares it): the error a serial
     run stops at, exit 2, results.json incomplete, every finished point kept with its tables."""
