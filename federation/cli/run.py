@@ -28,9 +28,9 @@ def run(
         "--max-memory", help="refuse points estimated to need more memory than this, e.g. "
         "16GiB (default: $FEDERATION_MAX_MEMORY or 80% of physical memory)")] = None,
     workers: Annotated[int | None, typer.Option(
-        "--workers", metavar="N", help="run the sweep points on a local Dask cluster of N "
-        "processes (each point gets 1/N of --max-memory); 1 or absent: one after the other")]
-        = None,
+        "--workers", metavar="N",
+        help="run the sweep points on a local Dask cluster of N processes (each point gets 1/N "
+        "of --max-memory); 1 or absent: one after the other")] = None,
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", metavar="ADDRESS", help="run the sweep points on the existing Dask "
         "cluster whose scheduler is at ADDRESS, e.g. tcp://scheduler-host:8786")] = None,
