@@ -135,11 +135,13 @@ def _sync_env(env: dict[str, str]) -> None:
 
 def run_task(index: int, point: ResolvedPoint, max_memory: int,
              origins: dict[str, ComponentOrigin], env: dict[str, str],
-             local_workers: int | None, out: tuple[Path, str] | None) -> TaskResult:
+             local_workers: int | None, out: tuple[Path, str] | None,
+             return_tables: bool) -> TaskResult:
     """One sweep point on a worker.  With ``out`` (the run's temporary folder and table
-    format; local clusters) the worker writes the tables there and returns none; without, it
-    returns them for the client to write.  ``local_workers`` is the size of a local cluster,
-    whose workers share ``max_memory`` (for the refusal)."""
+    format; local clusters) the worker writes the tables there; with ``return_tables`` it
+    returns them for the client to write; else (no output folder) they are dropped here.
+    ``local_workers`` is the size of a local cluster, whose workers share ``max_memory`` (for
+    the refusal)."""
     _sync_env(env)
     cache = getattr(_worker_state, "cache", None)
     if cache is None or cache.max_memory != max_memory:
@@ -150,7 +152,7 @@ def run_task(index: int, point: ResolvedPoint, max_memory: int,
         raise _memory_note(exc, local_workers) from None
     if out is not None:
         return write_point_tables(out[0], out[1], result, tables), msum, {}
-    return result, msum, tables
+    return result, msum, tables if return_tables else {}
 
 
 def dask_setup(worker: object) -> None:
@@ -240,6 +242,7 @@ def run_points(loaded: LoadedExperiment, max_memory: int, on_point: OnPoint, *,
         futures = [client.submit(run_task, i, p, max_memory, component_origins(p), env,
                                  workers if scheduler is None else None,
                                  out if scheduler is None else None,
+                                 out is not None and scheduler is not None,
                                  key=f"federation-point-{i}-{run_id}",
                                  pure=False)
                    for i, p in enumerate(loaded.points)]

@@ -347,7 +347,9 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
 
     ``workers`` above 1 or a ``scheduler`` address run the points as Dask tasks
     (:mod:`federation.distributed`; a local cluster of at most one process per point, so one
-    point is always run here); the results document is the same, byte for byte.
+    point is always run here); the results document is the same, byte for byte.  A local
+    cluster starts its processes with multiprocessing's ``spawn``, so a script calling this
+    needs the usual ``if __name__ == "__main__":`` guard.
     """
     from federation.checks import default_max_memory
 
