@@ -151,8 +151,8 @@ def test_workers_get_the_clients_federation_environment(monkeypatch):
 
 
 def test_ctrl_c_cancels_the_points_and_closes_the_cluster(tmp_path):
-    """SIGINT to the client once a point is written: exit 130 with one line, the finished
-    points kept, and no worker process left behind."""
+    """SIGINT to the client once a point is finished: exit 130 with one line, the finished
+    points kept (no table of another point), and no worker process left behind."""
     import signal
     import subprocess
     import sys
@@ -172,9 +172,10 @@ def test_ctrl_c_cancels_the_points_and_closes_the_cluster(tmp_path):
                             # a shell's background job (CI) ignores SIGINT: undo that
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 240
-    # the client writes one point's tables after the other: a second point's first table
-    # means the first point is complete
-    while len(list(tmp_path.glob(".federation-*/packets-*.parquet"))) < 2:
+    # the workers write their points' tables (messages last): with 2 workers, a third point's
+    # messages table means one worker has simulated a second point since its first one
+    # finished, long after the client took that one in
+    while len(list(tmp_path.glob(".federation-*/messages-*.parquet"))) < 3:
         if time.time() > deadline or proc.poll() is not None:
             proc.kill()
             raise AssertionError(f"no point finished: {proc.communicate()}")
