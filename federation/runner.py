@@ -12,9 +12,8 @@ experiment and seed give byte-identical results.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
@@ -48,7 +47,15 @@ from federation.units import PS_PER_S
 __all__ = ["PreparedPoint", "build_network", "message_table", "prepare", "resolve_links",
            "run_experiment", "summarize", "write_table"]
 
-Progress = Callable[[str, int, int], None]
+
+class Progress(Protocol):
+    """A progress callback: ``label`` advanced to ``done`` of ``total`` ``unit`` (packets of a
+    point's run; ``points`` for a distributed sweep, whose packets are counted on workers)."""
+
+    def __call__(self, label: str, done: int, total: int, unit: str = "packets") -> None: ...
+
+
+Tables = dict[str, np.ndarray]
 
 
 class Interrupted(FederationError):
@@ -263,12 +270,20 @@ def component_origins(point: ResolvedPoint) -> dict[str, ComponentOrigin]:
     return out
 
 
-def run_point(index: int, point: ResolvedPoint, cache: BuildCache, writer: OutputDir | None,
-              progress: Progress | None = None) -> tuple[PointResult, MachineSummary]:
-    """Prepare, simulate and summarise one point; its tables are written at once."""
+def compute_point(index: int, point: ResolvedPoint, cache: BuildCache,
+                  progress: Progress | None = None,
+                  origins: dict[str, ComponentOrigin] | None = None,
+                  ) -> tuple[PointResult, MachineSummary, dict[str, Tables]]:
+    """Prepare, simulate and summarise one point; returns its result (no files yet), the
+    machine summary and the tables the experiment asks for, by name.
+
+    Split from writing so that a distributed sweep can run this on a worker and write the
+    tables on the client (:mod:`federation.distributed`).  ``origins`` lets the caller give the
+    component origins it resolved itself (they depend on the process's plugin manager).
+    """
     prep = prepare(point, cache)
     built = cache.get(point)
-    label = ", ".join(f"{k}={v}" for k, v in point.sweep.items()) or "run"
+    label = point_label(point)
 
     def cb(done: int, total: int) -> None:
         if progress is not None:
@@ -281,73 +296,149 @@ def run_point(index: int, point: ResolvedPoint, cache: BuildCache, writer: Outpu
         raise type(exc)(f"{where}: {exc}") from None
     summary, packets, ports = summarize(prep, raw)
     exp = point.experiment
-    files = {}
-    if writer is not None:
-        extra = {"point": index}
-        tables = {"packets": (exp.outputs.packets, lambda: packets),
-                  "ports": (exp.outputs.ports, lambda: ports),
-                  "messages": (exp.outputs.messages, lambda: message_table(prep, raw))}
-        for name, (wanted, make) in tables.items():
-            if wanted:
-                files[name] = writer.write_table(f"{name}-{index}", make(), extra)
+    tables: dict[str, Tables] = {}
+    if exp.outputs.packets:
+        tables["packets"] = packets
+    if exp.outputs.ports:
+        tables["ports"] = ports
+    if exp.outputs.messages:
+        tables["messages"] = message_table(prep, raw)
     result = PointResult(
         index=index, sweep=point.sweep, seed=exp.seed, engine=point.engine.name,
         routing=point.routing.name, routing_description=built.tables.description,
         workload=exp.workload.model_dump(mode="json"),
-        resolved=resolved_document(point, built), components=component_origins(point),
-        summary=summary, files=files, performance=_performance(raw),
+        resolved=resolved_document(point, built),
+        components=origins if origins is not None else component_origins(point),
+        summary=summary, files={}, performance=_performance(raw),
     )
-    return result, machine_summary(point, prep.network)
+    return result, machine_summary(point, prep.network), tables
+
+
+def point_label(point: ResolvedPoint) -> str:
+    """``workload.load=0.3, seed=2`` (or ``run`` for an experiment without a sweep)."""
+    return ", ".join(f"{k}={v}" for k, v in point.sweep.items()) or "run"
+
+
+def write_point_tables(folder: Path, fmt: str, result: PointResult,
+                       tables: dict[str, Tables]) -> PointResult:
+    """Write a point's tables into ``folder`` now (``packets-N``, ``ports-N``, ``messages-N``,
+    in ``fmt``); returns the result with their file names.  Folder and format rather than the
+    :class:`OutputDir`, so that a worker process of a distributed sweep can call it too."""
+    stems = [f"{name}-{result.index}" for name in tables]
+    try:
+        files = {name: write_table(table, folder / stem, fmt, {"point": result.index}).name
+                 for stem, (name, table) in zip(stems, tables.items(), strict=True)}
+    except BaseException:  # Ctrl-C or a full disk between two tables: no half-written point
+        for stem in stems:
+            for path in folder.glob(f"{stem}.*"):
+                path.unlink(missing_ok=True)
+        raise
+    return result.model_copy(update={"files": files})
+
+
+def run_point(index: int, point: ResolvedPoint, cache: BuildCache, writer: OutputDir | None,
+              progress: Progress | None = None) -> tuple[PointResult, MachineSummary]:
+    """Prepare, simulate and summarise one point; its tables are written at once."""
+    result, msum, tables = compute_point(index, point, cache, progress)
+    if writer is not None:
+        result = write_point_tables(writer.tmp, writer.fmt, result, tables)
+    return result, msum
 
 
 def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
                    progress: Progress | None = None, *, overwrite: bool = False,
-                   max_memory: int | None = None, out_source: str = "--out") -> RunResult:
+                   max_memory: int | None = None, out_source: str = "--out",
+                   workers: int | None = None, scheduler: str | None = None) -> RunResult:
     """Run every point of ``loaded``; write results into ``out_dir`` when given.
 
     Every point is checked before the first one runs.  Tables are written as each point
     finishes; the folder replaces ``out_dir`` at the end.  If a point fails or the run is
     interrupted after others finished, the finished ones are kept with ``results.json`` marked
     incomplete, and the error (:class:`Interrupted` for Ctrl-C) says so.
+
+    ``workers`` above 1 or a ``scheduler`` address run the points as Dask tasks
+    (:mod:`federation.distributed`; a local cluster of at most one process per point, so one
+    point is always run here); the results document is the same, byte for byte.  A local
+    cluster starts its processes with multiprocessing's ``spawn``, so a script calling this
+    needs the usual ``if __name__ == "__main__":`` guard.
     """
     from federation.checks import default_max_memory
 
-    cache = preflight(loaded, max_memory or default_max_memory())
+    limit = max_memory or default_max_memory()
+    if workers is not None or scheduler is not None:
+        from federation import distributed
+
+        distributed.check_options(workers, scheduler)
+    if workers is not None:  # no more local processes than points: 1 is the serial run
+        workers = min(workers, len(loaded.points))
+    spread = workers is not None and workers > 1 or scheduler is not None
+    if spread:
+        cache = distributed.preflight_shared(loaded, limit, workers, scheduler)
+    else:
+        cache = preflight(loaded, limit)
     writer = (OutputDir(Path(out_dir), loaded.experiment.outputs.format, overwrite, out_source)
               if out_dir is not None else None)
-    points: list[PointResult] = []
-    msum: MachineSummary | None = None
-    n = len(loaded.points)
+    done: dict[int, tuple[PointResult, MachineSummary]] = {}
     try:
-        for i, point in enumerate(loaded.points):
-            res, ms = run_point(i, point, cache, writer, progress)
-            points.append(res)
-            msum = msum or ms
+        if spread:
+            def keep(result: PointResult, msum: MachineSummary,
+                     tables: dict[str, Tables]) -> None:
+                if writer is not None and tables:  # else written by the worker, or not wanted
+                    result = write_point_tables(writer.tmp, writer.fmt, result, tables)
+                done[result.index] = (result, msum)
+
+            distributed.run_points(loaded, cache.max_memory, keep, workers=workers,
+                                   scheduler=scheduler, progress=progress,
+                                   out=(writer.tmp, writer.fmt) if writer else None)
+        else:
+            for i, point in enumerate(loaded.points):
+                done[i] = run_point(i, point, cache, writer, progress)
     except (Exception, KeyboardInterrupt) as exc:
-        if writer is not None and not points:
-            writer.abort()
-        if writer is None or not points:
-            if isinstance(exc, KeyboardInterrupt):  # typer would exit 130 without a word
-                raise Interrupted("interrupted before any point finished; nothing was "
-                                  "written") from None
-            raise
-        assert msum is not None
-        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
-        partial = _result(loaded, msum, points, missing=list(range(len(points), n)), error=why)
-        writer.finish(partial, _perf(points))
-        kept = (f"{len(points)} of {n} points finished and are kept in {writer.out} "
-                "(results.json marked incomplete)")
-        if isinstance(exc, KeyboardInterrupt):
-            raise Interrupted(f"interrupted; {kept}") from None
-        if isinstance(exc, FederationError):
-            raise type(exc)(f"{exc}; {kept}") from None
-        exc.add_note(kept)
-        raise
-    assert msum is not None
-    result = _result(loaded, msum, points)
+        _stop_early(loaded, writer, done, exc)
+    points = [done[i][0] for i in sorted(done)]
+    result = _result(loaded, done[0][1], points)
     if writer is not None:
         writer.finish(result, _perf(points))
     return result
+
+
+def _stop_early(loaded: LoadedExperiment, writer: OutputDir | None,
+                done: dict[int, tuple[PointResult, MachineSummary]],
+                exc: BaseException) -> NoReturn:
+    """Keep the finished points (``results.json`` marked incomplete, the others listed as
+    missing) and raise the error saying so; with nothing finished, leave nothing behind."""
+    if writer is not None and not done:
+        writer.abort()
+    if writer is None or not done:
+        if isinstance(exc, KeyboardInterrupt):  # typer would exit 130 without a word
+            raise Interrupted("interrupted before any point finished; nothing was "
+                              "written") from None
+        raise exc
+    n = len(loaded.points)
+    kept = sorted(done)
+    points = [done[i][0] for i in kept]
+    _drop_unkept(writer.tmp, points)
+    why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
+    missing = [i for i in range(n) if i not in done]
+    partial = _result(loaded, done[kept[0]][1], points, missing=missing, error=why)
+    writer.finish(partial, _perf(points))
+    note = (f"{len(points)} of {n} points finished and are kept in {writer.out} "
+            "(results.json marked incomplete)")
+    if isinstance(exc, KeyboardInterrupt):
+        raise Interrupted(f"interrupted; {note}") from None
+    if isinstance(exc, FederationError):
+        raise type(exc)(f"{exc}; {note}") from None
+    exc.add_note(note)
+    raise exc
+
+
+def _drop_unkept(folder: Path, points: list[PointResult]) -> None:
+    """Remove every file of ``folder`` that no kept point names: tables a worker process wrote
+    for a point whose run was cancelled or interrupted (its cluster is closed by now)."""
+    keep = {name for p in points for name in p.files.values()}
+    for path in folder.iterdir():
+        if path.name not in keep and path.is_file():
+            path.unlink(missing_ok=True)
 
 
 def _result(loaded: LoadedExperiment, msum: MachineSummary, points: list[PointResult],

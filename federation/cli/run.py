@@ -30,11 +30,20 @@ def run(
     plot: Annotated[bool, typer.Option(
         "--plot", help="draw the standard figures (PNG) into the output folder's plots/ at the "
         "end (see `federation plot`)")] = False,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", metavar="N",
+        help="run the sweep points on a local Dask cluster of N processes (each point gets 1/N "
+        "of --max-memory); 1 or absent: one after the other")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", metavar="ADDRESS", help="run the sweep points on the existing Dask "
+        "cluster whose scheduler is at ADDRESS, e.g. tcp://scheduler-host:8786")] = None,
 ) -> None:
     """Run an experiment on its engine and write results.json plus per-port/per-packet tables."""
+    from federation.distributed import check_options
     from federation.loader import load_experiment
     from federation.runner import run_experiment
 
+    check_options(workers, scheduler)  # before the file is read: a usage error comes first
     limit = parse_max_memory(max_memory)
     loaded = load_experiment(file, set_ or [])
     exp = loaded.experiment
@@ -51,7 +60,8 @@ def run(
     with progress_reporter() as cb:
         try:
             result = run_experiment(loaded, out_dir, progress=cb, overwrite=overwrite,
-                                    max_memory=limit, out_source=out_source)
+                                    max_memory=limit, out_source=out_source,
+                                    workers=workers, scheduler=scheduler)
         except KeyboardInterrupt:  # before the run started: typer would exit without a word
             from federation.runner import Interrupted
 

@@ -6,13 +6,13 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-Progress = Callable[[str, int, int], None]
+Progress = Callable[..., None]
 
 
 @contextmanager
 def progress_reporter(enabled: bool | None = None) -> Iterator[Progress | None]:
-    """Yield a ``(label, done, total)`` callback drawing a progress bar on stderr, or ``None``
-    when stderr is not a terminal (CI logs and pipes stay clean)."""
+    """Yield a ``(label, done, total, unit="packets")`` callback drawing a progress bar on
+    stderr, or ``None`` when stderr is not a terminal (CI logs and pipes stay clean)."""
     if enabled is None:
         enabled = sys.stderr.isatty()
     if not enabled:
@@ -23,13 +23,14 @@ def progress_reporter(enabled: bool | None = None) -> Iterator[Progress | None]:
 
     console = Console(stderr=True, highlight=False)
     with Progress(TextColumn("{task.description}"), BarColumn(),
-                  TextColumn("{task.completed}/{task.total} packets"), TimeElapsedColumn(),
+                  TextColumn("{task.completed}/{task.total} {task.fields[unit]}"),
+                  TimeElapsedColumn(),
                   console=console, transient=True) as prog:
         tasks: dict[str, int] = {}
 
-        def cb(label: str, done: int, total: int) -> None:
+        def cb(label: str, done: int, total: int, unit: str = "packets") -> None:
             if label not in tasks:
-                tasks[label] = prog.add_task(label, total=total)
+                tasks[label] = prog.add_task(label, total=total, unit=unit)
             prog.update(tasks[label], completed=done, total=total)
 
         yield cb
