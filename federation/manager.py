@@ -53,6 +53,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "ugal": "federation.plugins.routing_ugal",
     "par": "federation.plugins.routing_par",
     "ugal_global": "federation.plugins.routing_ugal_global",
+    "aries_routing": "federation.plugins.routing_aries",
     "synthetic": "federation.plugins.workload_synthetic",
     "messages": "federation.plugins.workload_messages",
     "qos_none": "federation.plugins.qos_none",

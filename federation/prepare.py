@@ -115,8 +115,11 @@ def build(point: ResolvedPoint, max_memory: int) -> Built:
     nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)
     tables = point.routing.tables(net, point.machine.topology, machine)
     check_point_tables(point, net, tables)
-    program = point.routing.program(net, point.machine.topology, machine, tables)
     owner = component_owner(point)
+    try:
+        program = point.routing.program(net, point.machine.topology, machine, tables)
+    except RoutingError as exc:  # the routing cannot serve this machine with these options
+        raise ConfigError(str(exc), source=point.source, path="routing") from None
     try:
         check_vcs(tables, machine.router.vcs, point.routing.name)
         if program is not None:

@@ -23,25 +23,23 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from pydantic import Field
 
-from federation import Params, RouteTables, hookimpl
+from federation import RouteTables, hookimpl
 from federation.components import VC_COUNTER, RoutingProgram
 from federation.engine.api import (
     F_USER0,
     P_DST,
     P_HOPS,
     P_LEVEL,
-    P_MINIMAL,
     P_PHASE,
     P_VIA,
     get_field,
     pkt_src_router,
     set_field,
 )
-from federation.engine.tables_route import inject, occupancy, program_tables, table_port, vc_rule
+from federation.engine.tables_route import follow, occupancy, table_port, table_program, vc_rule
+from federation.plugins.routing_ugal import BiasParams
 from federation.plugins.routing_valiant import Valiant
-from federation.units import PositiveSize
 
 
 @njit(cache=True, inline="always")
@@ -67,29 +65,15 @@ def route(sim, tables, r, ip, pk):
     elif undecided:
         ps[pk, P_VIA] = -1  # left the source group minimally: the choice is over
         via = -1
-    if via >= 0 and ps[pk, P_PHASE] == 0:
-        if rgroup[r] == via:
-            ps[pk, P_PHASE] = 1
-        else:
-            ps[pk, P_MINIMAL] = 0
-    o = table_port(tables, r, dr, via, ps[pk, P_PHASE])
-    if o < 0:
-        return np.int64(-1), np.int64(0)
-    return o, vc_rule(sim, tables, pk, o)
-
-
-class ParParams(Params):
-    bias: PositiveSize | None = Field(
-        None, description="bytes added to the Valiant side (favours minimal); default: one "
-        "packet")
+    return follow(sim, tables, r, pk, dr, via)
 
 
 class Par(Valiant):
     """Progressive adaptive: minimal or Valiant, decided again at each source-group router."""
 
     name = "par"
-    Params = ParParams
-    params: ParParams
+    Params = BiasParams
+    params: BiasParams
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = super().tables(network, topology, machine)
@@ -103,10 +87,7 @@ class Par(Valiant):
         return t
 
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
-        return RoutingProgram(route=route, inject=inject,
-                              tables=program_tables(tables, network.ports.n_ports),
-                              vcs_required=tables.vcs_required,
-                              description=tables.description)
+        return table_program(route, tables, network.ports.n_ports)
 
 
 @hookimpl

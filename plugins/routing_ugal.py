@@ -27,7 +27,7 @@ from pydantic import Field
 from federation import Params, RouteTables, hookimpl
 from federation.components import RoutingProgram
 from federation.engine.api import P_DST, P_VIA
-from federation.engine.tables_route import occupancy, program_tables, route, table_port
+from federation.engine.tables_route import occupancy, route, table_port, table_program
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
 
@@ -47,10 +47,15 @@ def decide_at_injection(sim, tables, node, pk):
         ps[pk, P_VIA] = -1
 
 
-class UgalParams(Params):
+class BiasParams(Params):
+    """The minimal-path bias of the UGAL family (``ugal``, ``par``)."""
+
     bias: PositiveSize | None = Field(
         None, description="bytes added to the Valiant side (favours minimal); default: one "
         "packet, so a single packet ahead does not send traffic the long way")
+
+
+class UgalParams(BiasParams):
     decide: Literal["source_router", "injection"] = Field(
         "source_router", description="where the choice is made: when the packet heads its "
         "queue at the source router, or when its NIC sends it")
@@ -75,11 +80,9 @@ class Ugal(Valiant):
     def program(self, network, topology, machine, tables) -> RoutingProgram | None:  # noqa: ANN001
         if self.params.decide == "source_router":
             return None  # the table routing decides at the source router
-        packed = program_tables(tables, network.ports.n_ports)
-        packed[7][1] = 0  # the NIC decides; the routers only follow
-        return RoutingProgram(route=route, inject=decide_at_injection, tables=packed,
-                              vcs_required=tables.vcs_required,
-                              description=tables.description)
+        prog = table_program(route, tables, network.ports.n_ports, decide_at_injection)
+        prog.tables[7][1] = 0  # the NIC decides; the routers only follow
+        return prog
 
 
 @hookimpl

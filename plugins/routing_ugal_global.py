@@ -19,7 +19,7 @@ from pydantic import Field
 from federation import Params, RouteTables, hookimpl
 from federation.components import RoutingProgram
 from federation.engine.api import P_DST, P_HOPS, P_PHASE, P_SIZE, P_VIA
-from federation.engine.tables_route import inject, occupancy, program_tables, route, table_port
+from federation.engine.tables_route import occupancy, route, table_port, table_program
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
 
@@ -80,10 +80,7 @@ class UgalGlobal(Valiant):
         return t
 
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
-        return RoutingProgram(route=route_global, inject=inject,
-                              tables=program_tables(tables, network.ports.n_ports),
-                              vcs_required=tables.vcs_required,
-                              description=tables.description)
+        return table_program(route_global, tables, network.ports.n_ports)
 
 
 @hookimpl

@@ -28,7 +28,7 @@ from federation import Params, RouteTables, Routing, hookimpl
 from federation.components import VC_COUNTER, RoutingProgram
 from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA
 from federation.engine.tables_check import check_minimal_routes
-from federation.engine.tables_route import inject, program_tables, table_port, vc_rule
+from federation.engine.tables_route import table_port, table_program, vc_rule
 
 
 def max_bumps_to_groups(tables: RouteTables, network) -> int:  # noqa: ANN001
@@ -93,9 +93,7 @@ class Valiant(Routing):
     def program(self, network, topology, machine, tables) -> RoutingProgram | None:  # noqa: ANN001
         if not self._via_router(tables) or type(self).program is not Valiant.program:
             return None
-        return RoutingProgram(route=route_via_router, inject=inject,
-                              tables=program_tables(tables, network.ports.n_ports),
-                              vcs_required=tables.vcs_required, description=tables.description)
+        return table_program(route_via_router, tables, network.ports.n_ports)
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = topology.minimal_routes(network)

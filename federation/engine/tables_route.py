@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from federation.components import RouteTables
+from federation.components import RouteTables, RoutingProgram
 from federation.engine.api import P_DIM, P_DST, P_HOPS, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA
 
 
@@ -86,7 +86,7 @@ def occupancy(sim, o):
 @njit(cache=True, inline="always")
 def route(sim, tables, r, ip, pk):
     """Output port and VC of packet ``pk`` at router ``r`` (not its destination router)."""
-    rgroup, cfg = tables[2], tables[7]
+    cfg = tables[7]
     ps = sim.ps
     dr = sim.node_router[ps[pk, P_DST]]
     via = np.int64(ps[pk, P_VIA])
@@ -100,8 +100,16 @@ def route(sim, tables, r, ip, pk):
         if occupancy(sim, om) <= 2 * occupancy(sim, on) + cfg[2]:
             ps[pk, P_VIA] = -1
             via = -1
+    return follow(sim, tables, r, pk, dr, via)
+
+
+@njit(cache=True, inline="always")
+def follow(sim, tables, r, pk, dr, via):
+    """Port and VC by the tables once the choice is made: towards group ``via`` until a
+    router of it is reached (the packet is then in Valiant's second phase), then minimally."""
+    ps = sim.ps
     if via >= 0 and ps[pk, P_PHASE] == 0:
-        if rgroup[r] == via:
+        if tables[2][r] == via:
             ps[pk, P_PHASE] = 1
         else:
             ps[pk, P_MINIMAL] = 0
@@ -109,3 +117,10 @@ def route(sim, tables, r, ip, pk):
     if o < 0:
         return np.int64(-1), np.int64(0)
     return o, vc_rule(sim, tables, pk, o)
+
+
+def table_program(route_fn, t: RouteTables, n_ports: int, inject_fn=None) -> RoutingProgram:
+    """A compiled routing that reads ``RouteTables`` (packed by :func:`program_tables`)."""
+    return RoutingProgram(route=route_fn, inject=inject_fn or inject,
+                          tables=program_tables(t, n_ports), vcs_required=t.vcs_required,
+                          description=t.description)

@@ -1,0 +1,62 @@
+"""The ``aries`` routing's modes on the shipped Aries XC machine under uniform background traffic.
+
+For each mode: accepted load, the fraction of packets sent non-minimally, and the latency of
+the packets between groups: mean and the quartile coefficient of dispersion (Q3-Q1)/(Q3+Q1),
+the figure De Sensi et al. (SC'19) use for network noise.
+
+    python benchmarks/aries_modes.py [--load 0.4] [--measure 2us]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from federation.loader import load_experiment
+from federation.runner import prepare, summarize
+
+MODES = ["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH", "NMIN_HASH",
+         "IN_ORDER"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--load", type=float, default=0.4)
+    ap.add_argument("--warmup", default="0.5us")
+    ap.add_argument("--measure", default="2us")
+    ap.add_argument("--seed", type=int, default=3)
+    args = ap.parse_args(argv)
+    import federation.schemas.machines as m
+
+    machine = yaml.safe_load((Path(m.__file__).parent / "aries-xc.yaml").read_text())
+    machine["router"]["vcs"] = 4
+    print(f"aries-xc (576 routers, 2,304 nodes), uniform load {args.load}")
+    print(f"{'mode':>11} {'accepted':>9} {'nonmin':>7} {'inter-group lat ns':>19} {'QCD':>6}")
+    for mode in MODES:
+        doc = {"machine": machine, "routing": {"algorithm": "aries", "mode": mode},
+               "workload": {"kind": "synthetic", "load": args.load},
+               "stop": {"warmup": args.warmup, "measure": args.measure}, "seed": args.seed}
+        with tempfile.TemporaryDirectory() as d:
+            path = Path(d) / "e.yaml"
+            path.write_text(yaml.safe_dump(doc))
+            point = load_experiment(path).points[0]
+            prep = prepare(point)
+            raw = point.engine.run(prep.job)
+            s, pk, _ = summarize(prep, raw)
+        groups = prep.job.tables.router_group[prep.network.node_router]
+        sel = pk["measured"] & (groups[pk["src"]] != groups[pk["dst"]])
+        lat = (pk["delivered_ps"] - pk["created_ps"])[sel] / 1e3
+        q1, q3 = np.percentile(lat, [25, 75])
+        print(f"{mode:>11} {s.accepted_load:>9.3f} {s.nonminimal_fraction:>7.3f} "
+              f"{lat.mean():>19.1f} {(q3 - q1) / (q3 + q1):>6.3f}")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
