@@ -54,6 +54,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "par": "federation.plugins.routing_par",
     "ugal_global": "federation.plugins.routing_ugal_global",
     "aries_routing": "federation.plugins.routing_aries",
+    "prog_adaptive": "federation.plugins.routing_prog_adaptive",
     "synthetic": "federation.plugins.workload_synthetic",
     "messages": "federation.plugins.workload_messages",
     "qos_none": "federation.plugins.qos_none",

@@ -39,7 +39,7 @@ from numba import njit
 from pydantic import Field
 
 from federation import Params, RouteTables, hookimpl
-from federation.components import VC_COUNTER, RoutingProgram
+from federation.components import RoutingProgram
 from federation.engine.api import (
     P_DST,
     P_HOPS,
@@ -54,6 +54,7 @@ from federation.engine.api import (
 )
 from federation.engine.tables_route import follow, inject, program_tables, table_port, vc_rule
 from federation.equal_cost import equal_cost_ports
+from federation.plugins.routing_par import par_extra_vcs
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
 
@@ -201,8 +202,7 @@ class Aries(Valiant):
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = super().tables(network, topology, machine)
-        if t.vc_mode == VC_COUNTER and t.phase_vc_offset == 0:
-            t.vcs_required += 1  # a commitment after a minimal hop (see the VC plan)
+        t.vcs_required += par_extra_vcs(t)  # a commitment after a minimal hop
         t.description = f"Aries {self.params.mode}, {t.description}"
         return t
 

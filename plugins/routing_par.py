@@ -68,6 +68,12 @@ def route(sim, tables, r, ip, pk):
     return follow(sim, tables, r, pk, dr, via)
 
 
+def par_extra_vcs(t: RouteTables) -> int:
+    """One more VC level for a commitment after a minimal hop, where the VC rule counts hops
+    through the whole path (see the VC plan); none where the phases have their own sets."""
+    return 1 if t.vc_mode == VC_COUNTER and t.phase_vc_offset == 0 else 0
+
+
 class Par(Valiant):
     """Progressive adaptive: minimal or Valiant, decided again at each source-group router."""
 
@@ -77,9 +83,7 @@ class Par(Valiant):
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = super().tables(network, topology, machine)
-        counts_hops = t.vc_mode == VC_COUNTER and t.phase_vc_offset == 0
-        # one more level for a commitment after a minimal hop (see the VC plan)
-        t.vcs_required += 1 if counts_hops else 0
+        t.vcs_required += par_extra_vcs(t)
         bias = self.params.bias
         t.adaptive_bias = int(machine.packet_size if bias is None else bias)
         t.description = (f"PAR (minimal or Valiant, decided at each source-group router), "
