@@ -14,10 +14,11 @@ hop by design and are refused.
 
 Compact form: one 64-bit mask per table entry, bit ``k`` = the router's ``k``-th cable port in
 :func:`federation.routing_tables.cable_ports` order, so ``8 x (groups + routers per group)``
-bytes per router: 520 B on the 1,056-router megafly, 1,048 B on the 264-router CODES
-dragonfly.  Topologies without groups (a group per router) need ``8 x routers`` bytes per
-router (8 KiB at 1,024 routers): :func:`equal_cost_bytes` says what a machine needs before
-anything is built.
+bytes per router, measured on the shipped machines: 328 B on the 264-router CODES dragonfly,
+520 B on the 1,056-router megafly (8,448 nodes), 648 B on the 1,040-router megafly-paper
+dragonfly, 816 B on the 576-router Aries XC.  Topologies without groups (a group per router)
+need ``8 x routers`` bytes per router: 8,200 B on G(1024,10), 64 KiB (512 MiB in all) on an
+8,192-router graph; above ``MAX_MASK_BYTES`` (1 GiB) the routing is refused.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from federation.routing_tables import cable_ports
 
 #: most cable ports a router may have for the 64-bit masks
 MAX_CABLE_PORTS = 64
+#: largest mask set built (an 8,192-router graph without groups needs 512 MiB)
+MAX_MASK_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,12 @@ def equal_cost_ports(network: Network, tables: RouteTables, owner: str) -> Equal
         raise RoutingError(f"{owner}: dimension-order routing has one minimal port per hop by "
                            "design; spreading over other minimal ports would break its "
                            "deadlock freedom (use spread: table)")
+    need = equal_cost_bytes(tables)
+    if need > MAX_MASK_BYTES:
+        per = need // max(1, tables.gnext.shape[0])
+        raise RoutingError(f"{owner}: the equal-cost port sets of this machine would take "
+                           f"{need / 2**20:.0f} MiB ({per} bytes per router), above the "
+                           f"{MAX_MASK_BYTES >> 20} MiB limit")
     pt = network.ports
     cp = cable_ports(network)
     R = network.n_routers
