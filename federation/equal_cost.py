@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from federation.components import VC_DATELINE, RouteTables
+from federation.components import VC_DATELINE, RouteTables, RoutingProgram
 from federation.errors import RoutingError
 from federation.network import Network
 from federation.routing_tables import cable_ports
@@ -48,6 +48,20 @@ class EqualCostPorts:
     @property
     def bytes_per_router(self) -> int:
         return 8 * (self.gmask.shape[1] + self.lmask.shape[1])
+
+
+def mask_program(route_fn, network: Network, tables: RouteTables, owner: str,
+                 cfg: np.ndarray, description: str | None = None) -> RoutingProgram:
+    """A compiled routing reading the tables and their equal-cost masks: its ``tables`` are
+    ``(packed RouteTables, gmask, lmask, first, port, cfg)``."""
+    from federation.engine.tables_route import inject, program_tables
+
+    ec = equal_cost_ports(network, tables, owner)
+    packed = (program_tables(tables, network.ports.n_ports), ec.gmask, ec.lmask, ec.first,
+              ec.port, cfg)
+    return RoutingProgram(route=route_fn, inject=inject, tables=packed,
+                          vcs_required=tables.vcs_required,
+                          description=description or tables.description)
 
 
 def equal_cost_bytes(tables: RouteTables) -> int:

@@ -52,8 +52,8 @@ from federation.engine.api import (
     random_below,
     used_credit_all,
 )
-from federation.engine.tables_route import follow, inject, program_tables, table_port, vc_rule
-from federation.equal_cost import equal_cost_ports
+from federation.engine.tables_route import follow, table_port, vc_rule
+from federation.equal_cost import mask_program
 from federation.plugins.routing_par import par_extra_vcs
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
@@ -212,15 +212,10 @@ class Aries(Valiant):
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
         p = self.params
         packet = int(machine.packet_size)
-        ec = equal_cost_ports(network, tables, f"routing 'aries' ({p.mode})")
         cfg = np.array([MODES.index(p.mode), int(p.bias_low or 2 * packet),
                         int(p.bias_high or 8 * packet), int(p.bias_step or packet)],
                        dtype=np.int64)
-        packed = (program_tables(tables, network.ports.n_ports), ec.gmask, ec.lmask,
-                  ec.first, ec.port, cfg)
-        return RoutingProgram(route=route, inject=inject, tables=packed,
-                              vcs_required=tables.vcs_required,
-                              description=tables.description)
+        return mask_program(route, network, tables, f"routing 'aries' ({p.mode})", cfg)
 
 
 @hookimpl

@@ -25,8 +25,8 @@ from pydantic import Field
 from federation import Params, RouteTables, Routing, hookimpl
 from federation.components import RoutingProgram
 from federation.engine.api import P_DST, random_below
-from federation.engine.tables_route import inject, program_tables, vc_rule
-from federation.equal_cost import equal_cost_ports
+from federation.engine.tables_route import vc_rule
+from federation.equal_cost import mask_program
 
 SPREADS = {"lowest": 0, "hash": 1, "random": 2}
 
@@ -34,7 +34,8 @@ SPREADS = {"lowest": 0, "hash": 1, "random": 2}
 @njit(cache=True, inline="always")
 def route_spread(sim, tables, r, ip, pk):
     """A port among the equal-cost minimal ports of ``r`` towards the packet's destination."""
-    base, gmask, lmask, first, port, mode = tables
+    base, gmask, lmask, first, port, cfg = tables
+    mode = cfg[0]
     rgroup, rlocal = base[2], base[3]
     dr = sim.node_router[sim.ps[pk, P_DST]]
     if rgroup[r] != rgroup[dr]:
@@ -94,13 +95,10 @@ class Minimal(Routing):
         spread = self.params.spread
         if spread == "table":
             return None
-        ec = equal_cost_ports(network, tables, f"routing 'minimal' (spread: {spread})")
-        packed = (program_tables(tables, network.ports.n_ports), ec.gmask, ec.lmask, ec.first,
-                  ec.port, np.int64(SPREADS[spread]))
-        return RoutingProgram(route=route_spread, inject=inject, tables=packed,
-                              vcs_required=tables.vcs_required,
-                              description=f"{tables.description}, {spread} among equal-cost "
-                              "minimal ports")
+        return mask_program(route_spread, network, tables,
+                            f"routing 'minimal' (spread: {spread})",
+                            np.array([SPREADS[spread]], dtype=np.int64),
+                            f"{tables.description}, {spread} among equal-cost minimal ports")
 
 
 @hookimpl

@@ -41,8 +41,8 @@ from federation.engine.api import (
     set_field,
     used_credit_all,
 )
-from federation.engine.tables_route import follow, inject, program_tables, table_port, vc_rule
-from federation.equal_cost import equal_cost_ports
+from federation.engine.tables_route import follow, table_port, vc_rule
+from federation.equal_cost import mask_program
 from federation.plugins.routing_par import par_extra_vcs
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
@@ -112,13 +112,9 @@ class ProgAdaptive(Valiant):
         return t
 
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
-        ec = equal_cost_ports(network, tables, "routing 'prog_adaptive'")
         threshold = self.params.threshold or machine.packet_size
-        cfg = np.array([int(threshold)], dtype=np.int64)
-        packed = (program_tables(tables, network.ports.n_ports), ec.gmask, ec.lmask, ec.first,
-                  ec.port, cfg)
-        return RoutingProgram(route=route, inject=inject, tables=packed,
-                              vcs_required=tables.vcs_required, description=tables.description)
+        return mask_program(route, network, tables, "routing 'prog_adaptive'",
+                            np.array([int(threshold)], dtype=np.int64))
 
 
 @hookimpl
