@@ -164,6 +164,9 @@ class RoutingProgram:
     vcs_required: int
     description: str = ""
     inject: Any = None  #: default: decide nothing at the NIC
+    #: bound of the routing's ``intermediates`` (checked before the run); ``None``: the
+    #: tables' group count
+    via_limit: int | None = None
 
 
 class Routing(Component):

@@ -228,6 +228,7 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
     src_r = net.node_router[psrc]
     dst_r = net.node_router[pdst]
     via = point.routing.intermediates(built.tables, src_r, dst_r, rng_route)
+    check_intermediates(point, built, via, ptime.shape[0])
     vc = injection_vcs(machine.router.injection_vc, psrc, machine.router.vcs, rng_route)
     qos = point.machine.qos
     n_classes = int(qos.n_classes())
@@ -276,9 +277,60 @@ def _stop_field(point: ResolvedPoint) -> str:
     return f"sweep.{name}" if name in point.sweep else name
 
 
+def check_messages(point: ResolvedPoint, n_nodes: int, msgs: Messages) -> None:
+    """A workload plugin's messages as the engine needs them: one entry per message in every
+    array, nodes that exist, whole positive sizes, times from 0 in creation order.  The
+    compiled loop indexes by these without bounds checks, so a slip here would read another
+    node's state instead of failing."""
+    name = point.workload.name
+    n = msgs.count
+
+    def refuse(what: str) -> None:
+        raise ConfigError(f"workload {name!r} returned {what}", source=point.source,
+                          path="workload")
+
+    if any(np.asarray(a).shape != (n,) for a in (msgs.src, msgs.dst, msgs.size)):
+        refuse(f"arrays of different lengths ({n} creation times)")
+    if n == 0:
+        return
+    for field, nodes in (("source", msgs.src), ("destination", msgs.dst)):
+        bad = np.nonzero((nodes < 0) | (nodes >= n_nodes))[0]
+        if bad.size:
+            refuse(f"message {int(bad[0])} with {field} node {int(nodes[bad[0]])}; the machine "
+                   f"has nodes 0 to {n_nodes - 1}")
+    if int(msgs.size.min()) < 1:
+        refuse(f"message {int(np.argmin(msgs.size))} of {int(msgs.size.min())} bytes; sizes "
+               "are whole bytes from 1")
+    if int(msgs.time_ps.min()) < 0:
+        refuse(f"message {int(np.argmin(msgs.time_ps))} created before time 0")
+    if n > 1 and bool((np.diff(msgs.time_ps) < 0).any()):
+        refuse("messages out of creation order (return Messages(...).sorted())")
+
+
+def check_intermediates(point: ResolvedPoint, built: Built, via: np.ndarray,
+                        n_packets: int) -> None:
+    """The routing's per-packet intermediates: one per packet, each -1 or one of its groups
+    (the table routing indexes ``gnext`` by it without bounds checks), or of the bound its
+    compiled program declares (``RoutingProgram.via_limit``, e.g. routers)."""
+    program = built.program
+    groups = (program.via_limit if program is not None and program.via_limit is not None
+              else built.tables.gnext.shape[1])
+    via = np.asarray(via)
+    if via.shape != (n_packets,):
+        raise ConfigError(f"routing {point.routing.name!r}: intermediates returned "
+                          f"{via.shape} values for {n_packets} packets", source=point.source,
+                          path="routing")
+    bad = np.nonzero((via < -1) | (via >= groups))[0] if n_packets else []
+    if len(bad):
+        raise ConfigError(f"routing {point.routing.name!r}: intermediates gave packet "
+                          f"{int(bad[0])} intermediate {int(via[bad[0]])}, outside 0 to "
+                          f"{groups - 1} (-1: none)", source=point.source, path="routing")
+
+
 def _check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
                    window: tuple[int, int], max_memory: int) -> None:
     """Refuse traffic that measures nothing, reaches past the clock, or cannot be held."""
+    check_messages(point, built.network.n_nodes, msgs)
     w0, w1 = window
     if msgs.count and int(msgs.time_ps.max()) >= TIME_LIMIT_PS:
         raise ConfigError(f"a message is created past {CLOCK_LIMIT}",

@@ -93,7 +93,9 @@ class Valiant(Routing):
     def program(self, network, topology, machine, tables) -> RoutingProgram | None:  # noqa: ANN001
         if not self._via_router(tables) or type(self).program is not Valiant.program:
             return None
-        return table_program(route_via_router, tables, network.ports.n_ports)
+        prog = table_program(route_via_router, tables, network.ports.n_ports)
+        prog.via_limit = network.n_routers  # intermediates are routers here
+        return prog
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = topology.minimal_routes(network)
