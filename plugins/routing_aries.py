@@ -43,60 +43,21 @@ from federation.components import RoutingProgram
 from federation.engine.api import (
     P_DST,
     P_HOPS,
-    P_LEVEL,
     P_PHASE,
     P_SIZE,
     P_SRC,
     P_VIA,
-    queued,
+    congestion,
     random_below,
-    used_credit_all,
 )
-from federation.engine.tables_route import follow, table_port, vc_rule
-from federation.equal_cost import mask_program
+from federation.engine.tables_route import follow, table_port, turn_nonminimal, vc_rule
+from federation.equal_cost import mask_count, mask_nth, mask_program, mix_hash
 from federation.plugins.routing_par import par_extra_vcs
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
 
 MODES = ["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH", "NMIN_HASH",
          "IN_ORDER"]
-
-
-@njit(cache=True, inline="always")
-def _nth_bit(m, k):
-    """Index of the ``k``-th set bit of ``m``."""
-    i = 0
-    while True:
-        if m & np.uint64(1):
-            if k == 0:
-                return i
-            k -= 1
-        m >>= np.uint64(1)
-        i += 1
-
-
-@njit(cache=True, inline="always")
-def _bits(m):
-    n = 0
-    while m:
-        n += 1
-        m &= m - np.uint64(1)
-    return n
-
-
-@njit(cache=True, inline="always")
-def _cost(sim, o, size):
-    return queued(sim, o) * size + used_credit_all(sim, o)
-
-
-@njit(cache=True, inline="always")
-def _mix(a, b):
-    h = np.uint64(a) * np.uint64(0x5851F42D4C957F2D) + np.uint64(b) * np.uint64(
-        0x14057B7EF767814F)
-    h ^= h >> np.uint64(29)
-    h *= np.uint64(0x3C79AC492BA7B653)
-    h ^= h >> np.uint64(32)
-    return h
 
 
 @njit(cache=True, inline="always")
@@ -113,24 +74,24 @@ def route(sim, tables, r, ip, pk):
     if mode == 6 or committed or rgroup[r] != src_group or rgroup[dr] == src_group:
         return follow(sim, base, r, pk, dr, np.int64(ps[pk, P_VIA]))  # tables from here
     m = gmask[r, rgroup[dr]]
-    n = _bits(m)
+    n = mask_count(m)
     if n == 0:
         return np.int64(-1), np.int64(0)
     if mode == 4:  # MIN_HASH
-        o = port[first[r] + _nth_bit(m, np.int64(_mix(dr, r) % np.uint64(n)))]
+        o = port[first[r] + mask_nth(m, np.int64(mix_hash(dr, r) % np.uint64(n)))]
         return o, vc_rule(sim, base, pk, o)
     choices = G - 2
     if mode == 5:  # NMIN_HASH: the intermediate group from source and destination
         if choices < 1:
             return follow(sim, base, r, pk, dr, np.int64(-1))
-        x = np.int64(_mix(ps[pk, P_SRC], ps[pk, P_DST]) % np.uint64(choices))
+        x = np.int64(mix_hash(ps[pk, P_SRC], ps[pk, P_DST]) % np.uint64(choices))
         return _commit(sim, base, r, pk, dr, _skip(x, src_group, rgroup[dr]))
     size = np.int64(ps[pk, P_SIZE])
     best = np.int64(-1)
     best_cost = np.int64(1) << 62
     for _ in range(2):  # two random minimal candidates
-        o = port[first[r] + _nth_bit(m, random_below(sim, n))]
-        c = _cost(sim, o, size)
+        o = port[first[r] + mask_nth(m, random_below(sim, n))]
+        c = congestion(sim, o, size)
         if c < best_cost:
             best, best_cost = o, c
     bias = np.int64(0)
@@ -145,7 +106,7 @@ def route(sim, tables, r, ip, pk):
         g = _skip(random_below(sim, choices), src_group, rgroup[dr])
         o = table_port(base, r, dr, g, 0)
         if o >= 0:
-            c = _cost(sim, o, size) + bias
+            c = congestion(sim, o, size) + bias
             if c < best_cost:
                 best_cost, via = c, g
     if via >= 0:
@@ -171,8 +132,7 @@ def _commit(sim, base, r, pk, dr, via):
     ps = sim.ps
     ps[pk, P_VIA] = via
     ps[pk, P_PHASE] = 0
-    if ps[pk, P_HOPS] > 0:  # after a minimal hop: the next VC level (see the VC plan)
-        ps[pk, P_LEVEL] += 1
+    turn_nonminimal(sim, pk)
     return follow(sim, base, r, pk, dr, via)
 
 

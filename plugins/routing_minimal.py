@@ -26,7 +26,7 @@ from federation import Params, RouteTables, Routing, hookimpl
 from federation.components import RoutingProgram
 from federation.engine.api import P_DST, random_below
 from federation.engine.tables_route import vc_rule
-from federation.equal_cost import mask_program
+from federation.equal_cost import mask_count, mask_nth, mask_program, mix_hash
 
 SPREADS = {"lowest": 0, "hash": 1, "random": 2}
 
@@ -42,36 +42,16 @@ def route_spread(sim, tables, r, ip, pk):
         m = gmask[r, rgroup[dr]]
     else:
         m = lmask[r, rlocal[dr]]
-    n = 0
-    x = m
-    while x:
-        n += 1
-        x &= x - np.uint64(1)
+    n = mask_count(m)
     if n == 0:
         return np.int64(-1), np.int64(0)
     if mode == 0:
         pick = 0
     elif mode == 1:
-        # a fixed mix of the two router ids (constants below 2**63: numba types larger
-        # literals as floats, which loses the low bits)
-        h = np.uint64(dr) * np.uint64(0x5851F42D4C957F2D) + np.uint64(r) * np.uint64(
-            0x14057B7EF767814F)
-        h ^= h >> np.uint64(29)
-        h *= np.uint64(0x3C79AC492BA7B653)
-        h ^= h >> np.uint64(32)
-        pick = np.int64(h % np.uint64(n))
+        pick = np.int64(mix_hash(dr, r) % np.uint64(n))
     else:
         pick = random_below(sim, n)
-    k = 0
-    x = m
-    while True:  # the pick-th set bit
-        if x & np.uint64(1):
-            if pick == 0:
-                break
-            pick -= 1
-        x >>= np.uint64(1)
-        k += 1
-    o = port[first[r] + k]
+    o = port[first[r] + mask_nth(m, pick)]
     return o, vc_rule(sim, base, pk, o)
 
 

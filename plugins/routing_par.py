@@ -29,15 +29,19 @@ from federation.components import VC_COUNTER, RoutingProgram
 from federation.engine.api import (
     F_USER0,
     P_DST,
-    P_HOPS,
-    P_LEVEL,
     P_PHASE,
     P_VIA,
     get_field,
     pkt_src_router,
     set_field,
 )
-from federation.engine.tables_route import follow, occupancy, table_port, table_program, vc_rule
+from federation.engine.tables_route import (
+    follow,
+    table_program,
+    turn_nonminimal,
+    ugal_choice,
+    vc_rule,
+)
 from federation.plugins.routing_ugal import BiasParams
 from federation.plugins.routing_valiant import Valiant
 
@@ -45,23 +49,20 @@ from federation.plugins.routing_valiant import Valiant
 @njit(cache=True, inline="always")
 def route(sim, tables, r, ip, pk):
     """PAR at router ``r``: decide again while in the source group and not committed."""
-    rgroup, cfg = tables[2], tables[7]
+    rgroup = tables[2]
     ps = sim.ps
     dr = sim.node_router[ps[pk, P_DST]]
     via = np.int64(ps[pk, P_VIA])
     undecided = via >= 0 and ps[pk, P_PHASE] == 0 and get_field(sim, pk, F_USER0) == 0
     if undecided and rgroup[r] == rgroup[pkt_src_router(sim, pk)]:
-        om = table_port(tables, r, dr, -1, 0)
-        on = table_port(tables, r, dr, via, 0)
-        if om < 0 or on < 0:
+        choice, om = ugal_choice(sim, tables, r, dr, via)
+        if choice < 0:
             return np.int64(-1), np.int64(0)
-        if occupancy(sim, om) > 2 * occupancy(sim, on) + cfg[2]:
+        if choice == 0:
             set_field(sim, pk, F_USER0, 1)  # committed to the Valiant path
-            if ps[pk, P_HOPS] > 0:  # after a minimal hop: the next VC level (see the VC plan)
-                ps[pk, P_LEVEL] += 1
-        else:
-            o = om  # one more minimal hop; the next router decides again
-            return o, vc_rule(sim, tables, pk, o)
+            turn_nonminimal(sim, pk)
+        else:  # one more minimal hop; the next router decides again
+            return om, vc_rule(sim, tables, pk, om)
     elif undecided:
         ps[pk, P_VIA] = -1  # left the source group minimally: the choice is over
         via = -1

@@ -30,27 +30,19 @@ from federation.components import RoutingProgram
 from federation.engine.api import (
     F_USER0,
     P_DST,
-    P_HOPS,
-    P_LEVEL,
     P_PHASE,
     P_SIZE,
     P_VIA,
+    congestion,
     get_field,
     pkt_src_router,
-    queued,
     set_field,
-    used_credit_all,
 )
-from federation.engine.tables_route import follow, table_port, vc_rule
+from federation.engine.tables_route import follow, table_port, turn_nonminimal, vc_rule
 from federation.equal_cost import mask_program
 from federation.plugins.routing_par import par_extra_vcs
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
-
-
-@njit(cache=True, inline="always")
-def _score(sim, o, size):
-    return used_credit_all(sim, o) + queued(sim, o) * size
 
 
 @njit(cache=True, inline="always")
@@ -75,7 +67,7 @@ def route(sim, tables, r, ip, pk):
     while m:  # the best-scored equal-cost minimal port
         if m & np.uint64(1):
             o = port[first[r] + k]
-            s = _score(sim, o, size)
+            s = congestion(sim, o, size)
             if s < best_score:
                 best, best_score = o, s
         m >>= np.uint64(1)
@@ -83,11 +75,10 @@ def route(sim, tables, r, ip, pk):
     on = table_port(base, r, dr, via, 0)
     if best < 0 or on < 0:
         return np.int64(-1), np.int64(0)
-    if best_score <= cfg[0] or best_score <= 2 * _score(sim, on, size):
+    if best_score <= cfg[0] or best_score <= 2 * congestion(sim, on, size):
         return best, vc_rule(sim, base, pk, best)
     set_field(sim, pk, F_USER0, 1)  # committed
-    if ps[pk, P_HOPS] > 0:  # after a minimal hop: the next VC level (see the VC plan)
-        ps[pk, P_LEVEL] += 1
+    turn_nonminimal(sim, pk)
     return follow(sim, base, r, pk, dr, via)
 
 

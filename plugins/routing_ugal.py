@@ -27,7 +27,7 @@ from pydantic import Field
 from federation import Params, RouteTables, hookimpl
 from federation.components import RoutingProgram
 from federation.engine.api import P_DST, P_VIA
-from federation.engine.tables_route import occupancy, route, table_port, table_program
+from federation.engine.tables_route import route, table_program, ugal_choice
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
 
@@ -39,11 +39,7 @@ def decide_at_injection(sim, tables, node, pk):
     via = np.int64(ps[pk, P_VIA])
     r = sim.node_router[node]
     dr = sim.node_router[ps[pk, P_DST]]
-    if via < 0 or r == dr:
-        return
-    om = table_port(tables, r, dr, -1, 0)
-    on = table_port(tables, r, dr, via, 0)
-    if om >= 0 and on >= 0 and occupancy(sim, om) <= 2 * occupancy(sim, on) + tables[7][2]:
+    if via >= 0 and r != dr and ugal_choice(sim, tables, r, dr, via)[0] == 1:
         ps[pk, P_VIA] = -1
 
 

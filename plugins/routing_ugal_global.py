@@ -18,8 +18,8 @@ from pydantic import Field
 
 from federation import Params, RouteTables, hookimpl
 from federation.components import RoutingProgram
-from federation.engine.api import P_DST, P_HOPS, P_PHASE, P_SIZE, P_VIA
-from federation.engine.tables_route import occupancy, route, table_port, table_program
+from federation.engine.api import P_DST, P_HOPS, P_PHASE, P_SIZE, P_VIA, used_credit_all
+from federation.engine.tables_route import route, table_port, table_program
 from federation.plugins.routing_valiant import Valiant
 from federation.units import PositiveSize
 
@@ -38,7 +38,7 @@ def path_cost(sim, tables, r, dr, via, size):
         o = table_port(tables, r, dr, via, phase)
         if o < 0:
             return np.int64(-1)
-        cost += occupancy(sim, o) + size
+        cost += used_credit_all(sim, o) + size
         r = sim.port_router[sim.port_peer[o]]
         hops += 1
     return cost

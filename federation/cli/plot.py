@@ -20,6 +20,12 @@ from federation.plots import DEFAULT_SATURATION_MARGIN
 FORMATS = ("png", "svg", "pdf")
 
 
+#: ``--saturation-margin``, shared by ``plot`` and ``report``
+SaturationMargin = Annotated[float, typer.Option(
+    "--saturation-margin", help="a point is saturated when its accepted load is below its "
+    "offered load by more than this fraction of it")]
+
+
 def check_margin(margin: float) -> float:
     """``--saturation-margin`` as a fraction in [0, 1)."""
     if not 0 <= margin < 1:
@@ -59,9 +65,7 @@ def plot(
         "--out", help="folder for the figures (default: RESULTS/plots for one folder, ./plots "
         "for several)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="png, svg or pdf")] = "png",
-    margin: Annotated[float, typer.Option(
-        "--saturation-margin", help="a point is saturated when its accepted load is below its "
-        "offered load by more than this fraction of it")] = DEFAULT_SATURATION_MARGIN,
+    margin: SaturationMargin = DEFAULT_SATURATION_MARGIN,
 ) -> None:
     """Draw latency and throughput against offered load (saturation marked), link utilisation
     per class, a router x port heatmap, and latency, hop and message-completion distributions;

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from federation.cli import app
-from federation.cli.plot import check_margin
+from federation.cli.plot import SaturationMargin, check_margin
 from federation.errors import ConfigError
 from federation.plots import DEFAULT_SATURATION_MARGIN
 
@@ -23,9 +23,7 @@ def report(
     out: Annotated[Path | None, typer.Option(
         "--out", help="the HTML file (default: RESULTS/report.html for one folder, "
         "./report.html for several)")] = None,
-    margin: Annotated[float, typer.Option(
-        "--saturation-margin", help="a point is saturated when its accepted load is below its "
-        "offered load by more than this fraction of it")] = DEFAULT_SATURATION_MARGIN,
+    margin: SaturationMargin = DEFAULT_SATURATION_MARGIN,
 ) -> None:
     """Write one HTML page with the figures embedded, the resolved machine and experiment, the
     summary table, the busiest links and the plugins behind the numbers; it loads nothing from

@@ -87,6 +87,14 @@ def used_credit_all(sim, port):
 
 
 @njit(cache=True, inline="always")
+def congestion(sim, port, size):
+    """Bytes ahead of a ``size``-byte packet on ``port``: the packets waiting for it at this
+    router (counted at ``size`` each) plus the bytes sent on it whose credit has not returned
+    (far-end congestion).  The port cost of ``aries`` and ``prog_adaptive``."""
+    return queued(sim, port) * size + used_credit_all(sim, port)
+
+
+@njit(cache=True, inline="always")
 def queued(sim, port):
     """Packets at this router waiting for ``port`` (heads of input VCs routed to it)."""
     return sim.req_count[port]

@@ -15,7 +15,16 @@ import numpy as np
 from numba import njit
 
 from federation.components import RouteTables, RoutingProgram
-from federation.engine.api import P_DIM, P_DST, P_HOPS, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA
+from federation.engine.api import (
+    P_DIM,
+    P_DST,
+    P_HOPS,
+    P_LEVEL,
+    P_MINIMAL,
+    P_PHASE,
+    P_VIA,
+    used_credit_all,
+)
 
 
 def program_tables(t: RouteTables, n_ports: int) -> tuple:
@@ -74,13 +83,29 @@ def vc_rule(sim, tables, pk, o):
 
 
 @njit(cache=True, inline="always")
-def occupancy(sim, o):
-    """Bytes sent on ``o`` whose credit has not come back, all VCs: UGAL's queue estimate."""
-    V = sim.n_vcs
-    q = np.int64(0)
-    for k in range(V):
-        q += sim.port_buf[sim.port_peer[o]] - sim.credits[o * V + k]
-    return q
+def ugal_choice(sim, tables, r, dr, via):
+    """UGAL-L at router ``r``: ``(choice, minimal port)``, choice 1 if the minimal path's
+    first port towards ``dr`` holds no more than twice the Valiant path's (through group
+    ``via``) plus the bias ``cfg[2]`` (bytes sent whose credit has not returned, all VCs; the
+    Valiant path is about twice as long), 0 for Valiant, -1 if the tables have no port.
+    Used at the source router (``ugal``), at the NIC (``ugal`` deciding at injection) and at
+    every source-group router (``par``)."""
+    om = table_port(tables, r, dr, -1, 0)
+    on = table_port(tables, r, dr, via, 0)
+    if om < 0 or on < 0:
+        return -1, om
+    if used_credit_all(sim, om) <= 2 * used_credit_all(sim, on) + tables[7][2]:
+        return 1, om
+    return 0, om
+
+
+@njit(cache=True, inline="always")
+def turn_nonminimal(sim, pk):
+    """A packet commits to its non-minimal path: after a minimal hop in its source group it
+    moves to the next VC level, so each level keeps at most one local hop before a global one
+    (the VC plan of ``par``, ``prog_adaptive`` and ``aries``)."""
+    if sim.ps[pk, P_HOPS] > 0:
+        sim.ps[pk, P_LEVEL] += 1
 
 
 @njit(cache=True, inline="always")
@@ -91,13 +116,10 @@ def route(sim, tables, r, ip, pk):
     dr = sim.node_router[ps[pk, P_DST]]
     via = np.int64(ps[pk, P_VIA])
     if cfg[1] and via >= 0 and ps[pk, P_HOPS] == 0 and ps[pk, P_PHASE] == 0:
-        # UGAL at the source router: occupancy of the minimal and Valiant first ports, the
-        # Valiant one weighted by its double path length
-        om = table_port(tables, r, dr, -1, 0)
-        on = table_port(tables, r, dr, via, 0)
-        if om < 0 or on < 0:
+        choice, _ = ugal_choice(sim, tables, r, dr, via)  # UGAL at the source router
+        if choice < 0:
             return np.int64(-1), np.int64(0)
-        if occupancy(sim, om) <= 2 * occupancy(sim, on) + cfg[2]:
+        if choice == 1:
             ps[pk, P_VIA] = -1
             via = -1
     return follow(sim, tables, r, pk, dr, via)
