@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from federation.models.experiment import Experiment
     from federation.models.machine import Machine
     from federation.network import Network
+    from federation.programs.model import RankPrograms
 
 
 class Component:
@@ -260,9 +261,22 @@ class WorkloadContext:
 
 
 class Workload(Component):
-    """Generates the messages of a run."""
+    """Generates the traffic of a run: open-loop messages (:meth:`generate`), or MPI-style
+    rank programs that run closed-loop in the engine (:meth:`programs`, with
+    ``closed_loop = True``)."""
+
+    #: True: the workload gives rank programs (:meth:`programs`), not messages
+    closed_loop: ClassVar[bool] = False
 
     def generate(self, ctx: WorkloadContext) -> Messages:
+        raise NotImplementedError
+
+    def programs(self, ctx: WorkloadContext) -> RankPrograms:
+        """The rank programs of a closed-loop workload (see :mod:`federation.programs`).
+
+        Called once per point; ``ctx.horizon_ps`` is meaningless here (a program runs until
+        it finishes).  Rank i runs on node i unless ``RankPrograms.rank_node`` says otherwise.
+        """
         raise NotImplementedError
 
     def offered_load(self) -> float | None:

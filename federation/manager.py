@@ -57,6 +57,8 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "prog_adaptive": "federation.plugins.routing_prog_adaptive",
     "synthetic": "federation.plugins.workload_synthetic",
     "messages": "federation.plugins.workload_messages",
+    "rank_programs": "federation.plugins.workload_programs",
+    "program_file": "federation.plugins.workload_program_file",
     "qos_none": "federation.plugins.qos_none",
     "arbiters": "federation.plugins.arbiters",
     "native": "federation.plugins.engine_native",
