@@ -36,12 +36,14 @@ from federation.checks import (
 )
 from federation.components import Messages, RouteTables, RoutingProgram, WorkloadContext
 from federation.engine.native import LinkFigures, NativeRun, Packets, check_vcs, packetize
+from federation.engine.program_arrays import ProgramFigures, ProgramTraffic, build_traffic
 from federation.engine.tables_check import check_point_tables
 from federation.errors import ConfigError, FederationError, RoutingError, located
 from federation.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.loader import LoadedExperiment, ResolvedPoint
 from federation.models.machine import Machine
 from federation.network import Network
+from federation.programs.model import RankPrograms
 from federation.units import PS_PER_S, format_time, seconds_to_ps
 
 
@@ -50,7 +52,8 @@ class PreparedPoint:
     point: ResolvedPoint
     network: Network
     job: NativeRun
-    window: tuple[int, int]  # measurement window [start, end) in ps
+    #: measurement window [start, end) in ps; ``None``: the whole run (rank programs)
+    window: tuple[int, int] | None
     messages: Messages
 
 
@@ -214,6 +217,8 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
     seeds = np.random.SeedSequence(exp.seed)
     rng_traffic, rng_route = (np.random.default_rng(s) for s in seeds.spawn(2))
     warm = seconds_to_ps(exp.stop.warmup)
+    if point.workload.closed_loop:
+        return _prepare_programs(point, built, max_memory, rng_traffic, rng_route)
     if exp.stop.measure is not None:
         horizon = warm + seconds_to_ps(exp.stop.measure)
         msgs = point.workload.generate(_ctx(point, net, horizon, built.nic_bandwidth,
@@ -238,15 +243,73 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
         raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
                           f"{n_classes - 1} or not one per message", path="machine.qos")
     packets = Packets(ptime, psrc, pdst, psize, pmsg, via, vc, mclass[pmsg].astype(np.int32))
-    arbiter = point.machine.arbiter
-    job = NativeRun(net, built.links, built.nic_bandwidth, machine.router.delay,
-                    machine.router.vcs, built.tables, packets, window,
-                    cut_through=machine.router.switching == "cut_through",
-                    program=built.program,
-                    arbiter=(type(arbiter).function, arbiter.state(net, machine.router.vcs)),
-                    owner=built.owner,
-                    seed_stream=int(rng_route.integers(1, 2**62)), n_classes=n_classes)
+    job = _job(point, built, packets, window, rng_route, n_classes)
     return PreparedPoint(point, net, job, window, msgs)
+
+
+def _job(point: ResolvedPoint, built: Built, packets: Packets, window: tuple[int, int] | None,
+         rng_route: np.random.Generator, n_classes: int,
+         programs: ProgramTraffic | None = None) -> NativeRun:
+    machine = point.machine.machine
+    arbiter = point.machine.arbiter
+    return NativeRun(built.network, built.links, built.nic_bandwidth, machine.router.delay,
+                     machine.router.vcs, built.tables, packets, window,
+                     cut_through=machine.router.switching == "cut_through",
+                     program=built.program,
+                     arbiter=(type(arbiter).function,
+                              arbiter.state(built.network, machine.router.vcs)),
+                     owner=built.owner,
+                     seed_stream=int(rng_route.integers(1, 2**62)), n_classes=n_classes,
+                     programs=programs)
+
+
+def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
+                      rng_traffic: np.random.Generator,
+                      rng_route: np.random.Generator) -> PreparedPoint:
+    """A closed-loop point: the workload's rank programs, checked, and their packets (known
+    before the run; only their times are not).  The run lasts until the programs finish, so
+    its window is the whole run."""
+    machine = point.machine.machine
+    net = built.network
+    progs = point.workload.programs(_ctx(point, net, TIME_LIMIT_PS - 1, built.nic_bandwidth,
+                                         rng_traffic))
+    check_rank_programs(point, progs, net.n_nodes)
+    fig = ProgramFigures(int(machine.packet_size), int(machine.nic.eager_threshold),
+                         machine.control_packet_bytes(),
+                         seconds_to_ps(machine.nic.send_overhead),
+                         seconds_to_ps(machine.nic.recv_overhead))
+    traffic = build_traffic(progs, net.n_nodes, fig, 0)
+    k = traffic.n_packets
+    est = MemoryEstimate(built.memory.network, built.memory.tables,
+                         packets_memory(k) + 200 * progs.n_ops)
+    check_memory(est, max_memory, f"this point ({progs.n_ops} operations, {k} packets)",
+                 point.source, "workload")
+    via = point.routing.intermediates(built.tables, net.node_router[traffic.src],
+                                      net.node_router[traffic.dst], rng_route)
+    check_intermediates(point, built, via, k)
+    vc = injection_vcs(machine.router.injection_vc, traffic.src, machine.router.vcs, rng_route)
+    packets = Packets(np.zeros(k, dtype=np.int64), traffic.src, traffic.dst, traffic.size,
+                      traffic.msg, via, vc, None)
+    msgs = Messages(np.zeros(traffic.msg_src.shape[0], dtype=np.int64),
+                    traffic.msg_src.astype(np.int32), traffic.msg_dst.astype(np.int32),
+                    traffic.msg_size)
+    job = _job(point, built, packets, None, rng_route, 1, traffic)
+    return PreparedPoint(point, net, job, None, msgs)
+
+
+def check_rank_programs(point: ResolvedPoint, progs: RankPrograms, n_nodes: int) -> None:
+    """A workload's rank programs as the engine needs them (see
+    :mod:`federation.programs.checks`): refused naming the rank, the operation and, for a
+    file, its line."""
+    if not isinstance(progs, RankPrograms):
+        raise ConfigError(f"workload {point.workload.name!r} returned "
+                          f"{type(progs).__name__}, not RankPrograms", source=point.source,
+                          path="workload")
+    try:
+        from federation.programs.checks import check_programs
+    except ImportError:  # pragma: no cover - the checks module lands with the formats
+        return
+    check_programs(progs, n_nodes, source=progs.source or point.source, path="workload")
 
 
 def injection_vcs(policy: str, src: np.ndarray, n_vcs: int,

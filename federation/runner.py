@@ -19,6 +19,7 @@ import numpy as np
 
 import federation
 from federation.engine.native import RawResult
+from federation.engine.state import Prog
 from federation.errors import FederationError
 from federation.loader import LoadedExperiment, ResolvedPoint
 from federation.models.results import (
@@ -29,6 +30,7 @@ from federation.models.results import (
     Performance,
     PointResult,
     PointSummary,
+    ProgramSummary,
     RunResult,
 )
 from federation.network import Network
@@ -71,12 +73,15 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     net = prep.network
     pk = job.packets
     pt = net.ports
-    w0, w1 = prep.window
+    w0, w1 = window_of(prep, raw)
     span_s = (w1 - w0) / PS_PER_S
     capacity = span_s * job.nic_bandwidth * net.n_nodes  # bytes the NICs could inject
-    measured = (pk.time_ps >= w0) & (pk.time_ps < w1)
+    # packets created in the window (a background packet still in flight when the rank
+    # programs finished is not measured: its latency is unknown)
+    created = raw.pkt_created if raw.pkt_created is not None else pk.time_ps
+    measured = (created >= w0) & (created < w1) & (raw.pkt_deliver >= 0)
     delivered_in = (raw.pkt_deliver >= w0) & (raw.pkt_deliver < w1)
-    lat = (raw.pkt_deliver - pk.time_ps) / 1e3
+    lat = (raw.pkt_deliver - created) / 1e3
     netlat = (raw.pkt_deliver - raw.pkt_inject) / 1e3
 
     def stats(x: np.ndarray) -> LatencyStats:
@@ -86,8 +91,13 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
                             p99=float(np.percentile(x, 99)), max=float(x.max()))
 
     msg_done = message_done(prep, raw)
-    msg_measured = (prep.messages.time_ps >= w0) & (prep.messages.time_ps < w1)
+    msg_measured = ((prep.messages.time_ps >= w0) & (prep.messages.time_ps < w1)
+                    & (msg_done >= 0))
     mct = (msg_done - prep.messages.time_ps)[msg_measured] / 1e3
+    if raw.programs is not None:  # a program message is created when its send starts
+        pg = raw.programs
+        fin, post = pg.msg_finish[:prep.messages.count], pg.msg_post[:prep.messages.count]
+        mct = (fin - post)[fin >= 0] / 1e3
 
     # ports: over the window the engine measured (the job's), and over the whole run
     pw = raw.window_ports
@@ -127,6 +137,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         events=raw.events,
         packet_hops=raw.packet_hops,
         busiest_links=busiest,
+        programs=program_summary(raw),
     )
     packets = {
         "packet": np.arange(pk.count, dtype=np.int64),
@@ -134,7 +145,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         "src": pk.src.astype(np.int32),
         "dst": pk.dst.astype(np.int32),
         "size": pk.size.astype(np.int64),
-        "created_ps": pk.time_ps.astype(np.int64),
+        "created_ps": created.astype(np.int64),
         "injected_ps": raw.pkt_inject,
         "delivered_ps": raw.pkt_deliver,
         "hops": raw.pkt_hops,
@@ -167,6 +178,24 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     return summary, packets, ports
 
 
+def window_of(prep: PreparedPoint, raw: RawResult) -> tuple[int, int]:
+    """The measurement window: the point's, or the whole run for rank programs."""
+    return prep.window if prep.window is not None else raw.window
+
+
+def program_summary(raw: RawResult) -> ProgramSummary | None:
+    """Completion and per-rank finish times of the rank programs (``None``: open loop)."""
+    pg = raw.programs
+    if pg is None:
+        return None
+    finish = pg.rank_finish[:pg.rank_left.shape[0]]
+    return ProgramSummary(
+        ranks=int(finish.shape[0]), operations=int(pg.n_ops),
+        messages=int((pg.msg_post >= 0).sum()),
+        completion_ns=float(finish.max()) / 1e3 if finish.size else 0.0,
+        rank_finish_ns=[float(x) / 1e3 for x in finish.tolist()])
+
+
 def class_columns(raw: RawResult) -> dict[str, np.ndarray]:
     """``bytes_class_K``: whole-run bytes per port of each traffic class, when there are
     several (a QoS policy's classes)."""
@@ -187,7 +216,10 @@ def message_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
     """Per-message completion: the last packet's delivery minus the message's creation."""
     m = prep.messages
     done = message_done(prep, raw)
-    w0, w1 = prep.window
+    w0, w1 = window_of(prep, raw)
+    pg = raw.programs
+    if pg is not None and m.count:  # rank programs: their messages' own times
+        return program_message_table(prep, pg)
     return {
         "message": np.arange(m.count, dtype=np.int64),
         "src": m.src.astype(np.int32),
@@ -197,6 +229,29 @@ def message_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
         "completed_ps": done,
         "completion_ps": done - m.time_ps,
         "measured": (m.time_ps >= w0) & (m.time_ps < w1),
+    }
+
+
+def program_message_table(prep: PreparedPoint, pg: Prog) -> dict[str, np.ndarray]:
+    """Per message of the rank programs: posted (its send started), started (its first data
+    packet left the NIC), completed (its last data packet arrived)."""
+    t = prep.job.programs
+    assert t is not None
+    post, done = pg.msg_post, pg.msg_finish
+    return {
+        "message": np.arange(post.shape[0], dtype=np.int64),
+        "src": t.msg_src.astype(np.int32),
+        "dst": t.msg_dst.astype(np.int32),
+        "size": t.msg_size.astype(np.int64),
+        "created_ps": post.copy(),
+        "started_ps": pg.msg_start.copy(),
+        "completed_ps": done.copy(),
+        "completion_ps": np.where(done >= 0, done - post, -1),
+        "measured": done >= 0,
+        "src_rank": t.msg_src_rank.astype(np.int32),
+        "dst_rank": t.msg_dst_rank.astype(np.int32),
+        "tag": t.msg_tag.astype(np.int32),
+        "rendezvous": t.msg_rdv.astype(bool),
     }
 
 

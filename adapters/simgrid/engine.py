@@ -114,6 +114,12 @@ class SimGrid(Engine):
             raise ConfigError(f"the simgrid engine has no QoS model; qos {qos.name!r} cannot be "
                               "represented (use qos: none, or the native engine)",
                               source=o.source, path=o.path)
+        if getattr(point.workload, "closed_loop", False):
+            raise ConfigError(
+                f"the simgrid engine runs open-loop messages only; workload "
+                f"{point.workload.name!r} is rank programs (closed loop), which it does not "
+                "run yet (use the native engine)", source=src,
+                path=_experiment_field(point, "workload.kind"))
         t = built.tables
         if t.valiant or t.adaptive or getattr(built, "program", None) is not None:
             what = ("adaptive" if t.adaptive or built.program is not None

@@ -20,6 +20,12 @@ EV_READY = 1  # a = input port, b = vc (head packet finished its router delay)
 EV_FREE = 2  # a = output port (serialization done)
 EV_CREDIT = 3  # a = output port, b = vc, c = bytes
 EV_NIC = 4  # a = node (a packet becomes available at the NIC)
+EV_OP = 5  # a = rank-program operation, b = OP_* (what happens to it)
+
+# what an EV_OP event does to its operation (see federation.engine.programs)
+OP_BEGIN = 0  # its dependencies are met (operations without any: at time 0)
+OP_FINISH = 1  # it finishes
+OP_HAND = 2  # a send's message reaches its NIC (after the send overhead)
 
 # status codes
 ST_DONE = 0
@@ -32,6 +38,8 @@ ST_UNTIL = 6  # the next event is at or after ``until``: every earlier event is 
 ST_NO_ROUTE = 7  # the routing gave no port (-1) for packet S_BADPKT at router S_BAD_ROUTER
 ST_BAD_PORT = 8  # the routing gave a port S_BAD_A that is not router S_BAD_ROUTER's
 ST_HOP_LIMIT = 9  # packet S_BADPKT made more hops than any route needs: a routing loop
+ST_PROGRAMS_DONE = 10  # every operation of every rank program has finished: the run ends
+ST_PROGRAM_STUCK = 11  # nothing is left to happen, yet some operations never finished
 
 # indices into the int64 scalar state array
 S_NOW = 0
@@ -47,7 +55,10 @@ S_BAD_A = 9
 S_BAD_B = 10
 S_BAD_ROUTER = 11
 S_RNG = 12  # the run's random stream (xorshift64* state), for routings and arbiters
-N_SCALARS = 13
+S_OPS_DONE = 13  # rank-program operations finished
+S_QUEUED = 14  # rank-program packets handed to their NICs so far
+S_STACK = 15  # operations on the ready stack (programs.begin_ready)
+N_SCALARS = 16
 
 INF_CREDIT = np.int64(1) << 60
 

@@ -35,6 +35,9 @@ from federation.engine.events import (
     S_EVENTS,
     S_HEAP,
     S_NOW,
+    S_OPS_DONE,
+    S_QUEUED,
+    S_STACK,
     SEQ_BITS,
     ST_BAD_PORT,
     ST_BAD_VC,
@@ -44,11 +47,20 @@ from federation.engine.events import (
     ST_HEAP_FULL,
     ST_HOP_LIMIT,
     ST_NO_ROUTE,
+    ST_PROGRAM_STUCK,
+    ST_PROGRAMS_DONE,
     ST_TIME_LIMIT,
     ST_UNTIL,
     TIME_LIMIT_PS,
     _pop_into,
     _push,
+)
+from federation.engine.programs import (
+    FLOW_DATA,
+    begin_ready,
+    delivered,
+    finish_at,
+    handle_op,
 )
 from federation.engine.router import (
     enqueue,
@@ -124,21 +136,62 @@ def try_send(sim, ab, o, now):
 
 
 @njit(cache=True, inline="always")
-def try_inject(sim, rt, node, now):
-    """Node ``node``'s NIC: send its next packet if it exists, is due, and has credit."""
+def nic_head(sim, pg, node):
+    """``(packet, time it may leave, flow)`` of node ``node``'s next packet: the earlier of its
+    next open-loop packet (creation order) and the head of its rank-program flow queue (flow
+    -1: open-loop; packet -1: nothing to send)."""
+    pk = np.int64(-1)
+    t = TIME_LIMIT_PS
     ptr = sim.nic_ptr[node]
-    end = sim.nic_first[node + 1]
-    if ptr >= end:
+    if ptr < sim.nic_first[node + 1]:
+        pk = np.int64(sim.nic_pkts[ptr])
+        t = sim.pkt_time[pk]
+    f = pg.nic_fhead[node]
+    if f >= 0 and pg.flow_time[f] < t:
+        return pg.flow_first[f] + pg.nic_fpos[node], pg.flow_time[f], f
+    return pk, t, np.int64(-1)
+
+
+@njit(cache=True, inline="always")
+def nic_wake_at(sim, node, t):
+    if sim.nic_wake[node] != t:
+        sim.nic_wake[node] = t
+        _push(sim.hk, sim.ha, sim.hb, sim.sc, t, EV_NIC, node, 0, 0)
+
+
+@njit(cache=True, inline="always")
+def nic_advance(sim, pg, node, f, done):
+    """The packet ``nic_head`` gave has left: move past it.  When it is the last packet of a
+    send's data, the send finishes as it leaves (``done``)."""
+    if f < 0:
+        sim.nic_ptr[node] += 1
+        return
+    pos = pg.nic_fpos[node] + 1
+    if pos == 1 and pg.flow_kind[f] == FLOW_DATA:
+        pg.msg_start[pg.flow_msg[f]] = sim.sc[S_NOW]
+    if pos < pg.flow_npk[f]:
+        pg.nic_fpos[node] = pos
+        return
+    nxt = pg.flow_next[f]
+    pg.nic_fhead[node] = nxt
+    pg.nic_fpos[node] = 0
+    if nxt < 0:
+        pg.nic_ftail[node] = -1
+    if pg.flow_kind[f] == FLOW_DATA:
+        finish_at(sim, pg.flow_op[f], done)
+
+
+@njit(cache=True, inline="always")
+def try_inject(sim, pg, rt, node, now):
+    """Node ``node``'s NIC: send its next packet if it exists, is due, and has credit."""
+    pk, tn, f = nic_head(sim, pg, node)
+    if pk < 0:
         return
     o = sim.nic_port[node]
-    pk = sim.nic_pkts[ptr]
-    tn = sim.pkt_time[pk]
     if sim.busy_until[o] > tn:
         tn = sim.busy_until[o]
     if tn > now:
-        if sim.nic_wake[node] != tn:
-            sim.nic_wake[node] = tn
-            _push(sim.hk, sim.ha, sim.hb, sim.sc, tn, EV_NIC, node, 0, 0)
+        nic_wake_at(sim, node, tn)
         return
     ovc = sim.ps[pk, P_VC]  # the injection VC the driver chose (router.injection_vc)
     size = sim.ps[pk, P_SIZE]
@@ -146,34 +199,34 @@ def try_inject(sim, rt, node, now):
         if sim.stall_start[o] < 0:
             sim.stall_start[o] = now
         return
-    sim.nic_ptr[node] = ptr + 1
+    if f >= 0:
+        sim.pkt_time[pk] = pg.flow_time[f]  # a program packet is created when queued
     sim.pkt_inject[pk] = now
     INJECT(sim, rt, node, pk)
     done = now + np.int64(size * sim.port_ser[o] + 0.5)
+    nic_advance(sim, pg, node, f, done)
     transmit(sim, o, pk, ovc, done, now)
-    if ptr + 1 < end:
-        tn = sim.pkt_time[sim.nic_pkts[ptr + 1]]
-        if tn < done:
-            tn = done
-        if sim.nic_wake[node] != tn:
-            sim.nic_wake[node] = tn
-            _push(sim.hk, sim.ha, sim.hb, sim.sc, tn, EV_NIC, node, 0, 0)
+    pk, tn, f = nic_head(sim, pg, node)
+    if pk >= 0:
+        nic_wake_at(sim, node, tn if tn > done else done)
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
-def run_loop(budget, until, sim, rt, ab, cur):
+def run_loop(budget, until, sim, pg, rt, ab, cur):
     """Process events until done, ``budget`` events, the heap needs to grow, the next event is
     at or after ``until`` (ps: the driver reads counters there and resumes), or a routing
     answer is refused; returns the ``ST_*`` status.  ``rt`` and ``ab`` are the routing's and
-    the arbiter's own tables, passed through to them."""
+    the arbiter's own tables, passed through to them; ``pg`` the rank programs' state."""
     sc = sim.sc
     until_key = until << SEQ_BITS  # keys order like times: one comparison per event
     processed = 0
+    if sc[S_STACK] > 0:  # operations left to begin when the heap had to grow
+        begin_ready(sim, pg, sc[S_NOW])
     while sc[S_HEAP] > 0:
         if processed >= budget:
             sc[S_EVENTS] += processed
             return ST_BUDGET
-        if sc[S_HEAP] + 8 > sim.hk.shape[0]:
+        if sc[S_HEAP] + 8 > sim.hk.shape[0] or sc[S_STACK] > 0:
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
         if sim.hk[0] >= until_key:
@@ -199,6 +252,8 @@ def run_loop(budget, until, sim, rt, ab, cur):
             if sim.port_router[b] < 0:  # a NIC: delivered
                 sim.pkt_deliver[a] = now
                 sc[S_DELIVERED] += 1
+                if a >= pg.k_open:  # a rank program's packet
+                    delivered(sim, pg, a, now)
                 continue
             if not enqueue(sim, a, b):
                 continue  # queued behind another packet
@@ -217,17 +272,25 @@ def run_loop(budget, until, sim, rt, ab, cur):
         elif ev == EV_CREDIT:
             sim.credits[a * sim.n_vcs + b] += cur[4]
             o = a
-        else:  # EV_NIC
+        elif ev == EV_NIC:
             if sim.nic_wake[a] != now:
                 continue  # superseded by a later wake-up of the same NIC: stale
             sim.nic_wake[a] = -1
-            try_inject(sim, rt, a, now)
+            try_inject(sim, pg, rt, a, now)
+            continue
+        else:  # EV_OP
+            handle_op(sim, pg, a, b, now)
+            if sc[S_OPS_DONE] == pg.n_ops:
+                sc[S_EVENTS] += processed
+                return ST_PROGRAMS_DONE
             continue
         if o >= sim.n_router_ports:
-            try_inject(sim, rt, o - sim.n_router_ports, now)  # credit back at a NIC
+            try_inject(sim, pg, rt, o - sim.n_router_ports, now)  # credit back at a NIC
         else:
             try_send(sim, ab, o, now)
     sc[S_EVENTS] += processed
-    if sc[S_DELIVERED] < sim.pkt_time.shape[0]:
+    if sc[S_DELIVERED] < pg.k_open + sc[S_QUEUED]:
         return ST_DEADLOCK
+    if sc[S_OPS_DONE] < pg.n_ops:
+        return ST_PROGRAM_STUCK
     return ST_DONE

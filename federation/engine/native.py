@@ -20,7 +20,8 @@ from federation.engine import api as A
 from federation.engine import events as E
 from federation.engine.arbiters import oldest_first
 from federation.engine.compile import loop_for
-from federation.engine.state import Sim
+from federation.engine.program_arrays import ProgramTraffic, no_programs
+from federation.engine.state import Prog, Sim
 from federation.engine.tables_route import inject as table_inject
 from federation.engine.tables_route import program_tables
 from federation.engine.tables_route import route as table_route
@@ -91,6 +92,8 @@ class NativeRun:
     max_hops: int | None = None
     #: traffic classes (the QoS policy's); per-port bytes are counted per class
     n_classes: int = 1
+    #: rank programs (closed loop); their packets are the last ones of ``packets``
+    programs: ProgramTraffic | None = None
 
 
 @dataclass
@@ -134,6 +137,10 @@ class RawResult:
     window_ports: PortCounters
     #: whole-run bytes per port and traffic class (ports x classes); ``None``: not counted
     port_class_bytes: np.ndarray | None = None
+    #: the rank programs' state at the end (``None``: an open-loop run)
+    programs: Prog | None = None
+    #: per packet, its creation time (program packets: when their flow reached the NIC)
+    pkt_created: np.ndarray | None = None
 
 
 def packetize(time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
@@ -195,15 +202,20 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     credits.reshape(P, V)[to_nic, :] = E.INF_CREDIT
 
     # ---- packets per NIC, in creation order
-    order = np.lexsort((np.arange(Kc), pk.time_ps, pk.src))
+    k_open = Kc - (job.programs.n_packets if job.programs is not None else 0)
+    osrc, otime = pk.src[:k_open], pk.time_ps[:k_open]
+    order = np.lexsort((np.arange(k_open), otime, osrc))
     nic_pkts = order.astype(np.int32)
     nic_first = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(pk.src, minlength=N), out=nic_first[1:])
+    np.cumsum(np.bincount(osrc, minlength=N), out=nic_first[1:])
 
-    # ---- the event heap: each NIC wakes at its first packet; a sorted array is a valid heap
+    # ---- the event heap: each NIC wakes at its first open-loop packet, each operation
+    # without dependencies begins at 0; a sorted array is a valid heap
+    pg = job.programs.prog if job.programs is not None else no_programs(N, k_open)
+    roots = job.programs.roots if job.programs is not None else np.zeros(0, dtype=np.int64)
     sc = np.zeros(E.N_SCALARS, dtype=np.int64)
     sc[E.S_RNG] = job.seed_stream
-    cap = max(1024, 4 * (P * V + N))
+    cap = max(1024, 4 * (P * V + N) + 2 * roots.shape[0])
     hk = np.full(cap, E.KEY_MAX, dtype=np.int64)
     ha = np.zeros(cap, dtype=np.int64)
     hb = np.zeros(cap, dtype=np.int64)
@@ -211,13 +223,16 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     nodes = np.nonzero(has)[0]
     first_t = pk.time_ps[nic_pkts[nic_first[nodes]]]
     o = np.lexsort((nodes, first_t))
-    n0 = nodes.shape[0]
-    hk[:n0] = (first_t[o] << E.SEQ_BITS) | np.arange(n0)
-    ha[:n0] = nodes[o] * 8 + E.EV_NIC
+    times = np.concatenate([first_t[o], np.zeros(roots.shape[0], dtype=np.int64)])
+    payload = np.concatenate([nodes[o] * 8 + E.EV_NIC, roots * 8 + E.EV_OP])
+    o = np.argsort(times, kind="stable")
+    n0 = times.shape[0]
+    hk[:n0] = (times[o] << E.SEQ_BITS) | np.arange(n0)
+    ha[:n0] = payload[o]  # hb: 0 (OP_BEGIN for the operations)
     sc[E.S_HEAP] = n0
     sc[E.S_SEQ] = n0
     nic_wake = np.full(N, -1, dtype=np.int64)
-    nic_wake[nodes[o]] = first_t[o]
+    nic_wake[nodes] = first_t
 
     ps = _cache_aligned_rows(Kc, A.PS_COLS)
     ps[:, A.P_NEXT] = -1
@@ -273,7 +288,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
 
     def step(n: int, until: int) -> int:
         try:
-            return int(run_loop(n, until, sim, rt, arb_state, cur))
+            return int(run_loop(n, until, sim, pg, rt, arb_state, cur))
         except NumbaError as exc:
             first = str(exc).strip().splitlines()
             raise RoutingError(f"{owner}: its compiled functions do not compile inside the "
@@ -319,6 +334,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         raise SimulationError(_time_limit_report(net, sc))
     if status == E.ST_DEADLOCK:
         raise SimulationError(_deadlock_report(net, V, sim.q_head, sim.req_head, sc, Kc))
+    if status == E.ST_PROGRAM_STUCK:
+        raise SimulationError(stuck_report(job, pg, int(sc[E.S_NOW])))
     end = int(sc[E.S_NOW])
     if edges:
         while len(snaps) < 2:  # an edge after the last event: the counters are final there
@@ -335,6 +352,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
         wall_s=wall, window=window, window_ports=in_window,
         port_class_bytes=sim.port_class_bytes.reshape(P, C),
+        programs=pg if job.programs is not None else None, pkt_created=sim.pkt_time,
     )
 
 
@@ -482,6 +500,40 @@ def _no_route_report(net: Network, t: RouteTables, ps: np.ndarray, pk: Packets, 
         entry = f"lnext[{r}, {int(t.router_local[dr])}] (towards router {dr})"
     return (f"packet {p} (node {int(pk.src[p])} -> {int(pk.dst[p])}) has no route at router "
             f"{r}: the route table entry {entry} is -1; the routing's tables are incomplete")
+
+
+def stuck_report(job: NativeRun, pg: Prog, now: int) -> str:
+    """Why rank programs cannot finish: the operations that started and never finished (a
+    receive nothing sent to, a rendezvous whose receive was never posted), else the first
+    one that never began (its dependencies never finished)."""
+    progs = job.programs
+    assert progs is not None
+    left = np.nonzero(pg.op_finish[:int(pg.n_ops)] < 0)[0]
+    ranks = np.unique(pg.op_rank[left])
+    head = (f"the rank programs cannot finish: at t={format_time(now / PS_PER_S)} nothing is "
+            f"left to happen, and {left.size} operations on {ranks.size} ranks never finished")
+    started = left[pg.op_start[left] >= 0]
+    why = []
+    for op in started[:3].tolist():
+        kind = int(pg.op_kind[op])
+        if kind == 1:  # a receive
+            reason = ("no send on its channel started" if pg.op_msg[op] < 0 else
+                      "its message never arrived")
+        else:
+            m = int(pg.op_msg[op])
+            reason = ("its rendezvous request was never answered: the receive was never posted"
+                      if pg.msg_rdv[m] and pg.msg_recv[m] < 0 else "its message never left")
+        why.append(f"{_op_name(job, op)} started at "
+                   f"{format_time(int(pg.op_start[op]) / PS_PER_S)}: {reason}")
+    if not why:
+        why.append(f"{_op_name(job, int(left[0]))} never began: an operation it depends on "
+                   "never finished")
+    return head + "; " + "; ".join(why)
+
+
+def _op_name(job: NativeRun, op: int) -> str:
+    assert job.programs is not None
+    return job.programs.programs.describe(op)
 
 
 def _deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarray,

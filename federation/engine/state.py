@@ -64,3 +64,66 @@ class Sim(NamedTuple):
     port_peak: np.ndarray  #: int64[P]
     n_classes: np.int64  #: traffic classes
     port_class_bytes: np.ndarray  #: int64[P*C] bytes sent per port and class
+
+
+class Prog(NamedTuple):
+    """State of the rank programs of a closed-loop run (see :mod:`federation.engine.programs`).
+
+    A *flow* is what a NIC queues as one unit: the packets of a message (``FLOW_DATA``), or a
+    rendezvous request or clear-to-send (one control packet each).  Program packets have ids
+    from ``k_open`` on, after the open-loop packets.  Without programs every array has length
+    1 and ``n_ops`` is 0, so the loop's extra work is one comparison per delivery.
+    """
+
+    n_ops: np.int64
+    k_open: np.int64  #: packets below this id are open-loop
+    o_send: np.int64  #: ps from a send's start to its message reaching the NIC
+    o_recv: np.int64  #: ps from a message's arrival (receive posted) to the receive's finish
+    # operations
+    op_kind: np.ndarray  #: int8[O] SEND, RECV, COMPUTE (federation.programs.model)
+    op_rank: np.ndarray  #: int64[O]
+    op_time: np.ndarray  #: int64[O] compute duration, ps
+    op_msg: np.ndarray  #: int64[O] a send's message; a receive's matched one (-1 until then)
+    op_chan: np.ndarray  #: int64[O] a receive's channel (source, destination, tag)
+    op_wait: np.ndarray  #: int64[O] dependencies not met yet
+    op_start: np.ndarray  #: int64[O] ps, -1 not started
+    op_finish: np.ndarray  #: int64[O] ps, -1 not finished
+    op_next: np.ndarray  #: int64[O] next compute in its rank's CPU queue
+    succ_first: np.ndarray  #: int64[O+1] successors of op i: succ_op[succ_first[i]:...]
+    succ_op: np.ndarray  #: int64[D]
+    succ_kind: np.ndarray  #: int8[D] FINISH or START (what of op i they wait for)
+    stack: np.ndarray  #: int64[O] operations whose dependencies are met, not begun
+    # ranks
+    rank_left: np.ndarray  #: int64[R] operations not finished
+    rank_finish: np.ndarray  #: int64[R] ps, -1 not finished
+    cpu_busy: np.ndarray  #: int64[R] compute running on the rank's CPU, -1 idle
+    cpu_head: np.ndarray  #: int64[R] computes waiting for it (FIFO via op_next)
+    cpu_tail: np.ndarray  #: int64[R]
+    # messages (one per send) and their matching
+    msg_chan: np.ndarray  #: int64[M]
+    msg_flow: np.ndarray  #: int64[M] its data flow; rendezvous: request and reply follow it
+    msg_rdv: np.ndarray  #: int8[M] 1: rendezvous protocol
+    msg_recv: np.ndarray  #: int64[M] matched receive, -1 none yet
+    msg_arrived: np.ndarray  #: int64[M] eager data / rendezvous request arrived (ps), -1
+    msg_post: np.ndarray  #: int64[M] the send started
+    msg_start: np.ndarray  #: int64[M] its first data packet left the NIC
+    msg_finish: np.ndarray  #: int64[M] its last data packet arrived
+    chan_first: np.ndarray  #: int64[C+1] slots of channel c: chan_first[c] ...
+    chan_nsend: np.ndarray  #: int64[C] sends started on the channel
+    chan_nrecv: np.ndarray  #: int64[C] receives posted on the channel
+    slot_msg: np.ndarray  #: int64[S] k-th send's message, -1
+    slot_recv: np.ndarray  #: int64[S] k-th receive, -1
+    # flows and NIC queues
+    pkt_flow: np.ndarray  #: int32[K - k_open] the flow of each program packet
+    flow_kind: np.ndarray  #: int8[F] FLOW_DATA, FLOW_RTS, FLOW_CTS
+    flow_msg: np.ndarray  #: int64[F]
+    flow_op: np.ndarray  #: int64[F] the send whose message it carries
+    flow_node: np.ndarray  #: int64[F] the NIC that sends it
+    flow_first: np.ndarray  #: int64[F] first packet id
+    flow_npk: np.ndarray  #: int64[F]
+    flow_left: np.ndarray  #: int64[F] packets not delivered yet
+    flow_time: np.ndarray  #: int64[F] when it was queued at its NIC
+    flow_next: np.ndarray  #: int64[F] next flow in the same NIC's queue
+    nic_fhead: np.ndarray  #: int64[N] first queued flow of each NIC, -1 none
+    nic_ftail: np.ndarray  #: int64[N]
+    nic_fpos: np.ndarray  #: int64[N] packets of the head flow already injected

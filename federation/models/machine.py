@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_serializer, model_validator
 
 from federation.models.base import DocumentModel, SchemaVersion
-from federation.units import PacketSize, PositiveSize, Rate, Size, Time
+from federation.units import ByteCount, PacketSize, PositiveSize, Rate, Size, Time
 
 DEFAULT_BANDWIDTH = 5.25 * 2**30  # bytes/s (CODES, Edison-like)
 DEFAULT_LATENCY = 10e-9  # s
@@ -100,9 +100,25 @@ class RouterConfig(DocumentModel):
 
 
 class NicConfig(DocumentModel):
+    """The node's network interface, and the MPI-style protocol figures rank programs use."""
+
     bandwidth: Rate | None = Field(
         None, description="injection bandwidth; default: the terminal link bandwidth"
     )
+    eager_threshold: ByteCount = Field(
+        65536, description="rank programs: messages up to this size go eagerly (at once; an "
+        "early arrival waits for its receive), larger ones by rendezvous (a request packet "
+        "first, a reply once the receive is posted, then the data). Default 64 KiB, the "
+        "order of MPI libraries' eager limits and of LogGOPSim's S")
+    control_bytes: PacketSize | None = Field(
+        None, description="rank programs: size of a rendezvous request or reply packet; "
+        "default: 64 B, or packet_size if smaller")
+    send_overhead: Time = Field(
+        0.0, description="rank programs: LogGP o at the sender, from a send's start to its "
+        "message reaching the NIC")
+    recv_overhead: Time = Field(
+        0.0, description="rank programs: LogGP o at the receiver, from a message's arrival "
+        "(receive posted) to the receive's finish")
 
 
 class Machine(DocumentModel):
@@ -129,7 +145,17 @@ class Machine(DocumentModel):
                     f"links.{name}.buffer ({link.buffer:g} B) is smaller than packet_size "
                     f"({self.packet_size:g} B): a packet could never be forwarded"
                 )
+        cb = self.nic.control_bytes
+        if cb is not None and cb > self.packet_size:
+            raise ValueError(f"nic.control_bytes ({cb:g} B) is larger than packet_size "
+                             f"({self.packet_size:g} B): a control packet must fit a buffer")
         return self
+
+    def control_packet_bytes(self) -> int:
+        """Size of a rendezvous request or reply packet (``nic.control_bytes``)."""
+        if self.nic.control_bytes is not None:
+            return int(self.nic.control_bytes)
+        return int(min(64, self.packet_size))
 
 
 __all__ = [

@@ -16,7 +16,8 @@ from federation.models.base import FederationModel
 #: 3: ``LinkUse.utilization`` (whole run) became ``utilization_window`` (the measurement
 #: window, what ``busiest_links`` is ranked by) and ``utilization_run``; ``bytes_window`` added.
 #: 4: ``ComponentOrigin.program`` (an external engine's library and version, e.g. SimGrid)
-RESULTS_SCHEMA_VERSION = 4
+#: 5: ``PointSummary.programs`` (rank programs: completion and per-rank finish times)
+RESULTS_SCHEMA_VERSION = 5
 
 
 class LatencyStats(FederationModel):
@@ -45,6 +46,16 @@ class LinkUse(FederationModel):
     bytes: int = Field(description="bytes sent over the whole run")
 
 
+class ProgramSummary(FederationModel):
+    """How the rank programs of a closed-loop run finished."""
+
+    ranks: int
+    operations: int
+    messages: int
+    completion_ns: float = Field(description="program completion time: the last rank's finish")
+    rank_finish_ns: list[float] = Field(description="when each rank's last operation finished")
+
+
 class PointSummary(FederationModel):
     offered_load: float | None = Field(
         description="bytes created in the window / (window x NIC bandwidth x nodes)")
@@ -65,6 +76,9 @@ class PointSummary(FederationModel):
     packet_hops: int
     busiest_links: list[LinkUse] = Field(
         description="the five output ports with the highest utilization in the window")
+    programs: ProgramSummary | None = Field(
+        None, description="rank programs (closed-loop workloads): completion and per-rank "
+        "finish times; null for open-loop runs")
 
 
 class Performance(FederationModel):

@@ -1,0 +1,200 @@
+"""Rank programs -> the arrays the compiled loop runs (:class:`~federation.engine.state.Prog`)
+and their packets.
+
+Every send of a program is one *message*.  Its packets are known before the run, only not
+*when* they leave, so they are packetized here like open-loop traffic and numbered after it.
+Each message owns three flows, ``3m`` (data), ``3m + 1`` (rendezvous request) and ``3m + 2``
+(rendezvous reply); an eager message's control flows have no packets and are never queued.
+Matching slots are allocated per channel (source rank, destination rank, tag): the k-th send
+started on a channel fills slot k, the k-th receive posted on it too, so a channel needs as
+many receives as sends (refused here otherwise, naming the operation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from federation.engine.state import Prog
+from federation.errors import ConfigError
+from federation.programs.model import COMPUTE, RECV, SEND, RankPrograms
+
+
+@dataclass
+class ProgramFigures:
+    """The NIC's protocol figures, resolved (bytes, integer picoseconds)."""
+
+    packet_size: int
+    eager_threshold: int
+    control_bytes: int
+    o_send_ps: int = 0
+    o_recv_ps: int = 0
+
+
+@dataclass
+class ProgramTraffic:
+    """The loop's program state plus the program packets and messages, for the driver and
+    the result tables."""
+
+    prog: Prog
+    programs: RankPrograms
+    #: per program packet (ids ``k_open`` on): source node, destination node, bytes, message
+    src: np.ndarray
+    dst: np.ndarray
+    size: np.ndarray
+    msg: np.ndarray
+    #: per message (one per send): source and destination rank and node, bytes, tag, protocol
+    msg_src_rank: np.ndarray
+    msg_dst_rank: np.ndarray
+    msg_src: np.ndarray
+    msg_dst: np.ndarray
+    msg_size: np.ndarray
+    msg_tag: np.ndarray
+    msg_rdv: np.ndarray
+    #: operations with no dependency: they begin at time 0
+    roots: np.ndarray
+
+    @property
+    def n_packets(self) -> int:
+        return int(self.src.shape[0])
+
+
+def channels(progs: RankPrograms
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Channel id of every send and receive, numbered in (source, destination, tag) order:
+    (send ops, their channels, receive ops, their channels, channel count)."""
+    rank = progs.op_rank
+    sends = np.nonzero(progs.op_kind == SEND)[0]
+    recvs = np.nonzero(progs.op_kind == RECV)[0]
+    src = np.concatenate([rank[sends], progs.op_peer[recvs].astype(np.int64)])
+    dst = np.concatenate([progs.op_peer[sends].astype(np.int64), rank[recvs]])
+    tag = np.concatenate([progs.op_tag[sends], progs.op_tag[recvs]]).astype(np.int64)
+    order = np.lexsort((tag, dst, src))
+    new = np.ones(order.shape[0], dtype=bool)
+    if order.shape[0] > 1:
+        new[1:] = ((np.diff(src[order]) != 0) | (np.diff(dst[order]) != 0)
+                   | (np.diff(tag[order]) != 0))
+    cid = np.empty(order.shape[0], dtype=np.int64)
+    cid[order] = np.cumsum(new) - 1
+    n_chan = int(new.sum())
+    return sends, cid[:sends.shape[0]], recvs, cid[sends.shape[0]:], n_chan
+
+
+def _check_matching(progs: RankPrograms, send_chan: np.ndarray, recvs: np.ndarray,
+                    recv_chan: np.ndarray, sends: np.ndarray, n_chan: int) -> None:
+    """Each channel needs as many receives as sends; name the first op that cannot match."""
+    ns = np.bincount(send_chan, minlength=n_chan)
+    nr = np.bincount(recv_chan, minlength=n_chan)
+    bad = np.nonzero(ns != nr)[0]
+    if not bad.size:
+        return
+    c = int(bad[0])
+    if nr[c] > ns[c]:
+        op = int(recvs[recv_chan == c][ns[c]])
+        why = f"no send matches it ({int(ns[c])} sends, {int(nr[c])} receives on its channel)"
+    else:
+        op = int(sends[send_chan == c][nr[c]])
+        why = f"no receive matches it ({int(ns[c])} sends, {int(nr[c])} receives on its channel)"
+    raise ConfigError(f"{progs.describe(op)}: {why}", source=progs.source, path="workload")
+
+
+def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
+                  k_open: int) -> ProgramTraffic:
+    """Arrays of :class:`Prog` for ``progs``, whose packets get ids from ``k_open`` on."""
+    R, n_ops = progs.n_ranks, progs.n_ops
+    node = progs.nodes()
+    if node.shape != (R,) or (R and not 0 <= int(node.min()) <= int(node.max()) < n_nodes):
+        raise ConfigError(f"rank programs place ranks on nodes outside 0..{n_nodes - 1}",
+                          source=progs.source, path="workload")
+    rank = progs.op_rank
+    sends, send_chan, recvs, recv_chan, n_chan = channels(progs)
+    _check_matching(progs, send_chan, recvs, recv_chan, sends, n_chan)
+    M = sends.shape[0]
+    i64 = np.int64
+
+    # ---- messages and their flows (3 per message) and packets
+    size = np.maximum(progs.op_bytes[sends], 1)
+    rdv = (progs.op_bytes[sends] > fig.eager_threshold).astype(np.int8)
+    P = fig.packet_size
+    npk = np.zeros((M, 3), dtype=i64)
+    npk[:, 0] = (size + P - 1) // P
+    npk[:, 1] = rdv
+    npk[:, 2] = rdv
+    flow_npk = npk.reshape(-1)
+    flow_first = k_open + np.cumsum(flow_npk) - flow_npk
+    n_pk = int(flow_npk.sum())
+    pkt_flow = np.repeat(np.arange(3 * M, dtype=np.int64), flow_npk)
+    within = np.arange(n_pk, dtype=i64) - (flow_first[pkt_flow] - k_open)
+    fm = pkt_flow // 3
+    fkind = pkt_flow % 3
+    psize = np.where(fkind == 0, np.minimum(P, size[fm] - within * P), fig.control_bytes)
+    src_rank, dst_rank = rank[sends], progs.op_peer[sends].astype(i64)
+    s_node, d_node = node[src_rank], node[dst_rank]
+    back = fkind == 2  # the reply goes from the receiver to the sender
+    psrc = np.where(back, d_node[fm], s_node[fm])
+    pdst = np.where(back, s_node[fm], d_node[fm])
+    flow_node = np.repeat(s_node, 3).reshape(M, 3)
+    flow_node[:, 2] = d_node
+    op_msg = np.full(n_ops, -1, dtype=i64)
+    op_msg[sends] = np.arange(M, dtype=i64)
+    op_chan = np.full(n_ops, -1, dtype=i64)
+    op_chan[recvs] = recv_chan
+
+    # ---- dependencies: successor lists, and how many each operation waits for
+    order = np.argsort(progs.dep_before, kind="stable")
+    succ_first = np.zeros(n_ops + 1, dtype=i64)
+    np.cumsum(np.bincount(progs.dep_before, minlength=n_ops), out=succ_first[1:])
+    op_wait = np.bincount(progs.dep_after, minlength=n_ops).astype(i64)
+    per_rank = np.diff(progs.rank_first).astype(i64)
+    chan_first = np.zeros(n_chan + 1, dtype=i64)
+    np.cumsum(np.bincount(send_chan, minlength=n_chan), out=chan_first[1:])
+
+    def full(n: int, v: int = -1) -> np.ndarray:
+        return np.full(max(n, 0), v, dtype=i64)
+
+    prog = Prog(
+        n_ops=i64(n_ops), k_open=i64(k_open), o_send=i64(fig.o_send_ps), o_recv=i64(fig.o_recv_ps),
+        op_kind=progs.op_kind.copy(), op_rank=rank.astype(i64),
+        op_time=np.where(progs.op_kind == COMPUTE, progs.op_time_ps, 0).astype(i64),
+        op_msg=op_msg, op_chan=op_chan, op_wait=op_wait, op_start=full(n_ops),
+        op_finish=full(n_ops), op_next=full(n_ops), succ_first=succ_first,
+        succ_op=progs.dep_after[order].astype(i64),
+        succ_kind=progs.dep_kind[order].astype(np.int8), stack=np.zeros(max(n_ops, 1), dtype=i64),
+        rank_left=per_rank.copy(), rank_finish=np.where(per_rank == 0, 0, -1).astype(i64),
+        cpu_busy=full(R), cpu_head=full(R), cpu_tail=full(R),
+        msg_chan=send_chan.astype(i64), msg_flow=3 * np.arange(M, dtype=i64), msg_rdv=rdv,
+        msg_recv=full(M), msg_arrived=full(M), msg_post=full(M), msg_start=full(M),
+        msg_finish=full(M), chan_first=chan_first, chan_nsend=full(n_chan, 0),
+        chan_nrecv=full(n_chan, 0), slot_msg=full(M), slot_recv=full(M),
+        pkt_flow=pkt_flow.astype(np.int32),
+        flow_kind=np.tile(np.arange(3, dtype=np.int8), M),
+        flow_msg=np.repeat(np.arange(M, dtype=i64), 3),
+        flow_op=np.repeat(sends.astype(i64), 3), flow_node=flow_node.reshape(-1),
+        flow_first=flow_first.astype(i64), flow_npk=flow_npk.copy(), flow_left=flow_npk.copy(),
+        flow_time=full(3 * M), flow_next=full(3 * M), nic_fhead=full(n_nodes),
+        nic_ftail=full(n_nodes), nic_fpos=full(n_nodes, 0),
+    )
+    return ProgramTraffic(
+        prog=_nonempty(prog), programs=progs, src=psrc.astype(i64), dst=pdst.astype(i64),
+        size=psize.astype(i64), msg=fm.astype(i64),
+        msg_src_rank=src_rank.astype(i64), msg_dst_rank=dst_rank, msg_src=s_node.astype(i64),
+        msg_dst=d_node.astype(i64), msg_size=progs.op_bytes[sends].astype(i64),
+        msg_tag=progs.op_tag[sends].astype(i64), msg_rdv=rdv,
+        roots=np.nonzero(op_wait == 0)[0].astype(i64),
+    )
+
+
+def _nonempty(prog: Prog) -> Prog:
+    """Give empty arrays one (unused) element: numba types an empty array like any other, but
+    a zero-length allocation is easy to mistake for a missing field when debugging."""
+    return prog._replace(**{k: (np.zeros(1, dtype=v.dtype) if isinstance(v, np.ndarray)
+                                and v.shape[0] == 0 else v)
+                            for k, v in prog._asdict().items()})
+
+
+def no_programs(n_nodes: int, k_open: int) -> Prog:
+    """The program state of an open-loop run: no operation, no flow."""
+    empty = RankPrograms(np.zeros(1, dtype=np.int64), *(np.zeros(0) for _ in range(8)))
+    fig = ProgramFigures(1, 0, 1)
+    return build_traffic(empty, n_nodes, fig, k_open).prog

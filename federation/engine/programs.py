@@ -1,0 +1,240 @@
+"""Rank programs inside the compiled loop: operations begin when their dependencies are met,
+sends hand flows to NICs, receives match sends, and deliveries finish receives.
+
+The semantics (see :mod:`federation.programs.model` for the operation graph):
+
+* An operation *begins* when every dependency is met (operations without any begin at time
+  0).  A send then *starts* and is matched; its message reaches the NIC ``o_send`` later.
+  A receive starts (is *posted*) and is matched.  A compute starts when its rank's CPU is
+  free (computes of one rank run one at a time, in the order they began).
+* Matching: the k-th send started on a channel (source rank, destination rank, tag) pairs with
+  the k-th receive posted on it: MPI's non-overtaking rule without wildcards.  Slots are
+  allocated per channel before the run, so matching is two array writes.
+* Eager (size up to ``nic.eager_threshold``): the message is one flow of data packets.  A send
+  finishes when its last packet has left the NIC; the receive finishes ``o_recv`` after the
+  last packet arrived or, if it was posted later, ``o_recv`` after it was posted.
+* Rendezvous (above the threshold): a one-packet request (RTS) goes first; once it has arrived
+  *and* the receive is posted, a one-packet reply (CTS) goes back, and its arrival queues the
+  data.  The send finishes when its last data packet has left the NIC.
+* A finished operation releases its FINISH successors; a started one its START successors.
+
+Releasing uses an explicit stack (``Prog.stack``), not recursion, so chains of a million
+operations cost no call depth.  Everything that finishes goes through an ``EV_OP`` event,
+so an operation's successors always begin from the event loop in time order.
+"""
+
+from __future__ import annotations
+
+from numba import njit
+
+from federation.engine.events import (
+    EV_NIC,
+    EV_OP,
+    OP_FINISH,
+    OP_HAND,
+    S_HEAP,
+    S_OPS_DONE,
+    S_QUEUED,
+    S_STACK,
+    _push,
+)
+
+SEND = 0
+RECV = 1
+COMPUTE = 2
+DEP_FINISH = 0
+DEP_START = 1
+FLOW_DATA = 0
+FLOW_RTS = 1
+FLOW_CTS = 2
+
+
+@njit(cache=True, inline="always")
+def release(pg, sc, op, kind):
+    """Count ``op``'s ``kind`` (FINISH or START) towards its successors; push those whose
+    last dependency this was onto the ready stack."""
+    for e in range(pg.succ_first[op], pg.succ_first[op + 1]):
+        if pg.succ_kind[e] == kind:
+            s = pg.succ_op[e]
+            pg.op_wait[s] -= 1
+            if pg.op_wait[s] == 0:
+                pg.stack[sc[S_STACK]] = s
+                sc[S_STACK] += 1
+
+
+@njit(cache=True, inline="always")
+def queue_flow(sim, pg, f, now):
+    """Append flow ``f`` to its NIC's queue and wake the NIC now."""
+    n = pg.flow_node[f]
+    pg.flow_time[f] = now
+    pg.flow_next[f] = -1
+    if pg.nic_ftail[n] < 0:
+        pg.nic_fhead[n] = f
+        pg.nic_fpos[n] = 0
+    else:
+        pg.flow_next[pg.nic_ftail[n]] = f
+    pg.nic_ftail[n] = f
+    sim.sc[S_QUEUED] += pg.flow_npk[f]
+    if sim.nic_wake[n] != now:
+        sim.nic_wake[n] = now
+        _push(sim.hk, sim.ha, sim.hb, sim.sc, now, EV_NIC, n, 0, 0)
+
+
+@njit(cache=True, inline="always")
+def finish_at(sim, op, t):
+    _push(sim.hk, sim.ha, sim.hb, sim.sc, t, EV_OP, op, OP_FINISH, 0)
+
+
+@njit(cache=True, inline="always")
+def run_compute(sim, pg, op, now):
+    pg.cpu_busy[pg.op_rank[op]] = op
+    pg.op_start[op] = now
+    release(pg, sim.sc, op, DEP_START)
+    finish_at(sim, op, now + pg.op_time[op])
+
+
+@njit(cache=True, inline="always")
+def post_recv(sim, pg, op, now):
+    """A receive is posted: take the next slot of its channel; if that slot's send has
+    started, they match, and what already arrived of the message is acted on."""
+    c = pg.op_chan[op]
+    k = pg.chan_nrecv[c]
+    pg.chan_nrecv[c] = k + 1
+    s = pg.chan_first[c] + k
+    pg.slot_recv[s] = op
+    m = pg.slot_msg[s]
+    if m < 0:
+        return  # matched when its send starts
+    pg.msg_recv[m] = op
+    pg.op_msg[op] = m
+    if pg.msg_arrived[m] >= 0:
+        if pg.msg_rdv[m]:
+            queue_flow(sim, pg, pg.msg_flow[m] + 2, now)  # the request waited: reply now
+        else:
+            finish_at(sim, op, now + pg.o_recv)  # the eager data waited for the receive
+
+
+@njit(cache=True, inline="always")
+def start_send(sim, pg, op, now):
+    """A send starts: take the next slot of its channel (matching a posted receive), and hand
+    its message to the NIC after the send overhead."""
+    m = pg.op_msg[op]
+    pg.msg_post[m] = now
+    c = pg.msg_chan[m]
+    k = pg.chan_nsend[c]
+    pg.chan_nsend[c] = k + 1
+    s = pg.chan_first[c] + k
+    pg.slot_msg[s] = m
+    r = pg.slot_recv[s]
+    if r >= 0:
+        pg.msg_recv[m] = r
+        pg.op_msg[r] = m
+    if pg.o_send > 0:
+        _push(sim.hk, sim.ha, sim.hb, sim.sc, now + pg.o_send, EV_OP, op, OP_HAND, 0)
+    else:
+        hand(sim, pg, op, now)
+
+
+@njit(cache=True, inline="always")
+def hand(sim, pg, op, now):
+    """A send's message reaches its NIC: its first flow (the data, or the rendezvous
+    request) is queued."""
+    m = pg.op_msg[op]
+    f = pg.msg_flow[m]
+    if pg.msg_rdv[m]:
+        f += 1
+    queue_flow(sim, pg, f, now)
+
+
+@njit(cache=True, inline="always")
+def begin(sim, pg, op, now):
+    """``op``'s dependencies are met: start it (a compute may wait for its CPU)."""
+    k = pg.op_kind[op]
+    if k == COMPUTE:
+        r = pg.op_rank[op]
+        if pg.cpu_busy[r] >= 0:
+            pg.op_next[op] = -1
+            if pg.cpu_tail[r] < 0:
+                pg.cpu_head[r] = op
+            else:
+                pg.op_next[pg.cpu_tail[r]] = op
+            pg.cpu_tail[r] = op
+            return
+        run_compute(sim, pg, op, now)
+        return
+    pg.op_start[op] = now
+    release(pg, sim.sc, op, DEP_START)
+    if k == SEND:
+        start_send(sim, pg, op, now)
+    else:
+        post_recv(sim, pg, op, now)
+
+
+@njit(cache=True, inline="always")
+def begin_ready(sim, pg, now):
+    """Begin every operation on the ready stack (beginning one may push more).  Each begin
+    schedules at most two events; when the heap is nearly full the rest stay on the stack
+    and the loop returns for the driver to grow it, then resumes here (``run_loop``)."""
+    sc = sim.sc
+    while sc[S_STACK] > 0 and sc[S_HEAP] + 8 < sim.hk.shape[0]:
+        sc[S_STACK] -= 1
+        begin(sim, pg, pg.stack[sc[S_STACK]], now)
+
+
+@njit(cache=True, inline="always")
+def finish(sim, pg, op, now):
+    """``op`` finishes: release its FINISH successors; a compute frees its CPU for the next."""
+    pg.op_finish[op] = now
+    release(pg, sim.sc, op, DEP_FINISH)
+    sim.sc[S_OPS_DONE] += 1
+    r = pg.op_rank[op]
+    pg.rank_left[r] -= 1
+    if pg.rank_left[r] == 0:
+        pg.rank_finish[r] = now
+    if pg.op_kind[op] == COMPUTE:
+        nxt = pg.cpu_head[r]
+        pg.cpu_busy[r] = -1
+        if nxt >= 0:
+            pg.cpu_head[r] = pg.op_next[nxt]
+            if pg.cpu_head[r] < 0:
+                pg.cpu_tail[r] = -1
+            run_compute(sim, pg, nxt, now)
+
+
+@njit(cache=True, inline="always")
+def delivered(sim, pg, pk, now):
+    """Program packet ``pk`` reached its destination NIC; when it completes its flow: data
+    finishes (or awaits) the receive, a request is answered once the receive is posted, a
+    reply queues the data."""
+    f = pg.pkt_flow[pk - pg.k_open]
+    pg.flow_left[f] -= 1
+    if pg.flow_left[f] > 0:
+        return
+    m = pg.flow_msg[f]
+    kind = pg.flow_kind[f]
+    if kind == FLOW_DATA:
+        pg.msg_finish[m] = now
+        r = pg.msg_recv[m]
+        if r >= 0:
+            finish_at(sim, r, now + pg.o_recv)
+        else:
+            pg.msg_arrived[m] = now
+    elif kind == FLOW_RTS:
+        if pg.msg_recv[m] >= 0:
+            queue_flow(sim, pg, f + 1, now)
+        else:
+            pg.msg_arrived[m] = now
+    else:
+        queue_flow(sim, pg, f - 2, now)  # the reply is back: the data goes
+
+
+@njit(cache=True, inline="always")
+def handle_op(sim, pg, op, what, now):
+    """An ``EV_OP`` event."""
+    if what == OP_FINISH:
+        finish(sim, pg, op, now)
+    elif what == OP_HAND:
+        hand(sim, pg, op, now)
+    else:
+        begin(sim, pg, op, now)
+    begin_ready(sim, pg, now)
