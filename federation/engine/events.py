@@ -57,8 +57,9 @@ S_BAD_ROUTER = 11
 S_RNG = 12  # the run's random stream (xorshift64* state), for routings and arbiters
 S_OPS_DONE = 13  # rank-program operations finished
 S_QUEUED = 14  # rank-program packets handed to their NICs so far
-S_STACK = 15  # operations on the ready stack (programs.begin_ready)
-N_SCALARS = 16
+S_STACK = 15  # operations put on the ready queue so far (programs.begin_ready)
+S_READY_HEAD = 16  # operations taken off it so far
+N_SCALARS = 17
 
 INF_CREDIT = np.int64(1) << 60
 

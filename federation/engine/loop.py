@@ -37,6 +37,7 @@ from federation.engine.events import (
     S_NOW,
     S_OPS_DONE,
     S_QUEUED,
+    S_READY_HEAD,
     S_STACK,
     SEQ_BITS,
     ST_BAD_PORT,
@@ -220,13 +221,13 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
     sc = sim.sc
     until_key = until << SEQ_BITS  # keys order like times: one comparison per event
     processed = 0
-    if sc[S_STACK] > 0:  # operations left to begin when the heap had to grow
+    if sc[S_READY_HEAD] < sc[S_STACK]:  # operations left to begin when the heap had to grow
         begin_ready(sim, pg, sc[S_NOW])
     while sc[S_HEAP] > 0:
         if processed >= budget:
             sc[S_EVENTS] += processed
             return ST_BUDGET
-        if sc[S_HEAP] + 8 > sim.hk.shape[0] or sc[S_STACK] > 0:
+        if sc[S_HEAP] + 8 > sim.hk.shape[0] or sc[S_READY_HEAD] < sc[S_STACK]:
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
         if sim.hk[0] >= until_key:

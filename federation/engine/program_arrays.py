@@ -142,7 +142,7 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
     op_chan[recvs] = recv_chan
 
     # ---- dependencies: successor lists, and how many each operation waits for
-    order = np.argsort(progs.dep_before, kind="stable")
+    order = np.lexsort((progs.dep_after, progs.dep_before))  # successors in operation order
     succ_first = np.zeros(n_ops + 1, dtype=i64)
     np.cumsum(np.bincount(progs.dep_before, minlength=n_ops), out=succ_first[1:])
     op_wait = np.bincount(progs.dep_after, minlength=n_ops).astype(i64)
@@ -160,7 +160,7 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
         op_msg=op_msg, op_chan=op_chan, op_wait=op_wait, op_start=full(n_ops),
         op_finish=full(n_ops), op_next=full(n_ops), succ_first=succ_first,
         succ_op=progs.dep_after[order].astype(i64),
-        succ_kind=progs.dep_kind[order].astype(np.int8), stack=np.zeros(max(n_ops, 1), dtype=i64),
+        succ_kind=progs.dep_kind[order].astype(np.int8), ready=np.zeros(max(n_ops, 1), dtype=i64),
         rank_left=per_rank.copy(), rank_finish=np.where(per_rank == 0, 0, -1).astype(i64),
         cpu_busy=full(R), cpu_head=full(R), cpu_tail=full(R),
         msg_chan=send_chan.astype(i64), msg_flow=3 * np.arange(M, dtype=i64), msg_rdv=rdv,

@@ -18,7 +18,7 @@ The semantics (see :mod:`federation.programs.model` for the operation graph):
   data.  The send finishes when its last data packet has left the NIC.
 * A finished operation releases its FINISH successors; a started one its START successors.
 
-Releasing uses an explicit stack (``Prog.stack``), not recursion, so chains of a million
+Releasing uses an explicit queue (``Prog.ready``), not recursion, so chains of a million
 operations cost no call depth.  Everything that finishes goes through an ``EV_OP`` event,
 so an operation's successors always begin from the event loop in time order.
 """
@@ -35,6 +35,7 @@ from federation.engine.events import (
     S_HEAP,
     S_OPS_DONE,
     S_QUEUED,
+    S_READY_HEAD,
     S_STACK,
     _push,
 )
@@ -51,14 +52,14 @@ FLOW_CTS = 2
 
 @njit(cache=True, inline="always")
 def release(pg, sc, op, kind):
-    """Count ``op``'s ``kind`` (FINISH or START) towards its successors; push those whose
-    last dependency this was onto the ready stack."""
+    """Count ``op``'s ``kind`` (FINISH or START) towards its successors; queue those whose
+    last dependency this was (in operation order: the edges are sorted by successor)."""
     for e in range(pg.succ_first[op], pg.succ_first[op + 1]):
         if pg.succ_kind[e] == kind:
             s = pg.succ_op[e]
             pg.op_wait[s] -= 1
             if pg.op_wait[s] == 0:
-                pg.stack[sc[S_STACK]] = s
+                pg.ready[sc[S_STACK]] = s
                 sc[S_STACK] += 1
 
 
@@ -172,13 +173,17 @@ def begin(sim, pg, op, now):
 
 @njit(cache=True, inline="always")
 def begin_ready(sim, pg, now):
-    """Begin every operation on the ready stack (beginning one may push more).  Each begin
-    schedules at most two events; when the heap is nearly full the rest stay on the stack
-    and the loop returns for the driver to grow it, then resumes here (``run_loop``)."""
+    """Begin every operation on the ready queue, first in first out, so operations that
+    become ready together begin (receives are posted) in operation order; beginning one may
+    queue more.  Each operation is queued once per run, so the queue is the array
+    ``pg.ready`` with two counters that only grow.  Each begin schedules at most two events;
+    when the heap is nearly full the rest stay queued and the loop returns for the driver to
+    grow it, then resumes here (``run_loop``)."""
     sc = sim.sc
-    while sc[S_STACK] > 0 and sc[S_HEAP] + 8 < sim.hk.shape[0]:
-        sc[S_STACK] -= 1
-        begin(sim, pg, pg.stack[sc[S_STACK]], now)
+    while sc[S_READY_HEAD] < sc[S_STACK] and sc[S_HEAP] + 8 < sim.hk.shape[0]:
+        op = pg.ready[sc[S_READY_HEAD]]
+        sc[S_READY_HEAD] += 1
+        begin(sim, pg, op, now)
 
 
 @njit(cache=True, inline="always")

@@ -92,7 +92,7 @@ class Prog(NamedTuple):
     succ_first: np.ndarray  #: int64[O+1] successors of op i: succ_op[succ_first[i]:...]
     succ_op: np.ndarray  #: int64[D]
     succ_kind: np.ndarray  #: int8[D] FINISH or START (what of op i they wait for)
-    stack: np.ndarray  #: int64[O] operations whose dependencies are met, not begun
+    ready: np.ndarray  #: int64[O] the ready queue: operations as their dependencies were met
     # ranks
     rank_left: np.ndarray  #: int64[R] operations not finished
     rank_finish: np.ndarray  #: int64[R] ps, -1 not finished
