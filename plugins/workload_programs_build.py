@@ -16,7 +16,7 @@ Dependencies implied transitively are left out (after a non-blocking Y, the prev
 point is implied through Y; a ``START`` on an operation also waited on is implied by the
 ``FINISH``), so every edge the workloads emit is one the semantics require.
 Operations are numbered in the order they are added and renumbered rank by rank at the end
-(a stable sort keeps each rank's program order).
+(each rank's program order kept); edges are listed in the order the steps created them.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class ProgramAssembler:
         self._chunks: list[tuple[np.ndarray, ...]] = []
         self._edges: list[tuple[np.ndarray, np.ndarray, int]] = []
         self._n = 0
+        self._count = np.zeros(self.n_ranks, dtype=np.int64)  # ops per rank so far
 
     def op(self, ranks: np.ndarray, kind: int, peer: np.ndarray | int = -1,
            nbytes: np.ndarray | int = 0, tag: np.ndarray | int = 0,
@@ -53,7 +54,9 @@ class ProgramAssembler:
         k = ranks.shape[0]
         ids = np.arange(self._n, self._n + k, dtype=np.int64)
         self._n += k
-        self._chunks.append((ranks, np.full(k, kind, np.int8),
+        seq = self._count[ranks]
+        self._count[ranks] += 1
+        self._chunks.append((ranks, seq, np.full(k, kind, np.int8),
                              np.broadcast_to(np.asarray(peer, np.int32), (k,)),
                              np.broadcast_to(np.asarray(nbytes, np.int64), (k,)),
                              np.broadcast_to(np.asarray(tag, np.int32), (k,)),
@@ -98,29 +101,25 @@ class ProgramAssembler:
     def build(self, rank_node: np.ndarray | None = None, meta: dict | None = None,
               source: str | None = None) -> RankPrograms:
         """The programs, operations renumbered rank by rank (program order kept)."""
-        cols = list(zip(*self._chunks, strict=True)) if self._chunks else [()] * 6
-        cat = [np.concatenate(c) if c else np.zeros(0, dt) for c, dt in
-               zip(cols, (np.int64, np.int8, np.int32, np.int64, np.int32, np.int64),
-                   strict=True)]
-        rank, kind, peer, nbytes, tag, time_ps = cat
-        order = np.argsort(rank, kind="stable")
-        new_id = np.empty(self._n, dtype=np.int64)
-        new_id[order] = np.arange(self._n, dtype=np.int64)
-        counts = np.bincount(rank, minlength=self.n_ranks)
+        dtypes = (np.int64, np.int64, np.int8, np.int32, np.int64, np.int32, np.int64)
+        cols = list(zip(*self._chunks, strict=True)) if self._chunks else [()] * 7
+        rank, seq, *fields = [np.concatenate(c) if c else np.zeros(0, dt)
+                              for c, dt in zip(cols, dtypes, strict=True)]
         first = np.zeros(self.n_ranks + 1, dtype=np.int64)
-        np.cumsum(counts, out=first[1:])
+        np.cumsum(self._count, out=first[1:])
+        new_id = first[rank] + seq  # rank by rank, each rank's ops in the order added
+        kind, peer, nbytes, tag, time_ps = (np.empty_like(f) for f in fields)
+        for out, f in zip((kind, peer, nbytes, tag, time_ps), fields, strict=True):
+            out[new_id] = f
         if self._edges:
             before = new_id[np.concatenate([e[0] for e in self._edges])]
             after = new_id[np.concatenate([e[1] for e in self._edges])]
             dkind = np.concatenate([np.full(e[0].shape[0], e[2], np.int8) for e in self._edges])
-            eo = np.argsort(after, kind="stable")
-            before, after, dkind = before[eo], after[eo], dkind[eo]
         else:
             before = after = np.zeros(0, np.int64)
             dkind = np.zeros(0, np.int8)
-        return RankPrograms(first, kind[order], peer[order], nbytes[order], tag[order],
-                            time_ps[order], before, after, dkind, rank_node=rank_node,
-                            source=source, meta=dict(meta or {}))
+        return RankPrograms(first, kind, peer, nbytes, tag, time_ps, before, after, dkind,
+                            rank_node=rank_node, source=source, meta=dict(meta or {}))
 
 
 def recursive_doubling_ops(n_ranks: int) -> np.ndarray:
