@@ -157,10 +157,14 @@ class RankBuilder:
         for h in handles:
             self._fin.append(h)
             self._pending.pop(h, None)
+        if self._sta:  # waiting for X to finish implies X started: no START edge as well
+            self._sta = [h for h in self._sta if h not in handles]
 
     def waitall(self) -> None:
         """:meth:`wait` on every non-blocking operation of this rank not yet waited for."""
         self._fin.extend(self._pending)
+        if self._sta:
+            self._sta = [h for h in self._sta if h not in self._pending]
         self._pending.clear()
 
     @property
