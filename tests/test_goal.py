@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from test_programs_checks import programs
+
 from federation.errors import ConfigError
 from federation.programs.checks import check_programs
 from federation.programs.goal import format_goal, parse_goal, read_goal, write_goal
-from hypothesis import given, settings
-from test_programs_checks import programs
 
 DATA = __import__("pathlib").Path(__file__).parent / "data" / "programs"
 ARRAYS = ("rank_first", "op_kind", "op_peer", "op_bytes", "op_tag", "op_time_ps",
@@ -109,3 +110,52 @@ def test_refusals_name_the_line(case):
         check_programs(parse_goal(text, source="s.goal"), 4)
     assert str(e.value).startswith("s.goal: "), str(e.value)
     assert expected in str(e.value), str(e.value)
+
+
+# --------------------------------------------------------------------------- workload program
+
+MACHINE = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
+
+
+def experiment(tmp_path, workload):
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    (tmp_path / "e.yaml").write_text(f"machine: m.yaml\nworkload: {workload}\n"
+                                     "stop: {warmup: 0.1us, measure: 0.5us}\n")
+    from federation.components import WorkloadContext
+    from federation.loader import load_experiment
+    from federation.prepare import build
+    point = load_experiment(tmp_path / "e.yaml").points[0]
+    built = build(point, 2**33)
+    ctx = WorkloadContext(built.network, point.machine.machine, point.experiment, 0,
+                          built.nic_bandwidth, np.random.default_rng(0))
+    return point.workload, ctx
+
+
+def test_workload_program_reads_goal_relative_to_the_experiment(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "s.goal").write_text((DATA / "hand.goal").read_text())
+    w, ctx = experiment(tmp_path, "{kind: program, path: sub/s.goal, calc_unit: 1ps}")
+    assert type(w).closed_loop is True
+    p = w.programs(ctx)
+    assert p.op_time_ps.tolist() == [0, 250, 0, 0, 1000, 0]
+    assert p.source == str(tmp_path / "sub" / "s.goal")
+
+
+def test_workload_program_reads_ti(tmp_path):
+    (tmp_path / "p.txt").write_text((DATA / "pingpong.ti").read_text())
+    w, ctx = experiment(tmp_path, "{kind: program, path: p.txt, host_speed: 2e9}")
+    assert w.programs(ctx).op_time_ps.tolist() == [10**12, 0, 0, 0, 5 * 10**11, 0]
+
+
+def test_workload_program_refuses_with_file_and_line(tmp_path):
+    (tmp_path / "s.goal").write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0\n}\n")
+    w, ctx = experiment(tmp_path, "{kind: program, path: s.goal}")
+    with pytest.raises(ConfigError) as e:
+        w.programs(ctx)
+    assert str(e.value).startswith(f"{tmp_path / 's.goal'}: workload: rank 0 operation l1 "
+                                   f"(send 8 B to rank 1 tag 0, {tmp_path / 's.goal'}:3): no "
+                                   "receive takes this send")
+    (tmp_path / "big.goal").write_text("num_ranks 100\n")
+    w, ctx = experiment(tmp_path, "{kind: program, path: big.goal, format: goal}")
+    with pytest.raises(ConfigError, match="100 ranks but the machine has 72 nodes"):
+        w.programs(ctx)

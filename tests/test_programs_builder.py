@@ -4,6 +4,7 @@ same arrays as the builder."""
 from __future__ import annotations
 
 import numpy as np
+
 from federation.programs import COMPUTE, FINISH, RECV, SEND, START
 from federation.programs.builder import ProgramBuilder, concatenate, programs_from_blocks
 from federation.programs.checks import check_programs

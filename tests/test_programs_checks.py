@@ -7,13 +7,14 @@ import copy
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from federation.errors import ConfigError
 from federation.limits import TIME_LIMIT_PS
 from federation.programs import COMPUTE, RECV, SEND, START
 from federation.programs.builder import ProgramBuilder
 from federation.programs.checks import check_programs, find_cycle
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 
 @st.composite
