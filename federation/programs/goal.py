@@ -126,7 +126,7 @@ class _Parser:
                 self.close_rank()
                 s = s[1:].lstrip()
                 continue
-            if m := _RANK.match(s):
+            if s[0] == "r" and (m := _RANK.match(s)):
                 self.open_rank(self.number(m.group(1), "rank"))
                 s = s[m.end():].lstrip()
                 continue
@@ -139,17 +139,18 @@ class _Parser:
             return
 
     def simple(self, s: str) -> None:
-        if m := _NUM_RANKS.match(s):
-            if self.n_ranks is not None:
-                self.fail("'num_ranks' given twice")
-            self.n_ranks = self.number(m.group(1), "num_ranks", 2**31 - 1)
-            self.builder = ProgramBuilder(self.n_ranks)
-            return
+        # the common statements first: a million-line file spends its time here
         if (m := _OP.match(s)) is not None:
             self.operation(m)
             return
         if (m := _DEP.match(s)) is not None:
             self.dependency(m)
+            return
+        if m := _NUM_RANKS.match(s):
+            if self.n_ranks is not None:
+                self.fail("'num_ranks' given twice")
+            self.n_ranks = self.number(m.group(1), "num_ranks", 2**31 - 1)
+            self.builder = ProgramBuilder(self.n_ranks)
             return
         self.fail(f"cannot read {s!r}: expected 'num_ranks N', 'rank N {{', '}}', "
                   "'[label:] send Nb to R [tag T]', '[label:] recv Nb from R [tag T]', "
