@@ -1,5 +1,13 @@
 """MPI-style rank programs: the operation-graph model, how to build it, and file formats."""
 
+from federation.programs.builder import (
+    ProgramBuilder,
+    RankBuilder,
+    concatenate,
+    programs_from_blocks,
+)
+from federation.programs.checks import check_programs
+from federation.programs.goal import format_goal, parse_goal, read_goal, write_goal
 from federation.programs.model import (
     COMPUTE,
     FINISH,
@@ -8,5 +16,8 @@ from federation.programs.model import (
     START,
     RankPrograms,
 )
+from federation.programs.ti import read_ti
 
-__all__ = ["COMPUTE", "FINISH", "RECV", "SEND", "START", "RankPrograms"]
+__all__ = ["COMPUTE", "FINISH", "RECV", "SEND", "START", "ProgramBuilder", "RankBuilder",
+           "RankPrograms", "check_programs", "concatenate", "format_goal", "parse_goal",
+           "programs_from_blocks", "read_goal", "read_ti", "write_goal"]

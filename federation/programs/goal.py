@@ -1,0 +1,289 @@
+"""GOAL schedules (LogGOPSim, Schedgen, ATLAHS): text format to rank programs and back.
+
+The grammar follows LogGOPSim's reader (``txt2bin.re``, the same file in ATLAHS)::
+
+    num_ranks 2
+    // comment to the end of the line;  /* block comments */ too
+    rank 0 {
+      l1: send 8b to 1 tag 5        // label optional; "tag", "cpu", "nic" optional, that order
+      l2: calc 500                  // calc takes "cpu N" only
+      l2 requires l1                // l2 starts once l1 finished
+    }
+    rank 1 {
+      l1: recv 8b from 0 tag 5
+      l2: calc 100
+      l2 irequires l1               // l2 starts once l1 started
+    }
+
+* One statement per line, as in the reference; a ``;`` also ends a statement here (an
+  extension for compact files), and ``}`` may end a statement's line.
+* Sizes are integers followed by ``b`` (bytes), the only unit the reference knows.
+* ``calc N`` is N time units; LogGOPSim's clock is in nanoseconds, so the default unit is
+  1 ns (:data:`DEFAULT_CALC_UNIT_PS`), a parameter of :func:`parse_goal` / :func:`read_goal`.
+* Labels (``[A-Za-z][A-Za-z0-9_]*``) are local to their rank block, as in the reference, which
+  clears its label table at each ``}``; a dependency may only name labels defined above it.
+* Refused with the line number: syntax errors, undefined or duplicate labels, ranks outside
+  ``num_ranks`` (a block's and a peer's), a second block for one rank, wildcards (``from -1``,
+  ``tag -1``; the engine matches exactly), ``cpu``/``nic`` other than 0 (one CPU and one NIC
+  per rank here), and an unclosed block.  Cycles and unmatched sends or receives are refused
+  by :func:`~federation.programs.checks.check_programs`, which names the line through
+  ``op_line``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from federation.errors import ConfigError
+from federation.programs.builder import ProgramBuilder
+from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
+
+#: picoseconds per ``calc`` unit by default: LogGOPSim's times are nanoseconds
+DEFAULT_CALC_UNIT_PS = 1000
+
+_LABEL = r"[A-Za-z][A-Za-z0-9_]*"
+_OP = re.compile(
+    rf"(?:(?P<label>{_LABEL})\s*:\s*)?"
+    r"(?:(?P<comm>send|recv)\s+(?P<size>\d+)\s*b\s+(?P<dir>to|from)\s+(?P<peer>-?\d+)"
+    r"(?:\s+tag\s+(?P<tag>-?\d+))?(?:\s+cpu\s+(?P<cpu>\d+))?(?:\s+nic\s+(?P<nic>\d+))?"
+    r"|calc\s+(?P<calc>\d+)(?:\s+cpu\s+(?P<ccpu>\d+))?)\Z")
+_DEP = re.compile(rf"(?P<after>{_LABEL})\s+(?P<how>requires|irequires)\s+(?P<before>{_LABEL})\Z")
+_RANK = re.compile(r"rank\s+(\d+)\s*\{")
+_NUM_RANKS = re.compile(r"num_ranks\s+(\d+)\Z")
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+#: largest number read (tags are int32; sizes and times are checked later, but must fit int64)
+_MAX_TAG = 2**31 - 1
+_MAX_NUMBER = 2**62
+
+
+def read_goal(path: str | Path, calc_unit_ps: int = DEFAULT_CALC_UNIT_PS) -> RankPrograms:
+    """Read a GOAL text schedule (see the module docstring)."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the GOAL schedule: {exc}", source=str(p)) from None
+    return parse_goal(text, source=str(p), calc_unit_ps=calc_unit_ps)
+
+
+def _strip_comments(text: str) -> str:
+    if "/*" in text:
+        # keep the newlines a block comment spans, so line numbers stay right
+        text = _BLOCK_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+    return text
+
+
+class _Parser:
+    """State of one parse: the current rank block and its labels."""
+
+    def __init__(self, source: str | None, calc_unit_ps: int) -> None:
+        self.source = source
+        self.unit = calc_unit_ps
+        self.n_ranks: int | None = None
+        self.builder: ProgramBuilder | None = None
+        self.rank: int | None = None
+        self.rank_line = 0
+        self.labels: dict[str, int] = {}
+        self.seen: set[int] = set()
+        self.line = 0
+
+    def fail(self, message: str) -> None:
+        where = f"line {self.line}"
+        if self.rank is not None:
+            where += f" (rank {self.rank})"
+        raise ConfigError(f"{where}: {message}", source=self.source)
+
+    def open_rank(self, r: int) -> None:
+        if self.n_ranks is None or self.builder is None:
+            self.fail("'rank' before 'num_ranks N'")
+        if self.rank is not None:
+            self.fail(f"rank {r} opened inside rank {self.rank}'s block (missing '}}')")
+        if r >= self.n_ranks:
+            self.fail(f"rank {r} is outside num_ranks {self.n_ranks} (ranks 0 to "
+                      f"{self.n_ranks - 1})")
+        if r in self.seen:
+            self.fail(f"a second block for rank {r}")
+        self.seen.add(r)
+        self.rank, self.rank_line, self.labels = r, self.line, {}
+
+    def close_rank(self) -> None:
+        if self.rank is None:
+            self.fail("'}' without an open rank block")
+        self.rank = None
+
+    def number(self, text: str, what: str, limit: int = _MAX_NUMBER) -> int:
+        v = int(text)
+        if v > limit:
+            self.fail(f"{what} {v} is too large (at most {limit})")
+        return v
+
+    def statement(self, s: str) -> None:
+        while s:
+            if s.startswith("}"):
+                self.close_rank()
+                s = s[1:].lstrip()
+                continue
+            if s[0] == "r" and (m := _RANK.match(s)):
+                self.open_rank(self.number(m.group(1), "rank"))
+                s = s[m.end():].lstrip()
+                continue
+            close = s.endswith("}")
+            body = s[:-1].rstrip() if close else s
+            if body:
+                self.simple(body)
+            if close:
+                self.close_rank()
+            return
+
+    def simple(self, s: str) -> None:
+        # the common statements first: a million-line file spends its time here
+        if (m := _OP.match(s)) is not None:
+            self.operation(m)
+            return
+        if (m := _DEP.match(s)) is not None:
+            self.dependency(m)
+            return
+        if m := _NUM_RANKS.match(s):
+            if self.n_ranks is not None:
+                self.fail("'num_ranks' given twice")
+            self.n_ranks = self.number(m.group(1), "num_ranks", 2**31 - 1)
+            self.builder = ProgramBuilder(self.n_ranks)
+            return
+        self.fail(f"cannot read {s!r}: expected 'num_ranks N', 'rank N {{', '}}', "
+                  "'[label:] send Nb to R [tag T]', '[label:] recv Nb from R [tag T]', "
+                  "'[label:] calc N', or 'label requires|irequires label'")
+
+    def _rank_builder(self):  # noqa: ANN202
+        if self.rank is None or self.builder is None:
+            self.fail("an operation outside a 'rank N { ... }' block")
+        return self.builder.rank(self.rank)
+
+    def operation(self, m: re.Match) -> None:
+        rb = self._rank_builder()
+        label = m.group("label")
+        if label is not None and label in self.labels:
+            self.fail(f"label {label} is defined twice in rank {self.rank}'s block")
+        if m.group("calc") is not None:
+            if m.group("ccpu") not in (None, "0"):
+                self.fail(f"cpu {m.group('ccpu')}: one CPU per rank here (only cpu 0)")
+            t = self.number(m.group("calc"), "calc time") * self.unit
+            h = rb.op(COMPUTE, -1, 0, 0, t, label=label or "", line=self.line)
+        else:
+            comm = m.group("comm")
+            if (comm == "send") != (m.group("dir") == "to"):
+                self.fail(f"'{comm}' takes '{'to' if comm == 'send' else 'from'}'")
+            peer = int(m.group("peer"))
+            if peer < 0:
+                self.fail("receive from any source (-1) is not supported: the engine matches "
+                          "each receive to one source rank")
+            tag = int(m.group("tag") or 0)
+            if tag < 0:
+                self.fail("receive with any tag (-1) is not supported: the engine matches "
+                          "each receive to one tag")
+            for field in ("cpu", "nic"):
+                if m.group(field) not in (None, "0"):
+                    self.fail(f"{field} {m.group(field)}: one CPU and one NIC per rank here "
+                              f"(only {field} 0)")
+            assert self.n_ranks is not None
+            if peer >= self.n_ranks:
+                self.fail(f"rank {peer} is outside num_ranks {self.n_ranks} (ranks 0 to "
+                          f"{self.n_ranks - 1})")
+            tag = self.number(m.group("tag") or "0", "tag", _MAX_TAG)
+            size = self.number(m.group("size"), "size")
+            h = rb.op(SEND if comm == "send" else RECV, peer, size, tag, 0,
+                      label=label or "", line=self.line)
+        if label is not None:
+            self.labels[label] = h
+
+    def dependency(self, m: re.Match) -> None:
+        rb = self._rank_builder()
+        ops = []
+        for which in ("after", "before"):
+            name = m.group(which)
+            if name not in self.labels:
+                self.fail(f"label {name} is not defined above in rank {self.rank}'s block")
+            ops.append(self.labels[name])
+        rb.depend(ops[1], ops[0], FINISH if m.group("how") == "requires" else START)
+
+
+def parse_goal(text: str, source: str | None = None,
+               calc_unit_ps: int = DEFAULT_CALC_UNIT_PS) -> RankPrograms:
+    """Rank programs from the text of a GOAL schedule; ``source`` names it in messages.
+
+    Every operation keeps its label (``op_label``) and line (``op_line``).  The result is not
+    yet checked against a machine: call :func:`~federation.programs.checks.check_programs`.
+    """
+    if calc_unit_ps < 1:
+        raise ValueError(f"calc_unit_ps must be >= 1, got {calc_unit_ps}")
+    ps = _Parser(source, calc_unit_ps)
+    for ps.line, raw in enumerate(_strip_comments(text).split("\n"), start=1):
+        line = raw.split("//", 1)[0]
+        if "/*" in line:
+            ps.fail("'/*' comment is not closed")
+        for stmt in line.split(";"):
+            stmt = stmt.strip()
+            if stmt:
+                ps.statement(stmt)
+    if ps.rank is not None:
+        ps.line = ps.rank_line
+        ps.fail(f"rank {ps.rank}'s block is not closed (missing '}}')")
+    if ps.builder is None:
+        raise ConfigError("no 'num_ranks N' line: not a GOAL schedule?", source=source)
+    progs = ps.builder.build(source=source)
+    if progs.op_label is None:
+        progs.op_label = [""] * progs.n_ops
+        progs.op_line = np.zeros(progs.n_ops, dtype=np.int64)
+    return progs
+
+
+def format_goal(progs: RankPrograms, calc_unit_ps: int = DEFAULT_CALC_UNIT_PS) -> str:
+    """The GOAL text of ``progs``; operations are labelled ``l<local index>``.
+
+    Compute times must be whole multiples of ``calc_unit_ps``.  ``rank_node`` has no place in
+    GOAL and is not written.  Dependencies are written after their rank's operations, in the
+    order of the dependency arrays.
+    """
+    t = progs.op_time_ps
+    comp = progs.op_kind == COMPUTE
+    bad = np.flatnonzero(comp & (t % calc_unit_ps != 0))
+    if bad.size:
+        raise ValueError(f"{progs.describe(int(bad[0]))}: not a whole number of calc units "
+                         f"({calc_unit_ps} ps)")
+    rank = progs.op_rank
+    dep_rank = rank[progs.dep_before] if progs.n_deps else np.zeros(0, dtype=np.int64)
+    dep_order = np.argsort(dep_rank, kind="stable")
+    dep_bounds = np.searchsorted(dep_rank[dep_order], np.arange(progs.n_ranks + 1))
+    kind = progs.op_kind.tolist()
+    peer = progs.op_peer.tolist()
+    size = progs.op_bytes.tolist()
+    tag = progs.op_tag.tolist()
+    units = (t // calc_unit_ps).tolist()
+    rf = progs.rank_first.tolist()
+    out = [f"num_ranks {progs.n_ranks}", ""]
+    for r in range(progs.n_ranks):
+        base = rf[r]
+        out.append(f"rank {r} {{")
+        for i in range(base, rf[r + 1]):
+            k = kind[i]
+            if k == SEND:
+                out.append(f"l{i - base}: send {size[i]}b to {peer[i]} tag {tag[i]}")
+            elif k == RECV:
+                out.append(f"l{i - base}: recv {size[i]}b from {peer[i]} tag {tag[i]}")
+            else:
+                out.append(f"l{i - base}: calc {units[i]}")
+        for e in dep_order[dep_bounds[r]:dep_bounds[r + 1]].tolist():
+            how = "requires" if progs.dep_kind[e] == FINISH else "irequires"
+            out.append(f"l{int(progs.dep_after[e]) - base} {how} "
+                       f"l{int(progs.dep_before[e]) - base}")
+        out.append("}")
+        out.append("")
+    return "\n".join(out)
+
+
+def write_goal(progs: RankPrograms, path: str | Path,
+               calc_unit_ps: int = DEFAULT_CALC_UNIT_PS) -> None:
+    """Write ``progs`` as a GOAL schedule (:func:`format_goal`)."""
+    Path(path).write_text(format_goal(progs, calc_unit_ps), encoding="utf-8")

@@ -1,0 +1,161 @@
+"""GOAL schedules: a hand-written file gives the stated arrays, write then read is the
+identity, and every refusal names the line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from test_programs_checks import programs
+
+from federation.errors import ConfigError
+from federation.programs.checks import check_programs
+from federation.programs.goal import format_goal, parse_goal, read_goal, write_goal
+
+DATA = __import__("pathlib").Path(__file__).parent / "data" / "programs"
+ARRAYS = ("rank_first", "op_kind", "op_peer", "op_bytes", "op_tag", "op_time_ps",
+          "dep_before", "dep_after", "dep_kind")
+
+
+def test_hand_written_file_gives_the_exact_arrays():
+    p = read_goal(DATA / "hand.goal")
+    assert p.rank_first.tolist() == [0, 3, 6]
+    assert p.op_kind.tolist() == [0, 2, 1, 1, 2, 0]
+    assert p.op_peer.tolist() == [1, -1, 1, 0, -1, 0]
+    assert p.op_bytes.tolist() == [64, 0, 8, 64, 0, 8]
+    assert p.op_tag.tolist() == [5, 0, 6, 5, 0, 6]
+    assert p.op_time_ps.tolist() == [0, 250_000, 0, 0, 1_000_000, 0]
+    assert p.dep_before.tolist() == [0, 1, 3, 4]
+    assert p.dep_after.tolist() == [1, 2, 4, 5]
+    assert p.dep_kind.tolist() == [0, 1, 0, 0]
+    assert p.op_label == ["l1", "l2", "l3", "r1", "r2", "r3"]
+    assert p.op_line.tolist() == [5, 6, 7, 15, 16, 17]
+    assert p.source == str(DATA / "hand.goal")
+    check_programs(p, 2)
+
+
+def test_calc_unit_is_a_parameter():
+    p = read_goal(DATA / "hand.goal", calc_unit_ps=1)
+    assert p.op_time_ps.tolist() == [0, 250, 0, 0, 1000, 0]
+
+
+def test_compact_form_with_semicolons():
+    p = parse_goal("num_ranks 1\nrank 0 { a: calc 1; b: calc 2; b irequires a }\n")
+    assert p.op_time_ps.tolist() == [1000, 2000]
+    assert (p.dep_before.tolist(), p.dep_after.tolist(), p.dep_kind.tolist()) == \
+        ([0], [1], [1])
+
+
+def test_reference_schedule_shape():
+    """LogGOPSim's binary_tree_32.goal pattern (first lines): rank 1 forwards what it got."""
+    text = ("num_ranks 4\n\nrank 0 {\nl1: send 1b to 1 tag 0\nl2: send 1b to 2 tag 0\n}\n\n"
+            "rank 1 {\nl1: recv 1b from 0 tag 0\nl2: send 1b to 3 tag 0\nl2 requires l1\n}\n"
+            "rank 2 {\nl1: recv 1b from 0 tag 0\n}\nrank 3 {\nl1: recv 1b from 1 tag 0\n}\n")
+    p = parse_goal(text)
+    assert p.rank_first.tolist() == [0, 2, 4, 5, 6]
+    assert p.n_deps == 1
+    check_programs(p, 4)
+
+
+@settings(max_examples=100, deadline=None)
+@given(programs())
+def test_write_then_read_is_the_identity(p):
+    p.op_time_ps = p.op_time_ps * 1000  # whole nanoseconds
+    q = parse_goal(format_goal(p))
+    for f in ARRAYS:
+        assert np.array_equal(getattr(p, f), getattr(q, f)), f
+    check_programs(q, q.n_ranks)
+
+
+def test_write_goal_file(tmp_path):
+    p = read_goal(DATA / "hand.goal")
+    write_goal(p, tmp_path / "o.goal")
+    q = read_goal(tmp_path / "o.goal")
+    for f in ARRAYS:
+        assert np.array_equal(getattr(p, f), getattr(q, f)), f
+    with pytest.raises(ValueError, match="not a whole number of calc units"):
+        format_goal(p, calc_unit_ps=300_000)
+
+
+HEAD = "num_ranks 2\nrank 0 {\n"
+BAD = {
+    "syntax": (HEAD + "l1: send 8 to 1\n}\n", "line 3 (rank 0): cannot read 'l1: send 8 to 1'"),
+    "undefined label": (HEAD + "l1: calc 1\nl1 requires l9\n}\n",
+                        "line 4 (rank 0): label l9 is not defined above"),
+    "label used before definition": (HEAD + "l2 requires l1\nl1: calc 1\nl2: calc 1\n}\n",
+                                     "line 3 (rank 0): label l2 is not defined above"),
+    "duplicate label": (HEAD + "l1: calc 1\nl1: calc 2\n}\n",
+                        "line 4 (rank 0): label l1 is defined twice"),
+    "rank block out of range": ("num_ranks 2\nrank 2 {\n}\n",
+                                "line 2: rank 2 is outside num_ranks 2"),
+    "peer out of range": (HEAD + "l1: send 8b to 7\n}\n", "line 3 (rank 0): rank 7 is outside"),
+    "second block": ("num_ranks 2\nrank 0 {\n}\nrank 0 {\n}\n",
+                     "line 4: a second block for rank 0"),
+    "wildcard": (HEAD + "l1: recv 8b from 1 tag -1\n}\n", "line 3 (rank 0): receive with any tag"),
+    "second cpu": (HEAD + "l1: calc 5 cpu 1\n}\n", "line 3 (rank 0): cpu 1: one CPU per rank"),
+    "unclosed": (HEAD + "l1: calc 5\n", "line 2 (rank 0): rank 0's block is not closed"),
+    "no num_ranks": ("rank 0 {\n}\n", "line 1: 'rank' before 'num_ranks N'"),
+    "cycle": (HEAD + "a: calc 1\nb: calc 1\nb requires a\na requires b\n}\n",
+              "dependency cycle: rank 0 operation a (compute 1000 ps, s.goal:3)"),
+    "unmatched send": (HEAD + "a: send 8b to 1 tag 3\n}\n",
+                       "rank 0 operation a (send 8 B to rank 1 tag 3, s.goal:3): no receive "
+                       "takes this send"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_refusals_name_the_line(case):
+    text, expected = BAD[case]
+    with pytest.raises(ConfigError) as e:
+        check_programs(parse_goal(text, source="s.goal"), 4)
+    assert str(e.value).startswith("s.goal: "), str(e.value)
+    assert expected in str(e.value), str(e.value)
+
+
+# --------------------------------------------------------------------------- workload program
+
+MACHINE = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
+
+
+def experiment(tmp_path, workload):
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    (tmp_path / "e.yaml").write_text(f"machine: m.yaml\nworkload: {workload}\n"
+                                     "stop: {warmup: 0.1us, measure: 0.5us}\n")
+    from federation.components import WorkloadContext
+    from federation.loader import load_experiment
+    from federation.prepare import build
+    point = load_experiment(tmp_path / "e.yaml").points[0]
+    built = build(point, 2**33)
+    ctx = WorkloadContext(built.network, point.machine.machine, point.experiment, 0,
+                          built.nic_bandwidth, np.random.default_rng(0))
+    return point.workload, ctx
+
+
+def test_workload_program_reads_goal_relative_to_the_experiment(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "s.goal").write_text((DATA / "hand.goal").read_text())
+    w, ctx = experiment(tmp_path, "{kind: program, path: sub/s.goal, calc_unit: 1ps}")
+    assert type(w).closed_loop is True
+    p = w.programs(ctx)
+    assert p.op_time_ps.tolist() == [0, 250, 0, 0, 1000, 0]
+    assert p.source == str(tmp_path / "sub" / "s.goal")
+
+
+def test_workload_program_reads_ti(tmp_path):
+    (tmp_path / "p.txt").write_text((DATA / "pingpong.ti").read_text())
+    w, ctx = experiment(tmp_path, "{kind: program, path: p.txt, host_speed: 2e9}")
+    assert w.programs(ctx).op_time_ps.tolist() == [10**12, 0, 0, 0, 5 * 10**11, 0]
+
+
+def test_workload_program_refuses_with_file_and_line(tmp_path):
+    (tmp_path / "s.goal").write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0\n}\n")
+    w, ctx = experiment(tmp_path, "{kind: program, path: s.goal}")
+    with pytest.raises(ConfigError) as e:
+        w.programs(ctx)
+    assert str(e.value).startswith(f"{tmp_path / 's.goal'}: workload: rank 0 operation l1 "
+                                   f"(send 8 B to rank 1 tag 0, {tmp_path / 's.goal'}:3): no "
+                                   "receive takes this send")
+    (tmp_path / "big.goal").write_text("num_ranks 100\n")
+    w, ctx = experiment(tmp_path, "{kind: program, path: big.goal, format: goal}")
+    with pytest.raises(ConfigError, match="100 ranks but the machine has 72 nodes"):
+        w.programs(ctx)

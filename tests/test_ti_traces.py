@@ -1,0 +1,116 @@
+"""SimGrid time-independent traces: small hand-written traces give the stated arrays;
+collectives and malformed lines are refused with the line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from federation.errors import ConfigError
+from federation.programs.checks import check_programs
+from federation.programs.ti import read_ti
+
+DATA = Path(__file__).parent / "data" / "programs"
+
+
+def edges(p):
+    return list(zip(p.dep_before.tolist(), p.dep_after.tolist(), p.dep_kind.tolist(),
+                    strict=True))
+
+
+def test_pingpong_shared_trace():
+    """3.20+ lines: tags, keyed wait, datatype 0 (MPI_DOUBLE, 8 B), compute at 1 Gflop/s."""
+    p = read_ti(DATA / "pingpong.ti", host_speed_flops=1e9)
+    assert p.rank_first.tolist() == [0, 3, 6]
+    assert p.op_kind.tolist() == [2, 0, 1, 1, 2, 0]
+    assert p.op_peer.tolist() == [-1, 1, 1, 0, -1, 0]
+    assert p.op_bytes.tolist() == [0, 1000, 1000, 1000, 0, 1000]
+    assert p.op_tag.tolist() == [0, 7, 8, 7, 0, 8]
+    assert p.op_time_ps.tolist() == [2 * 10**12, 0, 0, 0, 10**12, 0]
+    # rank 1: irecv(3) -> compute(4) starts once 3 started; wait(3) -> isend(5) after 3 and 4
+    assert edges(p) == [(0, 1, 0), (1, 2, 0), (3, 4, 1), (4, 5, 0), (3, 5, 0)]
+    assert p.op_line.tolist() == [4, 5, 9, 6, 7, 10]
+    check_programs(p, 2)
+
+
+def test_list_of_per_rank_files_and_old_forms():
+    """The list smpirun writes (one file per rank); ``0 wait`` without arguments takes the
+    newest request (SimGrid <= 3.19), ``recv 0 20`` has no tag (tag 0)."""
+    p = read_ti(DATA / "split.txt", host_speed_flops=2e9)
+    assert p.rank_first.tolist() == [0, 4, 6]
+    assert p.op_kind.tolist() == [0, 0, 2, 2, 1, 1]
+    assert p.op_bytes.tolist() == [10, 20, 0, 0, 10, 20]
+    assert p.op_time_ps.tolist() == [0, 0, 250_000_000_000, 500_000_000_000, 0, 0]
+    # isend0 -> isend1 (START); compute2 START on isend1; "wait 0 1 0" = oldest = op 0;
+    # compute3 after compute2 and op 0; bare "wait" = newest pending = op 1
+    assert edges(p) == [(0, 1, 1), (1, 2, 1), (2, 3, 0), (0, 3, 0), (4, 5, 0)]
+    assert p.op_label[:2] == ["r0.txt:2", "r0.txt:3"]
+    check_programs(p, 2)
+
+
+def write(tmp_path, text, name="t.txt"):
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+def test_one_line_list_names_a_shared_trace(tmp_path):
+    write(tmp_path, "0 init\n0 send 1 0 5\n1 recv 0 0 5\n", "shared.txt")
+    p = read_ti(write(tmp_path, "shared.txt\n", "list.txt"))
+    assert p.n_ranks == 2 and p.op_bytes.tolist() == [5, 5]
+    assert p.source == str(tmp_path / "shared.txt")
+
+
+def test_init_with_argument_makes_double_the_default(tmp_path):
+    p = read_ti(write(tmp_path, "0 init 1\n0 send 1 0 3\n1 init\n1 recv 0 0 24 6\n"))
+    assert p.op_bytes.tolist() == [24, 24]
+
+
+def test_sendrecv_and_sleep(tmp_path):
+    p = read_ti(write(tmp_path, "0 sendRecv 4 1 8 1\n0 sleep 1e-6\n"
+                                "1 sendRecv 8 0 4 0\n"))
+    assert p.op_kind.tolist() == [0, 1, 2, 0, 1]
+    assert p.op_time_ps.tolist() == [0, 0, 1_000_000, 0, 0]
+    assert edges(p)[:3] == [(0, 1, 1), (0, 2, 0), (1, 2, 0)]
+    check_programs(p, 2)
+
+
+BAD = {
+    "collective": ("0 init\n0 allreduce 5e4 5e8\n", "t.txt: line 2 (rank 0, allreduce): "
+                   "the collective 'allreduce' is not supported"),
+    "barrier": ("0 barrier\n", "line 1 (rank 0, barrier): the collective 'barrier'"),
+    "unknown action": ("0 ssend 1 0 5\n", "line 1 (rank 0, ssend): unknown action 'ssend'"),
+    "rank name": ("p0 compute 5\n", "line 1: the rank 'p0' is not an integer"),
+    "unknown peer": ("0 send 3 0 5\n1 init\n", "line 1 (rank 0, send): unknown rank 3"),
+    "wait with nothing pending": ("0 wait 0 1 0\n", "line 1 (rank 0, wait): wait with no"),
+    "wait for another key": ("0 isend 1 0 5\n0 wait 0 1 9\n1 recv 0 0 5\n",
+                             "line 2 (rank 0, wait): no pending isend or irecv from rank 0 "
+                             "to rank 1 with tag 9"),
+    "datatype": ("0 send 1 0 5 77\n1 init\n", "datatype id 77 is not one of"),
+    "unknown size": ("0 recv 1 0 -1\n1 init\n", "negative count -1"),
+    "bad flops": ("0 compute lots\n", "line 1 (rank 0, compute): flops 'lots' is not"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_refusals_name_the_line(tmp_path, case):
+    text, expected = BAD[case]
+    with pytest.raises(ConfigError) as e:
+        read_ti(write(tmp_path, text))
+    assert expected in str(e.value), str(e.value)
+
+
+def test_unmatched_trace_is_refused_by_the_checks(tmp_path):
+    p = read_ti(write(tmp_path, "0 send 1 0 5\n1 recv 0 1 5\n"))
+    with pytest.raises(ConfigError, match=r"rank 0 operation 0 \(send 5 B to rank 1 tag 0, "
+                                          r".*t.txt:1\): no receive takes this send"):
+        check_programs(p, 2)
+
+
+def test_line_of_another_rank_in_a_per_rank_file(tmp_path):
+    write(tmp_path, "0 init\n", "a.txt")
+    write(tmp_path, "0 init\n", "b.txt")
+    with pytest.raises(ConfigError, match=r"b.txt: line 1: a line of rank 0 in the trace of "
+                                          r"rank 1"):
+        read_ti(write(tmp_path, "a.txt\nb.txt\n", "list.txt"))
