@@ -194,7 +194,7 @@ def test_unmatched_send_is_refused_before_the_run(tmp_path):
     p.chain(0, (SEND, 1, 8, 0), (SEND, 1, 8, 0))
     p.op(1, RECV, 0, 8, 0)
     with pytest.raises(ConfigError, match=r"rank 0 operation 1 \(send 8 B to rank 1 tag 0\).*"
-                       "no receive matches it"):
+                       "no receive takes this send"):
         run(tmp_path, p.build())
 
 
