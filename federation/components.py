@@ -195,6 +195,14 @@ class Routing(Component):
         """Per-packet intermediate group, -1 for none.  Minimal routings return all -1."""
         return np.full(src_router.shape[0], -1, dtype=np.int32)
 
+    def intermediate_rule(self, tables: RouteTables) -> str:
+        """What :meth:`intermediates` draws, for packets born inside the compiled loop (rank
+        programs), where Python cannot run: ``"none"`` (all -1), ``"group"`` (a uniform group
+        other than the source's and destination's) or ``"router"`` (a uniform router of such
+        a group).  A routing that overrides :meth:`intermediates` must override this too, or
+        rank programs are refused with it (the engine will not route them without)."""
+        return "none"
+
 
 # --------------------------------------------------------------------------- arbitration
 

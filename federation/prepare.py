@@ -277,24 +277,47 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
     fig = ProgramFigures(int(machine.packet_size), int(machine.nic.eager_threshold),
                          machine.control_packet_bytes(),
                          seconds_to_ps(machine.nic.send_overhead),
-                         seconds_to_ps(machine.nic.recv_overhead))
-    traffic = build_traffic(progs, net.n_nodes, fig, 0)
-    k = traffic.n_packets
+                         seconds_to_ps(machine.nic.recv_overhead),
+                         injection_vc=machine.router.injection_vc,
+                         via=intermediate_rule(point, built))
+    traffic = build_traffic(progs, net.n_nodes, fig, 0, built.tables.router_group)
     est = MemoryEstimate(built.memory.network, built.memory.tables,
-                         packets_memory(k) + 200 * progs.n_ops)
-    check_memory(est, max_memory, f"this point ({progs.n_ops} operations, {k} packets)",
-                 point.source, "workload")
-    via = point.routing.intermediates(built.tables, net.node_router[traffic.src],
-                                      net.node_router[traffic.dst], rng_route)
-    check_intermediates(point, built, via, k)
-    vc = injection_vcs(machine.router.injection_vc, traffic.src, machine.router.vcs, rng_route)
-    packets = Packets(np.zeros(k, dtype=np.int64), traffic.src, traffic.dst, traffic.size,
-                      traffic.msg, via, vc, None)
+                         PROGRAM_BYTES_PER_OP * progs.n_ops)
+    check_memory(est, max_memory, f"this point ({progs.n_ops} operations)", point.source,
+                 "workload")
+    none = np.zeros(0, dtype=np.int64)
+    packets = Packets(none, none, none, none, none, none, None, None)
     msgs = Messages(np.zeros(traffic.msg_src.shape[0], dtype=np.int64),
                     traffic.msg_src.astype(np.int32), traffic.msg_dst.astype(np.int32),
                     traffic.msg_size)
     job = _job(point, built, packets, None, rng_route, 1, traffic)
     return PreparedPoint(point, net, job, None, msgs)
+
+
+#: bytes of engine state per operation (operation, message, 3 flows, matching slots), an
+#: upper bound used by the memory check
+PROGRAM_BYTES_PER_OP = 400
+
+
+def intermediate_rule(point: ResolvedPoint, built: Built) -> str:
+    """How program packets get their intermediates: they are born inside the loop, where a
+    routing's Python ``intermediates`` cannot run, so the loop draws by the routing's
+    ``intermediate_rule``.  A routing that overrides ``intermediates`` without saying its
+    rule (defined in the same class or below) is refused, naming it, rather than run
+    without its intermediates."""
+    routing = point.routing
+    mro = type(routing).__mro__
+    draws = next(c for c in mro if "intermediates" in c.__dict__)
+    says = next(c for c in mro if "intermediate_rule" in c.__dict__)
+    rule = routing.intermediate_rule(built.tables) if issubclass(says, draws) else None
+    if rule in ("none", "group", "router"):
+        return rule
+    raise ConfigError(
+        f"routing {routing.name!r} ({built.owner or 'a plugin'}) draws its packets' "
+        "intermediates in Python (Routing.intermediates) with no intermediate_rule for "
+        "packets born inside the compiled loop, as rank programs' are: give the rule, or "
+        "draw them in the routing program's inject function (docs/plugins.md)",
+        source=point.source, path="routing")
 
 
 def check_rank_programs(point: ResolvedPoint, progs: RankPrograms, n_nodes: int) -> None:

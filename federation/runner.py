@@ -120,7 +120,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
             utilization_run=float(util_run[p]),
             bytes=int(raw.port_bytes[p]),
         ))
-    summary = PointSummary(
+    fields = dict(
         offered_load=float(pk.size[measured].sum() / capacity) if capacity > 0 else None,
         accepted_load=float(pk.size[delivered_in].sum() / capacity) if capacity > 0 else 0.0,
         packets_generated=pk.count,
@@ -139,6 +139,9 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         busiest_links=busiest,
         programs=program_summary(raw),
     )
+    if raw.programs is not None:
+        with_program_packets(fields, raw.programs.pstat, capacity)
+    summary = PointSummary(**fields)
     packets = {
         "packet": np.arange(pk.count, dtype=np.int64),
         "message": pk.msg.astype(np.int64),
@@ -176,6 +179,49 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         **class_columns(raw),
     }
     return summary, packets, ports
+
+
+def with_program_packets(fields: dict[str, Any], pstat: np.ndarray, capacity: float) -> None:
+    """Add the packets of rank programs to the summary's packet figures.
+
+    They are born and recycled inside the loop and summed as they arrive (``Prog.pstat``), so
+    means, maxima and totals are exact but there is no per-packet list to take percentiles
+    from: with rank programs ``p50`` and ``p99`` are null, and the packets table lists only
+    open-loop (background) packets."""
+    from federation.engine.programs import (
+        PSTAT_BYTES,
+        PSTAT_HOPS,
+        PSTAT_LATENCY,
+        PSTAT_MAX,
+        PSTAT_NETWORK,
+        PSTAT_NONMINIMAL,
+        PSTAT_PACKETS,
+    )
+
+    n, nbytes = int(pstat[PSTAT_PACKETS]), int(pstat[PSTAT_BYTES])
+    if n == 0:
+        return
+    m = fields["packets_measured"]
+
+    def mean(old: float | None, total_ps: int) -> float:
+        return ((old or 0.0) * m + total_ps / 1e3) / (m + n)
+
+    lat, net = fields["latency_ns"], fields["network_latency_ns"]
+    fields["latency_ns"] = LatencyStats(
+        mean=mean(lat.mean, int(pstat[PSTAT_LATENCY])), p50=None, p99=None,
+        max=max(lat.max or 0.0, int(pstat[PSTAT_MAX]) / 1e3))
+    fields["network_latency_ns"] = LatencyStats(
+        mean=mean(net.mean, int(pstat[PSTAT_NETWORK])), p50=None, p99=None, max=None)
+    fields["mean_hops"] = ((fields["mean_hops"] or 0.0) * m + int(pstat[PSTAT_HOPS])) / (m + n)
+    fields["nonminimal_fraction"] = (((fields["nonminimal_fraction"] or 0.0) * m
+                                      + int(pstat[PSTAT_NONMINIMAL])) / (m + n))
+    for key, add in (("packets_generated", n), ("packets_measured", n),
+                     ("packets_delivered", n), ("bytes_injected", nbytes),
+                     ("bytes_delivered", nbytes)):
+        fields[key] += add
+    if capacity > 0:
+        fields["offered_load"] = (fields["offered_load"] or 0.0) + nbytes / capacity
+        fields["accepted_load"] += nbytes / capacity
 
 
 def window_of(prep: PreparedPoint, raw: RawResult) -> tuple[int, int]:

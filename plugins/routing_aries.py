@@ -169,6 +169,9 @@ class Aries(Valiant):
     def intermediates(self, tables, src_router, dst_router, rng):  # noqa: ANN001
         return np.full(src_router.shape[0], -1, dtype=np.int32)  # drawn in the loop
 
+    def intermediate_rule(self, tables: RouteTables) -> str:
+        return "none"
+
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
         p = self.params
         packet = int(machine.packet_size)

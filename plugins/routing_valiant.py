@@ -125,6 +125,10 @@ class Valiant(Routing):
             return groups
         return draw_router_in_group(tables, groups, rng)
 
+    def intermediate_rule(self, tables: RouteTables) -> str:
+        """The same draws inside the loop (``engine.programs.draw_via``)."""
+        return "router" if self._via_router(tables) else "group"
+
 
 def draw_intermediate_groups(tables: RouteTables, src_router: np.ndarray,
                              dst_router: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -40,6 +40,7 @@ ST_BAD_PORT = 8  # the routing gave a port S_BAD_A that is not router S_BAD_ROUT
 ST_HOP_LIMIT = 9  # packet S_BADPKT made more hops than any route needs: a routing loop
 ST_PROGRAMS_DONE = 10  # every operation of every rank program has finished: the run ends
 ST_PROGRAM_STUCK = 11  # nothing is left to happen, yet some operations never finished
+ST_POOL_FULL = 12  # the packet row pool is nearly empty: the driver grows it
 
 # indices into the int64 scalar state array
 S_NOW = 0
@@ -59,7 +60,9 @@ S_OPS_DONE = 13  # rank-program operations finished
 S_QUEUED = 14  # rank-program packets handed to their NICs so far
 S_STACK = 15  # operations put on the ready queue so far (programs.begin_ready)
 S_READY_HEAD = 16  # operations taken off it so far
-N_SCALARS = 17
+S_FREE = 17  # free rows in the packet pool (Prog.free)
+S_KICK = 18  # NICs given a flow during the current event (Prog.kick), to try after it
+N_SCALARS = 19
 
 INF_CREDIT = np.int64(1) << 60
 

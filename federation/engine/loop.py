@@ -33,7 +33,9 @@ from federation.engine.events import (
     S_BADPKT,
     S_DELIVERED,
     S_EVENTS,
+    S_FREE,
     S_HEAP,
+    S_KICK,
     S_NOW,
     S_OPS_DONE,
     S_QUEUED,
@@ -48,6 +50,7 @@ from federation.engine.events import (
     ST_HEAP_FULL,
     ST_HOP_LIMIT,
     ST_NO_ROUTE,
+    ST_POOL_FULL,
     ST_PROGRAM_STUCK,
     ST_PROGRAMS_DONE,
     ST_TIME_LIMIT,
@@ -62,6 +65,7 @@ from federation.engine.programs import (
     delivered,
     finish_at,
     handle_op,
+    new_packet,
 )
 from federation.engine.router import (
     enqueue,
@@ -140,7 +144,8 @@ def try_send(sim, ab, o, now):
 def nic_head(sim, pg, node):
     """``(packet, time it may leave, flow)`` of node ``node``'s next packet: the earlier of its
     next open-loop packet (creation order) and the head of its rank-program flow queue (flow
-    -1: open-loop; packet -1: nothing to send)."""
+    -1: open-loop; packet -1: nothing to send).  A program packet is born (takes a row) the
+    first time it is the head."""
     pk = np.int64(-1)
     t = TIME_LIMIT_PS
     ptr = sim.nic_ptr[node]
@@ -149,7 +154,9 @@ def nic_head(sim, pg, node):
         t = sim.pkt_time[pk]
     f = pg.nic_fhead[node]
     if f >= 0 and pg.flow_time[f] < t:
-        return pg.flow_first[f] + pg.nic_fpos[node], pg.flow_time[f], f
+        if pg.nic_frow[node] < 0:
+            pg.nic_frow[node] = new_packet(sim, pg, node, f)
+        return pg.nic_frow[node], pg.flow_time[f], f
     return pk, t, np.int64(-1)
 
 
@@ -167,6 +174,7 @@ def nic_advance(sim, pg, node, f, done):
     if f < 0:
         sim.nic_ptr[node] += 1
         return
+    pg.nic_frow[node] = -1
     pos = pg.nic_fpos[node] + 1
     if pos == 1 and pg.flow_kind[f] == FLOW_DATA:
         pg.msg_start[pg.flow_msg[f]] = sim.sc[S_NOW]
@@ -200,8 +208,6 @@ def try_inject(sim, pg, rt, node, now):
         if sim.stall_start[o] < 0:
             sim.stall_start[o] = now
         return
-    if f >= 0:
-        sim.pkt_time[pk] = pg.flow_time[f]  # a program packet is created when queued
     sim.pkt_inject[pk] = now
     INJECT(sim, rt, node, pk)
     done = now + np.int64(size * sim.port_ser[o] + 0.5)
@@ -210,6 +216,18 @@ def try_inject(sim, pg, rt, node, now):
     pk, tn, f = nic_head(sim, pg, node)
     if pk >= 0:
         nic_wake_at(sim, node, tn if tn > done else done)
+
+
+@njit(cache=True, inline="always")
+def after_programs(sim, pg, rt, now):
+    """After an event that moved rank programs: begin what became ready, try the NICs that
+    were given flows; True when every operation has finished (the run ends)."""
+    sc = sim.sc
+    begin_ready(sim, pg, now)
+    while sc[S_KICK] > 0:
+        sc[S_KICK] -= 1
+        try_inject(sim, pg, rt, pg.kick[sc[S_KICK]], now)
+    return sc[S_OPS_DONE] == pg.n_ops
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
@@ -230,6 +248,9 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         if sc[S_HEAP] + 8 > sim.hk.shape[0] or sc[S_READY_HEAD] < sc[S_STACK]:
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
+        if sc[S_FREE] < 4 and pg.n_ops > 0:  # an event gives birth to two packets at most
+            sc[S_EVENTS] += processed
+            return ST_POOL_FULL
         if sim.hk[0] >= until_key:
             sc[S_EVENTS] += processed
             return ST_UNTIL
@@ -255,6 +276,9 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
                 sc[S_DELIVERED] += 1
                 if a >= pg.k_open:  # a rank program's packet
                     delivered(sim, pg, a, now)
+                    if after_programs(sim, pg, rt, now):
+                        sc[S_EVENTS] += processed
+                        return ST_PROGRAMS_DONE
                 continue
             if not enqueue(sim, a, b):
                 continue  # queued behind another packet
@@ -281,7 +305,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             continue
         else:  # EV_OP
             handle_op(sim, pg, a, b, now)
-            if sc[S_OPS_DONE] == pg.n_ops:
+            if after_programs(sim, pg, rt, now):
                 sc[S_EVENTS] += processed
                 return ST_PROGRAMS_DONE
             continue

@@ -192,7 +192,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     port_bw[pt.nic_port] = job.nic_bandwidth
     port_ser = (PS_PER_S / port_bw).astype(np.float64)  # ps per byte
     check_engine_figures(net, port_ser, lat[pt.port_class] * PS_PER_S,
-                         job.router_delay_s * PS_PER_S, pk)
+                         job.router_delay_s * PS_PER_S, pk,
+                         int(job.programs.prog.packet_size) if job.programs is not None else 0)
     port_lat = np.round(lat[pt.port_class] * PS_PER_S).astype(np.int64)
     port_buf = np.floor(buf[pt.port_class]).astype(np.int64)
     router_delay = np.int64(round(job.router_delay_s * PS_PER_S))
@@ -201,20 +202,21 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     to_nic = pt.port_router[pt.port_peer] < 0
     credits.reshape(P, V)[to_nic, :] = E.INF_CREDIT
 
-    # ---- packets per NIC, in creation order
-    k_open = Kc - (job.programs.n_packets if job.programs is not None else 0)
-    osrc, otime = pk.src[:k_open], pk.time_ps[:k_open]
-    order = np.lexsort((np.arange(k_open), otime, osrc))
+    # ---- open-loop packets per NIC, in creation order
+    order = np.lexsort((np.arange(Kc), pk.time_ps, pk.src))
     nic_pkts = order.astype(np.int32)
     nic_first = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(osrc, minlength=N), out=nic_first[1:])
+    np.cumsum(np.bincount(pk.src, minlength=N), out=nic_first[1:])
 
     # ---- the event heap: each NIC wakes at its first open-loop packet, each operation
     # without dependencies begins at 0; a sorted array is a valid heap
-    pg = job.programs.prog if job.programs is not None else no_programs(N, k_open)
+    pg = job.programs.prog if job.programs is not None else no_programs(N, Kc)
     roots = job.programs.roots if job.programs is not None else np.zeros(0, dtype=np.int64)
+    pool = pg.row_flow.shape[0] if job.programs is not None else 0  # rows for program packets
+    total = Kc + (job.programs.n_packets if job.programs is not None else 0)
     sc = np.zeros(E.N_SCALARS, dtype=np.int64)
     sc[E.S_RNG] = job.seed_stream
+    sc[E.S_FREE] = pool
     cap = max(1024, 4 * (P * V + N) + 2 * roots.shape[0])
     hk = np.full(cap, E.KEY_MAX, dtype=np.int64)
     ha = np.zeros(cap, dtype=np.int64)
@@ -234,23 +236,24 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     nic_wake = np.full(N, -1, dtype=np.int64)
     nic_wake[nodes] = first_t
 
-    ps = _cache_aligned_rows(Kc, A.PS_COLS)
-    ps[:, A.P_NEXT] = -1
-    ps[:, A.P_DIM] = -1
-    ps[:, A.P_MINIMAL] = 1
-    ps[:, A.P_DST] = pk.dst
-    ps[:, A.P_SIZE] = pk.size
-    ps[:, A.P_VIA] = pk.via
-    ps[:, A.P_SRC] = pk.src
+    ps = _cache_aligned_rows(Kc + pool, A.PS_COLS)
+    head = ps[:Kc]
+    head[:, A.P_NEXT] = -1
+    head[:, A.P_DIM] = -1
+    head[:, A.P_MINIMAL] = 1
+    head[:, A.P_DST] = pk.dst
+    head[:, A.P_SIZE] = pk.size
+    head[:, A.P_VIA] = pk.via
+    head[:, A.P_SRC] = pk.src
     if pk.vc is not None:
         if pk.vc.shape[0] and not 0 <= int(pk.vc.min()) <= int(pk.vc.max()) < V:
             raise SimulationError(f"an injection VC is outside 0..{V - 1} (router.vcs = {V})")
-        ps[:, A.P_VC] = pk.vc
+        head[:, A.P_VC] = pk.vc
     C = max(1, int(job.n_classes))
     if pk.cls is not None:
         if pk.cls.shape[0] and not 0 <= int(pk.cls.min()) <= int(pk.cls.max()) < C:
             raise SimulationError(f"a traffic class is outside 0..{C - 1}")
-        ps[:, A.P_CLASS] = pk.cls
+        head[:, A.P_CLASS] = pk.cls
 
     i64 = np.int64
     sim = Sim(
@@ -261,7 +264,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         router_port_start=pt.router_port_start.astype(i64),
         node_router=net.node_router.astype(i64), node_port=pt.node_port.astype(i64),
         nic_port=pt.nic_port.astype(i64),
-        pkt_time=pk.time_ps.astype(i64), nic_first=nic_first, nic_pkts=nic_pkts,
+        pkt_time=np.concatenate([pk.time_ps.astype(i64), np.zeros(pool, dtype=i64)]),
+        nic_first=nic_first, nic_pkts=nic_pkts,
         sc=sc, hk=hk, ha=ha, hb=hb, ps=ps,
         q_head=np.full(P * V, -1, dtype=np.int32), q_tail=np.full(P * V, -1, dtype=np.int32),
         occ=np.zeros(P, dtype=i64), credits=credits, busy_until=np.zeros(P, dtype=i64),
@@ -270,9 +274,10 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         req_next=np.full(P * V, -1, dtype=i64), req_count=np.zeros(P, dtype=i64),
         stall_start=np.full(P, -1, dtype=i64), nic_ptr=nic_first[:-1].copy(),
         nic_wake=nic_wake,
-        pkt_inject=np.full(Kc, -1, dtype=i64), pkt_deliver=np.full(Kc, -1, dtype=i64),
+        pkt_inject=np.full(Kc + pool, -1, dtype=i64),
+        pkt_deliver=np.full(Kc + pool, -1, dtype=i64),
         # cut-through: when each packet's tail reaches the router it is in (unused otherwise)
-        pkt_tail=np.zeros(Kc if job.cut_through else 1, dtype=i64),
+        pkt_tail=np.zeros(Kc + pool if job.cut_through else 1, dtype=i64),
         port_bytes=np.zeros(P, dtype=i64), port_pkts=np.zeros(P, dtype=i64),
         port_busy=np.zeros(P, dtype=i64), port_stall=np.zeros(P, dtype=i64),
         port_peak=np.zeros(P, dtype=i64),
@@ -285,10 +290,11 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner)
     rt = prog.tables
     cur = np.zeros(5, dtype=np.int64)  # the event being handled (the loop allocates nothing)
+    pools = [pg]  # the program state, replaced when its pool grows
 
     def step(n: int, until: int) -> int:
         try:
-            return int(run_loop(n, until, sim, pg, rt, arb_state, cur))
+            return int(run_loop(n, until, sim, pools[0], rt, arb_state, cur))
         except NumbaError as exc:
             first = str(exc).strip().splitlines()
             raise RoutingError(f"{owner}: its compiled functions do not compile inside the "
@@ -316,7 +322,10 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             continue
         if status == E.ST_BUDGET:
             if progress is not None:
-                progress(int(sim.sc[E.S_DELIVERED]), Kc)
+                progress(int(sim.sc[E.S_DELIVERED]), total)
+            continue
+        if status == E.ST_POOL_FULL:
+            sim, pools[0] = grow_pool(sim, pools[0])
             continue
         if status == E.ST_HEAP_FULL:
             n = sim.hk.shape[0]
@@ -326,14 +335,15 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         break
     wall = time.perf_counter() - wall0
     if progress is not None:
-        progress(int(sim.sc[E.S_DELIVERED]), Kc)
-    sc, ps = sim.sc, sim.ps
+        progress(int(sim.sc[E.S_DELIVERED]), total)
+    sc, ps, pg = sim.sc, sim.ps[:Kc], pools[0]
     if status in (E.ST_BAD_VC, E.ST_BAD_PORT, E.ST_NO_ROUTE, E.ST_HOP_LIMIT):
         raise RoutingError(_routing_report(net, job, sim, status, owner))
     if status == E.ST_TIME_LIMIT:
         raise SimulationError(_time_limit_report(net, sc))
     if status == E.ST_DEADLOCK:
-        raise SimulationError(_deadlock_report(net, V, sim.q_head, sim.req_head, sc, Kc))
+        raise SimulationError(_deadlock_report(net, V, sim.q_head, sim.req_head, sc,
+                                               Kc + int(sc[E.S_QUEUED])))
     if status == E.ST_PROGRAM_STUCK:
         raise SimulationError(stuck_report(job, pg, int(sc[E.S_NOW])))
     end = int(sc[E.S_NOW])
@@ -344,7 +354,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     else:
         window, in_window = (0, end), counters(end)
     return RawResult(
-        pkt_inject=sim.pkt_inject, pkt_deliver=sim.pkt_deliver,
+        pkt_inject=sim.pkt_inject[:Kc], pkt_deliver=sim.pkt_deliver[:Kc],
         pkt_hops=ps[:, A.P_HOPS].copy(), pkt_minimal=ps[:, A.P_MINIMAL].astype(np.int8),
         pkt_via=ps[:, A.P_VIA].copy(),
         port_bytes=sim.port_bytes, port_pkts=sim.port_pkts,
@@ -352,8 +362,33 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
         wall_s=wall, window=window, window_ports=in_window,
         port_class_bytes=sim.port_class_bytes.reshape(P, C),
-        programs=pg if job.programs is not None else None, pkt_created=sim.pkt_time,
+        programs=pg if job.programs is not None else None, pkt_created=sim.pkt_time[:Kc],
     )
+
+
+def grow_pool(sim: Sim, pg: Prog) -> tuple[Sim, Prog]:
+    """Double the rows for program packets: the packet arrays grow at their end, and the new
+    rows join the free stack (lowest popped first), so a run's memory follows its peak of
+    packets in flight."""
+    k_open = int(pg.k_open)
+    old = pg.row_flow.shape[0]
+    rows = k_open + 2 * old
+    ps = _cache_aligned_rows(rows, A.PS_COLS)
+    ps[:k_open + old] = sim.ps
+
+    def longer(a: np.ndarray, fill: int) -> np.ndarray:
+        return np.concatenate([a, np.full(rows - a.shape[0], fill, dtype=a.dtype)])
+
+    n_free = int(sim.sc[E.S_FREE])
+    free = np.empty(2 * old, dtype=np.int64)
+    free[:old] = np.arange(rows - 1, k_open + old - 1, -1)
+    free[old:old + n_free] = pg.free[:n_free]
+    sim.sc[E.S_FREE] = old + n_free
+    sim = sim._replace(
+        ps=ps, pkt_time=longer(sim.pkt_time, 0), pkt_inject=longer(sim.pkt_inject, -1),
+        pkt_deliver=longer(sim.pkt_deliver, -1),
+        pkt_tail=longer(sim.pkt_tail, 0) if sim.cut_through else sim.pkt_tail)
+    return sim, pg._replace(row_flow=longer(pg.row_flow, -1), free=free)
 
 
 def counters_at(t: int, port_busy: np.ndarray, busy_until: np.ndarray, port_bytes: np.ndarray,
@@ -374,7 +409,8 @@ def counters_at(t: int, port_busy: np.ndarray, busy_until: np.ndarray, port_byte
 
 
 def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.ndarray,
-                         router_delay_ps: float, packets: Packets) -> None:
+                         router_delay_ps: float, packets: Packets,
+                         program_packet: int = 0) -> None:
     """Refuse figures whose engine arithmetic could leave the clock range or wrap.
 
     The loop adds serialisations (``size * ps_per_byte``, rounded to int64), latencies and
@@ -386,16 +422,17 @@ def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.nda
     this is the engine's own guard for callers that bypass it.
     """
     pt = net.ports
-    if packets.count == 0:
+    if packets.count == 0 and program_packet == 0:
         return
-    size = packets.size
+    # rank programs' packets are at most ``program_packet`` bytes, born inside the loop
+    size = np.concatenate([packets.size, [program_packet] if program_packet else []])
     if int(size.min()) < 1 or int(size.max()) > MAX_PACKET_BYTES:
         bad = int(np.nonzero((size < 1) | (size > MAX_PACKET_BYTES))[0][0])
         raise SimulationError(
             f"packet {bad} has {int(size[bad])} bytes; the engine holds sizes of 1 to "
             f"{MAX_PACKET_BYTES} bytes")
     t = packets.time_ps
-    if int(t.min()) < 0 or int(t.max()) >= TIME_LIMIT_PS:
+    if t.shape[0] and (int(t.min()) < 0 or int(t.max()) >= TIME_LIMIT_PS):
         bad = int(np.nonzero((t < 0) | (t >= TIME_LIMIT_PS))[0][0])
         raise SimulationError(
             f"packet {bad} is created at {format_time(int(t[bad]) / PS_PER_S)}, outside "

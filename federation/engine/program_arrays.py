@@ -1,10 +1,11 @@
-"""Rank programs -> the arrays the compiled loop runs (:class:`~federation.engine.state.Prog`)
-and their packets.
+"""Rank programs -> the arrays the compiled loop runs (:class:`~federation.engine.state.Prog`).
 
-Every send of a program is one *message*.  Its packets are known before the run, only not
-*when* they leave, so they are packetized here like open-loop traffic and numbered after it.
-Each message owns three flows, ``3m`` (data), ``3m + 1`` (rendezvous request) and ``3m + 2``
-(rendezvous reply); an eager message's control flows have no packets and are never queued.
+Every send of a program is one *message*.  Each message owns three flows, ``3m`` (data),
+``3m + 1`` (rendezvous request) and ``3m + 2`` (rendezvous reply); an eager message's control
+flows have no packets and are never queued.  Packets are not made here: the loop gives each
+one a row of a pool when it reaches its NIC's head and takes it back on delivery, so a run's
+memory follows what is in flight (a 64 KiB allreduce of 1,024 ranks sends 65 million
+packets).
 Matching slots are allocated per channel (source rank, destination rank, tag): the k-th send
 started on a channel fills slot k, the k-th receive posted on it too, so a channel needs as
 many receives as sends (refused here otherwise, naming the operation).
@@ -23,27 +24,25 @@ from federation.programs.model import COMPUTE, RECV, SEND, RankPrograms
 
 @dataclass
 class ProgramFigures:
-    """The NIC's protocol figures, resolved (bytes, integer picoseconds)."""
+    """The NIC's protocol figures and the packet rules, resolved (bytes, integer ps)."""
 
     packet_size: int
     eager_threshold: int
     control_bytes: int
     o_send_ps: int = 0
     o_recv_ps: int = 0
+    #: injection VC of program packets (``router.injection_vc``): zero, spread or random
+    injection_vc: str = "spread"
+    #: intermediates of program packets: "none", "group" or "router" (Valiant's rule)
+    via: str = "none"
 
 
 @dataclass
 class ProgramTraffic:
-    """The loop's program state plus the program packets and messages, for the driver and
-    the result tables."""
+    """The loop's program state plus what the result tables need of the messages."""
 
     prog: Prog
     programs: RankPrograms
-    #: per program packet (ids ``k_open`` on): source node, destination node, bytes, message
-    src: np.ndarray
-    dst: np.ndarray
-    size: np.ndarray
-    msg: np.ndarray
     #: per message (one per send): source and destination rank and node, bytes, tag, protocol
     msg_src_rank: np.ndarray
     msg_dst_rank: np.ndarray
@@ -57,7 +56,8 @@ class ProgramTraffic:
 
     @property
     def n_packets(self) -> int:
-        return int(self.src.shape[0])
+        """Packets the programs send in all (data, rendezvous requests and replies)."""
+        return int(self.prog.flow_npk.sum()) if int(self.prog.n_ops) else 0
 
 
 def channels(progs: RankPrograms
@@ -99,9 +99,14 @@ def _check_matching(progs: RankPrograms, send_chan: np.ndarray, recvs: np.ndarra
     raise ConfigError(f"{progs.describe(op)}: {why}", source=progs.source, path="workload")
 
 
-def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
-                  k_open: int) -> ProgramTraffic:
-    """Arrays of :class:`Prog` for ``progs``, whose packets get ids from ``k_open`` on."""
+VC_POLICIES = ("zero", "spread", "random")
+VIAS = ("none", "group", "router")
+
+
+def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures, k_open: int,
+                  router_group: np.ndarray) -> ProgramTraffic:
+    """Arrays of :class:`Prog` for ``progs``, whose packets take pool rows from ``k_open``
+    on (``router_group``: each router's group, for Valiant's intermediates)."""
     R, n_ops = progs.n_ranks, progs.n_ops
     node = progs.nodes()
     if node.shape != (R,) or (R and not 0 <= int(node.min()) <= int(node.max()) < n_nodes):
@@ -113,7 +118,7 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
     M = sends.shape[0]
     i64 = np.int64
 
-    # ---- messages and their flows (3 per message) and packets
+    # ---- messages and their flows (3 per message)
     size = np.maximum(progs.op_bytes[sends], 1)
     rdv = (progs.op_bytes[sends] > fig.eager_threshold).astype(np.int8)
     P = fig.packet_size
@@ -122,20 +127,12 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
     npk[:, 1] = rdv
     npk[:, 2] = rdv
     flow_npk = npk.reshape(-1)
-    flow_first = k_open + np.cumsum(flow_npk) - flow_npk
-    n_pk = int(flow_npk.sum())
-    pkt_flow = np.repeat(np.arange(3 * M, dtype=np.int64), flow_npk)
-    within = np.arange(n_pk, dtype=i64) - (flow_first[pkt_flow] - k_open)
-    fm = pkt_flow // 3
-    fkind = pkt_flow % 3
-    psize = np.where(fkind == 0, np.minimum(P, size[fm] - within * P), fig.control_bytes)
     src_rank, dst_rank = rank[sends], progs.op_peer[sends].astype(i64)
     s_node, d_node = node[src_rank], node[dst_rank]
-    back = fkind == 2  # the reply goes from the receiver to the sender
-    psrc = np.where(back, d_node[fm], s_node[fm])
-    pdst = np.where(back, s_node[fm], d_node[fm])
     flow_node = np.repeat(s_node, 3).reshape(M, 3)
-    flow_node[:, 2] = d_node
+    flow_node[:, 2] = d_node  # the reply goes from the receiver to the sender
+    flow_dst = np.repeat(d_node, 3).reshape(M, 3)
+    flow_dst[:, 2] = s_node
     op_msg = np.full(n_ops, -1, dtype=i64)
     op_msg[sends] = np.arange(M, dtype=i64)
     op_chan = np.full(n_ops, -1, dtype=i64)
@@ -153,31 +150,40 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
     def full(n: int, v: int = -1) -> np.ndarray:
         return np.full(max(n, 0), v, dtype=i64)
 
+    rg = router_group.astype(i64)
+    gorder = np.argsort(rg, kind="stable")
+    group_first = np.zeros(int(rg.max()) + 2 if rg.size else 1, dtype=i64)
+    np.cumsum(np.bincount(rg, minlength=group_first.shape[0] - 1), out=group_first[1:])
+    cap = max(1024, 2 * n_nodes)  # pool rows; the driver doubles them when needed
     prog = Prog(
-        n_ops=i64(n_ops), k_open=i64(k_open), o_send=i64(fig.o_send_ps), o_recv=i64(fig.o_recv_ps),
+        n_ops=i64(n_ops), k_open=i64(k_open), o_send=i64(fig.o_send_ps),
+        o_recv=i64(fig.o_recv_ps), packet_size=i64(P), control_bytes=i64(fig.control_bytes),
+        vc_policy=i64(VC_POLICIES.index(fig.injection_vc)), via_mode=i64(VIAS.index(fig.via)),
         op_kind=progs.op_kind.copy(), op_rank=rank.astype(i64),
         op_time=np.where(progs.op_kind == COMPUTE, progs.op_time_ps, 0).astype(i64),
         op_msg=op_msg, op_chan=op_chan, op_wait=op_wait, op_start=full(n_ops),
         op_finish=full(n_ops), op_next=full(n_ops), succ_first=succ_first,
         succ_op=progs.dep_after[order].astype(i64),
-        succ_kind=progs.dep_kind[order].astype(np.int8), ready=np.zeros(max(n_ops, 1), dtype=i64),
+        succ_kind=progs.dep_kind[order].astype(np.int8), ready=np.zeros(max(n_ops, 1), i64),
         rank_left=per_rank.copy(), rank_finish=np.where(per_rank == 0, 0, -1).astype(i64),
         cpu_busy=full(R), cpu_head=full(R), cpu_tail=full(R),
-        msg_chan=send_chan.astype(i64), msg_flow=3 * np.arange(M, dtype=i64), msg_rdv=rdv,
+        msg_size=size.astype(i64), msg_chan=send_chan.astype(i64), msg_rdv=rdv,
         msg_recv=full(M), msg_arrived=full(M), msg_post=full(M), msg_start=full(M),
         msg_finish=full(M), chan_first=chan_first, chan_nsend=full(n_chan, 0),
         chan_nrecv=full(n_chan, 0), slot_msg=full(M), slot_recv=full(M),
-        pkt_flow=pkt_flow.astype(np.int32),
         flow_kind=np.tile(np.arange(3, dtype=np.int8), M),
         flow_msg=np.repeat(np.arange(M, dtype=i64), 3),
         flow_op=np.repeat(sends.astype(i64), 3), flow_node=flow_node.reshape(-1),
-        flow_first=flow_first.astype(i64), flow_npk=flow_npk.copy(), flow_left=flow_npk.copy(),
+        flow_dst=flow_dst.reshape(-1), flow_npk=flow_npk.copy(), flow_left=flow_npk.copy(),
         flow_time=full(3 * M), flow_next=full(3 * M), nic_fhead=full(n_nodes),
-        nic_ftail=full(n_nodes), nic_fpos=full(n_nodes, 0),
+        nic_ftail=full(n_nodes), nic_fpos=full(n_nodes, 0), nic_frow=full(n_nodes),
+        nic_count=full(n_nodes, 0), kick=full(3 * M + 1, 0), row_flow=full(cap),
+        free=np.arange(k_open + cap - 1, k_open - 1, -1, dtype=i64),  # pops lowest first
+        pstat=np.zeros(8, dtype=i64), router_group=rg, group_first=group_first,
+        group_routers=gorder.astype(i64),
     )
     return ProgramTraffic(
-        prog=_nonempty(prog), programs=progs, src=psrc.astype(i64), dst=pdst.astype(i64),
-        size=psize.astype(i64), msg=fm.astype(i64),
+        prog=_nonempty(prog), programs=progs,
         msg_src_rank=src_rank.astype(i64), msg_dst_rank=dst_rank, msg_src=s_node.astype(i64),
         msg_dst=d_node.astype(i64), msg_size=progs.op_bytes[sends].astype(i64),
         msg_tag=progs.op_tag[sends].astype(i64), msg_rdv=rdv,
@@ -194,7 +200,8 @@ def _nonempty(prog: Prog) -> Prog:
 
 
 def no_programs(n_nodes: int, k_open: int) -> Prog:
-    """The program state of an open-loop run: no operation, no flow."""
+    """The program state of an open-loop run: no operation, no flow, no pool."""
     empty = RankPrograms(np.zeros(1, dtype=np.int64), *(np.zeros(0) for _ in range(8)))
     fig = ProgramFigures(1, 0, 1)
-    return build_traffic(empty, n_nodes, fig, k_open).prog
+    return build_traffic(empty, n_nodes, fig, k_open,
+                         np.zeros(1, dtype=np.int64)).prog

@@ -25,14 +25,28 @@ so an operation's successors always begin from the event loop in time order.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
+from federation.engine.api import (
+    P_DIM,
+    P_DST,
+    P_HOPS,
+    P_MINIMAL,
+    P_NEXT,
+    P_SIZE,
+    P_SRC,
+    P_VC,
+    P_VIA,
+    random_below,
+)
 from federation.engine.events import (
-    EV_NIC,
     EV_OP,
     OP_FINISH,
     OP_HAND,
+    S_FREE,
     S_HEAP,
+    S_KICK,
     S_OPS_DONE,
     S_QUEUED,
     S_READY_HEAD,
@@ -48,6 +62,14 @@ DEP_START = 1
 FLOW_DATA = 0
 FLOW_RTS = 1
 FLOW_CTS = 2
+# sums over delivered program packets (Prog.pstat)
+PSTAT_PACKETS = 0
+PSTAT_BYTES = 1
+PSTAT_LATENCY = 2  # creation (queued at the NIC) to delivery, ps
+PSTAT_NETWORK = 3  # leaving the NIC to delivery, ps
+PSTAT_MAX = 4  # largest latency
+PSTAT_HOPS = 5  # router-to-router hops
+PSTAT_NONMINIMAL = 6  # packets the routing marked non-minimal
 
 
 @njit(cache=True, inline="always")
@@ -65,7 +87,8 @@ def release(pg, sc, op, kind):
 
 @njit(cache=True, inline="always")
 def queue_flow(sim, pg, f, now):
-    """Append flow ``f`` to its NIC's queue and wake the NIC now."""
+    """Append flow ``f`` to its NIC's queue; the loop tries the NIC once the event is
+    handled (``Prog.kick``), which costs no event."""
     n = pg.flow_node[f]
     pg.flow_time[f] = now
     pg.flow_next[f] = -1
@@ -76,14 +99,23 @@ def queue_flow(sim, pg, f, now):
         pg.flow_next[pg.nic_ftail[n]] = f
     pg.nic_ftail[n] = f
     sim.sc[S_QUEUED] += pg.flow_npk[f]
-    if sim.nic_wake[n] != now:
-        sim.nic_wake[n] = now
-        _push(sim.hk, sim.ha, sim.hb, sim.sc, now, EV_NIC, n, 0, 0)
+    pg.kick[sim.sc[S_KICK]] = n
+    sim.sc[S_KICK] += 1
 
 
 @njit(cache=True, inline="always")
 def finish_at(sim, op, t):
     _push(sim.hk, sim.ha, sim.hb, sim.sc, t, EV_OP, op, OP_FINISH, 0)
+
+
+@njit(cache=True, inline="always")
+def finish_recv(sim, pg, op, now):
+    """A receive's message is in and the receive posted: it finishes ``o_recv`` later (at
+    once without an overhead: its successors are queued, no event is needed)."""
+    if pg.o_recv == 0:
+        finish(sim, pg, op, now)
+    else:
+        finish_at(sim, op, now + pg.o_recv)
 
 
 @njit(cache=True, inline="always")
@@ -110,9 +142,9 @@ def post_recv(sim, pg, op, now):
     pg.op_msg[op] = m
     if pg.msg_arrived[m] >= 0:
         if pg.msg_rdv[m]:
-            queue_flow(sim, pg, pg.msg_flow[m] + 2, now)  # the request waited: reply now
+            queue_flow(sim, pg, 3 * m + 2, now)  # the request waited: reply now
         else:
-            finish_at(sim, op, now + pg.o_recv)  # the eager data waited for the receive
+            finish_recv(sim, pg, op, now)  # the eager data waited for the receive
 
 
 @njit(cache=True, inline="always")
@@ -141,7 +173,7 @@ def hand(sim, pg, op, now):
     """A send's message reaches its NIC: its first flow (the data, or the rendezvous
     request) is queued."""
     m = pg.op_msg[op]
-    f = pg.msg_flow[m]
+    f = 3 * m
     if pg.msg_rdv[m]:
         f += 1
     queue_flow(sim, pg, f, now)
@@ -207,11 +239,91 @@ def finish(sim, pg, op, now):
 
 
 @njit(cache=True, inline="always")
+def draw_via(sim, pg, sr, dr):
+    """A Valiant intermediate for a program packet from router ``sr`` to ``dr``, drawn from
+    the run's stream as ``routing_valiant.draw_intermediate_groups`` draws open-loop ones: a
+    uniform group other than the source and destination groups (-1 within one group), and in
+    router mode a uniform router of it."""
+    gs = pg.router_group[sr]
+    gd = pg.router_group[dr]
+    if gs == gd:
+        return np.int64(-1)
+    G = pg.group_first.shape[0] - 1
+    if G <= 2:
+        return np.int64(-1)
+    x = random_below(sim, G - 2)
+    lo = min(gs, gd)
+    hi = max(gs, gd)
+    if x >= lo:
+        x += 1
+    if x >= hi:
+        x += 1
+    if pg.via_mode == 1:
+        return x
+    n = pg.group_first[x + 1] - pg.group_first[x]
+    return pg.group_routers[pg.group_first[x] + random_below(sim, n)]
+
+
+@njit(cache=True, inline="always")
+def new_packet(sim, pg, node, f):
+    """The next packet of flow ``f`` (at the head of ``node``'s NIC) is born: it takes a free
+    pool row, which gets what the driver fills in for open-loop packets (destination, size,
+    injection VC, intermediate, source); returns the row."""
+    sc = sim.sc
+    sc[S_FREE] -= 1
+    row = pg.free[sc[S_FREE]]
+    pg.row_flow[row - pg.k_open] = f
+    m = pg.flow_msg[f]
+    if pg.flow_kind[f] == FLOW_DATA:
+        size = min(pg.packet_size, pg.msg_size[m] - pg.nic_fpos[node] * pg.packet_size)
+    else:
+        size = pg.control_bytes
+    V = sim.n_vcs
+    vc = np.int64(0)
+    if pg.vc_policy == 1:
+        vc = pg.nic_count[node] % V
+    elif pg.vc_policy == 2:
+        vc = random_below(sim, V)
+    pg.nic_count[node] += 1
+    dst = pg.flow_dst[f]
+    via = np.int64(-1)
+    if pg.via_mode > 0:
+        via = draw_via(sim, pg, sim.node_router[node], sim.node_router[dst])
+    ps = sim.ps
+    for c in range(ps.shape[1]):
+        ps[row, c] = 0
+    ps[row, P_NEXT] = -1
+    ps[row, P_VC] = vc
+    ps[row, P_DIM] = -1
+    ps[row, P_MINIMAL] = 1
+    ps[row, P_DST] = dst
+    ps[row, P_SIZE] = size
+    ps[row, P_VIA] = via
+    ps[row, P_SRC] = node
+    sim.pkt_time[row] = pg.flow_time[f]
+    sim.pkt_inject[row] = -1
+    sim.pkt_deliver[row] = -1
+    return row
+
+
+@njit(cache=True, inline="always")
 def delivered(sim, pg, pk, now):
-    """Program packet ``pk`` reached its destination NIC; when it completes its flow: data
-    finishes (or awaits) the receive, a request is answered once the receive is posted, a
-    reply queues the data."""
-    f = pg.pkt_flow[pk - pg.k_open]
+    """Program packet ``pk`` reached its destination NIC: count it, free its row, and when
+    it completes its flow: data finishes (or awaits) the receive, a request is answered once
+    the receive is posted, a reply queues the data."""
+    st = pg.pstat
+    lat = now - sim.pkt_time[pk]
+    st[PSTAT_PACKETS] += 1
+    st[PSTAT_BYTES] += sim.ps[pk, P_SIZE]
+    st[PSTAT_LATENCY] += lat
+    st[PSTAT_NETWORK] += now - sim.pkt_inject[pk]
+    if lat > st[PSTAT_MAX]:
+        st[PSTAT_MAX] = lat
+    st[PSTAT_HOPS] += sim.ps[pk, P_HOPS]
+    st[PSTAT_NONMINIMAL] += 1 - sim.ps[pk, P_MINIMAL]
+    f = pg.row_flow[pk - pg.k_open]
+    pg.free[sim.sc[S_FREE]] = pk
+    sim.sc[S_FREE] += 1
     pg.flow_left[f] -= 1
     if pg.flow_left[f] > 0:
         return
@@ -221,7 +333,7 @@ def delivered(sim, pg, pk, now):
         pg.msg_finish[m] = now
         r = pg.msg_recv[m]
         if r >= 0:
-            finish_at(sim, r, now + pg.o_recv)
+            finish_recv(sim, pg, r, now)
         else:
             pg.msg_arrived[m] = now
     elif kind == FLOW_RTS:
@@ -242,4 +354,3 @@ def handle_op(sim, pg, op, what, now):
         hand(sim, pg, op, now)
     else:
         begin(sim, pg, op, now)
-    begin_ready(sim, pg, now)

@@ -70,15 +70,22 @@ class Prog(NamedTuple):
     """State of the rank programs of a closed-loop run (see :mod:`federation.engine.programs`).
 
     A *flow* is what a NIC queues as one unit: the packets of a message (``FLOW_DATA``), or a
-    rendezvous request or clear-to-send (one control packet each).  Program packets have ids
-    from ``k_open`` on, after the open-loop packets.  Without programs every array has length
-    1 and ``n_ops`` is 0, so the loop's extra work is one comparison per delivery.
+    rendezvous request or reply (one control packet each); message ``m`` owns flows ``3m``,
+    ``3m + 1`` and ``3m + 2``.  Program packets are born in the loop: a packet gets a row of
+    the packet state (rows from ``k_open`` on, after the open-loop packets) when it reaches
+    the head of its NIC, and gives it back when it is delivered, so memory follows the packets
+    in flight, not the run's total.  Their figures are summed in ``pstat`` as they arrive.
+    Without programs every array has length 1 and ``n_ops`` is 0.
     """
 
     n_ops: np.int64
-    k_open: np.int64  #: packets below this id are open-loop
+    k_open: np.int64  #: packet rows below this are open-loop packets'; the pool follows
     o_send: np.int64  #: ps from a send's start to its message reaching the NIC
     o_recv: np.int64  #: ps from a message's arrival (receive posted) to the receive's finish
+    packet_size: np.int64  #: bytes per data packet
+    control_bytes: np.int64  #: bytes of a rendezvous request or reply
+    vc_policy: np.int64  #: injection VC of program packets: 0 zero, 1 spread, 2 random
+    via_mode: np.int64  #: intermediates of program packets: 0 none, 1 a group, 2 a router
     # operations
     op_kind: np.ndarray  #: int8[O] SEND, RECV, COMPUTE (federation.programs.model)
     op_rank: np.ndarray  #: int64[O]
@@ -100,8 +107,8 @@ class Prog(NamedTuple):
     cpu_head: np.ndarray  #: int64[R] computes waiting for it (FIFO via op_next)
     cpu_tail: np.ndarray  #: int64[R]
     # messages (one per send) and their matching
+    msg_size: np.ndarray  #: int64[M] bytes (at least 1)
     msg_chan: np.ndarray  #: int64[M]
-    msg_flow: np.ndarray  #: int64[M] its data flow; rendezvous: request and reply follow it
     msg_rdv: np.ndarray  #: int8[M] 1: rendezvous protocol
     msg_recv: np.ndarray  #: int64[M] matched receive, -1 none yet
     msg_arrived: np.ndarray  #: int64[M] eager data / rendezvous request arrived (ps), -1
@@ -113,13 +120,12 @@ class Prog(NamedTuple):
     chan_nrecv: np.ndarray  #: int64[C] receives posted on the channel
     slot_msg: np.ndarray  #: int64[S] k-th send's message, -1
     slot_recv: np.ndarray  #: int64[S] k-th receive, -1
-    # flows and NIC queues
-    pkt_flow: np.ndarray  #: int32[K - k_open] the flow of each program packet
+    # flows (3 per message) and NIC queues
     flow_kind: np.ndarray  #: int8[F] FLOW_DATA, FLOW_RTS, FLOW_CTS
     flow_msg: np.ndarray  #: int64[F]
     flow_op: np.ndarray  #: int64[F] the send whose message it carries
     flow_node: np.ndarray  #: int64[F] the NIC that sends it
-    flow_first: np.ndarray  #: int64[F] first packet id
+    flow_dst: np.ndarray  #: int64[F] the node it goes to
     flow_npk: np.ndarray  #: int64[F]
     flow_left: np.ndarray  #: int64[F] packets not delivered yet
     flow_time: np.ndarray  #: int64[F] when it was queued at its NIC
@@ -127,3 +133,14 @@ class Prog(NamedTuple):
     nic_fhead: np.ndarray  #: int64[N] first queued flow of each NIC, -1 none
     nic_ftail: np.ndarray  #: int64[N]
     nic_fpos: np.ndarray  #: int64[N] packets of the head flow already injected
+    nic_frow: np.ndarray  #: int64[N] row of the head flow's next packet, -1 not born yet
+    nic_count: np.ndarray  #: int64[N] program packets injected (the ``spread`` VC rule)
+    kick: np.ndarray  #: int64[F + 1] NICs given a flow by the current event (sc[S_KICK])
+    # packet rows: the pool, and the sums over delivered program packets
+    row_flow: np.ndarray  #: int64[rows - k_open] the flow of the packet in each pool row
+    free: np.ndarray  #: int64[rows - k_open] free pool rows (a stack; sc[S_FREE] of them)
+    pstat: np.ndarray  #: int64[8] PSTAT_* sums over delivered program packets
+    # the intermediates drawn for program packets (Valiant and the routings built on it)
+    router_group: np.ndarray  #: int64[R]
+    group_first: np.ndarray  #: int64[G+1] routers of group g: group_routers[group_first[g]:...]
+    group_routers: np.ndarray  #: int64[R]

@@ -1,0 +1,124 @@
+"""Benchmark of rank programs running closed-loop in the native engine.
+
+Scenario (issue "Rank programs", speed check): a recursive-doubling allreduce of 1,024 ranks,
+50 iterations, 8 B and 64 KiB per rank, on the CODES validation dragonfly (the machine of
+``benchmarks/engine.py``'s ``codes`` scenario, 1,056 nodes; ranks on nodes 0..1023).  Each size
+runs in its own process, so that its peak RSS is its own.  Printed per size:
+
+* ``build s``: the workload building its programs (``Workload.programs``);
+* ``prepare s``: checks, packetization and the loop's arrays, the build included;
+* ``wall s``: the engine loop (JIT compilation excluded: a small run compiles first; fastest of
+  ``--repeat`` runs, as ``timeit`` does);
+* operations per wall second (target: >= 1,000,000 for 8 B, LogGOPSim's published rate on one
+  core without a packet network) and packet-hops per wall second (target: within 25 % of the
+  open-loop ``codes`` scenario's, which ``--open-loop`` runs beside it for the ratio).
+
+    python benchmarks/programs.py [--sizes 8B 64KiB] [--ranks 1024] [--iterations 50]
+                                  [--repeat 3] [--open-loop]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from engine import CODES  # noqa: E402
+
+from federation.loader import load_experiment  # noqa: E402
+from federation.prepare import _ctx, prepare  # noqa: E402
+
+
+def run_point(size: str, ranks: int, iterations: int, repeat: int) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        doc = {"machine": CODES, "routing": {"algorithm": "minimal"},
+               "workload": {"kind": "allreduce", "ranks": ranks, "size": size,
+                            "iterations": iterations}}
+        path = Path(tmp) / "allreduce.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        warm = {**doc, "workload": {**doc["workload"], "ranks": 4, "iterations": 1}}
+        (Path(tmp) / "warm.yaml").write_text(yaml.safe_dump(warm))
+        wp = load_experiment(Path(tmp) / "warm.yaml").points[0]
+        wp.engine.run(prepare(wp).job)  # compiles (or loads numba's cache)
+        point = load_experiment(path).points[0]
+        t0 = time.perf_counter()
+        progs = point.workload.programs(_ctx(point, prepare(wp).network, 0, 1.0, None))
+        build = time.perf_counter() - t0
+        best = None
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            prep = prepare(point)
+            prep_s = time.perf_counter() - t0
+            raw = point.engine.run(prep.job)
+            if best is None or raw.wall_s < best[1].wall_s:
+                best = (prep_s, raw)
+    prep_s, raw = best
+    return {
+        "size": size, "ranks": ranks, "iterations": iterations, "operations": progs.n_ops,
+        "build_s": build, "prepare_s": prep_s, "wall_s": raw.wall_s,
+        "completion_us": float(raw.programs.rank_finish.max()) / 1e6,
+        "packets": int(raw.programs.pstat[0]), "events": raw.events,
+        "ops_per_s": progs.n_ops / raw.wall_s,
+        "packet_hops_per_s": raw.packet_hops / raw.wall_s,
+        "events_per_packet": raw.events / max(int(raw.programs.pstat[0]), 1),
+        "events_per_s": raw.events / raw.wall_s,
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def open_loop_hops() -> float:
+    """Packet-hops per second of ``benchmarks/engine.py``'s codes scenario at load 0.5."""
+    out = subprocess.run([sys.executable, str(Path(__file__).with_name("engine.py")),
+                          "--scenario", "codes", "--loads", "0.5", "--json"],
+                         check=True, capture_output=True, text=True).stdout
+    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return float(rows[0]["packet_hops_per_second"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", nargs="+", default=["8B", "64KiB"])
+    ap.add_argument("--ranks", type=int, default=1024)
+    ap.add_argument("--iterations", type=int, default=50)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--open-loop", action="store_true",
+                    help="also run the open-loop codes scenario and print the hops ratio")
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: one size, JSON out
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(run_point(args.one, args.ranks, args.iterations, args.repeat)))
+        return 0
+    print(f"allreduce (recursive doubling), {args.ranks} ranks x {args.iterations} iterations, "
+          "CODES dragonfly (1,056 nodes), minimal routing")
+    print(f"{'size':>6} {'ops':>9} {'build s':>8} {'prep s':>7} {'wall s':>7} {'ops/s':>11} "
+          f"{'pkt-hops/s':>11} {'ev/pkt':>7} {'done us':>9} {'RSS MB':>7}")
+    rows = []
+    for size in args.sizes:
+        out = subprocess.run([sys.executable, __file__, "--one", size, "--ranks",
+                              str(args.ranks), "--iterations", str(args.iterations),
+                              "--repeat", str(args.repeat)],
+                             check=True, capture_output=True, text=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        rows.append(r)
+        print(f"{size:>6} {r['operations']:>9,} {r['build_s']:>8.2f} {r['prepare_s']:>7.2f} "
+              f"{r['wall_s']:>7.2f} {r['ops_per_s']:>11,.0f} {r['packet_hops_per_s']:>11,.0f} "
+              f"{r['events_per_packet']:>7.1f} {r['completion_us']:>9.1f} {r['rss_mb']:>7.0f}",
+              flush=True)
+    if args.open_loop:
+        base = open_loop_hops()
+        for r in rows:
+            print(f"{r['size']}: packet-hops/s {r['packet_hops_per_s'] / base:.2f} x the "
+                  f"open-loop codes scenario's ({base:,.0f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
