@@ -72,7 +72,7 @@ class Prog:
         flat = [o for ops in self.ops for o in ops]
         g = [int(first[r]) + i for (r, i) in (d[0] for d in self.deps)]
         h = [int(first[r]) + i for (r, i) in (d[1] for d in self.deps)]
-        cols = list(zip(*flat)) if flat else [[]] * 5
+        cols = list(zip(*flat, strict=True)) if flat else [[]] * 5
         return RankPrograms(first, cols[0], cols[1], cols[2], cols[3], cols[4], g, h,
                             [d[2] for d in self.deps], rank_node=rank_node)
 
@@ -256,3 +256,72 @@ def test_same_programs_same_results(tmp_path):
 
 def test_time_in_ps_survives_the_clock_units():
     assert PS_PER_S == 10**12
+
+
+def ring(n: int, size: int, rounds: int) -> RankPrograms:
+    """Every rank sends ``size`` bytes to the next and receives from the previous, ``rounds``
+    times (irecv, send, wait)."""
+    p = Prog(n)
+    for r in range(n):
+        prev: tuple = ()
+        for _ in range(rounds):
+            rv = p.op(r, RECV, (r - 1) % n, size, after=prev)
+            s = p.op(r, SEND, (r + 1) % n, size, started=(rv,))
+            prev = (rv, s)
+    return p.build()
+
+
+def test_packet_rows_are_recycled_and_the_pool_grows_on_demand(tmp_path):
+    """A ring of 288 ranks sending 64 KiB (128 packets each) at once holds more packets in
+    flight than the first pool (1,024 rows): the pool doubles, every packet is delivered
+    once, and the rows in use at the end are none."""
+    progs = ring(288, 65536, 2)
+    _, raw, summary, _ = run(tmp_path, progs, eager_threshold=1 << 20)
+    pg = raw.programs
+    assert pg.row_flow.shape[0] > 1024  # it grew
+    assert summary.packets_delivered == 288 * 2 * 128
+    assert summary.bytes_delivered == 288 * 2 * 65536
+    assert int(pg.pstat[0]) == summary.packets_delivered
+
+
+@pytest.mark.parametrize("algorithm", ["valiant", "ugal", "par"])
+def test_program_packets_draw_valiant_intermediates_in_the_loop(tmp_path, algorithm):
+    """Routings built on Valiant's intermediates route program packets through intermediates
+    too (drawn in the loop by the routing's intermediate_rule), and deliver everything."""
+    progs = ring(288, 4096, 2)  # neighbours in other groups at the group edges
+    m = dict(MACHINE)
+    m["router"] = {**MACHINE["router"], "vcs": 4}
+    doc_machine = m
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({
+        "machine": doc_machine, "routing": {"algorithm": algorithm},
+        "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
+        "stop": {"warmup": "0ns", "measure": "1us"}}))
+    point = load_experiment(tmp_path / "e.yaml").points[0]
+    point.workload = Given(progs)
+    prep = prepare(point)
+    raw = point.engine.run(prep.job)
+    summary, _, _ = summarize(prep, raw)
+    assert summary.packets_delivered == 288 * 2 * 8
+    # 9 of the 288 ring neighbours are in another group (32 nodes per group): Valiant sends
+    # every one of their packets through an intermediate group, and no other packet
+    if algorithm == "valiant":
+        assert summary.nonminimal_fraction == 9 / 288
+    assert summary.nonminimal_fraction <= 9 / 288
+
+
+def test_a_routing_with_its_own_intermediates_and_no_rule_is_refused(tmp_path):
+    from federation.plugins.routing_minimal import Minimal
+
+    class Mine(Minimal):
+        def intermediates(self, tables, src_router, dst_router, rng):  # noqa: ANN001
+            return np.full(src_router.shape[0], -1, dtype=np.int32)
+
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({
+        "machine": MACHINE, "routing": {"algorithm": "minimal"},
+        "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
+        "stop": {"warmup": "0ns", "measure": "1us"}}))
+    point = load_experiment(tmp_path / "e.yaml").points[0]
+    point.workload = Given(pingpong(8, 1).build())
+    point.routing = Mine(point.routing.params)
+    with pytest.raises(ConfigError, match="intermediates in Python.*intermediate_rule"):
+        prepare(point)

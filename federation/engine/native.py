@@ -141,6 +141,8 @@ class RawResult:
     programs: Prog | None = None
     #: per packet, its creation time (program packets: when their flow reached the NIC)
     pkt_created: np.ndarray | None = None
+    #: processor time of the loop (``wall_s`` counts time the process waited for a core)
+    cpu_s: float = 0.0
 
 
 def packetize(time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
@@ -296,10 +298,10 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         try:
             return int(run_loop(n, until, sim, pools[0], rt, arb_state, cur))
         except NumbaError as exc:
-            first = str(exc).strip().splitlines()
+            lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+            what = "; ".join(lines[:2]) if lines else type(exc).__name__  # kind, then detail
             raise RoutingError(f"{owner}: its compiled functions do not compile inside the "
-                               f"engine's loop: {first[0] if first else type(exc).__name__}"
-                               ) from None
+                               f"engine's loop: {what}") from None
 
     def counters(at: int) -> PortCounters:
         return counters_at(at, sim.port_busy, sim.busy_until, sim.port_bytes, sim.port_pkts,
@@ -314,7 +316,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     snaps: list[PortCounters] = []
 
     step(0, E.TIME_LIMIT_PS)  # compiles on first use (or loads numba's cache); untimed
-    wall0 = time.perf_counter()
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     while True:
         status = step(budget, edges[len(snaps)] if len(snaps) < len(edges) else E.TIME_LIMIT_PS)
         if status == E.ST_UNTIL:
@@ -333,7 +335,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                                ha=np.resize(sim.ha, 2 * n), hb=np.resize(sim.hb, 2 * n))
             continue
         break
-    wall = time.perf_counter() - wall0
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     if progress is not None:
         progress(int(sim.sc[E.S_DELIVERED]), total)
     sc, ps, pg = sim.sc, sim.ps[:Kc], pools[0]
@@ -360,7 +362,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         port_bytes=sim.port_bytes, port_pkts=sim.port_pkts,
         port_busy=sim.port_busy, port_stall=sim.port_stall, port_peak=sim.port_peak,
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
-        wall_s=wall, window=window, window_ports=in_window,
+        wall_s=wall, cpu_s=cpu, window=window, window_ports=in_window,
         port_class_bytes=sim.port_class_bytes.reshape(P, C),
         programs=pg if job.programs is not None else None, pkt_created=sim.pkt_time[:Kc],
     )
