@@ -12,7 +12,7 @@ For each case it prints the best of ``--repeat`` builds (a fresh workload each t
 operations, dependencies and operations per second.  Target: well under a few seconds per
 million operations.
 
-    python benchmarks/program_build.py [--repeat 3] [--json]
+    python benchmarks/program_workloads.py [--repeat 3] [--json]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How long rank programs take to build, check, write and read (no assertions: figures only).
 
-    python benchmarks/programs_build.py [n_ranks] [iterations]
+    python benchmarks/program_formats.py [n_ranks] [iterations]
 
 A ring exchange per iteration (irecv from the left, isend to the right, waitall, compute):
 3 operations and 4 edges per rank and iteration, built call by call with ProgramBuilder and
