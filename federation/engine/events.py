@@ -58,11 +58,12 @@ S_BAD_ROUTER = 11
 S_RNG = 12  # the run's random stream (xorshift64* state), for routings and arbiters
 S_OPS_DONE = 13  # rank-program operations finished
 S_QUEUED = 14  # rank-program packets handed to their NICs so far
-S_STACK = 15  # operations put on the ready queue so far (programs.begin_ready)
+S_STACK = 15  # operations put on the ready queue so far (programs.settle)
 S_READY_HEAD = 16  # operations taken off it so far
 S_FREE = 17  # free rows in the packet pool (Prog.free)
 S_KICK = 18  # NICs given a flow during the current event (Prog.kick), to try after it
-N_SCALARS = 19
+S_FIN = 19  # operations that finished during the current event (Prog.fin), to settle
+N_SCALARS = 20
 
 INF_CREDIT = np.int64(1) << 60
 

@@ -24,6 +24,7 @@ from federation.engine.events import (
     EV_CREDIT,
     EV_FREE,
     EV_NIC,
+    EV_OP,
     EV_READY,
     S_BAD_A,
     S_BAD_B,
@@ -39,8 +40,6 @@ from federation.engine.events import (
     S_NOW,
     S_OPS_DONE,
     S_QUEUED,
-    S_READY_HEAD,
-    S_STACK,
     SEQ_BITS,
     ST_BAD_PORT,
     ST_BAD_VC,
@@ -61,11 +60,12 @@ from federation.engine.events import (
 )
 from federation.engine.programs import (
     FLOW_DATA,
-    begin_ready,
     delivered,
     finish_at,
     handle_op,
     new_packet,
+    settle,
+    unsettled,
 )
 from federation.engine.router import (
     enqueue,
@@ -161,6 +161,20 @@ def nic_head(sim, pg, node):
 
 
 @njit(cache=True, inline="always")
+def nic_next_time(sim, pg, node):
+    """When node ``node``'s next packet may leave (``TIME_LIMIT_PS``: it has none), without
+    giving birth to it (:func:`nic_head` does, once)."""
+    t = TIME_LIMIT_PS
+    ptr = sim.nic_ptr[node]
+    if ptr < sim.nic_first[node + 1]:
+        t = sim.pkt_time[sim.nic_pkts[ptr]]
+    f = pg.nic_fhead[node]
+    if f >= 0 and pg.flow_time[f] < t:
+        t = pg.flow_time[f]
+    return t
+
+
+@njit(cache=True, inline="always")
 def nic_wake_at(sim, node, t):
     if sim.nic_wake[node] != t:
         sim.nic_wake[node] = t
@@ -213,21 +227,9 @@ def try_inject(sim, pg, rt, node, now):
     done = now + np.int64(size * sim.port_ser[o] + 0.5)
     nic_advance(sim, pg, node, f, done)
     transmit(sim, o, pk, ovc, done, now)
-    pk, tn, f = nic_head(sim, pg, node)
-    if pk >= 0:
+    tn = nic_next_time(sim, pg, node)
+    if tn < TIME_LIMIT_PS:
         nic_wake_at(sim, node, tn if tn > done else done)
-
-
-@njit(cache=True, inline="always")
-def after_programs(sim, pg, rt, now):
-    """After an event that moved rank programs: begin what became ready, try the NICs that
-    were given flows; True when every operation has finished (the run ends)."""
-    sc = sim.sc
-    begin_ready(sim, pg, now)
-    while sc[S_KICK] > 0:
-        sc[S_KICK] -= 1
-        try_inject(sim, pg, rt, pg.kick[sc[S_KICK]], now)
-    return sc[S_OPS_DONE] == pg.n_ops
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
@@ -239,80 +241,94 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
     sc = sim.sc
     until_key = until << SEQ_BITS  # keys order like times: one comparison per event
     processed = 0
-    if sc[S_READY_HEAD] < sc[S_STACK]:  # operations left to begin when the heap had to grow
-        begin_ready(sim, pg, sc[S_NOW])
-    while sc[S_HEAP] > 0:
+    # every part below is inlined, so each is called from one place only (compile time grows
+    # with every inlined copy): a NIC is tried through the ``kick`` list, rank programs
+    # settle in one place, and a resumed slice settles before it pops an event
+    while True:
         if processed >= budget:
             sc[S_EVENTS] += processed
             return ST_BUDGET
-        if sc[S_HEAP] + 8 > sim.hk.shape[0] or sc[S_READY_HEAD] < sc[S_STACK]:
+        if sc[S_HEAP] + 8 > sim.hk.shape[0]:
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
         if sc[S_FREE] < 4 and pg.n_ops > 0:  # an event gives birth to two packets at most
             sc[S_EVENTS] += processed
             return ST_POOL_FULL
-        if sim.hk[0] >= until_key:
-            sc[S_EVENTS] += processed
-            return ST_UNTIL
-        _pop_into(sim.hk, sim.ha, sim.hb, sc, cur)
-        now = cur[0]
-        if now < 0 or now >= TIME_LIMIT_PS:  # refused by _push (keyed at -1), or a bad start
-            if sc[S_BAD_TIME] == 0:
-                sc[S_BAD_TIME] = now
-                sc[S_BAD_EV] = cur[1]
-                sc[S_BAD_A] = cur[2]
-                sc[S_BAD_B] = cur[3]
-            sc[S_EVENTS] += processed
-            return ST_TIME_LIMIT
-        ev = cur[1]
-        a = cur[2]
-        b = cur[3]
-        sc[S_NOW] = now
-        processed += 1
-
-        if ev == EV_ARRIVE:
-            if sim.port_router[b] < 0:  # a NIC: delivered
-                sim.pkt_deliver[a] = now
-                sc[S_DELIVERED] += 1
-                if a >= pg.k_open:  # a rank program's packet
-                    delivered(sim, pg, a, now)
-                    if after_programs(sim, pg, rt, now):
-                        sc[S_EVENTS] += processed
-                        return ST_PROGRAMS_DONE
-                continue
-            if not enqueue(sim, a, b):
-                continue  # queued behind another packet
-            ev = EV_READY
-            a, b = b, sim.ps[a, P_VC]
-        if ev == EV_READY:
-            o, status = route_head(sim, rt, a, b, now)
-            if status != 0:
+        moved = unsettled(sim)  # operations left when the heap had to grow
+        nic = np.int64(-1)
+        if not moved:
+            if sc[S_HEAP] == 0:
+                break
+            if sim.hk[0] >= until_key:
                 sc[S_EVENTS] += processed
-                return status
-        elif ev == EV_FREE:
-            if sim.wake[a] != now:
-                continue  # superseded by a later wake-up of the same port: stale
-            sim.wake[a] = -1
-            o = a
-        elif ev == EV_CREDIT:
-            sim.credits[a * sim.n_vcs + b] += cur[4]
-            o = a
-        elif ev == EV_NIC:
-            if sim.nic_wake[a] != now:
-                continue  # superseded by a later wake-up of the same NIC: stale
-            sim.nic_wake[a] = -1
-            try_inject(sim, pg, rt, a, now)
-            continue
-        else:  # EV_OP
-            handle_op(sim, pg, a, b, now)
-            if after_programs(sim, pg, rt, now):
+                return ST_UNTIL
+            _pop_into(sim.hk, sim.ha, sim.hb, sc, cur)
+            now = cur[0]
+            if now < 0 or now >= TIME_LIMIT_PS:  # refused by _push (keyed at -1), or bad
+                if sc[S_BAD_TIME] == 0:
+                    sc[S_BAD_TIME] = now
+                    sc[S_BAD_EV] = cur[1]
+                    sc[S_BAD_A] = cur[2]
+                    sc[S_BAD_B] = cur[3]
                 sc[S_EVENTS] += processed
-                return ST_PROGRAMS_DONE
-            continue
-        if o >= sim.n_router_ports:
-            try_inject(sim, pg, rt, o - sim.n_router_ports, now)  # credit back at a NIC
+                return ST_TIME_LIMIT
+            ev = cur[1]
+            a = cur[2]
+            b = cur[3]
+            sc[S_NOW] = now
+            processed += 1
+            o = np.int64(-1)
+            if ev == EV_ARRIVE:
+                if sim.port_router[b] < 0:  # a NIC: delivered
+                    sim.pkt_deliver[a] = now
+                    sc[S_DELIVERED] += 1
+                    if a < pg.k_open:
+                        continue
+                    delivered(sim, pg, a, now)  # a rank program's packet
+                    moved = True
+                elif not enqueue(sim, a, b):
+                    continue  # queued behind another packet
+                else:
+                    ev = EV_READY
+                    a, b = b, sim.ps[a, P_VC]
+            if ev == EV_READY:
+                o, status = route_head(sim, rt, a, b, now)
+                if status != 0:
+                    sc[S_EVENTS] += processed
+                    return status
+            elif ev == EV_FREE:
+                if sim.wake[a] != now:
+                    continue  # superseded by a later wake-up of the same port: stale
+                sim.wake[a] = -1
+                o = a
+            elif ev == EV_CREDIT:
+                sim.credits[a * sim.n_vcs + b] += cur[4]
+                o = a
+            elif ev == EV_NIC:
+                if sim.nic_wake[a] != now:
+                    continue  # superseded by a later wake-up of the same NIC: stale
+                sim.nic_wake[a] = -1
+                nic = a
+            elif ev == EV_OP:
+                handle_op(sim, pg, a, b, now)
+                moved = True
+            if o >= sim.n_router_ports:
+                nic = o - sim.n_router_ports  # credit back at a NIC
+            elif o >= 0:
+                try_send(sim, ab, o, now)
         else:
-            try_send(sim, ab, o, now)
+            now = sc[S_NOW]
+        if moved:
+            settle(sim, pg, now)
+        if nic >= 0:
+            pg.kick[sc[S_KICK]] = nic
+            sc[S_KICK] += 1
+        while sc[S_KICK] > 0:
+            sc[S_KICK] -= 1
+            try_inject(sim, pg, rt, pg.kick[sc[S_KICK]], now)
+        if moved and sc[S_OPS_DONE] == pg.n_ops:
+            sc[S_EVENTS] += processed
+            return ST_PROGRAMS_DONE
     sc[S_EVENTS] += processed
     if sc[S_DELIVERED] < pg.k_open + sc[S_QUEUED]:
         return ST_DEADLOCK

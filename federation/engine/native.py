@@ -390,7 +390,8 @@ def grow_pool(sim: Sim, pg: Prog) -> tuple[Sim, Prog]:
         ps=ps, pkt_time=longer(sim.pkt_time, 0), pkt_inject=longer(sim.pkt_inject, -1),
         pkt_deliver=longer(sim.pkt_deliver, -1),
         pkt_tail=longer(sim.pkt_tail, 0) if sim.cut_through else sim.pkt_tail)
-    return sim, pg._replace(row_flow=longer(pg.row_flow, -1), free=free)
+    return sim, pg._replace(row_flow=np.concatenate([pg.row_flow, np.full(old, -1, np.int64)]),
+                            free=free)
 
 
 def counters_at(t: int, port_busy: np.ndarray, busy_until: np.ndarray, port_bytes: np.ndarray,

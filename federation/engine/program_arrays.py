@@ -177,7 +177,8 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures, k_open
         flow_dst=flow_dst.reshape(-1), flow_npk=flow_npk.copy(), flow_left=flow_npk.copy(),
         flow_time=full(3 * M), flow_next=full(3 * M), nic_fhead=full(n_nodes),
         nic_ftail=full(n_nodes), nic_fpos=full(n_nodes, 0), nic_frow=full(n_nodes),
-        nic_count=full(n_nodes, 0), kick=full(3 * M + 1, 0), row_flow=full(cap),
+        nic_count=full(n_nodes, 0), kick=full(3 * M + 2, 0),
+        fin=full(n_ops + 1, 0), row_flow=full(cap),
         free=np.arange(k_open + cap - 1, k_open - 1, -1, dtype=i64),  # pops lowest first
         pstat=np.zeros(8, dtype=i64), router_group=rg, group_first=group_first,
         group_routers=gorder.astype(i64),

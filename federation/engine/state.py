@@ -135,7 +135,8 @@ class Prog(NamedTuple):
     nic_fpos: np.ndarray  #: int64[N] packets of the head flow already injected
     nic_frow: np.ndarray  #: int64[N] row of the head flow's next packet, -1 not born yet
     nic_count: np.ndarray  #: int64[N] program packets injected (the ``spread`` VC rule)
-    kick: np.ndarray  #: int64[F + 1] NICs given a flow by the current event (sc[S_KICK])
+    kick: np.ndarray  #: int64[F + 2] NICs to try after the current event (sc[S_KICK])
+    fin: np.ndarray  #: int64[O + 1] operations finished by the current event (sc[S_FIN])
     # packet rows: the pool, and the sums over delivered program packets
     row_flow: np.ndarray  #: int64[rows - k_open] the flow of the packet in each pool row
     free: np.ndarray  #: int64[rows - k_open] free pool rows (a stack; sc[S_FREE] of them)
