@@ -21,7 +21,6 @@ router the path is the NIC link and the terminal link (8 GB/s, 10 ns each) throu
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -183,6 +182,7 @@ def test_codes_allreduce_of_1024_ranks(tmp_path, size, nbytes, rendezvous):
     s = point.summary
     sends = 1024 * 10 * 2  # ranks x log2(ranks) steps x iterations
     assert s.programs.ranks == 1024 and s.programs.messages == sends
+    print(f"completion {s.programs.completion_ns} ns, wall {point.performance.wall_seconds:.2f} s")
     finish = np.array(s.programs.rank_finish_ns)
     assert (finish > 0).all() and s.programs.completion_ns == finish.max()
     # bytes conserved: every data byte and every rendezvous request and reply delivered
@@ -200,6 +200,8 @@ def test_codes_allreduce_of_1024_ranks(tmp_path, size, nbytes, rendezvous):
     assert (np.asarray(table["created_ps"]) >= 0).all()
     assert (np.asarray(table["size"]) == nbytes).all()
     assert (np.asarray(table["rendezvous"]) == rendezvous).all()
+    n_rdv = int(np.asarray(table["rendezvous"]).sum())
+    assert s.bytes_delivered == int(np.asarray(table["size"]).sum()) + 2 * control * n_rdv
     # every (src, dst, tag) pair of the doubling, twice (two iterations)
     pairs = np.stack([table["src_rank"], table["dst_rank"], table["tag"]], axis=1)
     _, counts = np.unique(pairs, axis=0, return_counts=True)
@@ -209,16 +211,13 @@ def test_codes_allreduce_of_1024_ranks(tmp_path, size, nbytes, rendezvous):
 
 
 def read_table(path: Path) -> dict[str, np.ndarray]:
+    """A table the run wrote (Parquet, the default format)."""
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
         t = pq.read_table(path)
         return {c: t[c].to_numpy() for c in t.column_names}
-    import csv
-
-    with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return {k: np.array([json.loads(r[k].lower()) for r in rows]) for k in rows[0]}
+    raise AssertionError(f"expected the default Parquet tables, got {path.name}")
 
 
 # --------------------------------------------------------------------------- 3. GOAL round trip
