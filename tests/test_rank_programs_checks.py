@@ -24,12 +24,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 from conftest import simulate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_switching import cut_through, store_and_forward
 
 from federation.components import WorkloadContext
@@ -154,6 +157,19 @@ def test_allreduce_iterations_add_exactly_the_compute(tmp_path, switching):
     assert int(raw0.programs.rank_finish.max()) == iterations * k * one_router_ps(8, switching)
 
 
+@settings(max_examples=25, deadline=None)
+@given(k=st.integers(1, 3), iterations=st.integers(1, 4), compute_ns=st.integers(0, 5000),
+       switching=st.sampled_from(["store_and_forward", "cut_through"]))
+def test_allreduce_time_is_its_closed_form(k, iterations, compute_ns, switching):
+    """Any iterations and compute: ``iterations x (compute + k x one-way)``, every rank."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _, raw, _, _ = run(Path(tmp), doc(
+            {"kind": "allreduce", "ranks": 2**k, "size": "8B", "iterations": iterations,
+             "compute": f"{compute_ns}ns"}, switching=switching))
+    expect = iterations * (compute_ns * 1000 + k * one_router_ps(8, switching))
+    assert raw.programs.rank_finish.tolist() == [expect] * 2**k
+
+
 # --------------------------------------------------------------------------- 2. CODES, 1,024
 
 
@@ -242,6 +258,31 @@ def test_goal_round_trip_gives_the_workloads_results(tmp_path, name):
     same_results(direct, replay)
     assert direct[2].programs.operations == progs.n_ops
     assert direct[3]["rendezvous"].any()
+
+
+workloads = st.one_of(
+    st.builds(lambda n, size, it, c: {"kind": "allreduce", "ranks": n, "size": f"{size}B",
+                                      "iterations": it, "compute": f"{c}ns"},
+              st.integers(1, 24), st.sampled_from([8, 700, 4096, 70_000]),
+              st.integers(1, 2), st.integers(0, 300)),
+    st.builds(lambda g, cells, it, c, red: {
+        "kind": "halo3d", "pex": g[0], "pey": g[1], "pez": g[2], "nx": cells[0],
+        "ny": cells[1], "nz": cells[2], "iterations": it, "computetime": f"{c}ns",
+        "doreduce": red},
+        st.tuples(*[st.integers(1, 3)] * 3), st.tuples(*[st.integers(1, 100)] * 3),
+        st.integers(1, 2), st.integers(0, 300), st.sampled_from([0, 1])))
+
+
+@settings(max_examples=30, deadline=None)
+@given(workload=workloads)
+def test_goal_round_trip_property(workload):
+    """Any allreduce or halo3d (eager and rendezvous sizes, grids with edges): the GOAL file
+    replays to the workload's own results."""
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        write_goal(workload_programs(t, doc(workload)), t / "p.goal")
+        same_results(run(t, doc(workload), name="direct.yaml"),
+                     run(t, doc({"kind": "program", "path": "p.goal"}), name="file.yaml"))
 
 
 GOAL_REFUSALS = {
