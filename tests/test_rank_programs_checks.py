@@ -340,11 +340,15 @@ def halo_trace(pex: int, pey: int, pez: int, faces: tuple[int, int, int], iterat
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.parametrize("grid", [(2, 2, 1), (4, 2, 1)])
-def test_ti_halo_trace_replays_to_halo3d(tmp_path, grid):
+@pytest.mark.parametrize("grid,cells", [
+    ((2, 2, 1), (20, 30, 40)),  # faces of 9,600 / 6,400 / 4,800 B: eager
+    ((4, 2, 1), (20, 30, 40)),
+    ((2, 2, 1), (100, 100, 100)),  # 80,000 B: rendezvous
+])
+def test_ti_halo_trace_replays_to_halo3d(tmp_path, grid, cells):
     """2 iterations, 2 us of compute given as 4,000 flops at 2 Gflop/s (exact in binary)."""
-    nx, ny, nz = 20, 30, 40
-    faces = (8 * ny * nz, 8 * nx * nz, 8 * nx * ny)  # 9,600 / 6,400 / 4,800 B: eager
+    nx, ny, nz = cells
+    faces = (8 * ny * nz, 8 * nx * nz, 8 * nx * ny)
     (tmp_path / "halo.ti").write_text(halo_trace(*grid, faces, 2, 4000))
     halo = {"kind": "halo3d", "nx": nx, "ny": ny, "nz": nz, "pex": grid[0], "pey": grid[1],
             "pez": grid[2], "iterations": 2, "computetime": "2us"}
@@ -356,6 +360,7 @@ def test_ti_halo_trace_replays_to_halo3d(tmp_path, grid):
     for k in ("src_rank", "dst_rank", "tag", "size", "created_ps", "completed_ps"):
         assert np.array_equal(direct[3][k], replay[3][k]), k
     assert direct[2].programs.completion_ns > 2 * 2_000  # compute alone: 4 us
+    assert direct[3]["rendezvous"].any() == (faces[0] > 65536)
 
 
 # --------------------------------------------------------------------------- 5. protocol
