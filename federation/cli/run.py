@@ -10,7 +10,7 @@ import typer
 
 from federation.cli import app
 from federation.cli.terminal import progress_reporter
-from federation.models.results import RunResult
+from federation.models.results import LinkUse, PointResult, RunResult
 
 
 @app.command()
@@ -87,7 +87,11 @@ def parse_max_memory(text: str | None) -> int | None:
 
 
 def format_summary(result: RunResult, out_dir: Path | None) -> str:
-    """The concise table printed after a run."""
+    """The concise table printed after a run.
+
+    Open-loop points get the latency-versus-load table; closed-loop points (rank programs)
+    get completion times instead, since for them load is not an input and the packet
+    percentiles are not kept.  A sweep that mixes both prints both tables."""
     m = result.machine
     links = ", ".join(f"{v} {k}" for k, v in m.links.items())
     lines = [
@@ -96,35 +100,95 @@ def format_summary(result: RunResult, out_dir: Path | None) -> str:
         "",
     ]
     keys = list(result.points[0].sweep) if result.points else []
-    head = [*keys, "routing", "offered", "accepted", "lat mean ns", "p50", "p99", "hops",
-            "nonmin", "pkts", "wall s"]
-    rows = []
-    for p in result.points:
-        s = p.summary
-        lat = s.latency_ns
-
-        def f(x: float | None, spec: str = ".1f") -> str:
-            return "-" if x is None else format(x, spec)
-
-        rows.append([*(str(v) for v in p.sweep.values()), p.routing, f(s.offered_load, ".3f"),
-                     f(s.accepted_load, ".3f"), f(lat.mean), f(lat.p50), f(lat.p99),
-                     f(s.mean_hops, ".2f"), f(s.nonminimal_fraction, ".2f"),
-                     str(s.packets_measured),
-                     f(p.performance.wall_seconds if p.performance else None, ".2f")])
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-    lines.append("  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True)))
-    for r in rows:
-        lines.append("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)))
-    last = result.points[-1]
-    if last.summary.busiest_links:
-        label = ", ".join(f"{k}={v}" for k, v in last.sweep.items()) or "the run"
-        lines += ["", f"busiest links in the measurement window ({label}):"]
-        for lk in last.summary.busiest_links:
-            src = f"router {lk.router}" if lk.router is not None else "NIC"
-            lines.append(f"  {src} -> {lk.peer} [{lk.link_class}] port {lk.port}: "
-                         f"{100 * lk.utilization_window:.1f}% busy in the window, "
-                         f"{lk.bytes_window} bytes (whole run: "
-                         f"{100 * lk.utilization_run:.1f}%, {lk.bytes} bytes)")
+    open_loop = [p for p in result.points if p.summary.programs is None]
+    closed = [p for p in result.points if p.summary.programs is not None]
+    if open_loop or not closed:
+        lines += _table(*_open_loop_rows(keys, open_loop))
+    if closed:
+        if open_loop:
+            lines.append("")
+        lines += _table(*_program_rows(keys, closed))
+    last = result.points[-1] if result.points else None
+    if last is not None and last.summary.busiest_links:
+        lines += ["", *_busiest_links(last)]
     if out_dir is not None:
         lines += ["", f"results: {out_dir}/results.json"]
     return "\n".join(lines)
+
+
+def _num(x: float | None, spec: str = ".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _wall(p: PointResult) -> str:
+    return _num(p.performance.wall_seconds if p.performance else None, ".2f")
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    """Right-aligned columns, each as wide as its widest cell."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+    out = ["  ".join(h.rjust(w) for h, w in zip(head, widths, strict=True))]
+    out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return out
+
+
+def _open_loop_rows(keys: list[str], points: list[PointResult]
+                    ) -> tuple[list[str], list[list[str]]]:
+    head = [*keys, "routing", "offered", "accepted", "lat mean ns", "p50", "p99", "hops",
+            "nonmin", "pkts", "wall s"]
+    rows = []
+    for p in points:
+        s = p.summary
+        lat = s.latency_ns
+        rows.append([*(str(p.sweep.get(k, "-")) for k in keys), p.routing,
+                     _num(s.offered_load, ".3f"), _num(s.accepted_load, ".3f"), _num(lat.mean),
+                     _num(lat.p50), _num(lat.p99), _num(s.mean_hops, ".2f"),
+                     _num(s.nonminimal_fraction, ".2f"), str(s.packets_measured), _wall(p)])
+    return head, rows
+
+
+def _program_rows(keys: list[str], points: list[PointResult]
+                  ) -> tuple[list[str], list[list[str]]]:
+    """Per point: when the programs completed (the last rank's finish), how the ranks'
+    finish times spread, and how long a message took from its send's start to its last
+    packet's arrival."""
+    head = [*keys, "routing", "ranks", "ops", "msgs", "completion ns", "finish min",
+            "mean", "max", "msg mean ns", "hops", "pkts", "wall s"]
+    rows = []
+    for p in points:
+        s = p.summary
+        pg = s.programs
+        assert pg is not None
+        fin = pg.rank_finish_ns
+        rows.append([*(str(p.sweep.get(k, "-")) for k in keys), p.routing, str(pg.ranks),
+                     str(pg.operations), str(pg.messages), _num(pg.completion_ns),
+                     _num(min(fin) if fin else None), _num(sum(fin) / len(fin) if fin else None),
+                     _num(max(fin) if fin else None), _num(s.message_completion_ns_mean),
+                     _num(s.mean_hops, ".2f"), str(s.packets_delivered), _wall(p)])
+    return head, rows
+
+
+def _busiest_links(p: PointResult) -> list[str]:
+    """The last point's busiest output ports.  A closed-loop point's window is its whole run,
+    so its two utilisations are one figure, printed once."""
+    label = ", ".join(f"{k}={v}" for k, v in p.sweep.items()) or "the run"
+    out = []
+    if p.summary.programs is not None:
+        where = "" if not p.sweep else f" ({label})"
+        out.append(f"busiest links over the run, until the programs completed{where}:")
+        for lk in p.summary.busiest_links:
+            out.append(f"  {_link_name(lk)}: {100 * lk.utilization_run:.1f}% busy, "
+                       f"{lk.bytes} bytes")
+        return out
+    out.append(f"busiest links in the measurement window ({label}):")
+    for lk in p.summary.busiest_links:
+        out.append(f"  {_link_name(lk)}: "
+                   f"{100 * lk.utilization_window:.1f}% busy in the window, "
+                   f"{lk.bytes_window} bytes (whole run: "
+                   f"{100 * lk.utilization_run:.1f}%, {lk.bytes} bytes)")
+    return out
+
+
+def _link_name(lk: LinkUse) -> str:
+    src = f"router {lk.router}" if lk.router is not None else "NIC"
+    return f"{src} -> {lk.peer} [{lk.link_class}] port {lk.port}"
