@@ -227,3 +227,18 @@ def test_json_schema_offers_open_loop_kinds_only(plugins):
     jsonschema.validate(ok, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**ok, "background": {"kind": "pingpong"}}, schema)
+
+
+def test_programs_with_more_packets_than_the_initial_pool(tmp_path):
+    """An allreduce of 12,288 packets (the pool starts at 1,024 rows) beside a background:
+    every program packet arrives, and the background delays the allreduce."""
+    allreduce = {"kind": "allreduce", "ranks": 64, "size": "16KiB"}
+    _, _, alone, _ = run(tmp_path, experiment(workload=allreduce), "alone.yaml")
+    prep, raw, summary, packets = run(tmp_path, experiment(
+        {"kind": "synthetic", "load": 0.5}, workload=allreduce), "loaded.yaml")
+    n_prog = 64 * 6 * 32
+    assert prep.job.programs.n_packets == n_prog
+    done = int((packets["delivered_ps"] >= 0).sum())
+    assert summary.packets_delivered == done + n_prog
+    assert summary.programs.messages == alone.programs.messages == 64 * 6
+    assert summary.programs.completion_ns > alone.programs.completion_ns
