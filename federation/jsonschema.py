@@ -19,10 +19,13 @@ from federation.models.machine import Machine
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def _component(registry: ComponentRegistry[Any], key: str, defs: dict[str, Any]) -> dict[str, Any]:
+def _component(registry: ComponentRegistry[Any], key: str, defs: dict[str, Any],
+               open_loop_only: bool = False) -> dict[str, Any]:
     variants = []
     for name in registry.names():
         cls = registry.get(name)
+        if open_loop_only and getattr(cls, "closed_loop", False):
+            continue
         s = cls.Params.model_json_schema(ref_template="#/$defs/{model}")
         for dname, d in s.pop("$defs", {}).items():
             defs.setdefault(dname, d)
@@ -67,6 +70,11 @@ def experiment_schema(plugins: FederationPlugins) -> dict[str, Any]:
     s["properties"]["routing"] = _component(plugins.routings, "algorithm", defs)
     s["properties"]["routing"]["default"] = {"algorithm": "minimal"}
     s["properties"]["workload"] = _component(plugins.workloads, "kind", defs)
+    background = s["properties"]["background"]  # open-loop kinds only, or null
+    s["properties"]["background"] = {
+        "anyOf": [_component(plugins.workloads, "kind", defs, open_loop_only=True),
+                  {"type": "null"}],
+        "default": None, "description": background.get("description", "")}
     s["properties"]["engine"] = _component(plugins.engines, "kind", defs)
     s["properties"]["engine"]["default"] = {"kind": "native"}
     for k in ("ComponentSpec", "AlgorithmSpec"):

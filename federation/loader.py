@@ -48,6 +48,8 @@ class ResolvedPoint:
     workload: Workload
     engine: Engine
     sweep: dict[str, Any] = field(default_factory=dict)
+    #: open-loop traffic beside the rank programs of a closed-loop ``workload`` (``None``: none)
+    background: Workload | None = None
 
 
 @dataclass
@@ -212,4 +214,39 @@ def _resolve_point(exp: Experiment, source: str, base: Path, plugins: Federation
     routing = resolve_component(exp.routing, plugins.routings, source, "routing")
     workload = resolve_component(exp.workload, plugins.workloads, source, "workload")
     engine = resolve_component(exp.engine, plugins.engines, source, "engine")
-    return ResolvedPoint(exp, source, rm, routing, workload, engine, sweep)
+    background = resolve_background(exp, workload, plugins, source)
+    return ResolvedPoint(exp, source, rm, routing, workload, engine, sweep, background)
+
+
+def resolve_background(exp: Experiment, workload: Workload, plugins: FederationPlugins,
+                       source: str) -> Workload | None:
+    """The ``background`` workload, refused where it has no meaning.
+
+    Background traffic exists to load the network while rank programs run, so it needs a
+    closed-loop ``workload`` (an open-loop one would simply be more traffic of the same kind:
+    it belongs in ``workload``), must itself be open loop (two sets of rank programs would be
+    one program set), and needs ``stop.measure``: it is generated up to ``stop.warmup +
+    stop.measure`` because the programs' completion time is unknown before the run.  These
+    are static facts of the file, checked here so every sweep point is refused before any
+    runs."""
+    if exp.background is None:
+        return None
+    if not workload.closed_loop:
+        raise ConfigError(
+            f"background traffic runs beside rank programs, but workload {workload.name!r} is "
+            "open loop; put all open-loop traffic in 'workload', or make the workload rank "
+            "programs (e.g. pingpong, allreduce, halo3d, program)", source=source,
+            path="background")
+    background = resolve_component(exp.background, plugins.workloads, source, "background")
+    if background.closed_loop:
+        raise ConfigError(
+            f"background {background.name!r} is rank programs (closed loop); background must "
+            "be open-loop traffic (e.g. synthetic, messages); put rank programs in 'workload'",
+            source=source, path="background.kind")
+    if exp.stop.measure is None:
+        raise ConfigError(
+            "background traffic needs a horizon: it is generated over stop.warmup + "
+            "stop.measure, because when the rank programs finish is unknown before the run; "
+            "give stop.measure (a time) instead of stop.messages", source=source,
+            path="stop.measure")
+    return background

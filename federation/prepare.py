@@ -18,7 +18,7 @@ error that could have been seen at the start.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,13 @@ from federation.checks import (
     machine_prefix,
     packets_memory,
 )
-from federation.components import Messages, RouteTables, RoutingProgram, WorkloadContext
+from federation.components import (
+    Messages,
+    RouteTables,
+    RoutingProgram,
+    Workload,
+    WorkloadContext,
+)
 from federation.engine.native import LinkFigures, NativeRun, Packets, check_vcs, packetize
 from federation.engine.program_arrays import ProgramFigures, ProgramTraffic, build_traffic
 from federation.engine.tables_check import check_point_tables
@@ -54,6 +60,8 @@ class PreparedPoint:
     job: NativeRun
     #: measurement window [start, end) in ps; ``None``: the whole run (rank programs)
     window: tuple[int, int] | None
+    #: the open-loop messages, whose packets are ``job.packets`` (with rank programs: the
+    #: background's, none without one; the programs' own messages are ``job.programs``)
     messages: Messages
 
 
@@ -212,7 +220,6 @@ def prepare(point: ResolvedPoint, cache: BuildCache | None = None,
 
 def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoint:
     exp = point.experiment
-    machine = point.machine.machine
     net = built.network
     seeds = np.random.SeedSequence(exp.seed)
     rng_traffic, rng_route = (np.random.default_rng(s) for s in seeds.spawn(2))
@@ -228,6 +235,17 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
         msgs, window = _generate_n_messages(point, net, built.nic_bandwidth, warm,
                                             exp.stop.messages or 0, rng_traffic)
     _check_traffic(point, built, msgs, window, max_memory)
+    packets, n_classes = packetize_messages(point, built, msgs, rng_route)
+    job = _job(point, built, packets, window, rng_route, n_classes)
+    return PreparedPoint(point, net, job, window, msgs)
+
+
+def packetize_messages(point: ResolvedPoint, built: Built, msgs: Messages,
+                       rng_route: np.random.Generator) -> tuple[Packets, int]:
+    """Open-loop messages -> packets with the routing's intermediates, their injection VCs
+    and their QoS classes (drawn in that order from ``rng_route``); also the class count."""
+    machine = point.machine.machine
+    net = built.network
     ptime, psrc, pdst, psize, pmsg = packetize(
         msgs.time_ps, msgs.src, msgs.dst, msgs.size, int(machine.packet_size))
     src_r = net.node_router[psrc]
@@ -243,8 +261,7 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
         raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
                           f"{n_classes - 1} or not one per message", path="machine.qos")
     packets = Packets(ptime, psrc, pdst, psize, pmsg, via, vc, mclass[pmsg].astype(np.int32))
-    job = _job(point, built, packets, window, rng_route, n_classes)
-    return PreparedPoint(point, net, job, window, msgs)
+    return packets, n_classes
 
 
 def _job(point: ResolvedPoint, built: Built, packets: Packets, window: tuple[int, int] | None,
@@ -280,18 +297,95 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
                          seconds_to_ps(machine.nic.recv_overhead),
                          injection_vc=machine.router.injection_vc,
                          via=intermediate_rule(point, built))
-    traffic = build_traffic(progs, net.n_nodes, fig, 0, built.tables.router_group)
+    background = background_messages(point, built)
+    packet = int(machine.packet_size)
+    n_bg = int(((background.size + packet - 1) // packet).sum())
     est = MemoryEstimate(built.memory.network, built.memory.tables,
-                         PROGRAM_BYTES_PER_OP * progs.n_ops)
-    check_memory(est, max_memory, f"this point ({progs.n_ops} operations)", point.source,
-                 "workload")
-    none = np.zeros(0, dtype=np.int64)
-    packets = Packets(none, none, none, none, none, none, None, None)
-    msgs = Messages(np.zeros(traffic.msg_src.shape[0], dtype=np.int64),
-                    traffic.msg_src.astype(np.int32), traffic.msg_dst.astype(np.int32),
-                    traffic.msg_size)
-    job = _job(point, built, packets, None, rng_route, 1, traffic)
-    return PreparedPoint(point, net, job, None, msgs)
+                         PROGRAM_BYTES_PER_OP * progs.n_ops + packets_memory(n_bg))
+    what = f"{progs.n_ops} operations" + (f", {n_bg} background packets" if n_bg else "")
+    check_memory(est, max_memory, f"this point ({what})", point.source,
+                 "stop.measure" if packets_memory(n_bg) > PROGRAM_BYTES_PER_OP * progs.n_ops
+                 else "workload")
+    if point.background is not None:
+        packets, n_classes = packetize_messages(point, built, background,
+                                                background_rngs(point)[1])
+    else:
+        none = np.zeros(0, dtype=np.int64)
+        packets, n_classes = Packets(none, none, none, none, none, none, None, None), 1
+    # the programs' packets take the rows after the open-loop (background) ones
+    traffic = build_traffic(progs, net.n_nodes, fig, packets.count, built.tables.router_group)
+    if packets.count:
+        traffic = whole_pool(traffic)
+        check_memory(MemoryEstimate(est.network, est.tables, est.packets + packets_memory(
+            traffic.prog.row_flow.shape[0])), max_memory, f"this point ({what})",
+            point.source, "workload")
+    job = _job(point, built, packets, None, rng_route, n_classes, traffic)
+    return PreparedPoint(point, net, job, None, background)
+
+
+def whole_pool(traffic: ProgramTraffic) -> ProgramTraffic:
+    """Workaround for the engine's pool growth with open-loop packets: ``grow_pool``
+    (``federation/engine/native.py``) lengthens ``row_flow`` to ``k_open + 2 * old`` rows
+    instead of ``2 * old``, so once background packets exist (``k_open > 0``) a second
+    growth fails.  Until that is fixed there, a run with a background gets a pool as large
+    as all its programs' packets, so the pool never grows (more memory, same results)."""
+    pg = traffic.prog
+    need, k = traffic.n_packets, int(pg.k_open)
+    if k == 0 or need <= pg.row_flow.shape[0]:
+        return traffic
+    prog = pg._replace(row_flow=np.full(need, -1, dtype=np.int64),
+                       free=np.arange(k + need - 1, k - 1, -1, dtype=np.int64))
+    return replace(traffic, prog=prog)
+
+
+def background_rngs(point: ResolvedPoint) -> tuple[np.random.Generator, np.random.Generator]:
+    """The background's traffic and routing streams: children 2 and 3 of the seed's sequence
+    (children 0 and 1 are the run's traffic and routing streams, as without a background), so
+    adding or changing a background leaves the programs' own draws (the loop's seed, a
+    random workload's choices) exactly as they were."""
+    seeds = np.random.SeedSequence(point.experiment.seed).spawn(4)
+    return np.random.default_rng(seeds[2]), np.random.default_rng(seeds[3])
+
+
+def background_messages(point: ResolvedPoint, built: Built) -> Messages:
+    """The ``background`` workload's messages over ``[0, stop.warmup + stop.measure)``
+    (no messages without a background).
+
+    They are the open-loop packets of a rank-program run: the run ends when the programs
+    finish, so whatever of them is still in flight then is left undelivered.  The loader
+    already refused a background without ``stop.measure``; it is checked again here for
+    points built by hand.  Errors a workload raises about its own fields (``workload.x``)
+    are reported at ``background.x``, where the user wrote them."""
+    empty = Messages(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32),
+                     np.zeros(0, np.int64))
+    bg = point.background
+    if bg is None:
+        return empty
+    stop = point.experiment.stop
+    if stop.measure is None:
+        raise ConfigError("background traffic needs a horizon: give stop.measure (it is "
+                          "generated over stop.warmup + stop.measure)", source=point.source,
+                          path="stop.measure")
+    horizon = seconds_to_ps(stop.warmup) + seconds_to_ps(stop.measure)
+    if horizon >= TIME_LIMIT_PS:
+        raise ConfigError(f"stop.warmup + stop.measure reach past {CLOCK_LIMIT}",
+                          source=point.source, path="stop.measure")
+    rng = background_rngs(point)[0]
+    try:
+        msgs = bg.generate(_ctx(point, built.network, horizon, built.nic_bandwidth, rng))
+        check_messages(point, built.network.n_nodes, msgs, bg)
+    except ConfigError as exc:
+        raise as_background(exc) from None
+    return msgs
+
+
+def as_background(exc: ConfigError) -> ConfigError:
+    """``exc`` with a ``workload`` field path moved to ``background``."""
+    path = exc.path or ""
+    if path != "workload" and not path.startswith("workload."):
+        return exc
+    return ConfigError(exc.message, source=exc.source,
+                       path="background" + path[len("workload"):])
 
 
 #: bytes of engine state per operation (operation, message, 3 flows, matching slots), an
@@ -363,12 +457,14 @@ def _stop_field(point: ResolvedPoint) -> str:
     return f"sweep.{name}" if name in point.sweep else name
 
 
-def check_messages(point: ResolvedPoint, n_nodes: int, msgs: Messages) -> None:
+def check_messages(point: ResolvedPoint, n_nodes: int, msgs: Messages,
+                   workload: Workload | None = None) -> None:
     """A workload plugin's messages as the engine needs them: one entry per message in every
     array, nodes that exist, whole positive sizes, times from 0 in creation order.  The
     compiled loop indexes by these without bounds checks, so a slip here would read another
-    node's state instead of failing."""
-    name = point.workload.name
+    node's state instead of failing.  ``workload``: the one that made them (default: the
+    point's)."""
+    name = (workload or point.workload).name
     n = msgs.count
 
     def refuse(what: str) -> None:

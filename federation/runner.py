@@ -94,10 +94,12 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     msg_measured = ((prep.messages.time_ps >= w0) & (prep.messages.time_ps < w1)
                     & (msg_done >= 0))
     mct = (msg_done - prep.messages.time_ps)[msg_measured] / 1e3
-    if raw.programs is not None:  # a program message is created when its send starts
-        pg = raw.programs
-        fin, post = pg.msg_finish[:prep.messages.count], pg.msg_post[:prep.messages.count]
-        mct = (fin - post)[fin >= 0] / 1e3
+    if raw.programs is not None and prep.job.programs is not None:
+        # a program message is created when its send starts; the background's delivered
+        # messages (all created in the run's window) count beside them
+        pg, n = raw.programs, prep.job.programs.msg_src.shape[0]
+        fin, post = pg.msg_finish[:n], pg.msg_post[:n]
+        mct = np.concatenate([mct, (fin - post)[fin >= 0] / 1e3])
 
     # ports: over the window the engine measured (the job's), and over the whole run
     pw = raw.window_ports
@@ -252,20 +254,28 @@ def class_columns(raw: RawResult) -> dict[str, np.ndarray]:
 
 
 def message_done(prep: PreparedPoint, raw: RawResult) -> np.ndarray:
-    """Per message, the delivery time of its last packet (-1 if one is undelivered)."""
+    """Per message, the delivery time of its last packet (-1 if one is undelivered: a
+    background packet still in flight when rank programs finished)."""
     done = np.full(prep.messages.count, -1, dtype=np.int64)
-    np.maximum.at(done, prep.job.packets.msg, raw.pkt_deliver)
+    msg = prep.job.packets.msg
+    np.maximum.at(done, msg, raw.pkt_deliver)
+    lost = raw.pkt_deliver < 0
+    if lost.any():
+        done[msg[lost]] = -1
     return done
 
 
 def message_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
-    """Per-message completion: the last packet's delivery minus the message's creation."""
+    """Per-message completion: the last packet's delivery minus the message's creation.
+
+    With rank programs: the background's messages first, then the programs' (see
+    :func:`program_message_table`)."""
     m = prep.messages
     done = message_done(prep, raw)
     w0, w1 = window_of(prep, raw)
     pg = raw.programs
-    if pg is not None and m.count:  # rank programs: their messages' own times
-        return program_message_table(prep, pg)
+    if pg is not None:  # rank programs: their messages' own times
+        return program_message_table(prep, raw, pg)
     return {
         "message": np.arange(m.count, dtype=np.int64),
         "src": m.src.astype(np.int32),
@@ -278,14 +288,19 @@ def message_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
     }
 
 
-def program_message_table(prep: PreparedPoint, pg: Prog) -> dict[str, np.ndarray]:
-    """Per message of the rank programs: posted (its send started), started (its first data
-    packet left the NIC), completed (its last data packet arrived)."""
+def program_message_table(prep: PreparedPoint, raw: RawResult,
+                          pg: Prog) -> dict[str, np.ndarray]:
+    """Per message of a rank-program run: the background's first (``message`` indexes the
+    packets table), then the programs' (``message`` indexes their state).  Created: the
+    background message's creation or the send's start; started: its first data packet left
+    the NIC; completed: its last one arrived (-1, not ``measured``: still in flight when the
+    programs finished).  Background rows have rank and tag -1, no rendezvous."""
     t = prep.job.programs
     assert t is not None
     post, done = pg.msg_post, pg.msg_finish
-    return {
+    programs = {
         "message": np.arange(post.shape[0], dtype=np.int64),
+        "background": np.zeros(post.shape[0], dtype=bool),
         "src": t.msg_src.astype(np.int32),
         "dst": t.msg_dst.astype(np.int32),
         "size": t.msg_size.astype(np.int64),
@@ -299,6 +314,36 @@ def program_message_table(prep: PreparedPoint, pg: Prog) -> dict[str, np.ndarray
         "tag": t.msg_tag.astype(np.int32),
         "rendezvous": t.msg_rdv.astype(bool),
     }
+    m = prep.messages
+    if not m.count:
+        return programs
+    done_bg = message_done(prep, raw)
+    none = np.full(m.count, -1, dtype=np.int32)
+    background = {
+        "message": np.arange(m.count, dtype=np.int64),
+        "background": np.ones(m.count, dtype=bool),
+        "src": m.src.astype(np.int32),
+        "dst": m.dst.astype(np.int32),
+        "size": m.size.astype(np.int64),
+        "created_ps": m.time_ps.astype(np.int64),
+        "started_ps": message_started(prep, raw),
+        "completed_ps": done_bg,
+        "completion_ps": np.where(done_bg >= 0, done_bg - m.time_ps, -1),
+        "measured": done_bg >= 0,
+        "src_rank": none,
+        "dst_rank": none,
+        "tag": none,
+        "rendezvous": np.zeros(m.count, dtype=bool),
+    }
+    return {k: np.concatenate([background[k], programs[k]]) for k in programs}
+
+
+def message_started(prep: PreparedPoint, raw: RawResult) -> np.ndarray:
+    """Per open-loop message, when its first packet left the NIC (-1: none had)."""
+    first = np.full(prep.messages.count, np.iinfo(np.int64).max, dtype=np.int64)
+    sent = raw.pkt_inject >= 0
+    np.minimum.at(first, prep.job.packets.msg[sent], raw.pkt_inject[sent])
+    return np.where(first == np.iinfo(np.int64).max, -1, first)
 
 
 def _performance(raw: RawResult) -> Performance:
@@ -340,6 +385,7 @@ def resolved_document(point: ResolvedPoint, built: Built) -> dict[str, Any]:
     exp["routing"] = {"algorithm": point.routing.name,
                       **point.routing.params.model_dump(mode="json")}
     exp["workload"] = _component(point.workload)
+    exp["background"] = _component(point.background) if point.background is not None else None
     exp["engine"] = _component(point.engine)
     return exp
 

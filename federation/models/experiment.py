@@ -1,4 +1,5 @@
-"""Experiment files: a machine, routing, workload, engine, seed, stop rule, sweep and outputs."""
+"""Experiment files: a machine, routing, workload (and background), engine, seed, stop rule,
+sweep and outputs."""
 
 from __future__ import annotations
 
@@ -73,6 +74,12 @@ class Experiment(DocumentModel):
     workload: ComponentSpec = Field(
         default_factory=lambda: ComponentSpec(kind="synthetic", params={}),
         description="{kind: ..., <params>}",
+    )
+    background: ComponentSpec | None = Field(
+        None,
+        description="open-loop traffic ({kind: ..., <params>}, e.g. {kind: synthetic, load: 0.2}) "
+        "beside a closed-loop workload (rank programs), generated over stop.warmup + "
+        "stop.measure; the run still ends when the programs finish",
     )
     engine: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="native", params={}))
     seed: int = Field(1, ge=0)
