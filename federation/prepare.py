@@ -18,7 +18,7 @@ error that could have been seen at the start.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -314,28 +314,8 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
         packets, n_classes = Packets(none, none, none, none, none, none, None, None), 1
     # the programs' packets take the rows after the open-loop (background) ones
     traffic = build_traffic(progs, net.n_nodes, fig, packets.count, built.tables.router_group)
-    if packets.count:
-        traffic = whole_pool(traffic)
-        check_memory(MemoryEstimate(est.network, est.tables, est.packets + packets_memory(
-            traffic.prog.row_flow.shape[0])), max_memory, f"this point ({what})",
-            point.source, "workload")
     job = _job(point, built, packets, None, rng_route, n_classes, traffic)
     return PreparedPoint(point, net, job, None, background)
-
-
-def whole_pool(traffic: ProgramTraffic) -> ProgramTraffic:
-    """Workaround for the engine's pool growth with open-loop packets: ``grow_pool``
-    (``federation/engine/native.py``) lengthens ``row_flow`` to ``k_open + 2 * old`` rows
-    instead of ``2 * old``, so once background packets exist (``k_open > 0``) a second
-    growth fails.  Until that is fixed there, a run with a background gets a pool as large
-    as all its programs' packets, so the pool never grows (more memory, same results)."""
-    pg = traffic.prog
-    need, k = traffic.n_packets, int(pg.k_open)
-    if k == 0 or need <= pg.row_flow.shape[0]:
-        return traffic
-    prog = pg._replace(row_flow=np.full(need, -1, dtype=np.int64),
-                       free=np.arange(k + need - 1, k - 1, -1, dtype=np.int64))
-    return replace(traffic, prog=prog)
 
 
 def background_rngs(point: ResolvedPoint) -> tuple[np.random.Generator, np.random.Generator]:
@@ -407,7 +387,7 @@ def intermediate_rule(point: ResolvedPoint, built: Built) -> str:
     if rule in ("none", "group", "router"):
         return rule
     raise ConfigError(
-        f"routing {routing.name!r} ({built.owner or 'a plugin'}) draws its packets' "
+        f"{built.owner or f'routing {routing.name!r}'}: the routing draws its packets' "
         "intermediates in Python (Routing.intermediates) with no intermediate_rule for "
         "packets born inside the compiled loop, as rank programs' are: give the rule, or "
         "draw them in the routing program's inject function (docs/plugins.md)",
