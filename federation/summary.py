@@ -1,0 +1,298 @@
+"""A point's raw engine arrays reduced to its summary and its packet, port and message tables.
+
+Every figure is over the measurement window (for rank programs: the whole run, which ends when
+the programs finish); the per-port whole-run totals are kept beside them.  Rank programs'
+packets are born and recycled in the loop, so they come as sums (``Prog.pstat``), not rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from federation.engine.native import RawResult
+from federation.engine.state import Prog
+from federation.models.results import LatencyStats, LinkUse, PointSummary, ProgramSummary
+from federation.prepare import PreparedPoint
+from federation.units import PS_PER_S
+
+
+def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[str, np.ndarray],
+                                                            dict[str, np.ndarray]]:
+    """Reduce raw arrays to the summary plus the per-packet and per-port tables."""
+    job = prep.job
+    net = prep.network
+    pk = job.packets
+    pt = net.ports
+    w0, w1 = window_of(prep, raw)
+    span_s = (w1 - w0) / PS_PER_S
+    capacity = span_s * job.nic_bandwidth * net.n_nodes  # bytes the NICs could inject
+    # packets created in the window (a background packet still in flight when the rank
+    # programs finished is not measured: its latency is unknown)
+    created = raw.pkt_created if raw.pkt_created is not None else pk.time_ps
+    measured = (created >= w0) & (created < w1) & (raw.pkt_deliver >= 0)
+    delivered_in = (raw.pkt_deliver >= w0) & (raw.pkt_deliver < w1)
+    lat = (raw.pkt_deliver - created) / 1e3
+    netlat = (raw.pkt_deliver - raw.pkt_inject) / 1e3
+
+    def stats(x: np.ndarray) -> LatencyStats:
+        if x.size == 0:
+            return LatencyStats(mean=None, p50=None, p99=None, max=None)
+        return LatencyStats(mean=float(x.mean()), p50=float(np.percentile(x, 50)),
+                            p99=float(np.percentile(x, 99)), max=float(x.max()))
+
+    msg_done = message_done(prep, raw)
+    msg_measured = ((prep.messages.time_ps >= w0) & (prep.messages.time_ps < w1)
+                    & (msg_done >= 0))
+    mct = (msg_done - prep.messages.time_ps)[msg_measured] / 1e3
+    if raw.programs is not None and prep.job.programs is not None:
+        # a program message is created when its send starts; the background's delivered
+        # messages (all created in the run's window) count beside them
+        pg, n = raw.programs, prep.job.programs.msg_src.shape[0]
+        fin, post = pg.msg_finish[:n], pg.msg_post[:n]
+        mct = np.concatenate([mct, (fin - post)[fin >= 0] / 1e3])
+
+    # ports: over the window the engine measured (the job's), and over the whole run
+    pw = raw.window_ports
+    util_run = raw.port_busy / max(raw.end_ps, 1)
+    util_window = pw.busy / max(raw.window[1] - raw.window[0], 1)
+    order = np.lexsort((np.arange(util_window.size), -util_window))[:5]
+    busiest = []
+    for p in order.tolist():
+        if pw.busy[p] == 0:
+            continue
+        peer = int(pt.port_peer[p])
+        pr = int(pt.port_router[peer])
+        busiest.append(LinkUse(
+            router=int(pt.port_router[p]) if pt.port_router[p] >= 0 else None,
+            port=p,
+            link_class=net.link_classes[int(pt.port_class[p])],
+            peer=f"router {pr}" if pr >= 0 else f"node {int(pt.port_node[peer])}",
+            utilization_window=float(util_window[p]),
+            bytes_window=int(pw.bytes[p]),
+            utilization_run=float(util_run[p]),
+            bytes=int(raw.port_bytes[p]),
+        ))
+    fields = dict(
+        offered_load=float(pk.size[measured].sum() / capacity) if capacity > 0 else None,
+        accepted_load=float(pk.size[delivered_in].sum() / capacity) if capacity > 0 else 0.0,
+        packets_generated=pk.count,
+        packets_measured=int(measured.sum()),
+        packets_delivered=int((raw.pkt_deliver >= 0).sum()),
+        bytes_injected=int(pk.size.sum()),
+        bytes_delivered=int(pk.size[raw.pkt_deliver >= 0].sum()),
+        latency_ns=stats(lat[measured]),
+        network_latency_ns=stats(netlat[measured]),
+        mean_hops=float(raw.pkt_hops[measured].mean()) if measured.any() else None,
+        nonminimal_fraction=float(1 - raw.pkt_minimal[measured].mean()) if measured.any() else None,
+        message_completion_ns_mean=float(mct.mean()) if mct.size else None,
+        simulated_time_ns=raw.end_ps / 1e3,
+        events=raw.events,
+        packet_hops=raw.packet_hops,
+        busiest_links=busiest,
+        programs=program_summary(raw),
+    )
+    if raw.programs is not None:
+        with_program_packets(fields, raw.programs.pstat, capacity)
+    summary = PointSummary(**fields)
+    packets = {
+        "packet": np.arange(pk.count, dtype=np.int64),
+        "message": pk.msg.astype(np.int64),
+        "src": pk.src.astype(np.int32),
+        "dst": pk.dst.astype(np.int32),
+        "size": pk.size.astype(np.int64),
+        "created_ps": created.astype(np.int64),
+        "injected_ps": raw.pkt_inject,
+        "delivered_ps": raw.pkt_deliver,
+        "hops": raw.pkt_hops,
+        "minimal": raw.pkt_minimal.astype(bool),
+        "via_group": raw.pkt_via.astype(np.int32),
+        "measured": measured,
+    }
+    local = np.where(pt.port_router >= 0,
+                     np.arange(pt.n_ports) - pt.router_port_start[np.maximum(pt.port_router, 0)], 0)
+    ports = {
+        "port": np.arange(pt.n_ports, dtype=np.int64),
+        "router": pt.port_router,
+        "local_port": local.astype(np.int32),
+        "node": pt.port_node,
+        "link_class": np.array(net.link_classes, dtype=object)[pt.port_class],
+        "peer_router": pt.port_router[pt.port_peer],
+        "utilization_window": util_window,
+        "bytes_window": pw.bytes,
+        "packets_window": pw.packets,
+        "busy_ps_window": pw.busy,
+        "stall_ps_window": pw.stall,
+        "utilization_run": util_run,
+        "bytes": raw.port_bytes,
+        "packets": raw.port_pkts,
+        "busy_ps": raw.port_busy,
+        "stall_ps": raw.port_stall,
+        "peak_input_occupancy_bytes": raw.port_peak,
+        **class_columns(raw),
+    }
+    return summary, packets, ports
+
+
+def with_program_packets(fields: dict[str, Any], pstat: np.ndarray, capacity: float) -> None:
+    """Add the packets of rank programs to the summary's packet figures.
+
+    They are born and recycled inside the loop and summed as they arrive (``Prog.pstat``), so
+    means, maxima and totals are exact but there is no per-packet list to take percentiles
+    from: with rank programs ``p50`` and ``p99`` are null, and the packets table lists only
+    open-loop (background) packets."""
+    from federation.engine.programs import (
+        PSTAT_BYTES,
+        PSTAT_HOPS,
+        PSTAT_LATENCY,
+        PSTAT_MAX,
+        PSTAT_NETWORK,
+        PSTAT_NONMINIMAL,
+        PSTAT_PACKETS,
+    )
+
+    n, nbytes = int(pstat[PSTAT_PACKETS]), int(pstat[PSTAT_BYTES])
+    if n == 0:
+        return
+    m = fields["packets_measured"]
+
+    def mean(old: float | None, total_ps: int) -> float:
+        return ((old or 0.0) * m + total_ps / 1e3) / (m + n)
+
+    lat, net = fields["latency_ns"], fields["network_latency_ns"]
+    fields["latency_ns"] = LatencyStats(
+        mean=mean(lat.mean, int(pstat[PSTAT_LATENCY])), p50=None, p99=None,
+        max=max(lat.max or 0.0, int(pstat[PSTAT_MAX]) / 1e3))
+    fields["network_latency_ns"] = LatencyStats(
+        mean=mean(net.mean, int(pstat[PSTAT_NETWORK])), p50=None, p99=None, max=None)
+    fields["mean_hops"] = ((fields["mean_hops"] or 0.0) * m + int(pstat[PSTAT_HOPS])) / (m + n)
+    fields["nonminimal_fraction"] = (((fields["nonminimal_fraction"] or 0.0) * m
+                                      + int(pstat[PSTAT_NONMINIMAL])) / (m + n))
+    for key, add in (("packets_generated", n), ("packets_measured", n),
+                     ("packets_delivered", n), ("bytes_injected", nbytes),
+                     ("bytes_delivered", nbytes)):
+        fields[key] += add
+    if capacity > 0:
+        fields["offered_load"] = (fields["offered_load"] or 0.0) + nbytes / capacity
+        fields["accepted_load"] += nbytes / capacity
+
+
+def window_of(prep: PreparedPoint, raw: RawResult) -> tuple[int, int]:
+    """The measurement window: the point's, or the whole run for rank programs."""
+    return prep.window if prep.window is not None else raw.window
+
+
+def program_summary(raw: RawResult) -> ProgramSummary | None:
+    """Completion and per-rank finish times of the rank programs (``None``: open loop)."""
+    pg = raw.programs
+    if pg is None:
+        return None
+    finish = pg.rank_finish[:pg.rank_left.shape[0]]
+    return ProgramSummary(
+        ranks=int(finish.shape[0]), operations=int(pg.n_ops),
+        messages=int((pg.msg_post >= 0).sum()),
+        completion_ns=float(finish.max()) / 1e3 if finish.size else 0.0,
+        rank_finish_ns=[float(x) / 1e3 for x in finish.tolist()])
+
+
+def class_columns(raw: RawResult) -> dict[str, np.ndarray]:
+    """``bytes_class_K``: whole-run bytes per port of each traffic class, when there are
+    several (a QoS policy's classes)."""
+    per = raw.port_class_bytes
+    if per is None or per.shape[1] < 2:
+        return {}
+    return {f"bytes_class_{k}": per[:, k].copy() for k in range(per.shape[1])}
+
+
+def message_done(prep: PreparedPoint, raw: RawResult) -> np.ndarray:
+    """Per message, the delivery time of its last packet (-1 if one is undelivered: a
+    background packet still in flight when rank programs finished)."""
+    done = np.full(prep.messages.count, -1, dtype=np.int64)
+    msg = prep.job.packets.msg
+    np.maximum.at(done, msg, raw.pkt_deliver)
+    lost = raw.pkt_deliver < 0
+    if lost.any():
+        done[msg[lost]] = -1
+    return done
+
+
+def message_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
+    """Per-message completion: the last packet's delivery minus the message's creation.
+
+    With rank programs: the background's messages first, then the programs' (see
+    :func:`program_message_table`)."""
+    m = prep.messages
+    done = message_done(prep, raw)
+    w0, w1 = window_of(prep, raw)
+    pg = raw.programs
+    if pg is not None:  # rank programs: their messages' own times
+        return program_message_table(prep, raw, pg)
+    return {
+        "message": np.arange(m.count, dtype=np.int64),
+        "src": m.src.astype(np.int32),
+        "dst": m.dst.astype(np.int32),
+        "size": m.size.astype(np.int64),
+        "created_ps": m.time_ps.astype(np.int64),
+        "completed_ps": done,
+        "completion_ps": done - m.time_ps,
+        "measured": (m.time_ps >= w0) & (m.time_ps < w1),
+    }
+
+
+def program_message_table(prep: PreparedPoint, raw: RawResult,
+                          pg: Prog) -> dict[str, np.ndarray]:
+    """Per message of a rank-program run: the background's first (``message`` indexes the
+    packets table), then the programs' (``message`` indexes their state).  Created: the
+    background message's creation or the send's start; started: its first data packet left
+    the NIC; completed: its last one arrived (-1, not ``measured``: still in flight when the
+    programs finished).  Background rows have rank and tag -1, no rendezvous."""
+    t = prep.job.programs
+    assert t is not None
+    post, done = pg.msg_post, pg.msg_finish
+    programs = {
+        "message": np.arange(post.shape[0], dtype=np.int64),
+        "background": np.zeros(post.shape[0], dtype=bool),
+        "src": t.msg_src.astype(np.int32),
+        "dst": t.msg_dst.astype(np.int32),
+        "size": t.msg_size.astype(np.int64),
+        "created_ps": post.copy(),
+        "started_ps": pg.msg_start.copy(),
+        "completed_ps": done.copy(),
+        "completion_ps": np.where(done >= 0, done - post, -1),
+        "measured": done >= 0,
+        "src_rank": t.msg_src_rank.astype(np.int32),
+        "dst_rank": t.msg_dst_rank.astype(np.int32),
+        "tag": t.msg_tag.astype(np.int32),
+        "rendezvous": t.msg_rdv.astype(bool),
+    }
+    m = prep.messages
+    if not m.count:
+        return programs
+    done_bg = message_done(prep, raw)
+    none = np.full(m.count, -1, dtype=np.int32)
+    background = {
+        "message": np.arange(m.count, dtype=np.int64),
+        "background": np.ones(m.count, dtype=bool),
+        "src": m.src.astype(np.int32),
+        "dst": m.dst.astype(np.int32),
+        "size": m.size.astype(np.int64),
+        "created_ps": m.time_ps.astype(np.int64),
+        "started_ps": message_started(prep, raw),
+        "completed_ps": done_bg,
+        "completion_ps": np.where(done_bg >= 0, done_bg - m.time_ps, -1),
+        "measured": done_bg >= 0,
+        "src_rank": none,
+        "dst_rank": none,
+        "tag": none,
+        "rendezvous": np.zeros(m.count, dtype=bool),
+    }
+    return {k: np.concatenate([background[k], programs[k]]) for k in programs}
+
+
+def message_started(prep: PreparedPoint, raw: RawResult) -> np.ndarray:
+    """Per open-loop message, when its first packet left the NIC (-1: none had)."""
+    first = np.full(prep.messages.count, np.iinfo(np.int64).max, dtype=np.int64)
+    sent = raw.pkt_inject >= 0
+    np.minimum.at(first, prep.job.packets.msg[sent], raw.pkt_inject[sent])
+    return np.where(first == np.iinfo(np.int64).max, -1, first)
