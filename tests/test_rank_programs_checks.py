@@ -33,6 +33,7 @@ import yaml
 from conftest import simulate
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_rank_programs_engine import MACHINE
 from test_switching import cut_through, store_and_forward
 
 from federation.components import WorkloadContext
@@ -44,14 +45,6 @@ from federation.runner import message_table, run_experiment
 
 DATA = Path(__file__).resolve().parent / "data" / "programs"
 
-MACHINE = {
-    "topology": {"kind": "dragonfly", "p": 8, "a": 4, "h": 2},
-    "links": {"terminal": {"bandwidth": "8GB/s", "latency": "10ns"},
-              "local": {"bandwidth": "8GB/s", "latency": "30ns"},
-              "global": {"bandwidth": "8GB/s", "latency": "100ns"}},
-    "router": {"delay": "20ns", "vcs": 2},
-    "packet_size": 512,
-}
 CODES = Path(__file__).resolve().parent.parent / "schemas" / "machines" / "codes-dragonfly.yaml"
 
 #: ps to serialise one byte at 8 GB/s; the terminal latency; the router delay
