@@ -41,9 +41,10 @@ from federation.components import (
     Workload,
     WorkloadContext,
 )
-from federation.engine.native import LinkFigures, NativeRun, Packets, check_vcs, packetize
+from federation.engine.native import LinkFigures, NativeRun, check_vcs
 from federation.engine.program_arrays import ProgramFigures, ProgramTraffic, build_traffic
 from federation.engine.tables_check import check_point_tables
+from federation.engine.traffic import OpenTraffic, injection_vcs  # noqa: F401 (re-export)
 from federation.errors import ConfigError, FederationError, RoutingError, located
 from federation.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.loader import LoadedExperiment, ResolvedPoint
@@ -235,24 +236,17 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
         msgs, window = _generate_n_messages(point, net, built.nic_bandwidth, warm,
                                             exp.stop.messages or 0, rng_traffic)
     _check_traffic(point, built, msgs, window, max_memory)
-    packets, n_classes = packetize_messages(point, built, msgs, rng_route)
-    job = _job(point, built, packets, window, rng_route, n_classes)
+    traffic, n_classes = open_traffic(point, built, msgs, rng_route)
+    job = _job(point, built, traffic, window, rng_route, n_classes)
     return PreparedPoint(point, net, job, window, msgs)
 
 
-def packetize_messages(point: ResolvedPoint, built: Built, msgs: Messages,
-                       rng_route: np.random.Generator) -> tuple[Packets, int]:
-    """Open-loop messages -> packets with the routing's intermediates, their injection VCs
-    and their QoS classes (drawn in that order from ``rng_route``); also the class count."""
+def open_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
+                 rng_route: np.random.Generator) -> tuple[OpenTraffic, int]:
+    """Open-loop messages as the engine takes them (it packetizes them and draws the
+    routing's intermediates, then the injection VCs, from ``rng_route``:
+    :mod:`federation.engine.traffic`), with each message's QoS class; also the class count."""
     machine = point.machine.machine
-    net = built.network
-    ptime, psrc, pdst, psize, pmsg = packetize(
-        msgs.time_ps, msgs.src, msgs.dst, msgs.size, int(machine.packet_size))
-    src_r = net.node_router[psrc]
-    dst_r = net.node_router[pdst]
-    via = point.routing.intermediates(built.tables, src_r, dst_r, rng_route)
-    check_intermediates(point, built, via, ptime.shape[0])
-    vc = injection_vcs(machine.router.injection_vc, psrc, machine.router.vcs, rng_route)
     qos = point.machine.qos
     n_classes = int(qos.n_classes())
     mclass = np.asarray(qos.traffic_class(msgs))
@@ -260,24 +254,34 @@ def packetize_messages(point: ResolvedPoint, built: Built, msgs: Messages,
                                          <= int(mclass.max()) < n_classes):
         raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
                           f"{n_classes - 1} or not one per message", path="machine.qos")
-    packets = Packets(ptime, psrc, pdst, psize, pmsg, via, vc, mclass[pmsg].astype(np.int32))
-    return packets, n_classes
+    tables = built.tables
+
+    def intermediates(src_r: np.ndarray, dst_r: np.ndarray,
+                      rng: np.random.Generator) -> np.ndarray:
+        return point.routing.intermediates(tables, src_r, dst_r, rng)
+
+    def check(via: np.ndarray, count: int) -> None:
+        check_intermediates(point, built, via, count)  # names the file and the routing
+
+    return OpenTraffic(msgs, mclass, int(machine.packet_size), built.network.node_router,
+                       intermediates, check, machine.router.injection_vc, machine.router.vcs,
+                       rng_route), n_classes
 
 
-def _job(point: ResolvedPoint, built: Built, packets: Packets, window: tuple[int, int] | None,
-         rng_route: np.random.Generator, n_classes: int,
+def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
+         window: tuple[int, int] | None, rng_route: np.random.Generator, n_classes: int,
          programs: ProgramTraffic | None = None) -> NativeRun:
+    """The one description the engine gets: network, routing, arbiter, programs, traffic."""
     machine = point.machine.machine
     arbiter = point.machine.arbiter
     return NativeRun(built.network, built.links, built.nic_bandwidth, machine.router.delay,
-                     machine.router.vcs, built.tables, packets, window,
+                     machine.router.vcs, built.tables, None, window,
                      cut_through=machine.router.switching == "cut_through",
                      program=built.program,
                      arbiter=(type(arbiter).function,
                               arbiter.state(built.network, machine.router.vcs)),
-                     owner=built.owner,
-                     seed_stream=int(rng_route.integers(1, 2**62)), n_classes=n_classes,
-                     programs=programs)
+                     owner=built.owner, given_seed=None, n_classes=n_classes,
+                     programs=programs, traffic=traffic, seed_rng=rng_route)
 
 
 def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
@@ -306,15 +310,12 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
     check_memory(est, max_memory, f"this point ({what})", point.source,
                  "stop.measure" if packets_memory(n_bg) > PROGRAM_BYTES_PER_OP * progs.n_ops
                  else "workload")
+    opened, n_classes = None, 1
     if point.background is not None:
-        packets, n_classes = packetize_messages(point, built, background,
-                                                background_rngs(point)[1])
-    else:
-        none = np.zeros(0, dtype=np.int64)
-        packets, n_classes = Packets(none, none, none, none, none, none, None, None), 1
+        opened, n_classes = open_traffic(point, built, background, background_rngs(point)[1])
     # the programs' packets take the rows after the open-loop (background) ones
-    traffic = build_traffic(progs, net.n_nodes, fig, packets.count, built.tables.router_group)
-    job = _job(point, built, packets, None, rng_route, n_classes, traffic)
+    traffic = build_traffic(progs, net.n_nodes, fig, n_bg, built.tables.router_group)
+    job = _job(point, built, opened, None, rng_route, n_classes, traffic)
     return PreparedPoint(point, net, job, None, background)
 
 
@@ -407,29 +408,6 @@ def check_rank_programs(point: ResolvedPoint, progs: RankPrograms, n_nodes: int)
     except ImportError:  # pragma: no cover - the checks module lands with the formats
         return
     check_programs(progs, n_nodes, source=progs.source or point.source, path="workload")
-
-
-def injection_vcs(policy: str, src: np.ndarray, n_vcs: int,
-                  rng: np.random.Generator) -> np.ndarray:
-    """The VC each packet enters its first router on (``router.injection_vc``).
-
-    ``spread`` numbers each NIC's packets in creation order (packets are sorted by time) and
-    takes that number modulo the VC count, so consecutive packets of a node queue in different
-    input buffers at its router, as BookSim's round-robin injection does.  ``random`` draws
-    from the routing stream *after* the routing's own draws, so choosing it does not change
-    which intermediate groups a seed gives.
-    """
-    k = src.shape[0]
-    if policy == "zero" or n_vcs == 1 or k == 0:
-        return np.zeros(k, dtype=np.int32)
-    if policy == "random":
-        return rng.integers(0, n_vcs, size=k).astype(np.int32)
-    order = np.argsort(src, kind="stable")
-    counts = np.bincount(src, minlength=int(src.max()) + 1)
-    start = np.repeat(np.cumsum(counts) - counts, counts)
-    rank = np.empty(k, dtype=np.int64)
-    rank[order] = np.arange(k) - start
-    return (rank % n_vcs).astype(np.int32)
 
 
 def _stop_field(point: ResolvedPoint) -> str:

@@ -25,6 +25,7 @@ from federation.engine.state import Prog, Sim
 from federation.engine.tables_route import inject as table_inject
 from federation.engine.tables_route import program_tables
 from federation.engine.tables_route import route as table_route
+from federation.engine.traffic import OpenTraffic, Packets, packetize_traffic
 from federation.errors import RoutingError, SimulationError
 from federation.limits import MAX_PACKET_BYTES, TIME_LIMIT_PS
 from federation.network import Network
@@ -44,29 +45,12 @@ class LinkFigures:
 
 
 @dataclass
-class Packets:
-    """Packets of a run (creation time sorted), built from messages by :func:`packetize`."""
-
-    time_ps: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
-    size: np.ndarray
-    msg: np.ndarray
-    via: np.ndarray
-    #: VC each packet is injected into at its first router (``router.injection_vc``);
-    #: ``None``: VC 0
-    vc: np.ndarray | None = None
-    #: traffic class of each packet (its message's, from the QoS policy); ``None``: 0
-    cls: np.ndarray | None = None
-
-    @property
-    def count(self) -> int:
-        return int(self.time_ps.shape[0])
-
-
-@dataclass
 class NativeRun:
-    """Everything the loop needs, already resolved (see :func:`federation.runner.prepare`)."""
+    """What the runner hands an engine for one point (see :func:`federation.prepare.prepare`):
+    the network and its figures, the routing, the arbiter, the rank programs and the
+    open-loop traffic.  The open-loop packets are made on the engine side
+    (:mod:`federation.engine.traffic`) when :attr:`packets` is first read, and the loop's
+    random stream is drawn after them from the same routing stream (:attr:`seed_stream`)."""
 
     network: Network
     links: dict[str, LinkFigures]
@@ -74,7 +58,9 @@ class NativeRun:
     router_delay_s: float
     n_vcs: int
     tables: RouteTables
-    packets: Packets
+    #: the open-loop packets when given whole (tests, other drivers); else made from
+    #: :attr:`traffic`
+    given_packets: Packets | None = None
     #: measurement window ``[start, end)`` in ps; the per-port ``*_window`` counters cover it.
     #: ``None``: the whole run, ``[0, end of the run]``
     window: tuple[int, int] | None = None
@@ -86,14 +72,39 @@ class NativeRun:
     arbiter: tuple[Any, tuple] | None = None
     #: who the routing and arbiter are, for messages ("routing 'x' (plugin y)")
     owner: str = ""
-    #: seed of the loop's own random stream (routings and arbiters draw from it)
-    seed_stream: int = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
+    #: seed of the loop's own random stream (routings and arbiters draw from it); ``None``:
+    #: drawn from ``seed_rng`` once the packets are made
+    given_seed: int | None = 0x9E3779B97F4A7C15 & 0x7FFFFFFFFFFFFFFF
     #: hops after which a packet is deemed in a routing loop (``None``: 4 x routers + 8)
     max_hops: int | None = None
     #: traffic classes (the QoS policy's); per-port bytes are counted per class
     n_classes: int = 1
-    #: rank programs (closed loop); their packets are the last ones of ``packets``
+    #: rank programs (closed loop); their packets are born in the loop
     programs: ProgramTraffic | None = None
+    #: open-loop messages, packetized by the engine side (:func:`packetize_traffic`)
+    traffic: OpenTraffic | None = None
+    #: the routing stream the loop's seed is drawn from, after the packets' draws
+    seed_rng: np.random.Generator | None = None
+
+    @property
+    def packets(self) -> Packets:
+        """The open-loop packets (made from :attr:`traffic` on first use)."""
+        if self.given_packets is None:
+            if self.traffic is None:
+                none = np.zeros(0, dtype=np.int64)
+                self.given_packets = Packets(none, none, none, none, none, none)
+            else:
+                self.given_packets = packetize_traffic(self.traffic)
+        return self.given_packets
+
+    @property
+    def seed_stream(self) -> int:
+        """Seed of the loop's random stream, drawn after the packets' own draws."""
+        if self.given_seed is None:
+            _ = self.packets
+            rng = self.seed_rng if self.seed_rng is not None else np.random.default_rng(0)
+            self.given_seed = int(rng.integers(1, 2**62))
+        return self.given_seed
 
 
 @dataclass
@@ -143,18 +154,6 @@ class RawResult:
     pkt_created: np.ndarray | None = None
     #: processor time of the loop (``wall_s`` counts time the process waited for a core)
     cpu_s: float = 0.0
-
-
-def packetize(time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
-              packet_size: int) -> tuple[np.ndarray, ...]:
-    """Split messages into packets of ``packet_size`` bytes (the last one shorter)."""
-    size = np.maximum(size.astype(np.int64), 1)
-    npk = (size + packet_size - 1) // packet_size
-    msg = np.repeat(np.arange(size.shape[0], dtype=np.int64), npk)
-    first = np.repeat(np.cumsum(npk) - npk, npk)
-    idx = np.arange(msg.shape[0]) - first
-    psize = np.minimum(packet_size, size[msg] - idx * packet_size)
-    return time_ps[msg], src[msg], dst[msg], psize.astype(np.int64), msg
 
 
 def _cache_aligned_rows(rows: int, cols: int) -> np.ndarray:
