@@ -44,12 +44,13 @@ from federation.components import (
 from federation.engine.native import LinkFigures, NativeRun, check_vcs
 from federation.engine.program_arrays import ProgramFigures, ProgramTraffic, build_traffic
 from federation.engine.tables_check import check_point_tables
-from federation.engine.traffic import OpenTraffic, injection_vcs  # noqa: F401 (re-export)
+from federation.engine.traffic import OpenTraffic
 from federation.errors import ConfigError, FederationError, RoutingError, located
 from federation.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.loader import LoadedExperiment, ResolvedPoint
 from federation.models.machine import Machine
 from federation.network import Network
+from federation.programs.checks import check_programs
 from federation.programs.model import RankPrograms
 from federation.units import PS_PER_S, format_time, seconds_to_ps
 
@@ -403,10 +404,6 @@ def check_rank_programs(point: ResolvedPoint, progs: RankPrograms, n_nodes: int)
         raise ConfigError(f"workload {point.workload.name!r} returned "
                           f"{type(progs).__name__}, not RankPrograms", source=point.source,
                           path="workload")
-    try:
-        from federation.programs.checks import check_programs
-    except ImportError:  # pragma: no cover - the checks module lands with the formats
-        return
     check_programs(progs, n_nodes, source=progs.source or point.source, path="workload")
 
 

@@ -49,6 +49,7 @@ from federation.engine.api import (
     P_VIA,
     congestion,
     random_below,
+    skip_past,
 )
 from federation.engine.tables_route import follow, table_port, turn_nonminimal, vc_rule
 from federation.equal_cost import mask_count, mask_nth, mask_program, mix_hash
@@ -85,7 +86,7 @@ def route(sim, tables, r, ip, pk):
         if choices < 1:
             return follow(sim, base, r, pk, dr, np.int64(-1))
         x = np.int64(mix_hash(ps[pk, P_SRC], ps[pk, P_DST]) % np.uint64(choices))
-        return _commit(sim, base, r, pk, dr, _skip(x, src_group, rgroup[dr]))
+        return _commit(sim, base, r, pk, dr, skip_past(x, src_group, rgroup[dr]))
     size = np.int64(ps[pk, P_SIZE])
     best = np.int64(-1)
     best_cost = np.int64(1) << 62
@@ -103,7 +104,7 @@ def route(sim, tables, r, ip, pk):
         bias = bias_high
     via = np.int64(-1)
     for _ in range(2 if choices >= 1 else 0):  # two random non-minimal candidates
-        g = _skip(random_below(sim, choices), src_group, rgroup[dr])
+        g = skip_past(random_below(sim, choices), src_group, rgroup[dr])
         o = table_port(base, r, dr, g, 0)
         if o >= 0:
             c = congestion(sim, o, size) + bias
@@ -112,18 +113,6 @@ def route(sim, tables, r, ip, pk):
     if via >= 0:
         return _commit(sim, base, r, pk, dr, via)
     return best, vc_rule(sim, base, pk, best)
-
-
-@njit(cache=True, inline="always")
-def _skip(x, a, b):
-    """The ``x``-th group counting past groups ``a`` and ``b`` (``a != b``)."""
-    lo = min(a, b)
-    hi = max(a, b)
-    if x >= lo:
-        x += 1
-    if x >= hi:
-        x += 1
-    return x
 
 
 @njit(cache=True, inline="always")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import simulate
 
-from federation.prepare import injection_vcs
+from federation.engine.traffic import injection_vcs
 
 QUICK = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}, "router": {"vcs": 3}}
 

@@ -194,3 +194,17 @@ def random_u64(sim):
 def random_below(sim, n):
     """Uniform integer in ``0 .. n - 1`` (``n >= 1``)."""
     return np.int64((random_u64(sim) >> np.uint64(11)) % np.uint64(n))
+
+
+@njit(cache=True, inline="always")
+def skip_past(x, a, b):
+    """The ``x``-th group counting past groups ``a`` and ``b`` (``a != b``): with ``x``
+    uniform in ``0 .. G - 3``, a uniform group other than the source's and the destination's
+    (Valiant's intermediate, Aries' non-minimal candidates)."""
+    lo = min(a, b)
+    hi = max(a, b)
+    if x >= lo:
+        x += 1
+    if x >= hi:
+        x += 1
+    return x

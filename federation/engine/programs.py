@@ -39,6 +39,7 @@ from federation.engine.api import (
     P_VC,
     P_VIA,
     random_below,
+    skip_past,
 )
 from federation.engine.events import (
     EV_OP,
@@ -272,13 +273,7 @@ def draw_via(sim, pg, sr, dr):
     G = pg.group_first.shape[0] - 1
     if G <= 2:
         return np.int64(-1)
-    x = random_below(sim, G - 2)
-    lo = min(gs, gd)
-    hi = max(gs, gd)
-    if x >= lo:
-        x += 1
-    if x >= hi:
-        x += 1
+    x = skip_past(random_below(sim, G - 2), gs, gd)
     if pg.via_mode == 1:
         return x
     n = pg.group_first[x + 1] - pg.group_first[x]
