@@ -325,3 +325,17 @@ def test_a_routing_with_its_own_intermediates_and_no_rule_is_refused(tmp_path):
     point.routing = Mine(point.routing.params)
     with pytest.raises(ConfigError, match="intermediates in Python.*intermediate_rule"):
         prepare(point)
+
+
+def test_an_operation_finishing_past_the_clock_is_refused_naming_it(tmp_path):
+    """A compute that fits the clock alone (the checks allow it) but starts after a message
+    arrived finishes past 2^43 ps: the run stops with the operation named, not a wrapped
+    time."""
+    from federation.limits import TIME_LIMIT_PS
+
+    p = Prog(2)
+    p.chain(0, (RECV, 1, 8), (COMPUTE, -1, 0, 0, TIME_LIMIT_PS - 1000))
+    p.op(1, SEND, 0, 8)
+    with pytest.raises(SimulationError, match=r"refused to schedule an OP event \(rank 0 "
+                       r"operation 1 \(compute \d+ ps\) finishing\)"):
+        run(tmp_path, p.build())

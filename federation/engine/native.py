@@ -341,7 +341,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     if status in (E.ST_BAD_VC, E.ST_BAD_PORT, E.ST_NO_ROUTE, E.ST_HOP_LIMIT):
         raise RoutingError(_routing_report(net, job, sim, status, owner))
     if status == E.ST_TIME_LIMIT:
-        raise SimulationError(_time_limit_report(net, sc))
+        raise SimulationError(_time_limit_report(net, sc, job.programs))
     if status == E.ST_DEADLOCK:
         raise SimulationError(_deadlock_report(net, V, sim.q_head, sim.req_head, sc,
                                                Kc + int(sc[E.S_QUEUED])))
@@ -458,7 +458,10 @@ def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.nda
 
 
 _EVENT_KINDS = {E.EV_ARRIVE: "ARRIVE", E.EV_READY: "READY", E.EV_FREE: "FREE",
-                E.EV_CREDIT: "CREDIT", E.EV_NIC: "NIC"}
+                E.EV_CREDIT: "CREDIT", E.EV_NIC: "NIC", E.EV_OP: "OP"}
+#: what an ``EV_OP`` event does to its operation (events.OP_*)
+_OP_WHAT = {E.OP_BEGIN: "beginning", E.OP_FINISH: "finishing",
+            E.OP_HAND: "handing its message to the NIC"}
 
 
 def _port_name(net: Network, p: int) -> str:
@@ -470,7 +473,8 @@ def _port_name(net: Network, p: int) -> str:
     return f"router {r} port {int(p - pt.router_port_start[r])}"
 
 
-def _event_meaning(net: Network, ev: int, a: int, b: int) -> str:
+def _event_meaning(net: Network, ev: int, a: int, b: int,
+                   programs: ProgramTraffic | None = None) -> str:
     """What an event of kind ``ev`` with payload ``a, b`` is about (see events.EV_*)."""
     if ev == E.EV_ARRIVE:
         node = int(net.ports.port_node[b]) if net.ports.port_router[b] < 0 else -1
@@ -483,10 +487,14 @@ def _event_meaning(net: Network, ev: int, a: int, b: int) -> str:
         return f"a credit reaching {_port_name(net, a)} VC {b}"
     if ev == E.EV_NIC:
         return f"node {a}'s next packet leaving its NIC"
+    if ev == E.EV_OP:
+        name = programs.programs.describe(a) if programs is not None else f"operation {a}"
+        return f"{name} {_OP_WHAT.get(b, str(b))}"
     return f"payload {a}, {b}"
 
 
-def _time_limit_report(net: Network, sc: np.ndarray) -> str:
+def _time_limit_report(net: Network, sc: np.ndarray,
+                       programs: ProgramTraffic | None = None) -> str:
     """Which event the loop refused to schedule, when, and the limit."""
     t = int(sc[E.S_BAD_TIME])
     now = format_time(int(sc[E.S_NOW]) / PS_PER_S)
@@ -496,7 +504,7 @@ def _time_limit_report(net: Network, sc: np.ndarray) -> str:
     kind = _EVENT_KINDS.get(ev, str(ev))
     article = "an" if kind[0] in "AEIOU" else "a"
     return (f"the engine refused to schedule {article} {kind} event "
-            f"({_event_meaning(net, ev, a, b)}) at {format_time(t / PS_PER_S)}, while at "
+            f"({_event_meaning(net, ev, a, b, programs)}) at {format_time(t / PS_PER_S)}, while at "
             f"t={now}: outside {CLOCK_RANGE}; shorten the run, the link latencies or the "
             "router delay")
 
