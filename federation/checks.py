@@ -193,9 +193,16 @@ _PER_CABLE = 320
 #: bytes per (router, routing group) entry: int32 next-hop table plus the transient int64 work
 #: arrays that routing helpers build over the same shape
 _PER_TABLE_ENTRY = 40
-#: bytes per packet: message arrays, packetized arrays, the 64-byte engine state row, per-packet
-#: results and the per-packet output table
-_PER_PACKET = 320
+#: bytes per packet a run creates when the whole traffic is held at once (a workload that
+#: generates all its messages before the run: message and packetized arrays of one chunk are
+#: transient, so this is the messages' share), plus the per-packet table when it is kept
+_PER_PACKET = 64
+#: bytes per packet kept for the packets table (``outputs.packets``): its delivery record,
+#: the table's columns and their conversion when written
+_PER_KEPT = 256
+#: bytes per packet row the engine holds (packets queued at NICs or in flight): the 64-byte
+#: state row and the row's times, numbers and pool entries
+PER_ROW = 128
 
 
 @dataclass(frozen=True)
@@ -269,5 +276,7 @@ def machine_prefix(point: ResolvedPoint) -> str:
     return "machine." if point.machine.source == point.source else ""
 
 
-def packets_memory(n_packets: int) -> int:
-    return int(n_packets) * _PER_PACKET
+def packets_memory(n_packets: int, kept: bool = False) -> int:
+    """Memory a run's ``n_packets`` need beyond the rows in existence: their messages when
+    generated whole, and the packets table when it is kept."""
+    return int(n_packets) * (_PER_PACKET + (_PER_KEPT if kept else 0))

@@ -13,6 +13,7 @@ full engine speed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -277,6 +278,17 @@ class Workload(Component):
     closed_loop: ClassVar[bool] = False
 
     def generate(self, ctx: WorkloadContext) -> Messages:
+        raise NotImplementedError
+
+    def batches(self, ctx: WorkloadContext,
+                target_packets: int) -> Iterator[tuple[int, Messages]]:
+        """Optional: the messages in time order, a batch at a time, for runs too long to hold
+        whole.  Yield ``(end_ps, messages)``: the batch's messages sorted by creation time,
+        all before ``end_ps``, and every later batch's at or after it; about
+        ``target_packets`` packets per batch.  The engine asks for the next batch only when
+        its clock reaches ``end_ps``, so memory follows one batch, not the run.  A workload
+        that does not override this gives :meth:`generate` whole.  Called again, it must
+        give the same batches (``ctx.rng`` is reset each time)."""
         raise NotImplementedError
 
     def programs(self, ctx: WorkloadContext) -> RankPrograms:

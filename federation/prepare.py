@@ -18,12 +18,14 @@ error that could have been seen at the start.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from federation.checks import (
+    PER_ROW,
     MemoryEstimate,
     check_clock,
     check_machine_memory,
@@ -44,7 +46,7 @@ from federation.components import (
 from federation.engine.native import LinkFigures, NativeRun, check_vcs
 from federation.engine.program_arrays import ProgramFigures, ProgramTraffic, build_traffic
 from federation.engine.tables_check import check_point_tables
-from federation.engine.traffic import OpenTraffic
+from federation.engine.traffic import CHUNK_PACKETS, OpenTraffic, time_batches
 from federation.errors import ConfigError, FederationError, RoutingError, located
 from federation.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.loader import LoadedExperiment, ResolvedPoint
@@ -62,9 +64,23 @@ class PreparedPoint:
     job: NativeRun
     #: measurement window [start, end) in ps; ``None``: the whole run (rank programs)
     window: tuple[int, int] | None
-    #: the open-loop messages, whose packets are ``job.packets`` (with rank programs: the
-    #: background's, none without one; the programs' own messages are ``job.programs``)
-    messages: Messages
+
+    @property
+    def messages(self) -> Messages:
+        """Every open-loop message at once (with rank programs: the background's; the
+        programs' own messages are ``job.programs``).  The engine takes them in batches and
+        never asks for this; it is for small runs and tests."""
+        t = self.job.traffic
+        parts = [m for _, m in t.batches()] if t is not None else []
+        if not parts:
+            return _no_messages()
+        return Messages(*(np.concatenate([getattr(m, f) for m in parts])
+                          for f in ("time_ps", "src", "dst", "size")))
+
+
+def _no_messages() -> Messages:
+    return Messages(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32),
+                    np.zeros(0, np.int64))
 
 
 @dataclass
@@ -228,33 +244,57 @@ def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoi
     warm = seconds_to_ps(exp.stop.warmup)
     if point.workload.closed_loop:
         return _prepare_programs(point, built, max_memory, rng_traffic, rng_route)
-    if exp.stop.measure is not None:
+    outputs = exp.outputs
+    kept = bool(outputs.packets or outputs.messages)
+    packet = int(point.machine.machine.packet_size)
+    if exp.stop.measure is not None and streams(point.workload):
         horizon = warm + seconds_to_ps(exp.stop.measure)
-        msgs = point.workload.generate(_ctx(point, net, horizon, built.nic_bandwidth,
-                                            rng_traffic))
         window = (warm, horizon)
+        batches, expected = _streamed(point, built, horizon, window, rng_traffic, max_memory,
+                                      kept)
     else:
-        msgs, window = _generate_n_messages(point, net, built.nic_bandwidth, warm,
-                                            exp.stop.messages or 0, rng_traffic)
-    _check_traffic(point, built, msgs, window, max_memory)
-    traffic, n_classes = open_traffic(point, built, msgs, rng_route)
-    job = _job(point, built, traffic, window, rng_route, n_classes)
-    return PreparedPoint(point, net, job, window, msgs)
+        if exp.stop.measure is not None:
+            horizon = warm + seconds_to_ps(exp.stop.measure)
+            msgs = point.workload.generate(_ctx(point, net, horizon, built.nic_bandwidth,
+                                                rng_traffic))
+            window = (warm, horizon)
+        else:
+            msgs, window = _generate_n_messages(point, net, built.nic_bandwidth, warm,
+                                                exp.stop.messages or 0, rng_traffic)
+        expected = _check_traffic(point, built, msgs, window, max_memory, kept)
+        batches = whole_batches(msgs, packet)
+    traffic, n_classes = open_traffic(point, built, batches, expected, rng_route)
+    job = _job(point, built, traffic, window, rng_route, n_classes,
+               _max_rows(built, max_memory, packets_memory(expected, kept)))
+    return PreparedPoint(point, net, job, window)
 
 
-def open_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
+Batches = Callable[[], Iterator[tuple[int, Messages]]]
+
+
+def whole_batches(msgs: Messages, packet_size: int) -> Batches:
+    """Messages generated whole, handed to the engine in time-ordered batches."""
+    return lambda: time_batches(msgs, packet_size)
+
+
+def open_traffic(point: ResolvedPoint, built: Built, batches: Batches, expected: int,
                  rng_route: np.random.Generator) -> tuple[OpenTraffic, int]:
-    """Open-loop messages as the engine takes them (it packetizes them and draws the
-    routing's intermediates, then the injection VCs, from ``rng_route``:
+    """Open-loop messages as the engine takes them (it packetizes them batch by batch and
+    draws the routing's intermediates, then the injection VCs, from ``rng_route``:
     :mod:`federation.engine.traffic`), with each message's QoS class; also the class count."""
     machine = point.machine.machine
     qos = point.machine.qos
     n_classes = int(qos.n_classes())
-    mclass = np.asarray(qos.traffic_class(msgs))
-    if mclass.shape != (msgs.count,) or (msgs.count and not 0 <= int(mclass.min())
-                                         <= int(mclass.max()) < n_classes):
-        raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
-                          f"{n_classes - 1} or not one per message", path="machine.qos")
+
+    def classes(msgs: Messages) -> np.ndarray:
+        mclass = np.asarray(qos.traffic_class(msgs))
+        if mclass.shape != (msgs.count,) or (msgs.count and not 0 <= int(mclass.min())
+                                             <= int(mclass.max()) < n_classes):
+            raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
+                              f"{n_classes - 1} or not one per message", source=point.source,
+                              path="machine.qos")
+        return mclass
+
     tables = built.tables
 
     def intermediates(src_r: np.ndarray, dst_r: np.ndarray,
@@ -264,17 +304,18 @@ def open_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
     def check(via: np.ndarray, count: int) -> None:
         check_intermediates(point, built, via, count)  # names the file and the routing
 
-    return OpenTraffic(msgs, mclass, int(machine.packet_size), built.network.node_router,
+    return OpenTraffic(batches, classes, int(machine.packet_size), built.network.node_router,
                        intermediates, check, machine.router.injection_vc, machine.router.vcs,
-                       rng_route), n_classes
+                       rng_route, expected), n_classes
 
 
 def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
          window: tuple[int, int] | None, rng_route: np.random.Generator, n_classes: int,
-         programs: ProgramTraffic | None = None) -> NativeRun:
+         max_rows: int, programs: ProgramTraffic | None = None) -> NativeRun:
     """The one description the engine gets: network, routing, arbiter, programs, traffic."""
     machine = point.machine.machine
     arbiter = point.machine.arbiter
+    outputs = point.experiment.outputs
     return NativeRun(built.network, built.links, built.nic_bandwidth, machine.router.delay,
                      machine.router.vcs, built.tables, None, window,
                      cut_through=machine.router.switching == "cut_through",
@@ -282,7 +323,15 @@ def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
                      arbiter=(type(arbiter).function,
                               arbiter.state(built.network, machine.router.vcs)),
                      owner=built.owner, given_seed=None, n_classes=n_classes,
-                     programs=programs, traffic=traffic, seed_rng=rng_route)
+                     programs=programs, traffic=traffic, seed_rng=rng_route,
+                     keep_packets=bool(outputs.packets or outputs.messages), max_rows=max_rows)
+
+
+def _max_rows(built: Built, max_memory: int, other: int) -> int:
+    """Packet rows a run may hold at once within ``max_memory`` (beyond the network, the
+    tables and ``other`` bytes): the engine stops a saturated run that needs more."""
+    spare = max_memory - built.memory.network - built.memory.tables - other
+    return max(1 << 16, spare // PER_ROW)
 
 
 def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
@@ -305,19 +354,22 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
     background = background_messages(point, built)
     packet = int(machine.packet_size)
     n_bg = int(((background.size + packet - 1) // packet).sum())
+    outputs = point.experiment.outputs
+    bg_memory = packets_memory(n_bg, bool(outputs.packets or outputs.messages))
     est = MemoryEstimate(built.memory.network, built.memory.tables,
-                         PROGRAM_BYTES_PER_OP * progs.n_ops + packets_memory(n_bg))
+                         PROGRAM_BYTES_PER_OP * progs.n_ops + bg_memory)
     what = f"{progs.n_ops} operations" + (f", {n_bg} background packets" if n_bg else "")
     check_memory(est, max_memory, f"this point ({what})", point.source,
-                 "stop.measure" if packets_memory(n_bg) > PROGRAM_BYTES_PER_OP * progs.n_ops
+                 "stop.measure" if bg_memory > PROGRAM_BYTES_PER_OP * progs.n_ops
                  else "workload")
     opened, n_classes = None, 1
     if point.background is not None:
-        opened, n_classes = open_traffic(point, built, background, background_rngs(point)[1])
-    # the programs' packets take the rows after the open-loop (background) ones
-    traffic = build_traffic(progs, net.n_nodes, fig, n_bg, built.tables.router_group)
-    job = _job(point, built, opened, None, rng_route, n_classes, traffic)
-    return PreparedPoint(point, net, job, None, background)
+        opened, n_classes = open_traffic(point, built, whole_batches(background, packet), n_bg,
+                                         background_rngs(point)[1])
+    traffic = build_traffic(progs, net.n_nodes, fig, built.tables.router_group)
+    job = _job(point, built, opened, None, rng_route, n_classes,
+               _max_rows(built, max_memory, est.packets), traffic)
+    return PreparedPoint(point, net, job, None)
 
 
 def background_rngs(point: ResolvedPoint) -> tuple[np.random.Generator, np.random.Generator]:
@@ -465,8 +517,9 @@ def check_intermediates(point: ResolvedPoint, built: Built, via: np.ndarray,
 
 
 def _check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
-                   window: tuple[int, int], max_memory: int) -> None:
-    """Refuse traffic that measures nothing, reaches past the clock, or cannot be held."""
+                   window: tuple[int, int], max_memory: int, kept: bool) -> int:
+    """Refuse traffic that measures nothing, reaches past the clock, or cannot be held;
+    returns its packet count."""
     check_messages(point, built.network.n_nodes, msgs)
     w0, w1 = window
     if msgs.count and int(msgs.time_ps.max()) >= TIME_LIMIT_PS:
@@ -478,9 +531,88 @@ def _check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
                           path=_stop_field(point))
     packet = int(point.machine.machine.packet_size)
     n_packets = int(((msgs.size.astype(np.int64) + packet - 1) // packet).sum())
-    est = MemoryEstimate(built.memory.network, built.memory.tables, packets_memory(n_packets))
-    check_memory(est, max_memory, f"this point ({n_packets} packets)", point.source,
-                 _stop_field(point))
+    _check_packets_memory(point, built, n_packets, max_memory, kept)
+    return n_packets
+
+
+def _check_packets_memory(point: ResolvedPoint, built: Built, n_packets: int,
+                          max_memory: int, kept: bool, whole: bool = True) -> None:
+    """Messages held whole (``whole``) and kept tables grow with the packet count; the
+    packet rows in existence (a few chunks plus what is in flight) do not."""
+    rows = 4 * CHUNK_PACKETS + 8 * built.network.n_nodes
+
+    def estimate(keep: bool) -> MemoryEstimate:
+        grows = packets_memory(n_packets, keep) - (0 if whole else packets_memory(n_packets))
+        return MemoryEstimate(built.memory.network, built.memory.tables,
+                              grows + rows * PER_ROW)
+
+    est = estimate(kept)
+    field = ("outputs.packets" if kept and estimate(False).total <= max_memory
+             else _stop_field(point))
+    tables = (" with its packets and messages tables (outputs.packets, outputs.messages)"
+              if kept else "")
+    check_memory(est, max_memory, f"this point ({n_packets} packets){tables}", point.source,
+                 field)
+
+
+def streams(workload: Workload) -> bool:
+    """Whether ``workload`` generates its messages batch by batch (:meth:`Workload.batches`)
+    rather than whole."""
+    return type(workload).batches is not Workload.batches
+
+
+def _streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int, int],
+              rng: np.random.Generator, max_memory: int, kept: bool) -> tuple[Batches, int]:
+    """A streaming workload's batches (each checked as it comes, and re-drawn identically
+    when asked again) and its expected packet count, refused up front when its window
+    would measure nothing or its kept tables cannot be held."""
+    net = built.network
+    workload = point.workload
+    if horizon >= TIME_LIMIT_PS:
+        raise ConfigError(f"stop.warmup + stop.measure reach past {CLOCK_LIMIT}",
+                          source=point.source, path=_stop_field(point))
+    state = rng.bit_generator.state
+
+    def batches() -> Iterator[tuple[int, Messages]]:
+        fresh = np.random.default_rng()
+        fresh.bit_generator.state = state
+        ctx = _ctx(point, net, horizon, built.nic_bandwidth, fresh)
+        last = 0
+        for end, msgs in workload.batches(ctx, CHUNK_PACKETS):
+            check_messages(point, net.n_nodes, msgs)
+            if msgs.count and (int(msgs.time_ps[0]) < last or int(msgs.time_ps[-1]) >= end
+                               or int(msgs.time_ps[-1]) >= TIME_LIMIT_PS):
+                raise ConfigError(f"workload {workload.name!r} returned a batch of messages "
+                                  "out of time order or past its end", source=point.source,
+                                  path="workload")
+            last = end
+            yield end, msgs
+
+    first = batches()
+    try:  # the workload's own checks (its fields against this machine) before the run
+        next(first, None)
+    except ConfigError as exc:
+        raise located(exc, point.source) from None
+    expected = _expected_packets(point, built, horizon)
+    in_window = _expected_packets(point, built, window[1]) - _expected_packets(
+        point, built, window[0])
+    if expected is not None and in_window is not None and in_window < 1:
+        raise ConfigError(_why_empty(point, built, _no_messages(), window),
+                          source=point.source, path=_stop_field(point))
+    n = int(expected or 0)
+    _check_packets_memory(point, built, n, max_memory, kept, whole=False)
+    return batches, n
+
+
+def _expected_packets(point: ResolvedPoint, built: Built, until: int) -> float | None:
+    """Packets a workload with an offered load creates before ``until`` (about)."""
+    load = point.workload.offered_load()
+    if load is None:
+        return None
+    packet = float(point.machine.machine.packet_size)
+    size = float(getattr(point.workload.params, "message_size", None) or packet)
+    per_node = load * built.nic_bandwidth / size  # messages per second per node
+    return per_node * built.network.n_nodes * until / PS_PER_S * max(1.0, size / packet)
 
 
 def _why_empty(point: ResolvedPoint, built: Built, msgs: Messages,

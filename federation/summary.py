@@ -14,44 +14,34 @@ import numpy as np
 from federation.engine.native import RawResult
 from federation.engine.state import Prog
 from federation.models.results import LatencyStats, LinkUse, PointSummary, ProgramSummary
+from federation.packet_stats import Latency
 from federation.prepare import PreparedPoint
 from federation.units import PS_PER_S
 
 
 def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[str, np.ndarray],
                                                             dict[str, np.ndarray]]:
-    """Reduce raw arrays to the summary plus the per-packet and per-port tables."""
-    job = prep.job
+    """Reduce raw results to the summary plus the per-packet and per-port tables (the
+    packets table is empty unless the run kept its packets: ``outputs.packets``)."""
     net = prep.network
-    pk = job.packets
     pt = net.ports
+    st = raw.packets
     w0, w1 = window_of(prep, raw)
     span_s = (w1 - w0) / PS_PER_S
-    capacity = span_s * job.nic_bandwidth * net.n_nodes  # bytes the NICs could inject
-    # packets created in the window (a background packet still in flight when the rank
-    # programs finished is not measured: its latency is unknown)
-    created = raw.pkt_created if raw.pkt_created is not None else pk.time_ps
-    measured = (created >= w0) & (created < w1) & (raw.pkt_deliver >= 0)
-    delivered_in = (raw.pkt_deliver >= w0) & (raw.pkt_deliver < w1)
-    lat = (raw.pkt_deliver - created) / 1e3
-    netlat = (raw.pkt_deliver - raw.pkt_inject) / 1e3
+    capacity = span_s * prep.job.nic_bandwidth * net.n_nodes  # bytes the NICs could inject
 
-    def stats(x: np.ndarray) -> LatencyStats:
-        if x.size == 0:
-            return LatencyStats(mean=None, p50=None, p99=None, max=None)
-        return LatencyStats(mean=float(x.mean()), p50=float(np.percentile(x, 50)),
-                            p99=float(np.percentile(x, 99)), max=float(x.max()))
+    def stats(x: Latency) -> LatencyStats:
+        return LatencyStats(mean=x.mean, p50=x.p50, p99=x.p99, max=x.max)
 
-    msg_done = message_done(prep, raw)
-    msg_measured = ((prep.messages.time_ps >= w0) & (prep.messages.time_ps < w1)
-                    & (msg_done >= 0))
-    mct = (msg_done - prep.messages.time_ps)[msg_measured] / 1e3
+    # messages created in the window whose packets all arrived (a background packet still in
+    # flight when the rank programs finished is not measured: its latency is unknown)
+    mct_sum, mct_n = st.message_completion_ps / 1e3, st.messages_measured
     if raw.programs is not None and prep.job.programs is not None:
-        # a program message is created when its send starts; the background's delivered
-        # messages (all created in the run's window) count beside them
+        # a program message is created when its send starts
         pg, n = raw.programs, prep.job.programs.msg_src.shape[0]
         fin, post = pg.msg_finish[:n], pg.msg_post[:n]
-        mct = np.concatenate([mct, (fin - post)[fin >= 0] / 1e3])
+        mct_sum += float(((fin - post)[fin >= 0] / 1e3).sum())
+        mct_n += int((fin >= 0).sum())
 
     # ports: over the window the engine measured (the job's), and over the whole run
     pw = raw.window_ports
@@ -74,19 +64,20 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
             utilization_run=float(util_run[p]),
             bytes=int(raw.port_bytes[p]),
         ))
+    measured = st.measured
     fields = dict(
-        offered_load=float(pk.size[measured].sum() / capacity) if capacity > 0 else None,
-        accepted_load=float(pk.size[delivered_in].sum() / capacity) if capacity > 0 else 0.0,
-        packets_generated=pk.count,
-        packets_measured=int(measured.sum()),
-        packets_delivered=int((raw.pkt_deliver >= 0).sum()),
-        bytes_injected=int(pk.size.sum()),
-        bytes_delivered=int(pk.size[raw.pkt_deliver >= 0].sum()),
-        latency_ns=stats(lat[measured]),
-        network_latency_ns=stats(netlat[measured]),
-        mean_hops=float(raw.pkt_hops[measured].mean()) if measured.any() else None,
-        nonminimal_fraction=float(1 - raw.pkt_minimal[measured].mean()) if measured.any() else None,
-        message_completion_ns_mean=float(mct.mean()) if mct.size else None,
+        offered_load=float(st.measured_bytes / capacity) if capacity > 0 else None,
+        accepted_load=float(st.accepted_bytes / capacity) if capacity > 0 else 0.0,
+        packets_generated=st.generated,
+        packets_measured=measured,
+        packets_delivered=st.delivered,
+        bytes_injected=st.generated_bytes,
+        bytes_delivered=st.delivered_bytes,
+        latency_ns=stats(st.latency),
+        network_latency_ns=stats(st.network_latency),
+        mean_hops=st.hops / measured if measured else None,
+        nonminimal_fraction=st.nonminimal / measured if measured else None,
+        message_completion_ns_mean=mct_sum / mct_n if mct_n else None,
         simulated_time_ns=raw.end_ps / 1e3,
         events=raw.events,
         packet_hops=raw.packet_hops,
@@ -96,20 +87,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     if raw.programs is not None:
         with_program_packets(fields, raw.programs.pstat, capacity)
     summary = PointSummary(**fields)
-    packets = {
-        "packet": np.arange(pk.count, dtype=np.int64),
-        "message": pk.msg.astype(np.int64),
-        "src": pk.src.astype(np.int32),
-        "dst": pk.dst.astype(np.int32),
-        "size": pk.size.astype(np.int64),
-        "created_ps": created.astype(np.int64),
-        "injected_ps": raw.pkt_inject,
-        "delivered_ps": raw.pkt_deliver,
-        "hops": raw.pkt_hops,
-        "minimal": raw.pkt_minimal.astype(bool),
-        "via_group": raw.pkt_via.astype(np.int32),
-        "measured": measured,
-    }
+    packets = st.packets if st.packets is not None else {}
     local = np.where(pt.port_router >= 0,
                      np.arange(pt.n_ports) - pt.router_port_start[np.maximum(pt.port_router, 0)], 0)
     ports = {
@@ -205,39 +183,32 @@ def class_columns(raw: RawResult) -> dict[str, np.ndarray]:
     return {f"bytes_class_{k}": per[:, k].copy() for k in range(per.shape[1])}
 
 
-def message_done(prep: PreparedPoint, raw: RawResult) -> np.ndarray:
-    """Per message, the delivery time of its last packet (-1 if one is undelivered: a
-    background packet still in flight when rank programs finished)."""
-    done = np.full(prep.messages.count, -1, dtype=np.int64)
-    msg = prep.job.packets.msg
-    np.maximum.at(done, msg, raw.pkt_deliver)
-    lost = raw.pkt_deliver < 0
-    if lost.any():
-        done[msg[lost]] = -1
-    return done
-
-
 def message_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
     """Per-message completion: the last packet's delivery minus the message's creation.
 
     With rank programs: the background's messages first, then the programs' (see
     :func:`program_message_table`)."""
-    m = prep.messages
-    done = message_done(prep, raw)
+    if raw.programs is not None:  # rank programs: their messages' own times
+        return program_message_table(prep, raw, raw.programs)
+    m = open_messages(raw)
     w0, w1 = window_of(prep, raw)
-    pg = raw.programs
-    if pg is not None:  # rank programs: their messages' own times
-        return program_message_table(prep, raw, pg)
+    done, created = m["completed_ps"], m["created_ps"]
     return {
-        "message": np.arange(m.count, dtype=np.int64),
-        "src": m.src.astype(np.int32),
-        "dst": m.dst.astype(np.int32),
-        "size": m.size.astype(np.int64),
-        "created_ps": m.time_ps.astype(np.int64),
-        "completed_ps": done,
-        "completion_ps": done - m.time_ps,
-        "measured": (m.time_ps >= w0) & (m.time_ps < w1),
+        "message": m["message"], "src": m["src"], "dst": m["dst"], "size": m["size"],
+        "created_ps": created, "completed_ps": done,
+        "completion_ps": np.where(done >= 0, done - created, -1),
+        "measured": (created >= w0) & (created < w1),
     }
+
+
+def open_messages(raw: RawResult) -> dict[str, np.ndarray]:
+    """The open-loop messages' rows the run kept (``outputs.messages``)."""
+    m = raw.packets.messages
+    if m is None:
+        empty = np.zeros(0, dtype=np.int64)
+        return {k: empty for k in ("message", "src", "dst", "size", "created_ps",
+                                   "started_ps", "completed_ps")}
+    return m
 
 
 def program_message_table(prep: PreparedPoint, raw: RawResult,
@@ -266,33 +237,26 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
         "tag": t.msg_tag.astype(np.int32),
         "rendezvous": t.msg_rdv.astype(bool),
     }
-    m = prep.messages
-    if not m.count:
+    m = open_messages(raw)
+    n = m["message"].shape[0]
+    if not n:
         return programs
-    done_bg = message_done(prep, raw)
-    none = np.full(m.count, -1, dtype=np.int32)
+    done_bg, created = m["completed_ps"], m["created_ps"]
+    none = np.full(n, -1, dtype=np.int32)
     background = {
-        "message": np.arange(m.count, dtype=np.int64),
-        "background": np.ones(m.count, dtype=bool),
-        "src": m.src.astype(np.int32),
-        "dst": m.dst.astype(np.int32),
-        "size": m.size.astype(np.int64),
-        "created_ps": m.time_ps.astype(np.int64),
-        "started_ps": message_started(prep, raw),
+        "message": m["message"],
+        "background": np.ones(n, dtype=bool),
+        "src": m["src"].astype(np.int32),
+        "dst": m["dst"].astype(np.int32),
+        "size": m["size"].astype(np.int64),
+        "created_ps": created,
+        "started_ps": m["started_ps"],
         "completed_ps": done_bg,
-        "completion_ps": np.where(done_bg >= 0, done_bg - m.time_ps, -1),
+        "completion_ps": np.where(done_bg >= 0, done_bg - created, -1),
         "measured": done_bg >= 0,
         "src_rank": none,
         "dst_rank": none,
         "tag": none,
-        "rendezvous": np.zeros(m.count, dtype=bool),
+        "rendezvous": np.zeros(n, dtype=bool),
     }
     return {k: np.concatenate([background[k], programs[k]]) for k in programs}
-
-
-def message_started(prep: PreparedPoint, raw: RawResult) -> np.ndarray:
-    """Per open-loop message, when its first packet left the NIC (-1: none had)."""
-    first = np.full(prep.messages.count, np.iinfo(np.int64).max, dtype=np.int64)
-    sent = raw.pkt_inject >= 0
-    np.minimum.at(first, prep.job.packets.msg[sent], raw.pkt_inject[sent])
-    return np.where(first == np.iinfo(np.int64).max, -1, first)

@@ -17,6 +17,7 @@ Patterns:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Literal
 
 import numpy as np
@@ -24,7 +25,7 @@ from pydantic import Field, model_validator
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
-from federation.limits import MAX_MESSAGES
+from federation.limits import MAX_MESSAGES, TIME_LIMIT_PS
 from federation.units import PS_PER_S, ByteCount
 
 
@@ -59,37 +60,62 @@ class Synthetic(Workload):
         return self.params.load
 
     def generate(self, ctx: WorkloadContext) -> Messages:
+        """Every message at once (a background, or ``stop.messages``): the batches joined."""
+        size = int(self.params.message_size or ctx.machine.packet_size)
+        slot_ps = max(1, int(round(size / ctx.nic_bandwidth * PS_PER_S)))
+        expected = ctx.network.n_nodes * (ctx.horizon_ps // slot_ps) * self.params.load
+        if expected > MAX_MESSAGES:
+            field = "stop.measure" if ctx.experiment.stop.measure is not None else "stop.messages"
+            raise ConfigError(
+                f"warm-up plus measurement would create about {expected:.3g} messages (limit "
+                f"{MAX_MESSAGES:.0e} when they are generated whole); shorten stop.warmup or "
+                f"{field}, or lower the load", path=field)
+        parts = [m for _, m in self.batches(ctx, 1 << 20)]
+        return Messages(*(np.concatenate([getattr(m, f) for m in parts])
+                          for f in ("time_ps", "src", "dst", "size")))
+
+    def batches(self, ctx: WorkloadContext,
+                target_packets: int) -> Iterator[tuple[int, Messages]]:
+        """Bernoulli arrivals per node and slot (one slot serialises a message on the NIC),
+        drawn a span of slots at a time: a Bernoulli process restarted at a span's edge is
+        the same process, so spans only bound memory.  Each node's phase within the slot is
+        drawn once, first."""
         net = ctx.network
         n = net.n_nodes
         if n < 2:
             raise ConfigError(
                 f"{self.params.pattern} traffic needs at least 2 nodes (a node does not send to "
                 f"itself); this machine has {n}", path="workload.pattern")
+        if self.params.pattern == "group_shift" and int(net.node_group.max()) < 1:
+            raise ConfigError(
+                "group_shift traffic needs at least 2 groups (routers on topologies without "
+                "groups) so that a node sends outside its own; this machine has 1",
+                path="workload.pattern")
         size = int(self.params.message_size or ctx.machine.packet_size)
         slot_ps = max(1, int(round(size / ctx.nic_bandwidth * PS_PER_S)))
         n_slots = int(ctx.horizon_ps // slot_ps)
-        rng = ctx.rng
         load = self.params.load
-        expected = n * n_slots * load
-        if expected > MAX_MESSAGES:
-            field = "stop.measure" if ctx.experiment.stop.measure is not None else "stop.messages"
-            raise ConfigError(
-                f"warm-up plus measurement would create about {expected:.3g} messages (limit "
-                f"{MAX_MESSAGES:.0e}); shorten stop.warmup or {field}, or lower the load",
-                path=field)
-        src, slots = _bernoulli_slots(rng, n, n_slots, load)
+        per_slot = n * load * -(-size // int(ctx.machine.packet_size))  # packets per slot
+        span = max(1, int(target_packets / max(per_slot, 1e-12)))
+        rng = ctx.rng
         phase = rng.integers(0, slot_ps, size=n)
-        t = slots * slot_ps + phase[src]
-        keep = t < ctx.horizon_ps
-        src, t = src[keep], t[keep]
-        dst = self._destinations(src, net, rng)
-        msgs = Messages(
-            time_ps=t.astype(np.int64),
-            src=src.astype(np.int32),
-            dst=dst.astype(np.int32),
-            size=np.full(src.shape[0], size, dtype=np.int64),
-        )
-        return msgs.sorted()
+        return self._spans(ctx, rng, phase, slot_ps, n_slots, span, size)
+
+    def _spans(self, ctx: WorkloadContext, rng: np.random.Generator, phase: np.ndarray,
+               slot_ps: int, n_slots: int, span: int, size: int
+               ) -> Iterator[tuple[int, Messages]]:
+        n = ctx.network.n_nodes
+        for s0 in range(0, n_slots, span):
+            s1 = min(n_slots, s0 + span)
+            src, slots = _bernoulli_slots(rng, n, s1 - s0, self.params.load)
+            t = (slots + s0) * slot_ps + phase[src]
+            keep = t < ctx.horizon_ps
+            src, t = src[keep], t[keep]
+            dst = self._destinations(src, ctx.network, rng)
+            msgs = Messages(time_ps=t.astype(np.int64), src=src.astype(np.int32),
+                            dst=dst.astype(np.int32),
+                            size=np.full(src.shape[0], size, dtype=np.int64))
+            yield (s1 * slot_ps if s1 < n_slots else TIME_LIMIT_PS), msgs.sorted()
 
     def _destinations(self, src: np.ndarray, net, rng: np.random.Generator) -> np.ndarray:  # noqa: ANN001
         n = net.n_nodes

@@ -93,9 +93,9 @@ def test_any_background_inside_groups_1_to_7_leaves_the_programs_exact(
     assert int(raw.programs.rank_finish.max()) == closed_form_ps
 
 
-def test_background_after_the_end_is_generated_but_not_delivered(tmp_path, closed_form_ps):
-    """Messages created after the programs finish: the run still ends with the programs;
-    their packets stay undelivered, unmeasured, and listed as such in the message table."""
+def test_background_after_the_end_is_never_created(tmp_path, closed_form_ps):
+    """Messages due after the programs finish: the run ends with the programs, before they
+    are created, so they are neither generated nor listed (only the programs' messages)."""
     late = [{"at": "1ms", "src": 1, "dst": 2, "size": 1500}, {"at": "2ms", "src": 3, "dst": 4,
                                                                 "size": 8}]
     prep, raw, summary, packets = run(tmp_path, experiment({"kind": "messages",
@@ -104,14 +104,31 @@ def test_background_after_the_end_is_generated_but_not_delivered(tmp_path, close
                                                                  "measure": "5ms"}))
     assert int(raw.programs.rank_finish.max()) == closed_form_ps
     assert summary.simulated_time_ns * 1000 == pytest.approx(closed_form_ps, abs=0.5)
-    assert (raw.pkt_deliver == -1).all() and not packets["measured"].any()
-    assert summary.packets_generated - summary.packets_delivered == 4
+    assert packets["packet"].size == 0
+    assert summary.packets_generated == summary.packets_delivered
     table = message_table(prep, raw)
-    assert table["background"].tolist() == [True, True] + [False] * (2 * ITERS)
-    assert table["completed_ps"][:2].tolist() == [-1, -1]
-    assert not table["measured"][:2].any() and table["measured"][2:].all()
-    assert table["created_ps"][:2].tolist() == [10**9, 2 * 10**9]
-    assert table["src_rank"][:2].tolist() == [-1, -1]
+    assert not table["background"].any() and len(table["background"]) == 2 * ITERS
+    assert table["measured"].all()
+
+
+def test_background_in_flight_at_the_end_is_undelivered(tmp_path, closed_form_ps):
+    """A background message created before the programs finish but still in the network
+    then: generated, undelivered, unmeasured, listed with completion -1."""
+    t_end_ns = closed_form_ps // 1000
+    late = [{"at": f"{t_end_ns - 1}ns", "src": 40, "dst": 200, "size": 65536}]  # groups 1, 6
+    prep, raw, summary, packets = run(tmp_path, experiment({"kind": "messages",
+                                                            "messages": late},
+                                                           stop={"warmup": "0ns",
+                                                                 "measure": "5ms"}))
+    assert int(raw.programs.rank_finish.max()) == closed_form_ps
+    n = packets["packet"].size
+    assert n >= 1 and (packets["delivered_ps"] == -1).all() and not packets["measured"].any()
+    assert summary.packets_generated - summary.packets_delivered == n
+    table = message_table(prep, raw)
+    assert table["background"].tolist() == [True] + [False] * (2 * ITERS)
+    assert table["completed_ps"][0] == -1 and not table["measured"][0]
+    assert table["created_ps"][0] == (t_end_ns - 1) * 1000
+    assert table["src_rank"][0] == -1
 
 
 def test_background_on_the_same_links_slows_the_pingpong(tmp_path, closed_form_ps):

@@ -106,4 +106,5 @@ def test_traffic_too_large_for_memory_is_refused(tmp_path):
     files(tmp_path, stop="{warmup: 0.1us, measure: 50us}")
     line = one_error(run_cli("run", "e.yaml", "--out", "o", "--max-memory", "1MiB",
                              cwd=tmp_path))
-    assert "e.yaml: stop.measure: this point (" in line and "packets) needs about" in line
+    assert "e.yaml: stop.measure: this point (" in line and "packets) with its packets and" in line
+    assert "needs about" in line

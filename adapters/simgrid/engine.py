@@ -51,6 +51,7 @@ from federation.adapters.simgrid.platform import (
 )
 from federation.engine.native import NativeRun, PortCounters, RawResult
 from federation.errors import ConfigError, SimulationError
+from federation.packet_stats import stats_of_packets
 from federation.units import PositiveTime
 
 #: SimGrid configuration for comparison with a packet engine (see the module docstring)
@@ -254,12 +255,11 @@ def _raw_result(job: NativeRun, routes: Any, pair_of: np.ndarray, msg_time: np.n
                             minlength=P).astype(np.int64),
         stall=np.zeros(P, dtype=np.int64))
     pkt_hops = hops_msg[pk.msg].astype(np.int32)
+    stats = stats_of_packets(pk, pk.time_ps.astype(np.int64), finish_ps[pk.msg], pkt_hops,
+                             np.ones(pk.count, dtype=np.int8), np.full(pk.count, -1),
+                             job.window, job.keep_packets)
     return RawResult(
-        pkt_inject=pk.time_ps.astype(np.int64),
-        pkt_deliver=finish_ps[pk.msg],
-        pkt_hops=pkt_hops,
-        pkt_minimal=np.ones(pk.count, dtype=np.int8),
-        pkt_via=np.full(pk.count, -1, dtype=np.int32),
+        packets=stats,
         port_bytes=port_bytes, port_pkts=port_pkts, port_busy=busy,
         port_stall=np.zeros(P, dtype=np.int64), port_peak=np.zeros(P, dtype=np.int64),
         end_ps=end_ps, events=int(n_msg), packet_hops=int(pkt_hops.sum()), wall_s=wall_s,

@@ -41,6 +41,7 @@ ST_HOP_LIMIT = 9  # packet S_BADPKT made more hops than any route needs: a routi
 ST_PROGRAMS_DONE = 10  # every operation of every rank program has finished: the run ends
 ST_PROGRAM_STUCK = 11  # nothing is left to happen, yet some operations never finished
 ST_POOL_FULL = 12  # the packet row pool is nearly empty: the driver grows it
+ST_RECORDS_FULL = 13  # the delivery records buffer is full: the driver drains it
 
 # indices into the int64 scalar state array
 S_NOW = 0
@@ -63,7 +64,9 @@ S_READY_HEAD = 16  # operations taken off it so far
 S_FREE = 17  # free rows in the packet pool (Prog.free)
 S_KICK = 18  # NICs given a flow during the current event (Prog.kick), to try after it
 S_FIN = 19  # operations that finished during the current event (Prog.fin), to settle
-N_SCALARS = 20
+S_LOADED = 20  # open-loop packets the driver has loaded into rows so far
+S_REC = 21  # delivery records waiting in Sim.rec for the driver
+N_SCALARS = 22
 
 INF_CREDIT = np.int64(1) << 60
 

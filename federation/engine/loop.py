@@ -37,9 +37,11 @@ from federation.engine.events import (
     S_FREE,
     S_HEAP,
     S_KICK,
+    S_LOADED,
     S_NOW,
     S_OPS_DONE,
     S_QUEUED,
+    S_REC,
     SEQ_BITS,
     ST_BAD_PORT,
     ST_BAD_VC,
@@ -52,12 +54,14 @@ from federation.engine.events import (
     ST_POOL_FULL,
     ST_PROGRAM_STUCK,
     ST_PROGRAMS_DONE,
+    ST_RECORDS_FULL,
     ST_TIME_LIMIT,
     ST_UNTIL,
     TIME_LIMIT_PS,
     _pop_into,
     _push,
 )
+from federation.engine.feed import record
 from federation.engine.programs import (
     FLOW_DATA,
     delivered,
@@ -254,6 +258,9 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         if sc[S_FREE] < 4 and pg.n_ops > 0:  # an event gives birth to two packets at most
             sc[S_EVENTS] += processed
             return ST_POOL_FULL
+        if sc[S_REC] >= sim.rec.shape[0]:  # an event delivers one packet at most
+            sc[S_EVENTS] += processed
+            return ST_RECORDS_FULL
         moved = unsettled(sim)  # operations left when the heap had to grow
         nic = np.int64(-1)
         if not moved:
@@ -280,9 +287,9 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             o = np.int64(-1)
             if ev == EV_ARRIVE:
                 if sim.port_router[b] < 0:  # a NIC: delivered
-                    sim.pkt_deliver[a] = now
                     sc[S_DELIVERED] += 1
-                    if a < pg.k_open:
+                    if pg.row_flow[a] < 0:  # an open-loop packet: a record for the driver
+                        record(sim, pg, a, now)
                         continue
                     delivered(sim, pg, a, now)  # a rank program's packet
                     moved = True
@@ -330,7 +337,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             sc[S_EVENTS] += processed
             return ST_PROGRAMS_DONE
     sc[S_EVENTS] += processed
-    if sc[S_DELIVERED] < pg.k_open + sc[S_QUEUED]:
+    if sc[S_DELIVERED] < sc[S_LOADED] + sc[S_QUEUED]:
         return ST_DEADLOCK
     if sc[S_OPS_DONE] < pg.n_ops:
         return ST_PROGRAM_STUCK

@@ -103,10 +103,10 @@ VC_POLICIES = ("zero", "spread", "random")
 VIAS = ("none", "group", "router")
 
 
-def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures, k_open: int,
+def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
                   router_group: np.ndarray) -> ProgramTraffic:
-    """Arrays of :class:`Prog` for ``progs``, whose packets take pool rows from ``k_open``
-    on (``router_group``: each router's group, for Valiant's intermediates)."""
+    """Arrays of :class:`Prog` for ``progs``, whose packets take rows of the packet pool
+    (``router_group``: each router's group, for Valiant's intermediates)."""
     R, n_ops = progs.n_ranks, progs.n_ops
     node = progs.nodes()
     if node.shape != (R,) or (R and not 0 <= int(node.min()) <= int(node.max()) < n_nodes):
@@ -156,7 +156,7 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures, k_open
     np.cumsum(np.bincount(rg, minlength=group_first.shape[0] - 1), out=group_first[1:])
     cap = max(1024, 2 * n_nodes)  # pool rows; the driver doubles them when needed
     prog = Prog(
-        n_ops=i64(n_ops), k_open=i64(k_open), o_send=i64(fig.o_send_ps),
+        n_ops=i64(n_ops), o_send=i64(fig.o_send_ps),
         o_recv=i64(fig.o_recv_ps), packet_size=i64(P), control_bytes=i64(fig.control_bytes),
         vc_policy=i64(VC_POLICIES.index(fig.injection_vc)), via_mode=i64(VIAS.index(fig.via)),
         op_kind=progs.op_kind.copy(), op_rank=rank.astype(i64),
@@ -179,7 +179,7 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures, k_open
         nic_ftail=full(n_nodes), nic_fpos=full(n_nodes, 0), nic_frow=full(n_nodes),
         nic_count=full(n_nodes, 0), kick=full(3 * M + 2, 0),
         fin=full(n_ops + 1, 0), row_flow=full(cap),
-        free=np.arange(k_open + cap - 1, k_open - 1, -1, dtype=i64),  # pops lowest first
+        free=np.arange(cap - 1, -1, -1, dtype=i64),  # pops lowest first
         pstat=np.zeros(8, dtype=i64), router_group=rg, group_first=group_first,
         group_routers=gorder.astype(i64),
     )
@@ -200,9 +200,8 @@ def _nonempty(prog: Prog) -> Prog:
                             for k, v in prog._asdict().items()})
 
 
-def no_programs(n_nodes: int, k_open: int) -> Prog:
-    """The program state of an open-loop run: no operation, no flow, no pool."""
+def no_programs(n_nodes: int) -> Prog:
+    """The program state of an open-loop run: no operation, no flow; the pool of rows."""
     empty = RankPrograms(np.zeros(1, dtype=np.int64), *(np.zeros(0) for _ in range(8)))
     fig = ProgramFigures(1, 0, 1)
-    return build_traffic(empty, n_nodes, fig, k_open,
-                         np.zeros(1, dtype=np.int64)).prog
+    return build_traffic(empty, n_nodes, fig, np.zeros(1, dtype=np.int64)).prog

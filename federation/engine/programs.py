@@ -288,7 +288,7 @@ def new_packet(sim, pg, node, f):
     sc = sim.sc
     sc[S_FREE] -= 1
     row = pg.free[sc[S_FREE]]
-    pg.row_flow[row - pg.k_open] = f
+    pg.row_flow[row] = f
     m = pg.flow_msg[f]
     if pg.flow_kind[f] == FLOW_DATA:
         size = min(pg.packet_size, pg.msg_size[m] - pg.nic_fpos[node] * pg.packet_size)
@@ -318,7 +318,6 @@ def new_packet(sim, pg, node, f):
     ps[row, P_SRC] = node
     sim.pkt_time[row] = pg.flow_time[f]
     sim.pkt_inject[row] = -1
-    sim.pkt_deliver[row] = -1
     return row
 
 
@@ -337,7 +336,7 @@ def delivered(sim, pg, pk, now):
         st[PSTAT_MAX] = lat
     st[PSTAT_HOPS] += sim.ps[pk, P_HOPS]
     st[PSTAT_NONMINIMAL] += 1 - sim.ps[pk, P_MINIMAL]
-    f = pg.row_flow[pk - pg.k_open]
+    f = pg.row_flow[pk]
     pg.free[sim.sc[S_FREE]] = pk
     sim.sc[S_FREE] += 1
     pg.flow_left[f] -= 1

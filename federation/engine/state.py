@@ -30,16 +30,21 @@ class Sim(NamedTuple):
     node_router: np.ndarray  #: int64[N]
     node_port: np.ndarray  #: int64[N] the router port that leads to the node
     nic_port: np.ndarray  #: int64[N] the node's NIC port
-    # ---- traffic
-    pkt_time: np.ndarray  #: int64[K] creation time
-    nic_first: np.ndarray  #: int64[N+1] node n's packets are nic_pkts[nic_first[n]:nic_first[n+1]]
-    nic_pkts: np.ndarray  #: int32[K] packets in injection order per node
+    # ---- traffic: every packet lives in a row of the packet state while it exists; open-loop
+    # packets are loaded into free rows by the driver a chunk of time at a time
+    # (:mod:`federation.engine.feed`), rank programs' are born in the loop
+    pkt_time: np.ndarray  #: int64[rows] creation time of the packet in each row
+    row_id: np.ndarray  #: int64[rows] open-loop packet number of the row (-1: none)
+    row_msg: np.ndarray  #: int64[rows] its message number
+    nic_first: np.ndarray  #: int64[N+1] node n's loaded open-loop packets are
+    #: nic_pkts[nic_first[n]:nic_first[n+1]] (rows, in creation order)
+    nic_pkts: np.ndarray  #: int32[loaded] rows in injection order per node
     # ---- dynamic state
     sc: np.ndarray  #: int64 scalars (events.S_*)
     hk: np.ndarray  #: event heap keys
     ha: np.ndarray  #: event payload (a, kind)
     hb: np.ndarray  #: event payload (b, c)
-    ps: np.ndarray  #: int32[K, 16] packet state rows (api.P_* columns)
+    ps: np.ndarray  #: int32[rows, 16] packet state rows (api.P_* columns)
     q_head: np.ndarray  #: int32[P*V] head packet of each input VC queue, -1 empty
     q_tail: np.ndarray  #: int32[P*V]
     occ: np.ndarray  #: int64[P] bytes held in each input port's buffers
@@ -54,9 +59,10 @@ class Sim(NamedTuple):
     nic_ptr: np.ndarray  #: int64[N] next packet of each NIC (index into nic_pkts)
     nic_wake: np.ndarray  #: int64[N] time of the NIC's pending wake-up, -1 none
     # ---- results
-    pkt_inject: np.ndarray  #: int64[K]
-    pkt_deliver: np.ndarray  #: int64[K]
-    pkt_tail: np.ndarray  #: int64[K] (cut-through only; length 1 otherwise)
+    pkt_inject: np.ndarray  #: int64[rows] when the row's packet left its NIC
+    pkt_tail: np.ndarray  #: int64[rows] (cut-through only; length 1 otherwise)
+    rec: np.ndarray  #: int64[cap, feed.REC_COLS] delivered open-loop packets, drained by the
+    #: driver (sc[S_REC] of them)
     port_bytes: np.ndarray  #: int64[P]
     port_pkts: np.ndarray  #: int64[P]
     port_busy: np.ndarray  #: int64[P]
@@ -72,14 +78,15 @@ class Prog(NamedTuple):
     A *flow* is what a NIC queues as one unit: the packets of a message (``FLOW_DATA``), or a
     rendezvous request or reply (one control packet each); message ``m`` owns flows ``3m``,
     ``3m + 1`` and ``3m + 2``.  Program packets are born in the loop: a packet gets a row of
-    the packet state (rows from ``k_open`` on, after the open-loop packets) when it reaches
+    the packet state when it reaches
     the head of its NIC, and gives it back when it is delivered, so memory follows the packets
     in flight, not the run's total.  Their figures are summed in ``pstat`` as they arrive.
-    Without programs every array has length 1 and ``n_ops`` is 0.
+    Without programs the operation, rank, message and flow arrays have length 1 and
+    ``n_ops`` is 0; the pool of packet rows (``row_flow``, ``free``) serves open-loop packets
+    too.
     """
 
     n_ops: np.int64
-    k_open: np.int64  #: packet rows below this are open-loop packets'; the pool follows
     o_send: np.int64  #: ps from a send's start to its message reaching the NIC
     o_recv: np.int64  #: ps from a message's arrival (receive posted) to the receive's finish
     packet_size: np.int64  #: bytes per data packet
@@ -138,8 +145,9 @@ class Prog(NamedTuple):
     kick: np.ndarray  #: int64[F + 2] NICs to try after the current event (sc[S_KICK])
     fin: np.ndarray  #: int64[O + 1] operations finished by the current event (sc[S_FIN])
     # packet rows: the pool, and the sums over delivered program packets
-    row_flow: np.ndarray  #: int64[rows - k_open] the flow of the packet in each pool row
-    free: np.ndarray  #: int64[rows - k_open] free pool rows (a stack; sc[S_FREE] of them)
+    row_flow: np.ndarray  #: int64[rows] the flow of the program packet in each row (-1: an
+    #: open-loop packet's row, or free)
+    free: np.ndarray  #: int64[rows] free rows (a stack; sc[S_FREE] of them)
     pstat: np.ndarray  #: int64[8] PSTAT_* sums over delivered program packets
     # the intermediates drawn for program packets (Valiant and the routings built on it)
     router_group: np.ndarray  #: int64[R]

@@ -1,22 +1,27 @@
-"""Open-loop traffic as the runner hands it to an engine, and its packets.
+"""Open-loop traffic as the runner hands it to an engine, and its packets, a chunk at a time.
 
-The runner (``federation/prepare.py``) generates messages and decides nothing per packet: it
-hands an engine one description (network, routing, arbiter, rank programs and this
-:class:`OpenTraffic`), and the engine side packetizes the messages and draws each packet's
-routing choices here, when the job's packets are first asked for
-(:attr:`federation.engine.native.NativeRun.packets`).  The draws come from the point's
-routing stream in a fixed order (intermediates, then injection VCs), so a seed gives the same
-packets whichever engine asks.
+The runner (``federation/prepare.py``) decides nothing per packet: it hands an engine one
+description (network, routing, arbiter, rank programs and this :class:`OpenTraffic`), and the
+engine side turns the workload's message batches into packets here, drawing each packet's
+routing choices as it goes (:func:`packet_chunks`).  The native engine loads one chunk into
+its packet rows when its loop reaches the chunk's start (:mod:`federation.engine.feed`), so a
+run never holds all its packets at once.  The draws come from the point's routing stream in a
+fixed order (per chunk: intermediates, then injection VCs), so a seed gives the same packets
+whichever engine asks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from federation.components import Messages
+from federation.limits import TIME_LIMIT_PS
+
+#: packets per chunk the native engine loads at once (about 10 MB of rows and records)
+CHUNK_PACKETS = 1 << 16
 
 
 @dataclass
@@ -41,12 +46,30 @@ class Packets:
 
 
 @dataclass
-class OpenTraffic:
-    """Open-loop messages and what turning them into packets needs."""
+class PacketChunk:
+    """The packets of the messages created in one span of time: every later chunk's are
+    created at or after ``end_ps``.  Packet and message numbers run over the whole run:
+    the chunk's packet ``i`` is number ``first_packet + i``, its message
+    ``first_message + packets.msg[i]``."""
 
+    end_ps: int
+    packets: Packets
+    first_packet: int
+    first_message: int
     messages: Messages
-    #: traffic class of each message (the QoS policy's)
-    classes: np.ndarray
+    #: packets of each of ``messages``
+    npk: np.ndarray
+
+
+@dataclass
+class OpenTraffic:
+    """Open-loop messages (in time-ordered batches) and what turning them into packets
+    needs."""
+
+    #: the workload's messages: ``(end_ps, messages created before it)``, in time order
+    batches: Callable[[], Iterator[tuple[int, Messages]]]
+    #: traffic class of each message of a batch (the QoS policy's)
+    classes: Callable[[Messages], np.ndarray]
     packet_size: int
     node_router: np.ndarray
     #: the routing's per-packet intermediates: ``(src routers, dst routers, rng) -> via``
@@ -56,6 +79,29 @@ class OpenTraffic:
     injection_vc: str
     n_vcs: int
     rng: np.random.Generator
+    #: about how many packets the run creates (progress, memory estimates)
+    expected_packets: int = 0
+
+
+def time_batches(msgs: Messages, packet_size: int,
+                 target: int = CHUNK_PACKETS) -> Iterator[tuple[int, Messages]]:
+    """Split time-sorted ``msgs`` into batches of about ``target`` packets, never between
+    two messages created at the same time (a batch ends where the next one's first message
+    is created)."""
+    n = msgs.count
+    npk = (np.maximum(msgs.size.astype(np.int64), 1) + packet_size - 1) // packet_size
+    cum = np.cumsum(npk)
+    lo = 0
+    while lo < n:
+        base = int(cum[lo - 1]) if lo else 0
+        hi = int(np.searchsorted(cum, base + target, side="right"))
+        hi = max(hi, lo + 1)
+        if hi < n:  # move the cut past messages created at the same time as its last one
+            hi = int(np.searchsorted(msgs.time_ps, msgs.time_ps[hi - 1], side="right"))
+        end = int(msgs.time_ps[hi]) if hi < n else TIME_LIMIT_PS
+        yield end, Messages(msgs.time_ps[lo:hi], msgs.src[lo:hi], msgs.dst[lo:hi],
+                            msgs.size[lo:hi])
+        lo = hi
 
 
 def packetize(time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray, size: np.ndarray,
@@ -70,15 +116,16 @@ def packetize(time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray, size: np.nd
     return time_ps[msg], src[msg], dst[msg], psize.astype(np.int64), msg
 
 
-def injection_vcs(policy: str, src: np.ndarray, n_vcs: int,
-                  rng: np.random.Generator) -> np.ndarray:
+def injection_vcs(policy: str, src: np.ndarray, n_vcs: int, rng: np.random.Generator,
+                  sent: np.ndarray | None = None) -> np.ndarray:
     """The VC each packet enters its first router on (``router.injection_vc``).
 
-    ``spread`` numbers each NIC's packets in creation order (packets are sorted by time) and
-    takes that number modulo the VC count, so consecutive packets of a node queue in different
-    input buffers at its router, as BookSim's round-robin injection does.  ``random`` draws
-    from the routing stream *after* the routing's own draws, so choosing it does not change
-    which intermediate groups a seed gives.
+    ``spread`` numbers each NIC's packets in creation order (packets are sorted by time),
+    counting on from ``sent`` (packets of each node in earlier chunks), and takes that number
+    modulo the VC count, so consecutive packets of a node queue in different input buffers at
+    its router, as BookSim's round-robin injection does.  ``random`` draws from the routing
+    stream *after* the routing's own draws, so choosing it does not change which
+    intermediate groups a seed gives.
     """
     k = src.shape[0]
     if policy == "zero" or n_vcs == 1 or k == 0:
@@ -90,15 +137,61 @@ def injection_vcs(policy: str, src: np.ndarray, n_vcs: int,
     start = np.repeat(np.cumsum(counts) - counts, counts)
     rank = np.empty(k, dtype=np.int64)
     rank[order] = np.arange(k) - start
+    if sent is not None:
+        rank += sent[src]
     return (rank % n_vcs).astype(np.int32)
 
 
-def packetize_traffic(t: OpenTraffic) -> Packets:
-    """The packets of ``t``: split, with the routing's intermediates and the injection VCs
-    drawn (in that order) from the routing stream, and each message's class."""
-    m = t.messages
-    ptime, psrc, pdst, psize, pmsg = packetize(m.time_ps, m.src, m.dst, m.size, t.packet_size)
-    via = t.intermediates(t.node_router[psrc], t.node_router[pdst], t.rng)
-    t.check(via, ptime.shape[0])
-    vc = injection_vcs(t.injection_vc, psrc, t.n_vcs, t.rng)
-    return Packets(ptime, psrc, pdst, psize, pmsg, via, vc, t.classes[pmsg].astype(np.int32))
+def packet_chunks(t: OpenTraffic) -> Iterator[PacketChunk]:
+    """The packets of ``t``, batch by batch: split, with the routing's intermediates and the
+    injection VCs drawn (in that order) from the routing stream, and each message's class."""
+    sent = np.zeros(t.node_router.shape[0], dtype=np.int64)
+    first_p = first_m = 0
+    for end, m in t.batches():
+        ptime, psrc, pdst, psize, pmsg = packetize(m.time_ps, m.src, m.dst, m.size,
+                                                   t.packet_size)
+        via = t.intermediates(t.node_router[psrc], t.node_router[pdst], t.rng)
+        t.check(via, ptime.shape[0])
+        vc = injection_vcs(t.injection_vc, psrc, t.n_vcs, t.rng, sent)
+        sent += np.bincount(psrc, minlength=sent.shape[0])
+        cls = np.asarray(t.classes(m))[pmsg].astype(np.int32)
+        pk = Packets(ptime, psrc, pdst, psize, pmsg, via, vc, cls)
+        yield PacketChunk(end, pk, first_p, first_m, m,
+                          np.bincount(pmsg, minlength=m.count).astype(np.int64))
+        first_p += pk.count
+        first_m += m.count
+
+
+def whole_chunk(pk: Packets) -> PacketChunk:
+    """Packets given whole (tests, other drivers) as one chunk; their messages are made up
+    from them (created with their first packet)."""
+    k = pk.count
+    n_msg = int(pk.msg.max()) + 1 if k else 0
+    npk = np.bincount(pk.msg, minlength=n_msg).astype(np.int64)
+    first = np.full(n_msg, k, dtype=np.int64)
+    np.minimum.at(first, pk.msg, np.arange(k))
+    first = np.minimum(first, max(k - 1, 0))
+    size = np.bincount(pk.msg, weights=pk.size, minlength=n_msg).astype(np.int64)
+    msgs = Messages(pk.time_ps[first] if k else pk.time_ps[:0], pk.src[first] if k else pk.src[:0],
+                    pk.dst[first] if k else pk.dst[:0], size)
+    zeros = np.zeros(k, dtype=np.int32)
+    full = Packets(pk.time_ps, pk.src, pk.dst, pk.size, pk.msg, pk.via,
+                   pk.vc if pk.vc is not None else zeros, pk.cls if pk.cls is not None else zeros)
+    return PacketChunk(TIME_LIMIT_PS, full, 0, 0, msgs, npk)
+
+
+def all_packets(chunks: Iterator[PacketChunk]) -> Packets:
+    """Every chunk's packets in one :class:`Packets` (message numbers over the run): for
+    engines that take a run's traffic whole (the SimGrid adapter runs small platforms)."""
+    parts = list(chunks)
+    if not parts:
+        none = np.zeros(0, dtype=np.int64)
+        return Packets(none, none, none, none, none, none, none.astype(np.int32),
+                       none.astype(np.int32))
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(c.packets, name) for c in parts])
+
+    msg = np.concatenate([c.first_message + c.packets.msg for c in parts])
+    return Packets(cat("time_ps"), cat("src"), cat("dst"), cat("size"), msg, cat("via"),
+                   cat("vc"), cat("cls"))
