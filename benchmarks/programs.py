@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine import CODES  # noqa: E402
 
 from federation.loader import load_experiment  # noqa: E402
-from federation.prepare import _ctx, prepare  # noqa: E402
+from federation.messages import workload_context  # noqa: E402
+from federation.prepare import prepare  # noqa: E402
 
 
 def run_point(size: str, ranks: int, iterations: int, repeat: int) -> dict:
@@ -51,7 +52,7 @@ def run_point(size: str, ranks: int, iterations: int, repeat: int) -> dict:
         wp.engine.run(prepare(wp).job)  # compiles (or loads numba's cache)
         point = load_experiment(path).points[0]
         t0 = time.perf_counter()
-        progs = point.workload.programs(_ctx(point, prepare(wp).network, 0, 1.0, None))
+        progs = point.workload.programs(workload_context(point, prepare(wp).network, 0, 1.0, None))
         build = time.perf_counter() - t0
         best = None
         for _ in range(repeat):

@@ -93,7 +93,7 @@ def test_keeping_the_tables_changes_no_figure(tmp_path):
 def test_chunk_size_is_invisible_in_the_results(tmp_path, target, monkeypatch):
     """The same messages fed in chunks of 7 packets or all at once give identical results:
     loading behind each NIC's backlog and waking idle NICs lose and reorder nothing."""
-    import federation.prepare as prep_mod
+    import federation.messages as prep_mod
 
     msgs = [{"src": i % 72, "dst": (i * 7 + 3) % 72, "size": "1KiB",
              "at": f"{(i // 9) * 40}ns"} for i in range(400)]
