@@ -118,6 +118,7 @@ def run_point(scenario: str, load: float, routing: str, warmup: str, measure: st
         "latency_ns": summary.latency_ns.mean,
         "packets": n_packets,
         "wall_s": raw.wall_s,
+        "feed_s": getattr(raw, "feed_s", 0.0),
         "events": raw.events,
         "events_per_packet": raw.events / max(n_packets, 1),
         "events_per_s": raw.events / raw.wall_s,

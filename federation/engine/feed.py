@@ -39,6 +39,18 @@ REC_COLS = 11
 #: records the loop buffers before the driver drains them (88 B each)
 REC_CAPACITY = 1 << 16
 
+# columns of a waiting packet (Sim.feed): one cache line per packet, read when the packet
+# reaches the head of its NIC
+F_TIME = 0  #: creation time, ps
+F_ID = 1  #: packet number
+F_MSG = 2  #: message number
+F_DST = 3
+F_SIZE = 4
+F_VIA = 5
+F_VC = 6
+F_CLS = 7
+F_COLS = 8
+
 
 @njit(cache=True, inline="always")
 def record(sim, pg, row, now):
@@ -112,10 +124,47 @@ def grow_pool(sim: Sim, pg: Prog, need: int = 0) -> tuple[Sim, Prog]:
     return sim, pg._replace(row_flow=longer(pg.row_flow, -1), free=free)
 
 
-def load_chunk(sim: Sim, pg: Prog, chunk: PacketChunk) -> tuple[Sim, Prog]:
-    """Put ``chunk``'s packets into free rows, queued at each NIC behind the packets it has
-    not sent yet, and wake the NICs that had none.  Every event before the chunk's first
-    creation time has been handled (the loop stopped there)."""
+@njit(cache=True, inline="always")
+def born(sim, pg, node, slot):
+    """The open-loop packet in feed ``slot`` (at the head of ``node``'s NIC) takes a free
+    row; returns the row."""
+    sc = sim.sc
+    sc[S_FREE] -= 1
+    row = pg.free[sc[S_FREE]]
+    pg.row_flow[row] = -1
+    ps = sim.ps
+    for c in range(ps.shape[1]):
+        ps[row, c] = 0
+    ps[row, A.P_NEXT] = -1
+    ps[row, A.P_DIM] = -1
+    ps[row, A.P_MINIMAL] = 1
+    f = sim.feed
+    ps[row, A.P_DST] = f[slot, F_DST]
+    ps[row, A.P_SIZE] = f[slot, F_SIZE]
+    ps[row, A.P_VIA] = f[slot, F_VIA]
+    ps[row, A.P_SRC] = node
+    ps[row, A.P_VC] = f[slot, F_VC]
+    ps[row, A.P_CLASS] = f[slot, F_CLS]
+    sim.pkt_time[row] = f[slot, F_TIME]
+    sim.pkt_inject[row] = -1
+    sim.row_id[row] = f[slot, F_ID]
+    sim.row_msg[row] = f[slot, F_MSG]
+    return row
+
+
+def feed_rows(n: int) -> np.ndarray:
+    """Zeroed int64 ``n x 8`` feed whose rows start on 64-byte boundaries (one cache line
+    per waiting packet)."""
+    raw = np.zeros(max(n, 1) * F_COLS + 8, dtype=np.int64)
+    skip = (-raw.ctypes.data % 64) // 8
+    return raw[skip:skip + max(n, 1) * F_COLS].reshape(max(n, 1), F_COLS)
+
+
+def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
+    """Queue ``chunk``'s packets in the feed, each NIC's behind the packets it has not sent
+    yet, and wake the NICs that had none.  Every event before the chunk's first creation
+    time has been handled (the loop stopped there).  Rows are taken later, one packet at a
+    time as each reaches the head of its NIC (:func:`born`)."""
     pk = chunk.packets
     k = pk.count
     V, N = int(sim.n_vcs), sim.nic_ptr.shape[0]
@@ -124,41 +173,26 @@ def load_chunk(sim: Sim, pg: Prog, chunk: PacketChunk) -> tuple[Sim, Prog]:
     C = int(sim.n_classes)
     if k and not 0 <= int(pk.cls.min()) <= int(pk.cls.max()) < C:
         raise SimulationError(f"a traffic class is outside 0..{C - 1}")
-    reserve = 4 if int(pg.n_ops) > 0 else 0  # the loop's births need a few free rows
-    if int(sim.sc[S_FREE]) < k + reserve:
-        sim, pg = grow_pool(sim, pg, k + reserve)
-    top = int(sim.sc[S_FREE])
-    rows = pg.free[top - k:top][::-1].copy()  # pop: the stack's top first
-    sim.sc[S_FREE] = top - k
-    ps = sim.ps
-    ps[rows] = 0
-    ps[rows, A.P_NEXT] = -1
-    ps[rows, A.P_DIM] = -1
-    ps[rows, A.P_MINIMAL] = 1
-    ps[rows, A.P_DST] = pk.dst
-    ps[rows, A.P_SIZE] = pk.size
-    ps[rows, A.P_VIA] = pk.via
-    ps[rows, A.P_SRC] = pk.src
-    ps[rows, A.P_VC] = pk.vc
-    ps[rows, A.P_CLASS] = pk.cls
-    sim.pkt_time[rows] = pk.time_ps
-    sim.pkt_inject[rows] = -1
-    sim.row_id[rows] = chunk.first_packet + np.arange(k, dtype=np.int64)
-    sim.row_msg[rows] = chunk.first_message + pk.msg
-    pg.row_flow[rows] = -1
     sim.sc[E.S_LOADED] += k
-
-    # each NIC's queue: what it has not sent yet, then the chunk's packets in creation order
+    # what each NIC has not sent yet (its head may already have a row), then the chunk's
+    # packets in creation order
     left = sim.nic_first[1:] - sim.nic_ptr
-    starts = np.repeat(sim.nic_ptr - np.cumsum(left) + left, left)
-    backlog = sim.nic_pkts[np.arange(int(left.sum()), dtype=np.int64) + starts]
-    new_order = np.lexsort((np.arange(k), pk.time_ps, pk.src))
-    src = np.concatenate([np.repeat(np.arange(N), left), pk.src[new_order]])
-    queue = np.concatenate([backlog, rows[new_order]]).astype(np.int32)
+    back = np.repeat(sim.nic_ptr - np.cumsum(left) + left, left) + np.arange(int(left.sum()))
+    order = np.lexsort((np.arange(k), pk.time_ps, pk.src))
+    src = np.concatenate([np.repeat(np.arange(N), left), pk.src[order]])
+    by_node = np.argsort(src, kind="stable")
+    feed = feed_rows(src.shape[0])
+    nb = back.shape[0]
+    both = feed[:src.shape[0]]
+    both[:nb] = sim.feed[back]
+    for col, x in ((F_TIME, pk.time_ps), (F_ID, chunk.first_packet + np.arange(k)),
+                   (F_MSG, chunk.first_message + pk.msg), (F_DST, pk.dst), (F_SIZE, pk.size),
+                   (F_VIA, pk.via), (F_VC, pk.vc), (F_CLS, pk.cls)):
+        both[nb:, col] = x[order]
+    feed[:src.shape[0]] = both[by_node]
     nic_first = np.zeros(N + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=N), out=nic_first[1:])
-    nic_pkts = queue[np.argsort(src, kind="stable")] if queue.size else np.zeros(1, np.int32)
-    sim = sim._replace(nic_first=nic_first, nic_pkts=nic_pkts, nic_ptr=nic_first[:-1].copy())
+    sim = sim._replace(nic_first=nic_first, nic_ptr=nic_first[:-1].copy(), feed=feed)
 
     idle = np.nonzero((left == 0) & (np.bincount(pk.src, minlength=N) > 0))[0]
     if idle.size:
@@ -168,17 +202,22 @@ def load_chunk(sim: Sim, pg: Prog, chunk: PacketChunk) -> tuple[Sim, Prog]:
             sim = sim._replace(
                 hk=np.concatenate([sim.hk, np.full(n - sim.hk.shape[0], E.KEY_MAX, np.int64)]),
                 ha=np.resize(sim.ha, n), hb=np.resize(sim.hb, n))
-        first = sim.pkt_time[nic_pkts[nic_first[idle]]]
-        wake_nics(sim, idle.astype(np.int64), first.astype(np.int64))
-    return sim, pg
+        wake_nics(sim, idle.astype(np.int64), feed[nic_first[idle], F_TIME].copy())
+    return sim
+
+
+def waiting(sim: Sim) -> int:
+    """Open-loop packets in the feed not yet sent (the NICs' backlog)."""
+    return int((sim.nic_first[1:] - sim.nic_ptr).sum())
 
 
 def undelivered(sim: Sim) -> np.ndarray:
-    """Records of the open-loop packets still in rows when the run ended (delivery -1): a
-    background still in flight when the rank programs finished."""
+    """Records of the open-loop packets the run ended with (delivery -1): those in rows (in
+    the network, or at the head of their NIC), then those still waiting in the feed.  A
+    background still there when the rank programs finished."""
     rows = np.nonzero(sim.row_id >= 0)[0]
-    out = np.zeros((rows.size, REC_COLS), dtype=np.int64)
     ps = sim.ps
+    out = np.zeros((rows.size, REC_COLS), dtype=np.int64)
     out[:, REC_ID] = sim.row_id[rows]
     out[:, REC_MSG] = sim.row_msg[rows]
     out[:, REC_SRC] = ps[rows, A.P_SRC]
@@ -186,8 +225,24 @@ def undelivered(sim: Sim) -> np.ndarray:
     out[:, REC_SIZE] = ps[rows, A.P_SIZE]
     out[:, REC_CREATED] = sim.pkt_time[rows]
     out[:, REC_INJECT] = sim.pkt_inject[rows]
-    out[:, REC_DELIVER] = -1
     out[:, REC_HOPS] = ps[rows, A.P_HOPS]
     out[:, REC_MINIMAL] = ps[rows, A.P_MINIMAL]
     out[:, REC_VIA] = ps[rows, A.P_VIA]
+    # the feed past each NIC's pointer, less the heads that already have rows
+    N = sim.nic_ptr.shape[0]
+    left = sim.nic_first[1:] - sim.nic_ptr
+    slots = np.repeat(sim.nic_ptr - np.cumsum(left) + left, left) + np.arange(int(left.sum()))
+    node = np.repeat(np.arange(N), left)
+    head_born = (sim.nic_orow[node] >= 0) & (slots == sim.nic_ptr[node])
+    slots, node = slots[~head_born], node[~head_born]
+    f = sim.feed[slots]
+    wait = np.zeros((slots.size, REC_COLS), dtype=np.int64)
+    for rc, fc in ((REC_ID, F_ID), (REC_MSG, F_MSG), (REC_DST, F_DST), (REC_SIZE, F_SIZE),
+                   (REC_CREATED, F_TIME), (REC_VIA, F_VIA)):
+        wait[:, rc] = f[:, fc]
+    wait[:, REC_SRC] = node
+    wait[:, REC_INJECT] = -1
+    wait[:, REC_MINIMAL] = 1
+    out = np.concatenate([out, wait])
+    out[:, REC_DELIVER] = -1
     return out

@@ -61,7 +61,7 @@ from federation.engine.events import (
     _pop_into,
     _push,
 )
-from federation.engine.feed import record
+from federation.engine.feed import born, record
 from federation.engine.programs import (
     FLOW_DATA,
     delivered,
@@ -146,22 +146,24 @@ def try_send(sim, ab, o, now):
 
 @njit(cache=True, inline="always")
 def nic_head(sim, pg, node):
-    """``(packet, time it may leave, flow)`` of node ``node``'s next packet: the earlier of its
-    next open-loop packet (creation order) and the head of its rank-program flow queue (flow
-    -1: open-loop; packet -1: nothing to send).  A program packet is born (takes a row) the
-    first time it is the head."""
-    pk = np.int64(-1)
+    """``(packet row, time it may leave, flow)`` of node ``node``'s next packet: the earlier of
+    its next open-loop packet (creation order) and the head of its rank-program flow queue
+    (flow -1: open-loop; row -1: nothing to send).  A packet is born (takes a row) the first
+    time it is the head."""
     t = TIME_LIMIT_PS
     ptr = sim.nic_ptr[node]
     if ptr < sim.nic_first[node + 1]:
-        pk = np.int64(sim.nic_pkts[ptr])
-        t = sim.pkt_time[pk]
+        t = sim.feed[ptr, 0]  # feed.F_TIME
     f = pg.nic_fhead[node]
     if f >= 0 and pg.flow_time[f] < t:
         if pg.nic_frow[node] < 0:
             pg.nic_frow[node] = new_packet(sim, pg, node, f)
         return pg.nic_frow[node], pg.flow_time[f], f
-    return pk, t, np.int64(-1)
+    if t == TIME_LIMIT_PS:
+        return np.int64(-1), t, np.int64(-1)
+    if sim.nic_orow[node] < 0:
+        sim.nic_orow[node] = born(sim, pg, node, ptr)
+    return sim.nic_orow[node], t, np.int64(-1)
 
 
 @njit(cache=True, inline="always")
@@ -171,7 +173,7 @@ def nic_next_time(sim, pg, node):
     t = TIME_LIMIT_PS
     ptr = sim.nic_ptr[node]
     if ptr < sim.nic_first[node + 1]:
-        t = sim.pkt_time[sim.nic_pkts[ptr]]
+        t = sim.feed[ptr, 0]  # feed.F_TIME
     f = pg.nic_fhead[node]
     if f >= 0 and pg.flow_time[f] < t:
         t = pg.flow_time[f]
@@ -191,6 +193,7 @@ def nic_advance(sim, pg, node, f, done):
     send's data, the send finishes as it leaves (``done``)."""
     if f < 0:
         sim.nic_ptr[node] += 1
+        sim.nic_orow[node] = -1
         return
     pg.nic_frow[node] = -1
     pos = pg.nic_fpos[node] + 1
@@ -255,7 +258,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         if sc[S_HEAP] + 8 > sim.hk.shape[0]:
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
-        if sc[S_FREE] < 4 and pg.n_ops > 0:  # an event gives birth to two packets at most
+        if sc[S_FREE] < 4:  # an event gives birth to two packets at most
             sc[S_EVENTS] += processed
             return ST_POOL_FULL
         if sc[S_REC] >= sim.rec.shape[0]:  # an event delivers one packet at most

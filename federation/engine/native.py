@@ -28,9 +28,11 @@ from federation.engine.feed import (
     REC_CAPACITY,
     REC_COLS,
     cache_aligned_rows,
+    feed_rows,
     grow_pool,
     load_chunk,
     undelivered,
+    waiting,
 )
 from federation.engine.program_arrays import ProgramTraffic, no_programs
 from federation.engine.reports import (
@@ -196,8 +198,15 @@ class RawResult:
     programs: Prog | None = None
     #: processor time of the loop (``wall_s`` counts time the process waited for a core)
     cpu_s: float = 0.0
-    #: the most packet rows the run held at once (memory follows it, not the packet count)
+    #: seconds outside the loop during the run: generating and loading chunks of open-loop
+    #: packets, and reducing their delivery records (``wall_s`` is the loop's alone)
+    feed_s: float = 0.0
+    #: packet rows the run allocated: the most packets in flight at once (rounded up to a
+    #: power of two), not the run's packet count
     peak_rows: int = 0
+    #: the most open-loop packets waiting at NICs seen between two slices of the loop
+    #: (about one chunk, plus a saturated network's backlog)
+    peak_waiting: int = 0
 
     def column(self, name: str) -> np.ndarray:
         """One column of the packets table (by packet number), when the run kept it
@@ -247,9 +256,12 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     total = (job.programs.n_packets if job.programs is not None else 0) + (
         job.traffic.expected_packets if job.traffic is not None else
         job.given_packets.count if job.given_packets is not None else 0)
-    peak = [0]
+    peak_waiting = [0]  # the most packets waiting in the feed at a slice's end
+
+    spent = [0.0, 0.0]  # wall and processor seconds inside the compiled loop
 
     def step(n: int, until: int) -> int:
+        w, c = time.perf_counter(), time.process_time()
         try:
             return int(run_loop(n, until, state[0], state[1], rt, arb_state, cur))
         except NumbaError as exc:
@@ -257,14 +269,17 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             what = "; ".join(lines[:2]) if lines else type(exc).__name__  # kind, then detail
             raise RoutingError(f"{owner}: its compiled functions do not compile inside the "
                                f"engine's loop: {what}") from None
+        finally:
+            spent[0] += time.perf_counter() - w
+            spent[1] += time.process_time() - c
 
     def load() -> None:
         """Load the pending chunk (the loop stands at its start) and fetch the next."""
         chunk = pending[0]
         assert chunk is not None
         _check_chunk(chunk)
-        state[0], state[1] = load_chunk(state[0], state[1], chunk)
-        _check_rows(state[0], state[1], job.max_rows)
+        state[0] = load_chunk(state[0], chunk)
+        _check_rows(state[0], job.max_rows)
         sink.loaded(chunk)
         pending[0] = next(chunks, None)
 
@@ -287,13 +302,14 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     snaps: list[PortCounters] = []
 
     step(0, E.TIME_LIMIT_PS)  # compiles on first use (or loads numba's cache); untimed
-    wall0, cpu0 = time.perf_counter(), time.process_time()
+    spent[:] = [0.0, 0.0]
+    wall0 = time.perf_counter()
     while True:
         edge = edges[len(snaps)] if len(snaps) < len(edges) else E.TIME_LIMIT_PS
         start = _chunk_start(pending[0])
         status = step(budget, min(edge, start))
         sim = state[0]
-        peak[0] = max(peak[0], sim.ps.shape[0] - int(sim.sc[E.S_FREE]))
+        peak_waiting[0] = max(peak_waiting[0], waiting(sim))
         if status == E.ST_UNTIL or (status == E.ST_DONE and pending[0] is not None):
             if status == E.ST_UNTIL and edge <= start:
                 snaps.append(counters(edge))
@@ -309,7 +325,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             continue
         if status == E.ST_POOL_FULL:
             state[0], state[1] = grow_pool(sim, state[1])
-            _check_rows(state[0], state[1], job.max_rows)
+            _check_rows(state[0], job.max_rows)
             continue
         if status == E.ST_HEAP_FULL:
             n = sim.hk.shape[0]
@@ -317,7 +333,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                                     ha=np.resize(sim.ha, 2 * n), hb=np.resize(sim.hb, 2 * n))
             continue
         break
-    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    wall, cpu = spent
+    feed_s = time.perf_counter() - wall0 - wall
     sim, pg = state
     sc = sim.sc
     if progress is not None:
@@ -346,9 +363,10 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         port_bytes=sim.port_bytes, port_pkts=sim.port_pkts,
         port_busy=sim.port_busy, port_stall=sim.port_stall, port_peak=sim.port_peak,
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
-        wall_s=wall, cpu_s=cpu, window=window, window_ports=in_window,
+        wall_s=wall, cpu_s=cpu, feed_s=feed_s, window=window, window_ports=in_window,
         port_class_bytes=sim.port_class_bytes.reshape(P, C),
-        programs=pg if job.programs is not None else None, peak_rows=peak[0],
+        programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
+        peak_waiting=peak_waiting[0],
     )
 
 
@@ -379,13 +397,14 @@ def _check_chunk(chunk: PacketChunk) -> None:
         raise SimulationError("the open-loop packets are not in creation order")
 
 
-def _check_rows(sim: Sim, pg: Prog, max_rows: int) -> None:
-    """Stop a run whose packets in existence outgrow the memory it may use."""
-    held = sim.ps.shape[0] - int(sim.sc[E.S_FREE])
-    if sim.ps.shape[0] > max_rows and held > max_rows // 2:
+def _check_rows(sim: Sim, max_rows: int) -> None:
+    """Stop a run whose packets in existence (waiting at NICs, or in rows) outgrow the memory
+    it may use."""
+    held = waiting(sim) + sim.ps.shape[0] - int(sim.sc[E.S_FREE])
+    if held > max_rows:
         raise SimulationError(
             f"{held} packets exist at once at t={format_time(int(sim.sc[E.S_NOW]) / PS_PER_S)} "
-            f"(queued at NICs or in flight), past the {max_rows} this run's memory limit "
+            f"(waiting at NICs or in flight), past the {max_rows} this run's memory limit "
             "allows: the network is saturated; lower the load, shorten stop.measure or raise "
             "--max-memory")
 
@@ -447,7 +466,8 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         nic_port=pt.nic_port.astype(i64),
         pkt_time=np.zeros(rows, dtype=i64), row_id=np.full(rows, -1, dtype=i64),
         row_msg=np.full(rows, -1, dtype=i64),
-        nic_first=np.zeros(N + 1, dtype=i64), nic_pkts=np.zeros(1, dtype=np.int32),
+        nic_first=np.zeros(N + 1, dtype=i64), nic_orow=np.full(N, -1, dtype=i64),
+        feed=feed_rows(1),
         sc=sc, hk=hk, ha=ha, hb=hb, ps=cache_aligned_rows(rows, A.PS_COLS),
         q_head=np.full(P * V, -1, dtype=np.int32), q_tail=np.full(P * V, -1, dtype=np.int32),
         occ=np.zeros(P, dtype=i64), credits=credits, busy_until=np.zeros(P, dtype=i64),

@@ -30,15 +30,17 @@ class Sim(NamedTuple):
     node_router: np.ndarray  #: int64[N]
     node_port: np.ndarray  #: int64[N] the router port that leads to the node
     nic_port: np.ndarray  #: int64[N] the node's NIC port
-    # ---- traffic: every packet lives in a row of the packet state while it exists; open-loop
-    # packets are loaded into free rows by the driver a chunk of time at a time
-    # (:mod:`federation.engine.feed`), rank programs' are born in the loop
+    # ---- traffic: a packet takes a row of the packet state when it reaches the head of its
+    # NIC and gives it back on delivery.  Open-loop packets wait before that in the *feed*,
+    # which the driver refills a chunk of time at a time (:mod:`federation.engine.feed`);
+    # rank programs' wait as flows (:class:`Prog`)
     pkt_time: np.ndarray  #: int64[rows] creation time of the packet in each row
     row_id: np.ndarray  #: int64[rows] open-loop packet number of the row (-1: none)
     row_msg: np.ndarray  #: int64[rows] its message number
-    nic_first: np.ndarray  #: int64[N+1] node n's loaded open-loop packets are
-    #: nic_pkts[nic_first[n]:nic_first[n+1]] (rows, in creation order)
-    nic_pkts: np.ndarray  #: int32[loaded] rows in injection order per node
+    nic_first: np.ndarray  #: int64[N+1] node n's waiting open-loop packets are feed slots
+    #: nic_first[n] .. nic_first[n+1]-1, in creation order
+    nic_orow: np.ndarray  #: int64[N] row of the node's head open-loop packet, -1 not born yet
+    feed: np.ndarray  #: int64[S, 8] waiting packets, one 64-byte row each (feed.F_* columns)
     # ---- dynamic state
     sc: np.ndarray  #: int64 scalars (events.S_*)
     hk: np.ndarray  #: event heap keys
@@ -56,7 +58,7 @@ class Sim(NamedTuple):
     req_next: np.ndarray  #: int64[P*V] next request in the same output's list
     req_count: np.ndarray  #: int64[P] requests waiting for each output
     stall_start: np.ndarray  #: int64[P] start of the current credit stall, -1 none
-    nic_ptr: np.ndarray  #: int64[N] next packet of each NIC (index into nic_pkts)
+    nic_ptr: np.ndarray  #: int64[N] next feed slot of each NIC
     nic_wake: np.ndarray  #: int64[N] time of the NIC's pending wake-up, -1 none
     # ---- results
     pkt_inject: np.ndarray  #: int64[rows] when the row's packet left its NIC
