@@ -108,7 +108,9 @@ def program_state(t: ProgramTraffic, rec: dict[str, np.ndarray], rank_finish: np
     pg = t.prog
 
     def filled(name: str, values: np.ndarray) -> np.ndarray:
-        out = getattr(pg, name).copy()
+        """``values`` at the native length; an empty array's padding element is -1 ("never
+        happened"; the native state leaves 0 there, which counts a message no program sent)."""
+        out = np.full_like(getattr(pg, name), -1)
         out[:values.shape[0]] = values
         return out
 
