@@ -3,14 +3,17 @@
 ``engine: {kind: simgrid}`` in an experiment runs each point through SimGrid (see
 ``docs/crossval.md``) and reports in the same results schema as the native engine.  The
 machine becomes a platform with our own route tables (:mod:`.platform`); every message becomes
-one SimGrid communication started at its creation time (:mod:`.worker`, in a child process).
+one SimGrid communication started at its creation time (:mod:`.worker`, in a child process);
+rank programs run as one actor per rank (:mod:`.ranks`) and come back as the native engine's
+program state (:mod:`.program_run`), so the summary and tables are made by the same code.
 SimGrid is configured as a plain fluid max-min model, the closest it has to a lossless packet
 network: ``network/model:CM02`` with ``TCP-gamma`` 0 (no window bound), ``weight-S`` 0 (no
 RTT bias in the sharing), latency and bandwidth factors 1 and no cross-traffic.
 
 What the flow model cannot represent is refused before anything runs (:meth:`SimGrid.check`,
 exit status 2, naming the field): QoS policies, routings whose path is not a function of source
-and destination (Valiant, UGAL), and platforms beyond :data:`.platform.MAX_NETPOINTS`.
+and destination (Valiant, UGAL), platforms beyond :data:`.platform.MAX_NETPOINTS`, and rank
+programs with background traffic.
 Figures that only a packet model has are ignored and documented: packet size, buffers, VCs.
 
 How results map (``results.json``, ``packets-N``, ``ports-N``, ``messages-N``):
