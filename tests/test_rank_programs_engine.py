@@ -156,6 +156,8 @@ def test_a_rank_runs_one_compute_at_a_time_in_the_order_they_began(tmp_path):
     pg = raw.programs
     assert [int(pg.op_start[p.gid(x)]) for x in (a, b, c)] == [0, 100_000, 150_000]
     assert [int(pg.op_finish[p.gid(x)]) for x in (a, b, c)] == [100_000, 150_000, 150_007]
+    _, _, summary, _ = run(tmp_path, progs)
+    assert summary.programs.messages == 0  # compute only (padding is not a message)
 
 
 def test_nonblocking_send_lets_compute_overlap(tmp_path):

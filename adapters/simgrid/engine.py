@@ -3,14 +3,17 @@
 ``engine: {kind: simgrid}`` in an experiment runs each point through SimGrid (see
 ``docs/crossval.md``) and reports in the same results schema as the native engine.  The
 machine becomes a platform with our own route tables (:mod:`.platform`); every message becomes
-one SimGrid communication started at its creation time (:mod:`.worker`, in a child process).
+one SimGrid communication started at its creation time (:mod:`.worker`, in a child process);
+rank programs run as one actor per rank (:mod:`.ranks`) and come back as the native engine's
+program state (:mod:`.program_run`), so the summary and tables are made by the same code.
 SimGrid is configured as a plain fluid max-min model, the closest it has to a lossless packet
 network: ``network/model:CM02`` with ``TCP-gamma`` 0 (no window bound), ``weight-S`` 0 (no
 RTT bias in the sharing), latency and bandwidth factors 1 and no cross-traffic.
 
 What the flow model cannot represent is refused before anything runs (:meth:`SimGrid.check`,
 exit status 2, naming the field): QoS policies, routings whose path is not a function of source
-and destination (Valiant, UGAL), and platforms beyond :data:`.platform.MAX_NETPOINTS`.
+and destination (Valiant, UGAL), platforms beyond :data:`.platform.MAX_NETPOINTS`, and rank
+programs with background traffic.
 Figures that only a packet model has are ignored and documented: packet size, buffers, VCs.
 
 How results map (``results.json``, ``packets-N``, ``ports-N``, ``messages-N``):
@@ -41,7 +44,7 @@ import numpy as np
 from pydantic import Field
 
 from federation import Engine, Params
-from federation.adapters.simgrid import locate
+from federation.adapters.simgrid import locate, program_run
 from federation.adapters.simgrid.platform import (
     MAX_NETPOINTS,
     MAX_ROUTES,
@@ -49,7 +52,10 @@ from federation.adapters.simgrid.platform import (
     platform_xml,
     port_figures,
 )
+from federation.adapters.simgrid.program_run import Flows
 from federation.engine.native import NativeRun, PortCounters, RawResult
+from federation.engine.reports import stuck_report
+from federation.engine.state import Prog
 from federation.errors import ConfigError, SimulationError
 from federation.packet_stats import stats_of_packets
 from federation.units import PositiveTime
@@ -115,12 +121,12 @@ class SimGrid(Engine):
             raise ConfigError(f"the simgrid engine has no QoS model; qos {qos.name!r} cannot be "
                               "represented (use qos: none, or the native engine)",
                               source=o.source, path=o.path)
-        if getattr(point.workload, "closed_loop", False):
+        if getattr(point.workload, "closed_loop", False) and point.background is not None:
             raise ConfigError(
-                f"the simgrid engine runs open-loop messages only; workload "
-                f"{point.workload.name!r} is rank programs (closed loop), which it does not "
-                "run yet (use the native engine)", source=src,
-                path=_experiment_field(point, "workload.kind"))
+                "the simgrid engine runs rank programs without background traffic: its open-"
+                "loop messages would need their own actors beside the ranks' and a window cut "
+                "at the programs' end, which it does not do (drop background, or use the "
+                "native engine)", source=src, path=_experiment_field(point, "background"))
         t = built.tables
         if t.valiant or t.adaptive or getattr(built, "program", None) is not None:
             what = ("adaptive" if t.adaptive or built.program is not None
@@ -153,25 +159,60 @@ class SimGrid(Engine):
             raise SimulationError("the simgrid engine needs minimal (deterministic) routes")
         if not self.found():
             raise SimulationError(f"SimGrid is not installed: {locate.INSTALL_HINT}")
+        if job.programs is not None:
+            if job.packets.count:  # also refused by check(): background traffic
+                raise SimulationError("the simgrid engine runs rank programs without "
+                                      "background traffic")
+            return self._run_programs(job)
         wall0 = time.perf_counter()
         msg_time, msg_src, msg_dst, msg_size = _messages(job)
-        routes, pair_of = node_routes(job.network, t, msg_src, msg_dst)
-        if routes.pair_src.shape[0] > MAX_ROUTES:
-            raise ConfigError(
-                f"the traffic uses {routes.pair_src.shape[0]} distinct node pairs; the simgrid "
-                f"engine writes one route per pair and stops at {MAX_ROUTES}", path="workload")
-        xml = platform_xml(job.network, job.links, job.nic_bandwidth, job.router_delay_s,
-                           routes)
-        start_s, finish_s, info = _run_worker(xml, msg_time, msg_src, msg_dst, msg_size,
-                                              self.params.precision)
+        xml, routes, pair_of = _platform(job, msg_src, msg_dst)
+        out, info = _run_worker(xml, {"messages.npz": dict(time_ps=msg_time, src=msg_src,
+                                                            dst=msg_dst, size=msg_size)},
+                                "result.npz", self.params.precision)
         self._version = info["version"]
+        finish_s = out["finish_s"]
         if (finish_s < 0).any():
             k = int(np.nonzero(finish_s < 0)[0][0])
             raise SimulationError(f"SimGrid did not complete message {k} "
                                   f"(node {msg_src[k]} -> node {msg_dst[k]})")
         finish_ps = np.round(finish_s * 1e12).astype(np.int64)
-        return _raw_result(job, routes, pair_of, msg_time, finish_ps,
-                           int(round(info["clock_s"] * 1e12)), time.perf_counter() - wall0)
+        pk = job.packets
+        fl = Flows(msg_src, msg_dst, np.bincount(pk.msg, weights=pk.size,
+                                                 minlength=msg_time.shape[0]).astype(np.int64),
+                   np.bincount(pk.msg, minlength=msg_time.shape[0]).astype(np.int64),
+                   msg_time, finish_ps)
+        return _raw_result(job, fl, routes, pair_of, finish_ps[pk.msg],
+                           int(round(info["clock_s"] * 1e12)), len(fl),
+                           time.perf_counter() - wall0)
+
+    def _run_programs(self, job: NativeRun) -> RawResult:
+        """Rank programs: one SimGrid actor per rank (:mod:`.ranks`); their records become
+        the native program state (:mod:`.program_run`)."""
+        t = job.programs
+        assert t is not None
+        wall0 = time.perf_counter()
+        src, dst = program_run.pairs(t)
+        xml, routes, _ = _platform(job, src, dst)
+        arrays, figures = program_run.worker_inputs(t, job.nic_bandwidth)
+        out, info = _run_worker(xml, {"programs.npz": arrays,
+                                      "program-figures.json": figures},
+                                "program-result.npz", self.params.precision)
+        self._version = info["version"]
+        end_ps = int(round(info["clock_s"] * 1e12))
+        rec = {k: out[k] for k in (*program_run.OP_RECORDS, *program_run.MSG_RECORDS)}
+        fl = program_run.flows(t, rec)
+        n_nodes = job.network.n_nodes
+        pair_of = np.searchsorted(routes.pair_src.astype(np.int64) * n_nodes + routes.pair_dst,
+                                  fl.src * n_nodes + fl.dst)
+        hops = routes.hops[pair_of]
+        pg = program_run.program_state(t, rec, out["rank_finish"], fl, hops)
+        if (pg.op_finish[:t.programs.n_ops] < 0).any():
+            raise SimulationError(stuck_report(job, pg, end_ps))
+        end_ps = int(pg.rank_finish.max()) if t.programs.n_ranks else 0
+        none = np.zeros(0, dtype=np.int64)
+        return _raw_result(job, fl, routes, pair_of, none, end_ps, int(info["comms"]),
+                           time.perf_counter() - wall0, programs=pg)
 
 
 def _experiment_field(point: Any, path: str) -> str:
@@ -193,14 +234,30 @@ def _messages(job: NativeRun) -> tuple[np.ndarray, ...]:
             pk.dst[first].astype(np.int64), size)
 
 
-def _run_worker(xml: str, time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray,
-                size: np.ndarray, precision: float) -> tuple[np.ndarray, np.ndarray,
-                                                             dict[str, Any]]:
-    """Write the inputs, run :mod:`.worker` in a child process, read its results."""
+def _platform(job: NativeRun, src: np.ndarray, dst: np.ndarray) -> tuple[str, Any, np.ndarray]:
+    """The platform XML with the routes of the node pairs (``src[i]``, ``dst[i]``), the
+    routes, and each pair's route index; refused above :data:`MAX_ROUTES` pairs."""
+    routes, pair_of = node_routes(job.network, job.tables, src, dst)
+    if routes.pair_src.shape[0] > MAX_ROUTES:
+        raise ConfigError(
+            f"the traffic uses {routes.pair_src.shape[0]} distinct node pairs; the simgrid "
+            f"engine writes one route per pair and stops at {MAX_ROUTES}", path="workload")
+    xml = platform_xml(job.network, job.links, job.nic_bandwidth, job.router_delay_s, routes)
+    return xml, routes, pair_of
+
+
+def _run_worker(xml: str, inputs: dict[str, Any], output: str,
+                precision: float) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Write the platform and ``inputs`` (``.npz``: a dict of arrays; ``.json``: a document),
+    run :mod:`.worker` in a child process, read its ``output`` arrays and ``result.json``."""
     with tempfile.TemporaryDirectory(prefix="federation-simgrid-") as tmp:
         folder = Path(tmp)
         (folder / "platform.xml").write_text(xml)
-        np.savez(folder / "messages.npz", time_ps=time_ps, src=src, dst=dst, size=size)
+        for name, value in inputs.items():
+            if name.endswith(".npz"):
+                np.savez(folder / name, **value)
+            else:
+                (folder / name).write_text(json.dumps(value))
         (folder / "config.json").write_text(json.dumps({"cfg": list(NETWORK_CONFIG),
                                                           "precision": precision}))
         try:
@@ -214,53 +271,59 @@ def _run_worker(xml: str, time_ps: np.ndarray, src: np.ndarray, dst: np.ndarray,
             lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
             last = lines[-1] if lines else f"exit status {r.returncode}"
             raise SimulationError(f"SimGrid failed: {last}")
-        res = np.load(folder / "result.npz")
-        return (res["start_s"], res["finish_s"],
-                json.loads((folder / "result.json").read_text()))
+        with np.load(folder / output) as res:
+            out = {k: res[k] for k in res.files}
+        return out, json.loads((folder / "result.json").read_text())
 
 
-def _raw_result(job: NativeRun, routes: Any, pair_of: np.ndarray, msg_time: np.ndarray,
-                finish_ps: np.ndarray, end_ps: int, wall_s: float) -> RawResult:
-    """Per-packet and per-port arrays in the native engine's layout (see the module
-    docstring for what each means under a flow model)."""
-    net = job.network
-    pt = net.ports
+def _raw_result(job: NativeRun, fl: Flows, routes: Any, pair_of: np.ndarray,
+                deliver_ps: np.ndarray, end_ps: int, events: int, wall_s: float,
+                programs: Prog | None = None) -> RawResult:
+    """The one place a :class:`RawResult` is made: per-packet arrays of the open-loop packets
+    (``deliver_ps`` each; none with rank programs) and per-port arrays from the flows that
+    crossed the network (see the module docstring for what each means under a flow model)."""
+    pt = job.network.ports
     pk = job.packets
-    n_msg = msg_time.shape[0]
-    msg_size = np.bincount(pk.msg, weights=pk.size, minlength=n_msg)
-    msg_pkts = np.bincount(pk.msg, minlength=n_msg)
-    hops_msg = routes.hops[pair_of]
-    # per port: the messages (and their packets) routed through it
-    lens = np.diff(routes.offsets)[pair_of]
+    n = len(fl)
+    went = fl.start_ps >= 0
+    fin = np.where(fl.finish_ps >= 0, fl.finish_ps, end_ps)
+    hops_flow = routes.hops[pair_of] if n else np.zeros(0, dtype=np.int32)
+    # per port: the flows (and their packets) routed through it
+    lens = np.diff(routes.offsets)[pair_of] * went
     starts = routes.offsets[pair_of]
-    rows = np.repeat(np.arange(n_msg), lens)
+    rows = np.repeat(np.arange(n), lens)
     ports = routes.ports[np.repeat(starts, lens) + (np.arange(rows.shape[0])
                                                     - np.repeat(np.cumsum(lens) - lens, lens))]
     P = pt.n_ports
-    port_bytes = np.bincount(ports, weights=msg_size[rows], minlength=P).astype(np.int64)
-    port_pkts = np.bincount(ports, weights=msg_pkts[rows], minlength=P).astype(np.int64)
-    bw, _ = port_figures(net, job.links, job.nic_bandwidth, job.router_delay_s)
+    size = fl.size.astype(np.float64)
+    port_bytes = np.bincount(ports, weights=size[rows], minlength=P).astype(np.int64)
+    port_pkts = np.bincount(ports, weights=fl.packets[rows], minlength=P).astype(np.int64)
+    bw, _ = port_figures(job.network, job.links, job.nic_bandwidth, job.router_delay_s)
     busy = np.round(port_bytes / bw * 1e12).astype(np.int64)
     w0, w1 = job.window if job.window is not None else (0, end_ps)
-    span = np.maximum(finish_ps - msg_time, 1).astype(np.float64)
-    inside = np.clip(np.minimum(finish_ps, w1) - np.maximum(msg_time, w0), 0, None) / span
-    in_win = (msg_time >= w0) & (msg_time < w1)
-    busy_w = np.bincount(ports, weights=(msg_size / 1.0)[rows] * inside[rows] / bw[ports] * 1e12,
+    t0 = fl.start_ps
+    span = np.maximum(fin - t0, 1).astype(np.float64)
+    inside = np.clip(np.minimum(fin, w1) - np.maximum(t0, w0), 0, None) / span
+    in_win = (t0 >= w0) & (t0 < w1)
+    busy_w = np.bincount(ports, weights=size[rows] * inside[rows] / bw[ports] * 1e12,
                          minlength=P)
     busy_w = np.minimum(np.round(busy_w), max(w1 - w0, 0)).astype(np.int64)
     window_ports = PortCounters(
         busy=busy_w,
-        bytes=np.bincount(ports, weights=(msg_size * in_win)[rows], minlength=P).astype(np.int64),
-        packets=np.bincount(ports, weights=(msg_pkts * in_win)[rows],
+        bytes=np.bincount(ports, weights=(size * in_win)[rows], minlength=P).astype(np.int64),
+        packets=np.bincount(ports, weights=(fl.packets * in_win)[rows],
                             minlength=P).astype(np.int64),
         stall=np.zeros(P, dtype=np.int64))
-    pkt_hops = hops_msg[pk.msg].astype(np.int32)
-    stats = stats_of_packets(pk, pk.time_ps.astype(np.int64), finish_ps[pk.msg], pkt_hops,
-                             np.ones(pk.count, dtype=np.int8), np.full(pk.count, -1),
+    pkt_hops = (hops_flow[pk.msg] if pk.count else np.zeros(0)).astype(np.int32)
+    stats = stats_of_packets(pk, pk.time_ps.astype(np.int64), deliver_ps.astype(np.int64),
+                             pkt_hops, np.ones(pk.count, dtype=np.int8), np.full(pk.count, -1),
                              job.window, job.keep_packets)
     return RawResult(
         packets=stats,
         port_bytes=port_bytes, port_pkts=port_pkts, port_busy=busy,
         port_stall=np.zeros(P, dtype=np.int64), port_peak=np.zeros(P, dtype=np.int64),
-        end_ps=end_ps, events=int(n_msg), packet_hops=int(pkt_hops.sum()), wall_s=wall_s,
-        window=(int(w0), int(w1)), window_ports=window_ports)
+        end_ps=end_ps, events=int(events),
+        packet_hops=int(pkt_hops.sum()) + int((hops_flow * fl.packets * went).sum()
+                                              if programs is not None else 0),
+        wall_s=wall_s, window=(int(w0), int(w1)), window_ports=window_ports,
+        programs=programs)

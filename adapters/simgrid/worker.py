@@ -9,7 +9,9 @@ process; in a child none of that reaches the caller.  The folder holds what
 * ``platform.xml`` (:mod:`.platform`),
 * ``messages.npz``: ``time_ps``, ``src``, ``dst``, ``size`` (int64 arrays, one row per message),
 * ``config.json``: ``{"cfg": ["network/model:CM02", ...], "precision": seconds}`` (the time
-  precision's option name depends on the SimGrid version).
+  precision's option name depends on the SimGrid version);
+* or, for rank programs, ``programs.npz`` and ``program-figures.json`` instead of the
+  messages: :mod:`.ranks` runs one actor per rank and writes ``program-result.npz``.
 
 Each node that sends gets one actor that sleeps until each of its messages' creation time and
 starts it (``put_async`` on the message's own mailbox, ``m<index>``); each node that receives
@@ -72,14 +74,21 @@ def simulate(folder: Path) -> None:
     sg = import_simgrid()
     version = str(sg.simgrid_version)
     config = json.loads((folder / "config.json").read_text())
-    m = np.load(folder / "messages.npz")
-    time_s = m["time_ps"].astype(np.float64) / 1e12
-    src, dst, size = m["src"], m["dst"], m["size"]
-    n = int(time_s.shape[0])
     cfg = [*config["cfg"], _precision_option(version, config["precision"])]
     args = ["federation-simgrid", "--log=root.thresh:warning", *(f"--cfg={c}" for c in cfg)]
     engine = sg.Engine(args)
     engine.load_platform(str(folder / "platform.xml"))
+    if (folder / "programs.npz").is_file():  # rank programs: one actor per rank
+        from federation.adapters.simgrid.ranks import simulate as run_ranks
+
+        info = run_ranks(sg, engine, folder)
+        (folder / "result.json").write_text(json.dumps(
+            {"version": version, "clock_s": float(sg.Engine.clock), **info}))
+        return
+    m = np.load(folder / "messages.npz")
+    time_s = m["time_ps"].astype(np.float64) / 1e12
+    src, dst, size = m["src"], m["dst"], m["size"]
+    n = int(time_s.shape[0])
     start = np.full(n, -1.0)
     finish = np.full(n, -1.0)
     order = np.lexsort((np.arange(n), time_s))

@@ -194,8 +194,10 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
 
 def _nonempty(prog: Prog) -> Prog:
     """Give empty arrays one (unused) element: numba types an empty array like any other, but
-    a zero-length allocation is easy to mistake for a missing field when debugging."""
-    return prog._replace(**{k: (np.zeros(1, dtype=v.dtype) if isinstance(v, np.ndarray)
+    a zero-length allocation is easy to mistake for a missing field when debugging.  The
+    element is -1 (no time, no index), so that a count of, say, started messages
+    (``msg_post >= 0``) does not count it."""
+    return prog._replace(**{k: (np.full(1, -1, dtype=v.dtype) if isinstance(v, np.ndarray)
                                 and v.shape[0] == 0 else v)
                             for k, v in prog._asdict().items()})
 
