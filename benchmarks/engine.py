@@ -17,9 +17,13 @@ Scenarios (``--scenario``, default: all, each in its own process so that its pea
 
 For each point it prints accepted throughput, mean latency, wall seconds of the engine loop (JIT
 compilation excluded: a small warm-up run compiles first; each point runs ``--repeat`` times,
-identically, and the fastest run is reported, as ``timeit`` does), events per packet, events per
-second and packet-hops per wall second, where a packet-hop is one router-to-router link traversal
-(terminal links are not counted), and the scenario process's peak resident memory.  Target at
+identically, and the fastest run is reported, as ``timeit`` does), the seconds spent between
+slices of the loop generating and loading chunks of packets and reducing their delivery records
+(``feed s``), events per packet, events per second and packet-hops per wall second of the loop,
+where a packet-hop is one router-to-router link traversal (terminal links are not counted), the
+scenario process's peak resident memory, and what the process held after the warm-up (Python,
+numba, the compiled loop: ``base MB``).  The points keep no per-packet or per-message table
+(``outputs.packets: false``), so their memory is what is in flight, not the run.  Target at
 load 0.5 on ``codes``: >= 1,000,000 packet-hops/s on one core; below saturation at most about 15
 events per packet.
 
@@ -132,10 +136,14 @@ def run_scenario(args: argparse.Namespace, scenario: str) -> None:
     """One scenario in this process: JSON lines on stdout."""
     _, _, loads, warmup, measure, _ = SCENARIOS[scenario]
     run_point(scenario, loads[0], args.routing, "0us", "2us", args.seed)  # JIT warm-up
+    # what the process holds before any point of this scenario: Python, numba and the
+    # compiled loop (the peak RSS below minus this is what the points added)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     for load in args.loads or loads:
         router = {"injection_vc": args.injection_vc} if args.injection_vc else None
         r = run_point(scenario, load, args.routing, args.warmup or warmup,
                       args.measure or measure, args.seed, args.repeat, router)
+        r["baseline_rss_mb"] = base
         print(json.dumps(r), flush=True)
 
 
@@ -159,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
             run_scenario(args, s)
         return 0
     head = (f"{'load':>5} {'offered':>8} {'accepted':>9} {'lat ns':>9} {'packets':>9} "
-            f"{'wall s':>7} {'ev/pkt':>7} {'events/s':>11} {'pkt-hops/s':>11} {'RSS MB':>7}")
+            f"{'wall s':>7} {'feed s':>7} {'ev/pkt':>7} {'events/s':>11} {'pkt-hops/s':>11} "
+            f"{'RSS MB':>7} {'base MB':>8}")
     for s in args.scenario:
         if not args.json:
             print(f"\n{s}: {SCENARIOS[s][5]}, {args.routing} routing, uniform traffic")
