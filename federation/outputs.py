@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from federation.errors import ConfigError
 from federation.models.results import RunResult
+from federation.spool import Table
 
 
 def _os_reason(exc: OSError) -> str:
@@ -104,23 +106,39 @@ class OutputDir:
         self._remove_created()
 
 
-def write_table(table: dict[str, np.ndarray], path: Path, fmt: str, extra: dict[str, Any]) -> Path:
-    """One table as Parquet or CSV; ``extra`` adds constant columns (e.g. the point index)."""
+def write_table(table: Mapping[str, np.ndarray], path: Path, fmt: str,
+                extra: dict[str, Any]) -> Path:
+    """One table as Parquet or CSV; ``extra`` adds constant columns (e.g. the point index).
+
+    A :class:`~federation.spool.Table` is written a chunk at a time (a Parquet row group or
+    a run of CSV lines each), so a table of 10^8 packets never sits in memory."""
     import pyarrow as pa
 
-    cols = {k: pa.array(v) for k, v in table.items()}
-    n = len(next(iter(table.values()))) if table else 0
-    for k, v in extra.items():
-        cols[k] = pa.array([v] * n)
-    t = pa.table(cols)
+    def arrow(cols: Mapping[str, np.ndarray]) -> pa.Table:
+        out = {k: pa.array(v) for k, v in cols.items()}
+        n = len(next(iter(cols.values()))) if cols else 0
+        for k, v in extra.items():
+            out[k] = pa.array([v] * n)
+        return pa.table(out)
+
+    parts = table.chunks() if isinstance(table, Table) else iter([table])
+    first = next(parts, None)
+    if first is None:  # a table without rows: its columns, empty
+        first = {k: np.zeros(0, dtype=np.int64) for k in table}
+    head = arrow(first)
+    out = path.with_suffix(".csv" if fmt == "csv" else ".parquet")
     if fmt == "csv":
         import pyarrow.csv as pcsv
 
-        out = path.with_suffix(".csv")
-        pcsv.write_csv(t, out)
+        with pcsv.CSVWriter(out, head.schema) as w:
+            w.write_table(head)
+            for cols in parts:
+                w.write_table(arrow(cols).cast(head.schema))
     else:
         import pyarrow.parquet as pq
 
-        out = path.with_suffix(".parquet")
-        pq.write_table(t, out)
+        with pq.ParquetWriter(out, head.schema) as w:
+            w.write_table(head)
+            for cols in parts:
+                w.write_table(arrow(cols).cast(head.schema))
     return out

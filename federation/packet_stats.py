@@ -7,7 +7,8 @@ what is in flight, not for every packet.  Percentiles stay exact: the measured p
 latencies go to an in-memory buffer that spills to a temporary file past
 :data:`SPILL_VALUES`, and :func:`order_statistics` finds the k-th smallest value in a few
 histogram passes over it (each pass narrows the value range 65,536-fold), so nothing is ever
-sorted whole.  The per-packet table is kept only when asked for (``keep``).
+sorted whole.  The per-packet and per-message tables are kept only when asked for (``keep``),
+and then on disk, in order, as the rows come (:mod:`federation.spool`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from federation.engine.feed import (
     REC_VIA,
 )
 from federation.engine.traffic import PacketChunk, Packets, whole_chunk
+from federation.spool import InOrder, Spool
 
 #: measured latencies held in memory before they spill to a temporary file (8 B each)
 SPILL_VALUES = 1 << 21
@@ -161,10 +163,18 @@ class PacketStats:
     #: window whose packets were all delivered
     message_completion_ps: int = 0
     messages_measured: int = 0
-    #: per-packet columns by packet number (``keep``), else ``None``
-    packets: dict[str, np.ndarray] | None = None
-    #: per-message columns by message number (``keep``), else ``None``
-    messages: dict[str, np.ndarray] | None = None
+    #: the packets table by packet number, spooled to disk (``keep``), else ``None``
+    packets: Spool | None = None
+    #: the open-loop messages' rows by message number, spooled likewise
+    messages: Spool | None = None
+
+
+#: the packets table's columns (see :func:`_packet_columns`)
+PACKET_COLUMNS = ["packet", "message", "src", "dst", "size", "created_ps", "injected_ps",
+                  "delivered_ps", "hops", "minimal", "via_group", "measured"]
+#: the open-loop messages' columns the sink keeps (the messages table is made from them)
+MESSAGE_COLUMNS = ["message", "src", "dst", "size", "created_ps", "started_ps",
+                   "completed_ps"]
 
 
 class _Chunk:
@@ -192,8 +202,9 @@ class PacketSink:
         self.lat, self.net = ValueStore(spill_at), ValueStore(spill_at)
         self.lat_sum = self.net_sum = 0
         self.chunks: list[_Chunk] = []
-        self.kept: list[np.ndarray] = []
-        self.retired: list[dict[str, np.ndarray]] = []
+        # the tables, in packet and message order, on disk as they come (``keep``)
+        self.packet_rows = InOrder("packet", Spool(PACKET_COLUMNS)) if keep else None
+        self.message_rows = InOrder("message", Spool(MESSAGE_COLUMNS)) if keep else None
         self.end = _NEVER  #: messages created after this never existed (:meth:`ended`)
 
     def loaded(self, c: PacketChunk) -> None:
@@ -207,8 +218,8 @@ class PacketSink:
         """Records of delivered packets (or, at the end, undelivered ones: delivery -1)."""
         if not rec.shape[0]:
             return
-        if self.keep:
-            self.kept.append(rec.copy())
+        if self.packet_rows is not None:
+            self.packet_rows.add(_packet_columns(rec, self.w0, self.w1))
         got = rec[:, REC_DELIVER] >= 0
         d = rec[got]
         s = self.s
@@ -263,9 +274,9 @@ class PacketSink:
         inw = (c.time >= self.w0) & (c.time < self.w1) & (done >= 0)
         self.s.message_completion_ps += int((done - c.time)[inw].sum())
         self.s.messages_measured += int(inw.sum())
-        if self.keep:
+        if self.message_rows is not None:
             born = np.nonzero(c.time <= self.end)[0]
-            self.retired.append({
+            self.message_rows.add({
                 "message": c.first + born,
                 "src": c.src[born].astype(np.int32), "dst": c.dst[born].astype(np.int32),
                 "size": c.size[born].astype(np.int64),
@@ -288,21 +299,14 @@ class PacketSink:
                 setattr(s, out, Latency(mean=total / store.count / 1e3, p50=p50, p99=p99,
                                         max=store.max / 1e3))
             store.close()
-        if self.keep:
-            s.packets = _packet_columns(self.kept, self.w0, self.w1)
-            s.messages = ({k: np.concatenate([r[k] for r in self.retired]) for k in
-                           self.retired[0]} if self.retired else None)
-            if s.messages is not None:
-                o = np.argsort(s.messages["message"], kind="stable")
-                s.messages = {k: v[o] for k, v in s.messages.items()}
-            self.kept, self.retired = [], []
+        if self.packet_rows is not None and self.message_rows is not None:
+            s.packets = self.packet_rows.flush()
+            s.messages = self.message_rows.flush()
         return s
 
 
-def _packet_columns(kept: list[np.ndarray], w0: int, w1: int) -> dict[str, np.ndarray]:
-    """The packets table (one row per packet, by packet number) from kept records."""
-    rec = np.concatenate(kept) if kept else np.zeros((0, REC_COLS), dtype=np.int64)
-    rec = rec[np.argsort(rec[:, REC_ID], kind="stable")]
+def _packet_columns(rec: np.ndarray, w0: int, w1: int) -> dict[str, np.ndarray]:
+    """Rows of the packets table from delivery records."""
     created, deliver = rec[:, REC_CREATED], rec[:, REC_DELIVER]
     return {
         "packet": rec[:, REC_ID].copy(),
@@ -318,7 +322,6 @@ def _packet_columns(kept: list[np.ndarray], w0: int, w1: int) -> dict[str, np.nd
         "via_group": rec[:, REC_VIA].astype(np.int32),
         "measured": (created >= w0) & (created < w1) & (deliver >= 0),
     }
-
 
 
 def stats_of_packets(pk: Packets, inject: np.ndarray, deliver: np.ndarray, hops: np.ndarray,

@@ -16,6 +16,7 @@ from federation.engine.state import Prog
 from federation.models.results import LatencyStats, LinkUse, PointSummary, ProgramSummary
 from federation.packet_stats import Latency
 from federation.prepare import PreparedPoint
+from federation.spool import Table
 from federation.units import PS_PER_S
 
 
@@ -183,36 +184,39 @@ def class_columns(raw: RawResult) -> dict[str, np.ndarray]:
     return {f"bytes_class_{k}": per[:, k].copy() for k in range(per.shape[1])}
 
 
-def message_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
-    """Per-message completion: the last packet's delivery minus the message's creation.
+def message_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.ndarray]:
+    """Per-message completion: the last packet's delivery minus the message's creation (a
+    :class:`~federation.spool.Table` read chunk by chunk when written).
 
     With rank programs: the background's messages first, then the programs' (see
     :func:`program_message_table`)."""
     if raw.programs is not None:  # rank programs: their messages' own times
         return program_message_table(prep, raw, raw.programs)
-    m = open_messages(raw)
     w0, w1 = window_of(prep, raw)
-    done, created = m["completed_ps"], m["created_ps"]
-    return {
-        "message": m["message"], "src": m["src"], "dst": m["dst"], "size": m["size"],
-        "created_ps": created, "completed_ps": done,
-        "completion_ps": np.where(done >= 0, done - created, -1),
-        "measured": (created >= w0) & (created < w1),
-    }
 
+    def rows(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        done, created = m["completed_ps"], m["created_ps"]
+        return {
+            "message": m["message"], "src": m["src"], "dst": m["dst"], "size": m["size"],
+            "created_ps": created, "completed_ps": done,
+            "completion_ps": np.where(done >= 0, done - created, -1),
+            "measured": (created >= w0) & (created < w1),
+        }
 
-def open_messages(raw: RawResult) -> dict[str, np.ndarray]:
-    """The open-loop messages' rows the run kept (``outputs.messages``)."""
+    names = ["message", "src", "dst", "size", "created_ps", "completed_ps", "completion_ps",
+             "measured"]
     m = raw.packets.messages
-    if m is None:
-        empty = np.zeros(0, dtype=np.int64)
-        return {k: empty for k in ("message", "src", "dst", "size", "created_ps",
-                                   "started_ps", "completed_ps")}
-    return m
+    return m.mapped(rows, names) if m is not None else rows(_no_open_messages())
+
+
+def _no_open_messages() -> dict[str, np.ndarray]:
+    empty = np.zeros(0, dtype=np.int64)
+    return {k: empty for k in ("message", "src", "dst", "size", "created_ps", "started_ps",
+                               "completed_ps")}
 
 
 def program_message_table(prep: PreparedPoint, raw: RawResult,
-                          pg: Prog) -> dict[str, np.ndarray]:
+                          pg: Prog) -> Table | dict[str, np.ndarray]:
     """Per message of a rank-program run: the background's first (``message`` indexes the
     packets table), then the programs' (``message`` indexes their state).  Created: the
     background message's creation or the send's start; started: its first data packet left
@@ -237,26 +241,28 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
         "tag": t.msg_tag.astype(np.int32),
         "rendezvous": t.msg_rdv.astype(bool),
     }
-    m = open_messages(raw)
-    n = m["message"].shape[0]
-    if not n:
+    def background(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        n = m["message"].shape[0]
+        done_bg, created = m["completed_ps"], m["created_ps"]
+        none = np.full(n, -1, dtype=np.int32)
+        return {
+            "message": m["message"],
+            "background": np.ones(n, dtype=bool),
+            "src": m["src"].astype(np.int32),
+            "dst": m["dst"].astype(np.int32),
+            "size": m["size"].astype(np.int64),
+            "created_ps": created,
+            "started_ps": m["started_ps"],
+            "completed_ps": done_bg,
+            "completion_ps": np.where(done_bg >= 0, done_bg - created, -1),
+            "measured": done_bg >= 0,
+            "src_rank": none,
+            "dst_rank": none,
+            "tag": none,
+            "rendezvous": np.zeros(n, dtype=bool),
+        }
+
+    m = raw.packets.messages
+    if m is None or not m.rows:
         return programs
-    done_bg, created = m["completed_ps"], m["created_ps"]
-    none = np.full(n, -1, dtype=np.int32)
-    background = {
-        "message": m["message"],
-        "background": np.ones(n, dtype=bool),
-        "src": m["src"].astype(np.int32),
-        "dst": m["dst"].astype(np.int32),
-        "size": m["size"].astype(np.int64),
-        "created_ps": created,
-        "started_ps": m["started_ps"],
-        "completed_ps": done_bg,
-        "completion_ps": np.where(done_bg >= 0, done_bg - created, -1),
-        "measured": done_bg >= 0,
-        "src_rank": none,
-        "dst_rank": none,
-        "tag": none,
-        "rendezvous": np.zeros(n, dtype=bool),
-    }
-    return {k: np.concatenate([background[k], programs[k]]) for k in programs}
+    return m.mapped(background, list(programs)).then(programs)

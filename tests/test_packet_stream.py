@@ -112,3 +112,45 @@ def test_chunk_size_is_invisible_in_the_results(tmp_path, target, monkeypatch):
     assert chunked.model_dump() == whole.model_dump()
     for k in packets_w:
         assert (packets_w[k] == packets_c[k]).all(), k
+
+
+def test_a_backlog_past_the_memory_limit_stops_the_run_with_a_message(tmp_path):
+    """A NIC given far more than it can send holds a backlog that grows with the run: past
+    the rows the memory limit allows, the run stops naming the cause, not swapping."""
+    import yaml
+
+    from federation.errors import SimulationError
+    from federation.loader import load_experiment
+    from federation.prepare import prepare
+
+    msgs = [{"src": 0, "dst": 9, "size": "64KiB", "at": "0ns"} for _ in range(40)]
+    doc = {"machine": QUICK, "routing": {"algorithm": "minimal"},
+           "workload": {"kind": "messages", "messages": msgs},
+           "stop": {"warmup": "0us", "measure": "1ms"}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    point = load_experiment(tmp_path / "e.yaml").points[0]
+    prep = prepare(point)
+    prep.job.max_rows = 1000  # 40 x 64 KiB = 5,120 packets of 512 B wait at node 0
+    with pytest.raises(SimulationError, match=r"5120 packets exist at once at t=0.*saturated"):
+        point.engine.run(prep.job)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 300), st.integers(1, 40), st.integers(1, 9), st.randoms())
+def test_rows_nearly_in_order_come_out_in_order(n, window, parts, rnd):
+    """Rows that arrive out of order within a window (packets still in flight) are spooled
+    in key order, holding back only those behind a gap."""
+    from federation.spool import InOrder, Spool
+
+    keys = list(range(n))
+    for i in range(0, n, window):  # shuffle within windows
+        block = keys[i:i + window]
+        rnd.shuffle(block)
+        keys[i:i + window] = block
+    order = InOrder("k", Spool(["k", "v"]))
+    for part in np.array_split(np.array(keys, dtype=np.int64), parts):
+        order.add({"k": part, "v": part * 2})
+        assert order.held is None or order.held["k"].size <= 2 * window + n // parts + 1
+    out = order.flush()
+    assert out["k"].tolist() == list(range(n)) and (out["v"] == 2 * out["k"]).all()
+    assert sum(c["k"].size for c in out.chunks()) == n

@@ -37,7 +37,7 @@ REC_VIA = 10  #: the routing's intermediate (group or router, -1 none)
 REC_COLS = 11
 
 #: records the loop buffers before the driver drains them (88 B each)
-REC_CAPACITY = 1 << 16
+REC_CAPACITY = 1 << 12
 
 # columns of a waiting packet (Sim.feed): one cache line per packet, read when the packet
 # reaches the head of its NIC
