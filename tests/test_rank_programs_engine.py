@@ -80,11 +80,14 @@ class Prog:
         return sum(len(o) for o in self.ops[:ref[0]]) + ref[1]
 
 
-def run(tmp_path, progs: RankPrograms, machine: dict | None = None, **nic):
+def run(tmp_path, progs: RankPrograms, machine: dict | None = None, engine: str = "native",
+        **nic):
+    """Run ``progs`` (the workload is replaced by them) on ``machine`` with ``engine``;
+    (prepared, raw, summary, packets table)."""
     m = dict(machine or MACHINE)
     if nic:
         m = {**m, "nic": nic}
-    doc = {"machine": m, "routing": {"algorithm": "minimal"},
+    doc = {"machine": m, "routing": {"algorithm": "minimal"}, "engine": {"kind": engine},
            "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
            "stop": {"warmup": "0ns", "measure": "1us"}}
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))

@@ -23,15 +23,14 @@ import numpy as np
 import pytest
 import yaml
 from conftest import one_error, run_cli
-from test_rank_programs_engine import Given, Prog
+from test_rank_programs_engine import Prog
+from test_rank_programs_engine import run as run_programs
+from test_simgrid_adapter import closed_form_ps
 
-from federation.adapters.simgrid.platform import node_routes, port_figures
 from federation.adapters.simgrid.testing import require_simgrid
 from federation.errors import ConfigError, SimulationError
-from federation.loader import load_experiment
-from federation.prepare import prepare
 from federation.programs.model import COMPUTE, RECV, SEND
-from federation.runner import message_table, summarize
+from federation.runner import message_table
 
 DRAGONFLY = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}}
 
@@ -43,26 +42,11 @@ def simgrid() -> None:
 
 def run(tmp_path, progs, engine: str = "simgrid", **nic):
     """Run ``progs`` on the dragonfly with ``engine``; (prepared, raw, summary, messages)."""
-    machine = {**DRAGONFLY, **({"nic": nic} if nic else {})}
-    doc = {"machine": machine, "engine": {"kind": engine},
-           "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
-           "stop": {"warmup": "0ns", "measure": "1us"}}
-    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
-    point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(progs)
-    prep = prepare(point)
-    raw = point.engine.run(prep.job)
-    summary, _, _ = summarize(prep, raw)
+    prep, raw, summary, _ = run_programs(tmp_path, progs, DRAGONFLY, engine, **nic)
     return prep, raw, summary, message_table(prep, raw)
 
 
-def flow_ps(prep, src: int, dst: int, size: int) -> float:
-    """CM02 on an idle route: summed latency plus size over the slowest link (ps)."""
-    job = prep.job
-    routes, _ = node_routes(job.network, job.tables, np.array([src]), np.array([dst]))
-    bw, lat = port_figures(job.network, job.links, job.nic_bandwidth, job.router_delay_s)
-    path = routes.path(0)
-    return (lat[path].sum() + size / bw[path].min()) * 1e12
+flow_ps = closed_form_ps  # CM02 on an idle route: summed latency plus size over the slowest link
 
 
 def one_send(size: int) -> Prog:
