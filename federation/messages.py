@@ -77,7 +77,7 @@ def check_messages(point: ResolvedPoint, n_nodes: int, msgs: Messages,
 
 
 def check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
-                   window: tuple[int, int], max_memory: int, kept: bool) -> int:
+                  window: tuple[int, int], max_memory: int, kept: bool) -> int:
     """Refuse traffic that measures nothing, reaches past the clock, or cannot be held;
     returns its packet count."""
     check_messages(point, built.network.n_nodes, msgs)
@@ -96,7 +96,7 @@ def check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
 
 
 def check_packets_memory(point: ResolvedPoint, built: Built, n_packets: int,
-                          max_memory: int, kept: bool, whole: bool = True) -> None:
+                         max_memory: int, kept: bool, whole: bool = True) -> None:
     """Messages held whole (``whole``) and kept tables grow with the packet count; the
     packet rows in existence (a few chunks plus what is in flight) do not."""
     rows = 4 * CHUNK_PACKETS + 8 * built.network.n_nodes
@@ -122,7 +122,7 @@ def streams(workload: Workload) -> bool:
 
 
 def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int, int],
-              rng: np.random.Generator, max_memory: int, kept: bool) -> tuple[Batches, int]:
+             rng: np.random.Generator, max_memory: int, kept: bool) -> tuple[Batches, int]:
     """A streaming workload's batches (each checked as it comes, and re-drawn identically
     when asked again) and its expected packet count, refused up front when its window
     would measure nothing or its kept tables cannot be held."""
@@ -153,30 +153,38 @@ def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int
         next(first, None)
     except ConfigError as exc:
         raise located(exc, point.source) from None
-    expected = expected_packets(point, built, horizon)
-    in_window = expected_packets(point, built, window[1]) - expected_packets(
-        point, built, window[0])
-    if expected is not None and in_window is not None and in_window < 1:
+    rate = packet_rate(point, built)  # None: the workload states no load
+    if rate is not None and rate * (window[1] - window[0]) / PS_PER_S < 1:
         raise ConfigError(why_empty(point, built, no_messages(), window),
                           source=point.source, path=stop_field(point))
-    n = int(expected or 0)
+    n = int(rate * horizon / PS_PER_S) if rate is not None else 0
     check_packets_memory(point, built, n, max_memory, kept, whole=False)
     return batches, n
 
 
-def expected_packets(point: ResolvedPoint, built: Built, until: int) -> float | None:
-    """Packets a workload with an offered load creates before ``until`` (about)."""
+def message_rate(point: ResolvedPoint, built: Built) -> tuple[float, float, float] | None:
+    """``(load, message bytes, messages per second per node)`` of a workload that states
+    an offered load (``None`` for one that does not)."""
     load = point.workload.offered_load()
     if load is None:
         return None
+    size = float(getattr(point.workload.params, "message_size", None)
+                 or point.machine.machine.packet_size)
+    return load, size, load * built.nic_bandwidth / size
+
+
+def packet_rate(point: ResolvedPoint, built: Built) -> float | None:
+    """Packets per second the whole machine creates, for a workload with an offered load."""
+    rate = message_rate(point, built)
+    if rate is None:
+        return None
+    _, size, per_node = rate
     packet = float(point.machine.machine.packet_size)
-    size = float(getattr(point.workload.params, "message_size", None) or packet)
-    per_node = load * built.nic_bandwidth / size  # messages per second per node
-    return per_node * built.network.n_nodes * until / PS_PER_S * max(1.0, size / packet)
+    return per_node * built.network.n_nodes * max(1.0, size / packet)
 
 
 def why_empty(point: ResolvedPoint, built: Built, msgs: Messages,
-               window: tuple[int, int]) -> str:
+              window: tuple[int, int]) -> str:
     w0, w1 = window
     span = f"[{format_time(w0 / PS_PER_S)}, {format_time(w1 / PS_PER_S)})"
     head = f"no packet was generated in the measurement window {span}"
@@ -184,12 +192,10 @@ def why_empty(point: ResolvedPoint, built: Built, msgs: Messages,
         t0, t1 = (format_time(int(x) / PS_PER_S) for x in (msgs.time_ps.min(), msgs.time_ps.max()))
         return (f"{head}: the workload's {msgs.count} message(s) are created between {t0} and "
                 f"{t1}, outside it; move the window (stop.warmup, stop.measure)")
-    load = point.workload.offered_load()
-    if load is None:
+    rate = message_rate(point, built)
+    if rate is None:
         return f"{head}: the workload created no message at all"
-    size = float(getattr(point.workload.params, "message_size", None)
-                 or point.machine.machine.packet_size)
-    per_node = load * built.nic_bandwidth / size  # messages per second per node
+    load, size, per_node = rate
     expected = per_node * built.network.n_nodes * (w1 - w0) / PS_PER_S
     return (f"{head}: at load {load:g} of a {built.nic_bandwidth:g} B/s NIC with {size:g} B "
             f"messages, the {built.network.n_nodes} nodes create about {expected:.3g} messages "

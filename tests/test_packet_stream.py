@@ -154,3 +154,46 @@ def test_rows_nearly_in_order_come_out_in_order(n, window, parts, rnd):
     out = order.flush()
     assert out["k"].tolist() == list(range(n)) and (out["v"] == 2 * out["k"]).all()
     assert sum(c["k"].size for c in out.chunks()) == n
+
+
+class Streamed:
+    """A third-party workload that streams its batches and states no offered load."""
+
+    @staticmethod
+    def make():  # noqa: ANN205
+        from federation.components import Messages, Workload
+        from federation.models.base import Params
+
+        class Bursts(Workload):
+            name = "bursts"
+
+            def __init__(self) -> None:
+                self.params = Params()
+
+            def batches(self, ctx, target_packets):  # noqa: ANN001, ANN201
+                for b in range(3):  # three bursts of 10 messages, 1 us apart
+                    t = np.full(10, b * 1_000_000, dtype=np.int64)
+                    yield (b + 1) * 1_000_000, Messages(
+                        t, np.arange(10, dtype=np.int32), np.arange(10, 20, dtype=np.int32),
+                        np.full(10, 100, dtype=np.int64))
+
+        return Bursts()
+
+
+def test_a_streamed_workload_without_an_offered_load_runs(tmp_path):
+    """No load to estimate from: nothing is refused up front, every message arrives."""
+    import yaml
+
+    from federation.loader import load_experiment
+    from federation.prepare import prepare
+    from federation.runner import summarize
+
+    doc = {"machine": QUICK, "routing": {"algorithm": "minimal"},
+           "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
+           "stop": {"warmup": "0us", "measure": "5us"}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    point = load_experiment(tmp_path / "e.yaml").points[0]
+    point.workload = Streamed.make()
+    prep = prepare(point)
+    summary, _, _ = summarize(prep, point.engine.run(prep.job))
+    assert summary.packets_generated == summary.packets_delivered == 30
