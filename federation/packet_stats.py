@@ -169,10 +169,8 @@ class PacketStats:
     messages: Spool | None = None
 
 
-#: the packets table's columns (see :func:`_packet_columns`)
-PACKET_COLUMNS = ["packet", "message", "src", "dst", "size", "created_ps", "injected_ps",
-                  "delivered_ps", "hops", "minimal", "via_group", "measured"]
-#: the open-loop messages' columns the sink keeps (the messages table is made from them)
+#: the open-loop messages' columns the sink keeps (:meth:`_Chunk.rows`; the messages table
+#: is made from them)
 MESSAGE_COLUMNS = ["message", "src", "dst", "size", "created_ps", "started_ps",
                    "completed_ps"]
 
@@ -184,10 +182,20 @@ class _Chunk:
         m = c.messages
         self.first = c.first_message
         self.left = c.npk.copy()
-        self.open = int((self.left > 0).sum())
         self.time, self.src, self.dst, self.size = m.time_ps, m.src, m.dst, m.size
         self.started = np.full(m.count, _NEVER, dtype=np.int64)
         self.done = np.full(m.count, -1, dtype=np.int64)
+
+    def rows(self, i: np.ndarray, done: np.ndarray) -> dict[str, np.ndarray]:
+        """Rows ``i`` of the open-loop messages' table (``done``: completion, -1 none)."""
+        return {
+            "message": self.first + i,
+            "src": self.src[i].astype(np.int32), "dst": self.dst[i].astype(np.int32),
+            "size": self.size[i].astype(np.int64),
+            "created_ps": self.time[i].astype(np.int64),
+            "started_ps": np.where(self.started[i] == _NEVER, -1, self.started[i]),
+            "completed_ps": done[i],
+        }
 
 
 class PacketSink:
@@ -197,7 +205,6 @@ class PacketSink:
     def __init__(self, window: tuple[int, int] | None, keep: bool = False,
                  spill_at: int = SPILL_VALUES) -> None:
         self.w0, self.w1 = window if window is not None else (0, _NEVER)
-        self.keep = keep
         self.s = PacketStats()
         self.lat, self.net = ValueStore(spill_at), ValueStore(spill_at)
         self.lat_sum = self.net_sum = 0
@@ -275,15 +282,7 @@ class PacketSink:
         self.s.message_completion_ps += int((done - c.time)[inw].sum())
         self.s.messages_measured += int(inw.sum())
         if self.message_rows is not None:
-            born = np.nonzero(c.time <= self.end)[0]
-            self.message_rows.add({
-                "message": c.first + born,
-                "src": c.src[born].astype(np.int32), "dst": c.dst[born].astype(np.int32),
-                "size": c.size[born].astype(np.int64),
-                "created_ps": c.time[born].astype(np.int64),
-                "started_ps": np.where(c.started[born] == _NEVER, -1, c.started[born]),
-                "completed_ps": done[born],
-            })
+            self.message_rows.add(c.rows(np.nonzero(c.time <= self.end)[0], done))
 
     def finish(self) -> PacketStats:
         """Retire what is left (messages with undelivered packets complete at -1) and work
@@ -322,6 +321,10 @@ def _packet_columns(rec: np.ndarray, w0: int, w1: int) -> dict[str, np.ndarray]:
         "via_group": rec[:, REC_VIA].astype(np.int32),
         "measured": (created >= w0) & (created < w1) & (deliver >= 0),
     }
+
+
+#: the packets table's columns
+PACKET_COLUMNS = list(_packet_columns(np.zeros((0, REC_COLS), dtype=np.int64), 0, 0))
 
 
 def stats_of_packets(pk: Packets, inject: np.ndarray, deliver: np.ndarray, hops: np.ndarray,

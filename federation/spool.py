@@ -50,7 +50,7 @@ class Table(Mapping[str, np.ndarray]):
         """These rows followed by ``more`` (same columns)."""
         def chunks() -> Iterator[Columns]:
             yield from self.chunks()
-            if len(next(iter(more.values()))) if more else 0:
+            if more and len(next(iter(more.values()))):
                 yield more
         return Table(chunks, self.names)
 
@@ -96,10 +96,9 @@ class InOrder:
         keys = cols[self.key]
         o = np.argsort(keys, kind="stable")
         cols = {k: v[o] for k, v in cols.items()}
-        keys = cols[self.key]
-        ready = int(np.argmin(keys == self.next + np.arange(keys.size))) if keys.size else 0
-        if keys.size and keys[-1] == self.next + keys.size - 1:
-            ready = keys.size  # no gap at all
+        # keys are distinct, so the rows ready to go are the prefix without a gap
+        in_place = cols[self.key] == self.next + np.arange(cols[self.key].size)
+        ready = in_place.size if in_place.all() else int(np.argmin(in_place))
         self.out.append({k: v[:ready] for k, v in cols.items()})
         self.held = {k: v[ready:] for k, v in cols.items()}
         self.next += ready

@@ -14,7 +14,7 @@ import numpy as np
 from federation.engine.native import RawResult
 from federation.engine.state import Prog
 from federation.models.results import LatencyStats, LinkUse, PointSummary, ProgramSummary
-from federation.packet_stats import Latency
+from federation.packet_stats import MESSAGE_COLUMNS, Latency
 from federation.prepare import PreparedPoint
 from federation.spool import Table
 from federation.units import PS_PER_S
@@ -203,16 +203,9 @@ def message_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.n
             "measured": (created >= w0) & (created < w1),
         }
 
-    names = ["message", "src", "dst", "size", "created_ps", "completed_ps", "completion_ps",
-             "measured"]
+    none = rows({k: np.zeros(0, dtype=np.int64) for k in MESSAGE_COLUMNS})
     m = raw.packets.messages
-    return m.mapped(rows, names) if m is not None else rows(_no_open_messages())
-
-
-def _no_open_messages() -> dict[str, np.ndarray]:
-    empty = np.zeros(0, dtype=np.int64)
-    return {k: empty for k in ("message", "src", "dst", "size", "created_ps", "started_ps",
-                               "completed_ps")}
+    return m.mapped(rows, list(none)) if m is not None else none
 
 
 def program_message_table(prep: PreparedPoint, raw: RawResult,

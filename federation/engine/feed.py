@@ -4,10 +4,11 @@ Every packet lives in a row of the packet state only while it exists, so a run's
 follows what is queued and in flight, not its total packet count (issue: a 1 ms megafly or a
 10^8-packet sweep point must fit).  The driver (:mod:`federation.engine.native`) stops the
 loop at the start of each chunk of open-loop traffic (:class:`~federation.engine.traffic.
-PacketChunk`) and :func:`load_chunk` puts the chunk's packets into free rows behind each
-NIC's backlog.  When a packet is delivered the loop writes one record of it into ``Sim.rec``
-(:func:`record`) and frees its row; the driver drains the records into a
-:class:`~federation.packet_stats.PacketSink` when the buffer fills or the run ends.
+PacketChunk`) and :func:`load_chunk` queues the chunk's packets in the *feed* (one 64-byte
+row each) behind each NIC's backlog.  A packet takes a row of the packet state when it
+reaches the head of its NIC (:func:`born`); when it is delivered the loop writes one record
+of it into ``Sim.rec`` (:func:`record`) and frees its row, and the driver drains the records
+into a :class:`~federation.packet_stats.PacketSink` when the buffer fills or the run ends.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from federation.engine import events as E
 from federation.engine.events import EV_NIC, S_FREE, S_REC, _push
 from federation.engine.state import Prog, Sim
 from federation.engine.traffic import PacketChunk
-from federation.errors import SimulationError
 
 # columns of a delivery record (Sim.rec)
 REC_ID = 0  #: the packet's number (creation order over the run)
@@ -90,12 +90,31 @@ def wake_nics(sim, nodes, times):
             _push(sim.hk, sim.ha, sim.hb, sim.sc, t, EV_NIC, n, 0, 0)
 
 
-def cache_aligned_rows(rows: int, cols: int) -> np.ndarray:
-    """Zeroed int32 ``rows x cols`` matrix whose rows start on 64-byte boundaries (NumPy only
-    promises 16), so that a 16-column row is exactly one cache line."""
-    raw = np.zeros(rows * cols + 16, dtype=np.int32)
-    skip = (-raw.ctypes.data % 64) // 4
+def aligned_rows(rows: int, cols: int, dtype: type = np.int32) -> np.ndarray:
+    """Zeroed ``rows x cols`` matrix whose rows start on 64-byte boundaries (NumPy only
+    promises 16), so that a 64-byte row (16 int32 or 8 int64) is exactly one cache line."""
+    size = np.dtype(dtype).itemsize
+    raw = np.zeros(rows * cols + 64 // size, dtype=dtype)
+    skip = (-raw.ctypes.data % 64) // size
     return raw[skip:skip + rows * cols].reshape(rows, cols)
+
+
+def grow_heap(sim: Sim, need: int) -> Sim:
+    """The event heap with room for ``need`` events (at least doubled)."""
+    n = sim.hk.shape[0]
+    if need <= n:
+        return sim
+    m = max(need, 2 * n)
+    return sim._replace(hk=np.concatenate([sim.hk, np.full(m - n, E.KEY_MAX, np.int64)]),
+                        ha=np.resize(sim.ha, m), hb=np.resize(sim.hb, m))
+
+
+def backlog(sim: Sim) -> tuple[np.ndarray, np.ndarray]:
+    """``(feed slots, their nodes)`` of the packets each NIC has not sent yet, NIC by NIC
+    in order."""
+    left = sim.nic_first[1:] - sim.nic_ptr
+    slots = np.repeat(sim.nic_ptr - np.cumsum(left) + left, left) + np.arange(int(left.sum()))
+    return slots, np.repeat(np.arange(left.shape[0]), left)
 
 
 def grow_pool(sim: Sim, pg: Prog, need: int = 0) -> tuple[Sim, Prog]:
@@ -106,7 +125,7 @@ def grow_pool(sim: Sim, pg: Prog, need: int = 0) -> tuple[Sim, Prog]:
     rows = 2 * old
     while rows - old + n_free < need:
         rows *= 2
-    ps = cache_aligned_rows(rows, A.PS_COLS)
+    ps = aligned_rows(rows, A.PS_COLS)
     ps[:old] = sim.ps
 
     def longer(a: np.ndarray, fill: int) -> np.ndarray:
@@ -153,11 +172,8 @@ def born(sim, pg, node, slot):
 
 
 def feed_rows(n: int) -> np.ndarray:
-    """Zeroed int64 ``n x 8`` feed whose rows start on 64-byte boundaries (one cache line
-    per waiting packet)."""
-    raw = np.zeros(max(n, 1) * F_COLS + 8, dtype=np.int64)
-    skip = (-raw.ctypes.data % 64) // 8
-    return raw[skip:skip + max(n, 1) * F_COLS].reshape(max(n, 1), F_COLS)
+    """A zeroed feed of ``n`` rows (at least one), one cache line per waiting packet."""
+    return aligned_rows(max(n, 1), F_COLS, np.int64)
 
 
 def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
@@ -167,19 +183,13 @@ def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
     time as each reaches the head of its NIC (:func:`born`)."""
     pk = chunk.packets
     k = pk.count
-    V, N = int(sim.n_vcs), sim.nic_ptr.shape[0]
-    if k and not 0 <= int(pk.vc.min()) <= int(pk.vc.max()) < V:
-        raise SimulationError(f"an injection VC is outside 0..{V - 1} (router.vcs = {V})")
-    C = int(sim.n_classes)
-    if k and not 0 <= int(pk.cls.min()) <= int(pk.cls.max()) < C:
-        raise SimulationError(f"a traffic class is outside 0..{C - 1}")
+    N = sim.nic_ptr.shape[0]
     sim.sc[E.S_LOADED] += k
     # what each NIC has not sent yet (its head may already have a row), then the chunk's
     # packets in creation order
-    left = sim.nic_first[1:] - sim.nic_ptr
-    back = np.repeat(sim.nic_ptr - np.cumsum(left) + left, left) + np.arange(int(left.sum()))
+    back, back_node = backlog(sim)
     order = np.lexsort((np.arange(k), pk.time_ps, pk.src))
-    src = np.concatenate([np.repeat(np.arange(N), left), pk.src[order]])
+    src = np.concatenate([back_node, pk.src[order]])
     by_node = np.argsort(src, kind="stable")
     feed = feed_rows(src.shape[0])
     nb = back.shape[0]
@@ -192,16 +202,12 @@ def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
     feed[:src.shape[0]] = both[by_node]
     nic_first = np.zeros(N + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=N), out=nic_first[1:])
+    had = sim.nic_first[1:] > sim.nic_ptr
     sim = sim._replace(nic_first=nic_first, nic_ptr=nic_first[:-1].copy(), feed=feed)
 
-    idle = np.nonzero((left == 0) & (np.bincount(pk.src, minlength=N) > 0))[0]
+    idle = np.nonzero(~had & (np.bincount(pk.src, minlength=N) > 0))[0]
     if idle.size:
-        need = int(sim.sc[E.S_HEAP]) + idle.size + 8
-        if need > sim.hk.shape[0]:
-            n = max(need, 2 * sim.hk.shape[0])
-            sim = sim._replace(
-                hk=np.concatenate([sim.hk, np.full(n - sim.hk.shape[0], E.KEY_MAX, np.int64)]),
-                ha=np.resize(sim.ha, n), hb=np.resize(sim.hb, n))
+        sim = grow_heap(sim, int(sim.sc[E.S_HEAP]) + idle.size + 8)
         wake_nics(sim, idle.astype(np.int64), feed[nic_first[idle], F_TIME].copy())
     return sim
 
@@ -229,10 +235,7 @@ def undelivered(sim: Sim) -> np.ndarray:
     out[:, REC_MINIMAL] = ps[rows, A.P_MINIMAL]
     out[:, REC_VIA] = ps[rows, A.P_VIA]
     # the feed past each NIC's pointer, less the heads that already have rows
-    N = sim.nic_ptr.shape[0]
-    left = sim.nic_first[1:] - sim.nic_ptr
-    slots = np.repeat(sim.nic_ptr - np.cumsum(left) + left, left) + np.arange(int(left.sum()))
-    node = np.repeat(np.arange(N), left)
+    slots, node = backlog(sim)
     head_born = (sim.nic_orow[node] >= 0) & (slots == sim.nic_ptr[node])
     slots, node = slots[~head_born], node[~head_born]
     f = sim.feed[slots]

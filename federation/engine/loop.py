@@ -61,7 +61,7 @@ from federation.engine.events import (
     _pop_into,
     _push,
 )
-from federation.engine.feed import born, record
+from federation.engine.feed import F_TIME, born, record
 from federation.engine.programs import (
     FLOW_DATA,
     delivered,
@@ -145,39 +145,35 @@ def try_send(sim, ab, o, now):
 
 
 @njit(cache=True, inline="always")
-def nic_head(sim, pg, node):
-    """``(packet row, time it may leave, flow)`` of node ``node``'s next packet: the earlier of
-    its next open-loop packet (creation order) and the head of its rank-program flow queue
-    (flow -1: open-loop; row -1: nothing to send).  A packet is born (takes a row) the first
-    time it is the head."""
+def nic_next(sim, pg, node):
+    """``(time, flow)`` of node ``node``'s next packet: the earlier of its next open-loop
+    packet (creation order; flow -1) and the head of its rank-program flow queue
+    (``TIME_LIMIT_PS``: it has none)."""
     t = TIME_LIMIT_PS
     ptr = sim.nic_ptr[node]
     if ptr < sim.nic_first[node + 1]:
-        t = sim.feed[ptr, 0]  # feed.F_TIME
+        t = sim.feed[ptr, F_TIME]
     f = pg.nic_fhead[node]
     if f >= 0 and pg.flow_time[f] < t:
-        if pg.nic_frow[node] < 0:
-            pg.nic_frow[node] = new_packet(sim, pg, node, f)
-        return pg.nic_frow[node], pg.flow_time[f], f
-    if t == TIME_LIMIT_PS:
-        return np.int64(-1), t, np.int64(-1)
-    if sim.nic_orow[node] < 0:
-        sim.nic_orow[node] = born(sim, pg, node, ptr)
-    return sim.nic_orow[node], t, np.int64(-1)
+        return pg.flow_time[f], f
+    return t, np.int64(-1)
 
 
 @njit(cache=True, inline="always")
-def nic_next_time(sim, pg, node):
-    """When node ``node``'s next packet may leave (``TIME_LIMIT_PS``: it has none), without
-    giving birth to it (:func:`nic_head` does, once)."""
-    t = TIME_LIMIT_PS
-    ptr = sim.nic_ptr[node]
-    if ptr < sim.nic_first[node + 1]:
-        t = sim.feed[ptr, 0]  # feed.F_TIME
-    f = pg.nic_fhead[node]
-    if f >= 0 and pg.flow_time[f] < t:
-        t = pg.flow_time[f]
-    return t
+def nic_head(sim, pg, node):
+    """``(packet row, time it may leave, flow)`` of node ``node``'s next packet (see
+    :func:`nic_next`; row -1: nothing to send).  A packet is born (takes a row) the first
+    time it is the head."""
+    t, f = nic_next(sim, pg, node)
+    if f >= 0:
+        if pg.nic_frow[node] < 0:
+            pg.nic_frow[node] = new_packet(sim, pg, node, f)
+        return pg.nic_frow[node], t, f
+    if t == TIME_LIMIT_PS:
+        return np.int64(-1), t, f
+    if sim.nic_orow[node] < 0:
+        sim.nic_orow[node] = born(sim, pg, node, sim.nic_ptr[node])
+    return sim.nic_orow[node], t, f
 
 
 @njit(cache=True, inline="always")
@@ -234,7 +230,7 @@ def try_inject(sim, pg, rt, node, now):
     done = now + np.int64(size * sim.port_ser[o] + 0.5)
     nic_advance(sim, pg, node, f, done)
     transmit(sim, o, pk, ovc, done, now)
-    tn = nic_next_time(sim, pg, node)
+    tn, _ = nic_next(sim, pg, node)  # not born until it is the head
     if tn < TIME_LIMIT_PS:
         nic_wake_at(sim, node, tn if tn > done else done)
 

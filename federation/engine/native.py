@@ -27,8 +27,9 @@ from federation.engine.compile import loop_for
 from federation.engine.feed import (
     REC_CAPACITY,
     REC_COLS,
-    cache_aligned_rows,
+    aligned_rows,
     feed_rows,
+    grow_heap,
     grow_pool,
     load_chunk,
     undelivered,
@@ -256,7 +257,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     total = (job.programs.n_packets if job.programs is not None else 0) + (
         job.traffic.expected_packets if job.traffic is not None else
         job.given_packets.count if job.given_packets is not None else 0)
-    peak_waiting = [0]  # the most packets waiting in the feed at a slice's end
+    peak_waiting = 0  # the most packets waiting in the feed at a slice's end
 
     spent = [0.0, 0.0]  # wall and processor seconds inside the compiled loop
 
@@ -277,7 +278,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         """Load the pending chunk (the loop stands at its start) and fetch the next."""
         chunk = pending[0]
         assert chunk is not None
-        _check_chunk(chunk)
+        _check_chunk(chunk, V, job.n_classes)
         state[0] = load_chunk(state[0], chunk)
         _check_rows(state[0], job.max_rows)
         sink.loaded(chunk)
@@ -309,7 +310,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         start = _chunk_start(pending[0])
         status = step(budget, min(edge, start))
         sim = state[0]
-        peak_waiting[0] = max(peak_waiting[0], waiting(sim))
+        peak_waiting = max(peak_waiting, waiting(sim))
         if status == E.ST_UNTIL or (status == E.ST_DONE and pending[0] is not None):
             if status == E.ST_UNTIL and edge <= start:
                 snaps.append(counters(edge))
@@ -328,9 +329,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             _check_rows(state[0], job.max_rows)
             continue
         if status == E.ST_HEAP_FULL:
-            n = sim.hk.shape[0]
-            state[0] = sim._replace(hk=np.concatenate([sim.hk, np.full(n, E.KEY_MAX, np.int64)]),
-                                    ha=np.resize(sim.ha, 2 * n), hb=np.resize(sim.hb, 2 * n))
+            state[0] = grow_heap(sim, 2 * sim.hk.shape[0])
             continue
         break
     wall, cpu = spent
@@ -366,7 +365,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         wall_s=wall, cpu_s=cpu, feed_s=feed_s, window=window, window_ports=in_window,
         port_class_bytes=sim.port_class_bytes.reshape(P, C),
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
-        peak_waiting=peak_waiting[0],
+        peak_waiting=peak_waiting,
     )
 
 
@@ -377,11 +376,18 @@ def _chunk_start(chunk: PacketChunk | None) -> int:
     return int(chunk.packets.time_ps[0]) if chunk.packets.count else E.TIME_LIMIT_PS
 
 
-def _check_chunk(chunk: PacketChunk) -> None:
-    """Packet sizes the packet state can hold, times inside the clock, in time order."""
+def _check_chunk(chunk: PacketChunk, n_vcs: int, n_classes: int) -> None:
+    """Packet sizes the packet state can hold, times inside the clock, in time order,
+    injection VCs and traffic classes the run has."""
     pk = chunk.packets
     if not pk.count:
         return
+    if not 0 <= int(pk.vc.min()) <= int(pk.vc.max()) < n_vcs:
+        raise SimulationError(f"an injection VC is outside 0..{n_vcs - 1} (router.vcs = "
+                              f"{n_vcs})")
+    C = max(1, int(n_classes))
+    if not 0 <= int(pk.cls.min()) <= int(pk.cls.max()) < C:
+        raise SimulationError(f"a traffic class is outside 0..{C - 1}")
     if int(pk.size.min()) < 1 or int(pk.size.max()) > MAX_PACKET_BYTES:
         bad = int(np.nonzero((pk.size < 1) | (pk.size > MAX_PACKET_BYTES))[0][0])
         raise SimulationError(
@@ -468,7 +474,7 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         row_msg=np.full(rows, -1, dtype=i64),
         nic_first=np.zeros(N + 1, dtype=i64), nic_orow=np.full(N, -1, dtype=i64),
         feed=feed_rows(1),
-        sc=sc, hk=hk, ha=ha, hb=hb, ps=cache_aligned_rows(rows, A.PS_COLS),
+        sc=sc, hk=hk, ha=ha, hb=hb, ps=aligned_rows(rows, A.PS_COLS),
         q_head=np.full(P * V, -1, dtype=np.int32), q_tail=np.full(P * V, -1, dtype=np.int32),
         occ=np.zeros(P, dtype=i64), credits=credits, busy_until=np.zeros(P, dtype=i64),
         wake=np.full(P, -1, dtype=i64),  # time of the pending FREE event, -1: none

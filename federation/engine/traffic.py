@@ -20,7 +20,7 @@ import numpy as np
 from federation.components import Messages
 from federation.limits import TIME_LIMIT_PS
 
-#: packets per chunk the native engine loads at once (about 10 MB of rows and records)
+#: packets per chunk the native engine loads at once (a 4 MB feed)
 CHUNK_PACKETS = 1 << 16
 
 
@@ -47,12 +47,10 @@ class Packets:
 
 @dataclass
 class PacketChunk:
-    """The packets of the messages created in one span of time: every later chunk's are
-    created at or after ``end_ps``.  Packet and message numbers run over the whole run:
-    the chunk's packet ``i`` is number ``first_packet + i``, its message
-    ``first_message + packets.msg[i]``."""
+    """The packets of the messages created in one span of time (every later chunk's are
+    created later).  Packet and message numbers run over the whole run: the chunk's packet
+    ``i`` is number ``first_packet + i``, its message ``first_message + packets.msg[i]``."""
 
-    end_ps: int
     packets: Packets
     first_packet: int
     first_message: int
@@ -147,7 +145,7 @@ def packet_chunks(t: OpenTraffic) -> Iterator[PacketChunk]:
     injection VCs drawn (in that order) from the routing stream, and each message's class."""
     sent = np.zeros(t.node_router.shape[0], dtype=np.int64)
     first_p = first_m = 0
-    for end, m in t.batches():
+    for _, m in t.batches():
         ptime, psrc, pdst, psize, pmsg = packetize(m.time_ps, m.src, m.dst, m.size,
                                                    t.packet_size)
         via = t.intermediates(t.node_router[psrc], t.node_router[pdst], t.rng)
@@ -156,28 +154,26 @@ def packet_chunks(t: OpenTraffic) -> Iterator[PacketChunk]:
         sent += np.bincount(psrc, minlength=sent.shape[0])
         cls = np.asarray(t.classes(m))[pmsg].astype(np.int32)
         pk = Packets(ptime, psrc, pdst, psize, pmsg, via, vc, cls)
-        yield PacketChunk(end, pk, first_p, first_m, m,
+        yield PacketChunk(pk, first_p, first_m, m,
                           np.bincount(pmsg, minlength=m.count).astype(np.int64))
         first_p += pk.count
         first_m += m.count
 
 
 def whole_chunk(pk: Packets) -> PacketChunk:
-    """Packets given whole (tests, other drivers) as one chunk; their messages are made up
-    from them (created with their first packet)."""
+    """Packets given whole (tests, other drivers; at least one) as one chunk; their
+    messages are made up from them (created with their first packet)."""
     k = pk.count
-    n_msg = int(pk.msg.max()) + 1 if k else 0
+    n_msg = int(pk.msg.max()) + 1
     npk = np.bincount(pk.msg, minlength=n_msg).astype(np.int64)
-    first = np.full(n_msg, k, dtype=np.int64)
+    first = np.full(n_msg, k - 1, dtype=np.int64)
     np.minimum.at(first, pk.msg, np.arange(k))
-    first = np.minimum(first, max(k - 1, 0))
     size = np.bincount(pk.msg, weights=pk.size, minlength=n_msg).astype(np.int64)
-    msgs = Messages(pk.time_ps[first] if k else pk.time_ps[:0], pk.src[first] if k else pk.src[:0],
-                    pk.dst[first] if k else pk.dst[:0], size)
+    msgs = Messages(pk.time_ps[first], pk.src[first], pk.dst[first], size)
     zeros = np.zeros(k, dtype=np.int32)
     full = Packets(pk.time_ps, pk.src, pk.dst, pk.size, pk.msg, pk.via,
                    pk.vc if pk.vc is not None else zeros, pk.cls if pk.cls is not None else zeros)
-    return PacketChunk(TIME_LIMIT_PS, full, 0, 0, msgs, npk)
+    return PacketChunk(full, 0, 0, msgs, npk)
 
 
 def all_packets(chunks: Iterator[PacketChunk]) -> Packets:
