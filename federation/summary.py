@@ -217,7 +217,8 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
     programs finished).  Background rows have rank and tag -1, no rendezvous."""
     t = prep.job.programs
     assert t is not None
-    post, done = pg.msg_post, pg.msg_finish
+    n = t.msg_src.shape[0]  # the state's tables may have a spare row
+    post, done = pg.msg_post[:n], pg.msg_finish[:n]
     programs = {
         "message": np.arange(post.shape[0], dtype=np.int64),
         "background": np.zeros(post.shape[0], dtype=bool),
@@ -225,7 +226,7 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
         "dst": t.msg_dst.astype(np.int32),
         "size": t.msg_size.astype(np.int64),
         "created_ps": post.copy(),
-        "started_ps": pg.msg_start.copy(),
+        "started_ps": pg.msg_start[:n].copy(),
         "completed_ps": done.copy(),
         "completion_ps": np.where(done >= 0, done - post, -1),
         "measured": done >= 0,

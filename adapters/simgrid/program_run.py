@@ -60,7 +60,7 @@ def worker_inputs(t: ProgramTraffic, nic_bandwidth: float) -> tuple[dict[str, np
         "op_peer": progs.op_peer.astype(np.int64),
         "op_time_ps": pg.op_time[:n_ops].astype(np.int64),
         "op_wait": pg.op_wait[:n_ops].astype(np.int64), "op_chan": op_chan, "op_msg": op_msg,
-        "succ_first": pg.succ_first.astype(np.int64),
+        "succ_first": pg.succ_first[0::2].astype(np.int64),  # per operation, kinds together
         "succ_op": pg.succ_op[:D].astype(np.int64),
         "succ_kind": pg.succ_kind[:D].astype(np.int64),
         "msg_op": sends, "msg_size": pg.msg_size[:M].astype(np.int64),

@@ -1,6 +1,6 @@
 """The event queue of the native engine and the codes the loop shares with its driver.
 
-Events are five integers (time, kind, a, b, c) in a binary min-heap keyed by (time in integer
+Events are five integers (time, kind, a, b, c) in a 4-ary min-heap keyed by (time in integer
 picoseconds, scheduling order), so runs are deterministic and no Python object is created per
 event.  Status codes say why the loop returned to its driver; ``S_*`` index the int64 scalar
 array of the run's state.
@@ -71,11 +71,13 @@ N_SCALARS = 22
 INF_CREDIT = np.int64(1) << 60
 
 
-# Event queue: a binary min-heap of int64 keys ``time << SEQ_BITS | seq`` (seq = scheduling order
+# Event queue: a 4-ary min-heap of int64 keys ``time << SEQ_BITS | seq`` (seq = scheduling order
 # modulo 2**SEQ_BITS), so one integer comparison orders events by time, then by scheduling order;
-# the payload (a*8 + type, b + c<<32) moves with the key.  Popping sinks the hole to a leaf
-# choosing the smaller child without a data-dependent branch, then lifts the last element into
-# it (Floyd's bottom-up variant): about half the unpredictable branches of a textbook heap.
+# the payload (a*8 + type, b + c<<32) moves with the key.  Keys are unique, so any correct heap
+# pops events in the same order: four children per node halve the depth of a binary heap (the
+# pop's chain of dependent loads, about a fifth of a rank-program run's time), and popping
+# sinks the hole to a leaf choosing the smallest child without a data-dependent branch, then
+# lifts the last element into it (Floyd's bottom-up variant).
 SEQ_BITS = HEAP_SEQ_BITS
 SEQ_MASK = (1 << SEQ_BITS) - 1
 TIME_LIMIT_PS = _TIME_LIMIT_PS  # 8.8 simulated seconds (see federation.limits)
@@ -86,7 +88,7 @@ KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 def _lift(hk, ha, hb, i, key, va, vb):
     """Place an event at free slot ``i``, moving it up past later parents."""
     while i > 0:
-        parent = (i - 1) >> 1
+        parent = (i - 1) >> 2
         pk = hk[parent]
         if key < pk:
             hk[i] = pk
@@ -142,17 +144,24 @@ def _pop_into(hk, ha, hb, sc, out):
     lk = hk[n]
     la = ha[n]
     lb = hb[n]
-    hk[n] = KEY_MAX  # sentinel: a missing right child never wins
-    # sink the hole to a leaf along the smaller children
+    hk[n] = KEY_MAX  # sentinel: slots past the last event never win
+    # sink the hole to a leaf along the smallest children (slots n .. n + 3 are KEY_MAX: the
+    # loop keeps 8 free slots)
     i = 0
-    left = 1
-    while left < n:
-        m = left + (hk[left + 1] < hk[left])
+    c = 1
+    while c < n:
+        k0 = hk[c]
+        k1 = hk[c + 1]
+        k2 = hk[c + 2]
+        k3 = hk[c + 3]
+        m01 = c + (k1 < k0)
+        m23 = c + 2 + (k3 < k2)
+        m = m23 if min(k2, k3) < min(k0, k1) else m01
         hk[i] = hk[m]
         ha[i] = ha[m]
         hb[i] = hb[m]
         i = m
-        left = 2 * i + 1
+        c = 4 * i + 1
     _lift(hk, ha, hb, i, lk, la, lb)  # the former last element, from the hole
 
 

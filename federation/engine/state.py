@@ -86,6 +86,12 @@ class Prog(NamedTuple):
     Without programs the operation, rank, message and flow arrays have length 1 and
     ``n_ops`` is 0; the pool of packet rows (``row_flow``, ``free``) serves open-loop packets
     too.
+
+    The fields of operations (``op_*`` but ``op_next``), messages (``msg_*``), flows
+    (``flow_*`` but ``flow_kind``), channels (``chan_*``) and matching slots (``slot_*``) are
+    column views of one row-major table each (:func:`~federation.engine.program_arrays.
+    build_traffic`): what the loop touches of one message is one cache line, not one per
+    field.  The tables have a spare row or more; their columns are longer than the counts.
     """
 
     n_ops: np.int64
@@ -96,7 +102,7 @@ class Prog(NamedTuple):
     vc_policy: np.int64  #: injection VC of program packets: 0 zero, 1 spread, 2 random
     via_mode: np.int64  #: intermediates of program packets: 0 none, 1 a group, 2 a router
     # operations
-    op_kind: np.ndarray  #: int8[O] SEND, RECV, COMPUTE (federation.programs.model)
+    op_kind: np.ndarray  #: int64[O] SEND, RECV, COMPUTE (federation.programs.model)
     op_rank: np.ndarray  #: int64[O]
     op_time: np.ndarray  #: int64[O] compute duration, ps
     op_msg: np.ndarray  #: int64[O] a send's message; a receive's matched one (-1 until then)
@@ -105,7 +111,8 @@ class Prog(NamedTuple):
     op_start: np.ndarray  #: int64[O] ps, -1 not started
     op_finish: np.ndarray  #: int64[O] ps, -1 not finished
     op_next: np.ndarray  #: int64[O] next compute in its rank's CPU queue
-    succ_first: np.ndarray  #: int64[O+1] successors of op i: succ_op[succ_first[i]:...]
+    succ_first: np.ndarray  #: int64[2O+1] op i's FINISH successors: succ_op[succ_first[2i]:
+    #: succ_first[2i + 1]], then its START ones up to succ_first[2i + 2]
     succ_op: np.ndarray  #: int64[D]
     succ_kind: np.ndarray  #: int8[D] FINISH or START (what of op i they wait for)
     ready: np.ndarray  #: int64[O] the ready queue: operations as their dependencies were met
@@ -118,7 +125,7 @@ class Prog(NamedTuple):
     # messages (one per send) and their matching
     msg_size: np.ndarray  #: int64[M] bytes (at least 1)
     msg_chan: np.ndarray  #: int64[M]
-    msg_rdv: np.ndarray  #: int8[M] 1: rendezvous protocol
+    msg_rdv: np.ndarray  #: int64[M] 1: rendezvous protocol
     msg_recv: np.ndarray  #: int64[M] matched receive, -1 none yet
     msg_arrived: np.ndarray  #: int64[M] eager data / rendezvous request arrived (ps), -1
     msg_post: np.ndarray  #: int64[M] the send started
