@@ -202,11 +202,11 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
 
 
 def _table(n: int, **columns: np.ndarray | int) -> dict[str, np.ndarray]:
-    """``columns`` as views of one int64 table of ``n`` rows, each row starting a cache line.
-    The table has at least two rows (the spare ones -1): numba types a one-element view as
-    contiguous, and every run must give the loop the same (strided) array types, or it would
-    compile twice."""
-    width = 8 if len(columns) <= 8 else 16  # a row is whole cache lines
+    """``columns`` as views of one int64 table of ``n`` rows whose width is a power of two, so
+    that no row straddles two cache lines (8 columns: a row is one line).  The table has at
+    least two rows (the spare ones -1): numba types a one-element view as contiguous, and
+    every run must give the loop the same (strided) array types, or it would compile twice."""
+    width = 1 << (len(columns) - 1).bit_length()
     rows = aligned_rows(max(n, 2), width, np.int64)
     rows[:] = -1
     out = {}

@@ -55,6 +55,7 @@ from federation.engine.events import (
     S_STACK,
     _push,
 )
+from federation.engine.prefetch import prefetch
 
 SEND = 0
 RECV = 1
@@ -162,6 +163,8 @@ def start_send(sim, pg, op, now):
     """A send starts: take the next slot of its channel (matching a posted receive), and hand
     its message to the NIC after the send overhead."""
     m = pg.op_msg[op]
+    prefetch(pg.msg_size, m + 1)  # its rank's next message and its data flow
+    prefetch(pg.flow_msg, 3 * m + 3)
     pg.msg_post[m] = now
     c = pg.msg_chan[m]
     k = pg.chan_nsend[c]
@@ -192,6 +195,8 @@ def hand(sim, pg, op, now):
 @njit(cache=True, inline="always")
 def begin(sim, pg, op, now):
     """``op``'s dependencies are met: start it (a compute may wait for its CPU)."""
+    prefetch(pg.op_kind, op + 1)  # its rank's next operation, and that one's successors
+    prefetch(pg.succ_op, pg.succ_first[2 * op + 2])
     k = pg.op_kind[op]
     if k == COMPUTE:
         r = pg.op_rank[op]
