@@ -116,7 +116,8 @@ def replay_rates(job, raw, repeat: int) -> dict:  # noqa: ANN001
     end_s = float(raw.programs.rank_finish.max()) / 1e12
     doc = {"machine": CODES, "routing": {"algorithm": "minimal"},
            "workload": {"kind": _Replay.name},
-           "stop": {"warmup": "0s", "measure": f"{end_s * 1.01 + 1e-6:.9f}s"}}
+           "stop": {"warmup": "0s", "measure": f"{end_s * 1.01 + 1e-6:.9f}s"},
+           "outputs": {"packets": False, "messages": False}}
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "replay.yaml"
         path.write_text(yaml.safe_dump(doc))
