@@ -68,10 +68,13 @@ def check_endpoints(fake, n_nodes: int, rank_node: list[int], motifs: dict,
             assert ep.params["jobId"] == 0
             assert os_.params["netMapId"] == rank_of[node]
             assert os_.params["netMapSize"] == len(rank_node)
-            assert {k: v for k, v in ep.params.items() if k.startswith("motif")} == motifs
+            assert {k: v for k, v in ep.params.items()
+                    if k.startswith("motif") and k != "motifLog"} == motifs
+            assert ep.params["motifLog"] == "motifs"  # read back by ember_output
         else:
             assert ep.params["jobId"] == -1 and os_.params["netMapId"] == -1
             assert ep.params["motif0.name"] == "ember.NullMotif"
+            assert "motifLog" not in ep.params  # idle nodes log nothing
         assert os_.params["netId"] == node
         nic = fake.components[f"nic{node}"]
         assert nic.type == "firefly.nic" and nic.params["nid"] == node

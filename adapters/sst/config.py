@@ -52,6 +52,8 @@ class SstConfig:
     nic_bandwidth: float
     port_bandwidth: dict[str, float]  # bytes/s per link class
     notes: list[str] = field(default_factory=list)
+    #: closed-loop points: motifs each rank of the ember job runs (0: offered_load endpoints)
+    motifs: int = 0
 
 
 def rate(bytes_per_s: float) -> str:

@@ -38,6 +38,9 @@ NULL_MOTIF = "ember.NullMotif"
 JOB_ID, IDLE_JOB_ID = 0, -1
 #: ember reads these motif arguments as ``uint32_t`` (``params.find<uint32_t>`` / casts)
 UINT32 = 2**32
+#: ``EmberEngine.motifLog`` of the ranks: each writes its motifs' start and end times to
+#: ``motifs.log`` (read back by :mod:`.ember_output`)
+MOTIF_LOG = "motifs"
 #: latency of the links inside a node (hades <-> NIC, ctrlMsg <-> loopBack); ember's scripts
 #: use 1 ns, this is the smallest SST link latency, so each crossing costs 1 ps
 HOST_LINK_LATENCY = "1ps"
@@ -295,6 +298,8 @@ for node, rid, port in HOSTS:
     ep.addParams(EMBER_PARAMS)
     ep.addParams({"jobId": job})
     ep.addParams(MOTIFS if rank >= 0 else IDLE_MOTIFS)
+    if rank >= 0:
+        ep.addParams({"motifLog": MOTIF_LOG})
     os = ep.setSubComponent("OS", "firefly.hades")
     os.addParams(HERMES_PARAMS)
     os.addParams({"netMapName": "Ember%d" % job, "netId": node, "netMapId": rank,
@@ -343,7 +348,8 @@ def build(point: ResolvedPoint, sst_net: Any, router: dict[str, Any],
         "EMBER_PARAMS": engine_params(), "HERMES_PARAMS": hermes_params(),
         "VIRTNIC_PARAMS": virt_nic_params(), "CTRLMSG_PARAMS": ctrl_msg_params(eager),
         "NIC_PARAMS": nic, "LINKCONTROL_PARAMS": linkcontrol,
-        "HOST_LATENCY": HOST_LINK_LATENCY, "STATS_FILE": c.STATS_FILE, "STAT_PARAMS": stat,
+        "HOST_LATENCY": HOST_LINK_LATENCY, "STATS_FILE": c.STATS_FILE,
+        "MOTIF_LOG": MOTIF_LOG, "STAT_PARAMS": stat,
         "ROUTER_STATS": list(c.ROUTER_STATS), "NIC_STATS": list(c.NIC_STATS),
     }
     motif = ", ".join(sorted({v for k, v in job.motifs.items() if k.endswith(".name")}))
@@ -353,4 +359,5 @@ def build(point: ResolvedPoint, sst_net: Any, router: dict[str, Any],
     routers = c.BUILD_NETWORK.strip()
     text = "\n".join(head + body + ["", routers, "", BUILD_ENDPOINTS.strip(), ""])
     return c.SstConfig(text, sst_net, n_nodes, (0, 0), nic_bw,
-                       {k: float(f["bandwidth"]) for k, f in figures.items()}, notes)
+                       {k: float(f["bandwidth"]) for k, f in figures.items()}, notes,
+                       motifs=int(job.motifs["motif_count"]))
