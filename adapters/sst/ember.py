@@ -32,6 +32,8 @@ from .topologies import Refusal
 
 #: our closed-loop workload -> ember motif (``ember.<name>Motif``)
 EMBER_TWINS = {"pingpong": "PingPong", "allreduce": "Allreduce", "halo3d": "Halo3D"}
+#: ember's MPI_Init motif, run first by every rank (see :func:`_after_init`)
+INIT_MOTIF = "ember.InitMotif"
 #: ember's motif for nodes without a rank (``ember/test/loadInfo.py``)
 NULL_MOTIF = "ember.NullMotif"
 #: job id of the ranks' job and of the idle nodes (loadInfo gives its Null part -1)
@@ -71,8 +73,27 @@ def ember_job(point: ResolvedPoint, n_nodes: int) -> EmberJob:
                       "any other rank program, cannot be replayed by them); supported: "
                       + ", ".join(sorted(EMBER_TWINS)), document="experiment")
     _check_nic(point)
-    return {"pingpong": _pingpong, "allreduce": _allreduce, "halo3d": _halo3d}[wl.name](
+    job = {"pingpong": _pingpong, "allreduce": _allreduce, "halo3d": _halo3d}[wl.name](
         wl, n_nodes)
+    return _after_init(job)
+
+
+def _after_init(job: EmberJob) -> EmberJob:
+    """The job's motifs behind ember's ``Init`` motif (motif 0).
+
+    hermes ``MPI_Init`` (firefly ``InitFuncSM`` -> ``ProcessQueuesState::enterInit``) sets up
+    the heap that eager receive buffers are allocated from; a rank that sends or receives
+    without it has none, so every ember script (``emberLoad.py``, ``EmberMPIJob``) runs
+    ``Init`` first.  With the host delays at 0 it ends at time 0 (checked in the motif log of
+    real runs); ``Fini`` (a barrier) is not added, as our programs end without one."""
+    motifs: dict[str, Any] = {"motif0.name": INIT_MOTIF}
+    for key, value in job.motifs.items():
+        if key == "motif_count":
+            motifs[key] = value + 1
+        else:
+            head, _, rest = key.partition(".")
+            motifs[f"motif{int(head.removeprefix('motif')) + 1}.{rest}"] = value
+    return EmberJob(motifs, job.rank_node, job.notes)
 
 
 def _check_nic(point: ResolvedPoint) -> None:
