@@ -73,7 +73,7 @@ def test_pingpong_lines_agree_with_the_motif_log() -> None:
     for k, p in enumerate(lines, start=1):
         span_ns = (by[(0, k)].end_ps - by[(0, k)].start_ps) / 1e3
         assert p.total_ns == pytest.approx(span_ns, abs=1.0 + span_ns * 1e-5)
-        assert p.latency_ns == pytest.approx(p.total_ns / 2 / p.iterations, abs=0.001)
+        assert p.latency_ns == pytest.approx(p.total_ns / 2 / p.iterations, abs=0.5)  # %.3f us
 
 
 @pytest.mark.parametrize(("text", "words"), [
@@ -137,7 +137,7 @@ def test_summary_of_the_real_run() -> None:
     rows = parse_stats_csv((TINY / "stats.csv").read_text())
     s = summarize_programs(cfg, rows, out, progs)
     assert s.programs == progs
-    assert s.simulated_time_ns >= progs.completion_ns
+    assert s.simulated_time_ns == pytest.approx(progs.completion_ns)  # the last event
     # every byte the NICs sent reached a NIC: payload (8 x 8 B + 4 x 128 KiB) and firefly's
     # headers and rendezvous control messages on top
     assert s.bytes_injected == s.bytes_delivered > 4 * 8 + 4 * 131072

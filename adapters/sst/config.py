@@ -315,13 +315,15 @@ for node, rid, port in HOSTS:
     ep.addParams(ENDPOINT_PARAMS)
     nic = ep.setSubComponent("networkIF", "merlin.linkcontrol")
     nic.addParams(NIC_PARAMS)
-    nic.enableStatistics(NIC_STATS, STAT_PARAMS)
     link = sst.Link("host_%d" % node)
     link.connect((nic, "rtr_port", LATENCY["terminal"]),
                  (routers[rid], "port%d" % port, LATENCY["terminal"]))
 
 sst.setStatisticLoadLevel(1)
 sst.setStatisticOutput("sst.statOutputCSV", {"filepath": STATS_FILE, "separator": ", "})
+# by type: enableStatistics() on each linkcontrol object kept only node 0's (sst 16.0)
+for stat in NIC_STATS:
+    sst.enableStatisticForComponentType("merlin.linkcontrol", stat, STAT_PARAMS)
 for stat in ROUTER_STATS:
     sst.enableStatisticForComponentType("merlin.hr_router", stat, STAT_PARAMS)
 '''

@@ -309,7 +309,6 @@ for node, rid, port in HOSTS:
     nic.addParams({"nid": node})
     rtr_link = nic.setSubComponent("rtrLink", "merlin.linkcontrol")
     rtr_link.addParams(LINKCONTROL_PARAMS)
-    rtr_link.enableStatistics(NIC_STATS, STAT_PARAMS)
     link = sst.Link("host_%d" % node)
     link.connect((rtr_link, "rtr_port", LATENCY["terminal"]),
                  (routers[rid], "port%d" % port, LATENCY["terminal"]))
@@ -338,6 +337,9 @@ for node, rid, port in HOSTS:
 
 sst.setStatisticLoadLevel(1)
 sst.setStatisticOutput("sst.statOutputCSV", {"filepath": STATS_FILE, "separator": ", "})
+# by type: enableStatistics() on each linkcontrol object kept only node 0's (sst 16.0)
+for stat in NIC_STATS:
+    sst.enableStatisticForComponentType("merlin.linkcontrol", stat, STAT_PARAMS)
 for stat in ROUTER_STATS:
     sst.enableStatisticForComponentType("merlin.hr_router", stat, STAT_PARAMS)
 '''
