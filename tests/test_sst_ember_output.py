@@ -200,6 +200,23 @@ def test_crossval_runs_sst_through_its_driver(tmp_path: Path,
     assert makespan.status == "error" and "does not report this metric" in makespan.reason
 
 
+def test_sst_version(tmp_path: Path) -> None:
+    """The engine origin's program, from what sst 16.0.0 prints for --version; a program that
+    does not answer so gives None."""
+    from federation.adapters.sst.launch import sst_version
+
+    real = tmp_path / "sst"
+    real.write_text(f"#!{sys.executable}\nprint('SST-Core Version (16.0.0, git branch : HEAD, "
+                    "SHA: ffd71527bc26a1f2a4fb685fdeb2ca0799997d78)')\n")
+    real.chmod(0o755)
+    assert sst_version(str(real)) == "SST-Core 16.0.0 (ffd71527bc26)"
+    other = tmp_path / "other"
+    other.write_text(f"#!{sys.executable}\nprint('hello')\n")
+    other.chmod(0o755)
+    assert sst_version(str(other)) is None
+    assert sst_version(str(tmp_path / "missing")) is None
+
+
 # --------------------------------------------------------------------------- real sst
 
 
@@ -216,3 +233,4 @@ def test_real_sst_closed_loop(tmp_path: Path) -> None:
 
     kept = rank_finish_ps(parse_motif_log((TINY / "motifs.log").read_text()), 2, 3)
     assert pt["summary"]["programs"]["rank_finish_ns"] == [k / 1e3 for k in kept]
+    assert pt["components"]["engine"]["program"].startswith("SST-Core ")

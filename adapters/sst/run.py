@@ -28,7 +28,7 @@ from federation.prepare import BuildCache, preflight
 from .config import STATS_FILE, SstConfig, build_config
 from .ember import is_closed_loop
 from .ember_output import MOTIF_LOG, program_summary, read_motif_logs, summarize_programs
-from .launch import command, require_sst, run_sst
+from .launch import command, require_sst, run_sst, sst_version
 from .options import SstOptions
 from .results import parse_stats_csv, parse_stdout, port_table, summarize
 
@@ -93,7 +93,7 @@ def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fa
             res, wall = _run_point(i, point, cache, writer)
             points.append(res.model_copy(update={
                 "resolved": resolved_document(point, cache.get(point)),
-                "components": component_origins(point)}))
+                "components": _with_version(component_origins(point), point)}))
             perf.append({"wall_seconds": wall})
             msum = msum or machine_summary(point, cache.get(point).network)
         assert msum is not None
@@ -155,3 +155,12 @@ def _programs(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path) -> P
         np.random.default_rng(point.experiment.seed)))
     return program_summary(read_motif_logs(work), progs.n_ranks, cfg.motifs, progs.n_ops,
                            int((progs.op_kind == SEND).sum()), str(work / f"{MOTIF_LOG}.log"))
+
+
+def _with_version(origins: dict[str, Any], point: ResolvedPoint) -> dict[str, Any]:
+    """The engine's origin with the SST version that ran (``sst --version``)."""
+    eng = origins.get("engine")
+    if eng is None:
+        return origins
+    version = sst_version(require_sst(options_of(point)))
+    return {**origins, "engine": eng.model_copy(update={"program": version})}
