@@ -148,17 +148,21 @@ def check_common(fake: FakeSst, nodes: int, routers: int, *, nic_bw: str, load: 
                              "warmup_time": f"{warmup_ps}ps", "collect_time": f"{measure_ps}ps"}
         nic = ep.subs["networkIF"]
         assert nic.type == "merlin.linkcontrol" and nic.params["link_bw"] == nic_bw
-        assert set(nic.stats) == {"send_bit_count", "packet_latency"}
-        assert nic.stats["packet_latency"]["startat"] == f"{warmup_ps}ps"
-        assert nic.stats["packet_latency"]["stopat"] == f"{warmup_ps + measure_ps}ps"
         # endpoint id = node: the router port it hangs on is the one merlin gives that node
         comp, port, lat = fake.peer(nic.name, "rtr_port")
         assert lat == terminal_lat and fake.components[comp].type == "merlin.hr_router"
     assert ("setStatisticLoadLevel", 1) in fake.calls
     assert ("setStatisticOutput", "sst.statOutputCSV",
             {"filepath": "stats.csv", "separator": ", "}) in fake.calls
-    stats = {c[2] for c in fake.calls if c[0] == "enableStatisticForComponentType"}
-    assert stats == {"send_bit_count", "send_packet_count"}
+    # enabled by component type: sst 16.0 kept only node 0's when enabled on each linkcontrol
+    stats = {(c[1], c[2]): c[3] for c in fake.calls if c[0] == "enableStatisticForComponentType"}
+    assert set(stats) == {("merlin.hr_router", "send_bit_count"),
+                          ("merlin.hr_router", "send_packet_count"),
+                          ("merlin.linkcontrol", "send_bit_count"),
+                          ("merlin.linkcontrol", "packet_latency")}
+    for params in stats.values():
+        assert params["startat"] == f"{warmup_ps}ps"
+        assert params["stopat"] == f"{warmup_ps + measure_ps}ps"
 
 
 # --------------------------------------------------------------------------- dragonfly

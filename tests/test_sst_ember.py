@@ -54,6 +54,16 @@ def engines(fake) -> dict[int, object]:
             for c in fake.of_type("ember.EmberEngine")}
 
 
+def after_init(motifs: dict) -> dict:
+    """``motifs`` renumbered behind ember's ``InitMotif`` (motif 0), as every rank runs it."""
+    out = {"motif0.name": "ember.InitMotif", "motif_count": motifs["motif_count"] + 1}
+    for k, v in motifs.items():
+        if k != "motif_count":
+            head, _, rest = k.partition(".")
+            out[f"motif{int(head[5:]) + 1}.{rest}"] = v
+    return out
+
+
 def check_endpoints(fake, n_nodes: int, rank_node: list[int], motifs: dict,
                     eager: int = 65536) -> None:
     """One firefly endpoint per node, placed as ``rank_node``, with the delays of ZEROED."""
@@ -68,10 +78,13 @@ def check_endpoints(fake, n_nodes: int, rank_node: list[int], motifs: dict,
             assert ep.params["jobId"] == 0
             assert os_.params["netMapId"] == rank_of[node]
             assert os_.params["netMapSize"] == len(rank_node)
-            assert {k: v for k, v in ep.params.items() if k.startswith("motif")} == motifs
+            assert {k: v for k, v in ep.params.items()
+                    if k.startswith("motif") and k != "motifLog"} == after_init(motifs)
+            assert ep.params["motifLog"] == "motifs"  # read back by ember_output
         else:
             assert ep.params["jobId"] == -1 and os_.params["netMapId"] == -1
             assert ep.params["motif0.name"] == "ember.NullMotif"
+            assert "motifLog" not in ep.params  # idle nodes log nothing
         assert os_.params["netId"] == node
         nic = fake.components[f"nic{node}"]
         assert nic.type == "firefly.nic" and nic.params["nid"] == node
@@ -130,8 +143,8 @@ def test_halo3d_grid_and_default_compute(tmp_path: Path,
     wl = {"kind": "halo3d", "nx": 10, "ny": 10, "nz": 10, "ranks": 12, "doreduce": 0}
     fake = execute(generate(tmp_path, DRAGONFLY, wl).text, monkeypatch)
     ep = engines(fake)[0]
-    assert [ep.params[f"motif0.arg.pe{d}"] for d in "xyz"] == [3, 2, 2]
-    assert ep.params["motif0.arg.computetime"] == 2600
+    assert [ep.params[f"motif1.arg.pe{d}"] for d in "xyz"] == [3, 2, 2]
+    assert ep.params["motif1.arg.computetime"] == 2600
     assert sum(e.params["jobId"] == 0 for e in engines(fake).values()) == 12
 
 

@@ -52,6 +52,8 @@ class SstConfig:
     nic_bandwidth: float
     port_bandwidth: dict[str, float]  # bytes/s per link class
     notes: list[str] = field(default_factory=list)
+    #: closed-loop points: motifs each rank of the ember job runs (0: offered_load endpoints)
+    motifs: int = 0
 
 
 def rate(bytes_per_s: float) -> str:
@@ -313,13 +315,15 @@ for node, rid, port in HOSTS:
     ep.addParams(ENDPOINT_PARAMS)
     nic = ep.setSubComponent("networkIF", "merlin.linkcontrol")
     nic.addParams(NIC_PARAMS)
-    nic.enableStatistics(NIC_STATS, STAT_PARAMS)
     link = sst.Link("host_%d" % node)
     link.connect((nic, "rtr_port", LATENCY["terminal"]),
                  (routers[rid], "port%d" % port, LATENCY["terminal"]))
 
 sst.setStatisticLoadLevel(1)
 sst.setStatisticOutput("sst.statOutputCSV", {"filepath": STATS_FILE, "separator": ", "})
+# by type: enableStatistics() on each linkcontrol object kept only node 0's (sst 16.0)
+for stat in NIC_STATS:
+    sst.enableStatisticForComponentType("merlin.linkcontrol", stat, STAT_PARAMS)
 for stat in ROUTER_STATS:
     sst.enableStatisticForComponentType("merlin.hr_router", stat, STAT_PARAMS)
 '''

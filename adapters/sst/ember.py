@@ -32,12 +32,17 @@ from .topologies import Refusal
 
 #: our closed-loop workload -> ember motif (``ember.<name>Motif``)
 EMBER_TWINS = {"pingpong": "PingPong", "allreduce": "Allreduce", "halo3d": "Halo3D"}
+#: ember's MPI_Init motif, run first by every rank (see :func:`_after_init`)
+INIT_MOTIF = "ember.InitMotif"
 #: ember's motif for nodes without a rank (``ember/test/loadInfo.py``)
 NULL_MOTIF = "ember.NullMotif"
 #: job id of the ranks' job and of the idle nodes (loadInfo gives its Null part -1)
 JOB_ID, IDLE_JOB_ID = 0, -1
 #: ember reads these motif arguments as ``uint32_t`` (``params.find<uint32_t>`` / casts)
 UINT32 = 2**32
+#: ``EmberEngine.motifLog`` of the ranks: each writes its motifs' start and end times to
+#: ``motifs.log`` (read back by :mod:`.ember_output`)
+MOTIF_LOG = "motifs"
 #: latency of the links inside a node (hades <-> NIC, ctrlMsg <-> loopBack); ember's scripts
 #: use 1 ns, this is the smallest SST link latency, so each crossing costs 1 ps
 HOST_LINK_LATENCY = "1ps"
@@ -68,8 +73,27 @@ def ember_job(point: ResolvedPoint, n_nodes: int) -> EmberJob:
                       "any other rank program, cannot be replayed by them); supported: "
                       + ", ".join(sorted(EMBER_TWINS)), document="experiment")
     _check_nic(point)
-    return {"pingpong": _pingpong, "allreduce": _allreduce, "halo3d": _halo3d}[wl.name](
+    job = {"pingpong": _pingpong, "allreduce": _allreduce, "halo3d": _halo3d}[wl.name](
         wl, n_nodes)
+    return _after_init(job)
+
+
+def _after_init(job: EmberJob) -> EmberJob:
+    """The job's motifs behind ember's ``Init`` motif (motif 0).
+
+    hermes ``MPI_Init`` (firefly ``InitFuncSM`` -> ``ProcessQueuesState::enterInit``) sets up
+    the heap that eager receive buffers are allocated from; a rank that sends or receives
+    without it has none, so every ember script (``emberLoad.py``, ``EmberMPIJob``) runs
+    ``Init`` first.  With the host delays at 0 it ends at time 0 (checked in the motif log of
+    real runs); ``Fini`` (a barrier) is not added, as our programs end without one."""
+    motifs: dict[str, Any] = {"motif0.name": INIT_MOTIF}
+    for key, value in job.motifs.items():
+        if key == "motif_count":
+            motifs[key] = value + 1
+        else:
+            head, _, rest = key.partition(".")
+            motifs[f"motif{int(head.removeprefix('motif')) + 1}.{rest}"] = value
+    return EmberJob(motifs, job.rank_node, job.notes)
 
 
 def _check_nic(point: ResolvedPoint) -> None:
@@ -285,7 +309,6 @@ for node, rid, port in HOSTS:
     nic.addParams({"nid": node})
     rtr_link = nic.setSubComponent("rtrLink", "merlin.linkcontrol")
     rtr_link.addParams(LINKCONTROL_PARAMS)
-    rtr_link.enableStatistics(NIC_STATS, STAT_PARAMS)
     link = sst.Link("host_%d" % node)
     link.connect((rtr_link, "rtr_port", LATENCY["terminal"]),
                  (routers[rid], "port%d" % port, LATENCY["terminal"]))
@@ -295,6 +318,8 @@ for node, rid, port in HOSTS:
     ep.addParams(EMBER_PARAMS)
     ep.addParams({"jobId": job})
     ep.addParams(MOTIFS if rank >= 0 else IDLE_MOTIFS)
+    if rank >= 0:
+        ep.addParams({"motifLog": MOTIF_LOG})
     os = ep.setSubComponent("OS", "firefly.hades")
     os.addParams(HERMES_PARAMS)
     os.addParams({"netMapName": "Ember%d" % job, "netId": node, "netMapId": rank,
@@ -312,6 +337,9 @@ for node, rid, port in HOSTS:
 
 sst.setStatisticLoadLevel(1)
 sst.setStatisticOutput("sst.statOutputCSV", {"filepath": STATS_FILE, "separator": ", "})
+# by type: enableStatistics() on each linkcontrol object kept only node 0's (sst 16.0)
+for stat in NIC_STATS:
+    sst.enableStatisticForComponentType("merlin.linkcontrol", stat, STAT_PARAMS)
 for stat in ROUTER_STATS:
     sst.enableStatisticForComponentType("merlin.hr_router", stat, STAT_PARAMS)
 '''
@@ -343,7 +371,8 @@ def build(point: ResolvedPoint, sst_net: Any, router: dict[str, Any],
         "EMBER_PARAMS": engine_params(), "HERMES_PARAMS": hermes_params(),
         "VIRTNIC_PARAMS": virt_nic_params(), "CTRLMSG_PARAMS": ctrl_msg_params(eager),
         "NIC_PARAMS": nic, "LINKCONTROL_PARAMS": linkcontrol,
-        "HOST_LATENCY": HOST_LINK_LATENCY, "STATS_FILE": c.STATS_FILE, "STAT_PARAMS": stat,
+        "HOST_LATENCY": HOST_LINK_LATENCY, "STATS_FILE": c.STATS_FILE,
+        "MOTIF_LOG": MOTIF_LOG, "STAT_PARAMS": stat,
         "ROUTER_STATS": list(c.ROUTER_STATS), "NIC_STATS": list(c.NIC_STATS),
     }
     motif = ", ".join(sorted({v for k, v in job.motifs.items() if k.endswith(".name")}))
@@ -353,4 +382,5 @@ def build(point: ResolvedPoint, sst_net: Any, router: dict[str, Any],
     routers = c.BUILD_NETWORK.strip()
     text = "\n".join(head + body + ["", routers, "", BUILD_ENDPOINTS.strip(), ""])
     return c.SstConfig(text, sst_net, n_nodes, (0, 0), nic_bw,
-                       {k: float(f["bandwidth"]) for k, f in figures.items()}, notes)
+                       {k: float(f["bandwidth"]) for k, f in figures.items()}, notes,
+                       motifs=int(job.motifs["motif_count"]))

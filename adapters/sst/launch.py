@@ -8,6 +8,7 @@ limit; its stdout and stderr are captured and kept beside the configuration.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -89,3 +90,20 @@ def _keep(cwd: Path, out: str | bytes | None, err: str | bytes | None) -> None:
         if isinstance(text, bytes):
             text = text.decode(errors="replace")
         (cwd / name).write_text(text or "")
+
+
+_VERSION = re.compile(r"SST-Core Version \(([^,\s)]+)(?:.*?SHA: ([0-9a-f]+))?")
+
+
+def sst_version(sst: str) -> str | None:
+    """``SST-Core 16.0.0 (ffd71527bc26)`` from ``sst --version``, for the results document's
+    engine origin; ``None`` when the program does not answer in that form (a stand-in)."""
+    try:
+        done = subprocess.run([sst, "--version"], capture_output=True, text=True, timeout=30,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = _VERSION.search(done.stdout)
+    if m is None:
+        return None
+    return f"SST-Core {m[1]}" + (f" ({m[2][:12]})" if m[2] else "")

@@ -153,13 +153,24 @@ def port_table(cfg: SstConfig, rows: list[StatRow]) -> dict[str, list[Any]]:
     return out
 
 
-def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: int,
-              ) -> PointSummary:
-    """Our :class:`PointSummary` from SST's window statistics and stdout.
+@dataclass(frozen=True)
+class Counts:
+    """What merlin's statistics add up to: NIC bytes sent, host-port bytes and packets
+    (deliveries), router-to-router packets (hops), and the linkcontrol packet latency."""
 
-    Counts and loads cover the measurement window (SST's statistics start and stop at its
-    edges); figures SST does not measure are ``None`` or 0 (see docs/sst.md, "Results").
-    """
+    injected_bytes: int
+    delivered_bytes: int
+    delivered_packets: int
+    hops: int
+    latency_sum: int
+    latency_count: int
+    latency_max: int
+
+
+def count(cfg: SstConfig, rows: list[StatRow]) -> Counts:
+    """The sums over every statistics row (:class:`SstOutputError` when there are none)."""
+    if not rows:
+        raise SstOutputError("the statistics file has no rows: sst wrote no statistics")
     hosts = {(r, p) for _, r, p in cfg.network.hosts}
     injected_bits = delivered_bits = delivered_pkts = hops = 0
     lat_sum = lat_count = lat_max = 0
@@ -179,29 +190,39 @@ def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: 
             elif row.statistic == "packet_latency":
                 lat_sum, lat_count = lat_sum + row.sum, lat_count + row.count
                 lat_max = max(lat_max, row.max if row.count else 0)
-    if not rows:
-        raise SstOutputError("the statistics file has no rows: sst wrote no statistics")
+    return Counts(injected_bits // 8, delivered_bits // 8, delivered_pkts, hops, lat_sum,
+                  lat_count, lat_max)
+
+
+def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: int,
+              ) -> PointSummary:
+    """Our :class:`PointSummary` from SST's window statistics and stdout.
+
+    Counts and loads cover the measurement window (SST's statistics start and stop at its
+    edges); figures SST does not measure are ``None`` or 0 (see docs/sst.md, "Results").
+    """
+    c = count(cfg, rows)
     w = (cfg.window_ps[1] - cfg.window_ps[0]) / 1e12
     capacity = w * cfg.nic_bandwidth * cfg.nodes
     mean = out.loads[0].latency_s * 1e9 if out.loads else None
-    net_mean = lat_sum / lat_count if lat_count else None
-    injected = injected_bits // 8
+    net_mean = c.latency_sum / c.latency_count if c.latency_count else None
+    injected = c.injected_bytes
     return PointSummary(
         offered_load=injected / capacity if capacity > 0 else None,
-        accepted_load=(delivered_bits // 8) / capacity if capacity > 0 else 0.0,
+        accepted_load=c.delivered_bytes / capacity if capacity > 0 else 0.0,
         packets_generated=injected // max(packet_size, 1),
         packets_measured=injected // max(packet_size, 1),
-        packets_delivered=delivered_pkts,
+        packets_delivered=c.delivered_packets,
         bytes_injected=injected,
-        bytes_delivered=delivered_bits // 8,
+        bytes_delivered=c.delivered_bytes,
         latency_ns=LatencyStats(mean=mean, p50=None, p99=None, max=None),
         network_latency_ns=LatencyStats(mean=net_mean, p50=None, p99=None,
-                                        max=float(lat_max) if lat_count else None),
-        mean_hops=hops / delivered_pkts if delivered_pkts else None,
+                                        max=float(c.latency_max) if c.latency_count else None),
+        mean_hops=c.hops / c.delivered_packets if c.delivered_packets else None,
         nonminimal_fraction=None,
         message_completion_ns_mean=mean,
         simulated_time_ns=(out.simulated_time_s or 0.0) * 1e9,
         events=0,
-        packet_hops=hops,
+        packet_hops=c.hops,
         busiest_links=[],
     )

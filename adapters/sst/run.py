@@ -14,18 +14,21 @@ port, merlin port numbers).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import federation
 from federation.checks import default_max_memory
 from federation.loader import LoadedExperiment, ResolvedPoint
-from federation.models.results import PointResult, RunResult
+from federation.models.results import PointResult, ProgramSummary, RunResult
 from federation.outputs import OutputDir
 from federation.prepare import BuildCache, preflight
 
 from .config import STATS_FILE, SstConfig, build_config
-from .launch import command, require_sst, run_sst
+from .ember import is_closed_loop
+from .ember_output import MOTIF_LOG, program_summary, read_motif_logs, summarize_programs
+from .launch import command, require_sst, run_sst, sst_version
 from .options import SstOptions
 from .results import parse_stats_csv, parse_stdout, port_table, summarize
 
@@ -90,7 +93,7 @@ def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fa
             res, wall = _run_point(i, point, cache, writer)
             points.append(res.model_copy(update={
                 "resolved": resolved_document(point, cache.get(point)),
-                "components": component_origins(point)}))
+                "components": _with_version(component_origins(point), point)}))
             perf.append({"wall_seconds": wall})
             msum = msum or machine_summary(point, cache.get(point).network)
         assert msum is not None
@@ -119,11 +122,16 @@ def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
     rows = parse_stats_csv(stats_path.read_text() if stats_path.exists() else "",
                            str(stats_path))
     out = parse_stdout(done.stdout)
-    summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size))
+    if is_closed_loop(point):
+        summary = summarize_programs(cfg, rows, out, _programs(point, built, cfg, work))
+    else:
+        summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size))
     table = {k: np.asarray(v) for k, v in port_table(cfg, rows).items()}
     files = {"ports": writer.write_table(f"ports-{index}", table, {"point": index}),
              "sst_config": f"sst-{index}/config.py"}
     exp = point.experiment
+    if is_closed_loop(point):
+        files["motif_log"] = f"sst-{index}/{MOTIF_LOG}.log"
     tp = cfg.network.topo_params
     algorithm = tp.get("algorithm", tp.get("routing_alg", "dimension-order"))
     res = PointResult(
@@ -132,3 +140,27 @@ def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
         routing_description=f"merlin {cfg.network.topology}, routing {algorithm}",
         workload=exp.workload.model_dump(mode="json"), summary=summary, files=files)
     return res, done.wall_s
+
+
+def _programs(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path) -> ProgramSummary:
+    """Completion and per-rank finish from ember's motif log; the operation and message
+    counts are those of the program our workload builds with the same parameters (ember
+    reports neither; the motifs issue the same MPI calls by construction)."""
+    from federation.limits import TIME_LIMIT_PS
+    from federation.messages import workload_context
+    from federation.programs.model import SEND
+
+    progs = point.workload.programs(workload_context(
+        point, built.network, TIME_LIMIT_PS - 1, built.nic_bandwidth,
+        np.random.default_rng(point.experiment.seed)))
+    return program_summary(read_motif_logs(work), progs.n_ranks, cfg.motifs, progs.n_ops,
+                           int((progs.op_kind == SEND).sum()), str(work / f"{MOTIF_LOG}.log"))
+
+
+def _with_version(origins: dict[str, Any], point: ResolvedPoint) -> dict[str, Any]:
+    """The engine's origin with the SST version that ran (``sst --version``)."""
+    eng = origins.get("engine")
+    if eng is None:
+        return origins
+    version = sst_version(require_sst(options_of(point)))
+    return {**origins, "engine": eng.model_copy(update={"program": version})}

@@ -24,6 +24,10 @@ def figure(metric: MetricSpec, point: PointResult, messages: dict[str, np.ndarra
         return s.latency_ns.mean
     if name == "accepted_load":
         return s.accepted_load
+    if name == "program_completion_ns":
+        return s.programs.completion_ns if s.programs is not None else None
+    if not messages:  # an engine without a per-message table (SST)
+        return None
     done = messages["completed_ps"]
     created = messages["created_ps"]
     if name == "message_completion_ns":

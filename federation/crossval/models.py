@@ -38,9 +38,11 @@ METRICS: dict[str, tuple[str, str]] = {
     "throughput_gb_s": ("GB/s", "bytes of all messages / makespan, in 10^9 bytes per second"),
     "latency_mean_ns": ("ns", "mean creation-to-delivery latency of the measured packets"),
     "accepted_load": ("", "bytes delivered in the window / (window x NIC bandwidth x nodes)"),
+    "program_completion_ns": ("ns", "rank programs: the last rank's finish"),
 }
 MetricName = Literal["message_completion_ns", "mean_completion_ns", "makespan_ns",
-                     "throughput_gb_s", "latency_mean_ns", "accepted_load"]
+                     "throughput_gb_s", "latency_mean_ns", "accepted_load",
+                     "program_completion_ns"]
 #: what a suite file may name a scenario (it becomes part of test ids and file names)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
