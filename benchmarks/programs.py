@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -64,15 +65,14 @@ def run_point(size: str, ranks: int, iterations: int, repeat: int,
         t0 = time.perf_counter()
         progs = point.workload.programs(workload_context(point, prepare(wp).network, 0, 1.0, None))
         build = time.perf_counter() - t0
-        best = None
-        for _ in range(repeat):
+
+        def once() -> tuple:
             t0 = time.perf_counter()
             prep = prepare(point)
             prep_s = time.perf_counter() - t0
-            raw = point.engine.run(prep.job)
-            if best is None or raw.cpu_s < best[1].cpu_s:
-                best = (prep_s, raw, prep.job)
-        prep_s, raw, job = best
+            return point.engine.run(prep.job), prep_s, prep.job
+
+        raw, prep_s, job = fastest(repeat, once)
         replay = replay_rates(job, raw, repeat) if with_replay else {}
     return {**replay,
         "size": size, "ranks": ranks, "iterations": iterations, "operations": progs.n_ops,
@@ -85,6 +85,12 @@ def run_point(size: str, ranks: int, iterations: int, repeat: int,
         "events_per_s": raw.events / raw.cpu_s,
         "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+
+
+def fastest(repeat: int, once: Callable[[], tuple]) -> tuple:
+    """The least disturbed of ``repeat`` runs, as ``timeit`` takes it: the one whose result
+    (``once()[0]``) used the least processor time."""
+    return min((once() for _ in range(repeat)), key=lambda r: r[0].cpu_s)
 
 
 _REPLAY: dict[str, np.ndarray] = {}
@@ -122,12 +128,7 @@ def replay_rates(job, raw, repeat: int) -> dict:  # noqa: ANN001
         path = Path(tmp) / "replay.yaml"
         path.write_text(yaml.safe_dump(doc))
         rp = load_experiment(path).points[0]
-        best = None
-        for _ in range(repeat):
-            r = rp.engine.run(prepare(rp).job)
-            if best is None or r.cpu_s < best.cpu_s:
-                best = r
-    assert best is not None
+        best, = fastest(repeat, lambda: (rp.engine.run(prepare(rp).job),))
     return {"replay_cpu_s": best.cpu_s, "replay_packet_hops_per_s": best.packet_hops / best.cpu_s,
             "replay_events_per_s": best.events / best.cpu_s,
             "replay_events": best.events}
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['packet_hops_per_s']:>11,.0f} "
               f"{r['events_per_packet']:>7.1f} {r['completion_us']:>9.1f} {r['rss_mb']:>7.0f}",
               flush=True)
-    for r in rows if args.replay else []:
+    for r in rows if args.replay else ():
         print(f"{r['size']}: the same packets open-loop: {r['replay_cpu_s']:.2f} s, "
               f"{r['replay_packet_hops_per_s']:,.0f} packet-hops/s, "
               f"{r['replay_events'] / max(r['packets'], 1):.1f} events/packet; closed loop "

@@ -8,6 +8,7 @@ limit; its stdout and stderr are captured and kept beside the configuration.
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -95,9 +96,11 @@ def _keep(cwd: Path, out: str | bytes | None, err: str | bytes | None) -> None:
 _VERSION = re.compile(r"SST-Core Version \(([^,\s)]+)(?:.*?SHA: ([0-9a-f]+))?")
 
 
+@functools.lru_cache(maxsize=8)
 def sst_version(sst: str) -> str | None:
     """``SST-Core 16.0.0 (ffd71527bc26)`` from ``sst --version``, for the results document's
-    engine origin; ``None`` when the program does not answer in that form (a stand-in)."""
+    engine origin; ``None`` when the program does not answer in that form (a stand-in).
+    Asked once per program path and process, not once per point."""
     try:
         done = subprocess.run([sst, "--version"], capture_output=True, text=True, timeout=30,
                               check=False)

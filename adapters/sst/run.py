@@ -122,7 +122,8 @@ def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
     rows = parse_stats_csv(stats_path.read_text() if stats_path.exists() else "",
                            str(stats_path))
     out = parse_stdout(done.stdout)
-    if is_closed_loop(point):
+    closed = is_closed_loop(point)
+    if closed:
         summary = summarize_programs(cfg, rows, out, _programs(point, built, cfg, work))
     else:
         summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size))
@@ -130,7 +131,7 @@ def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
     files = {"ports": writer.write_table(f"ports-{index}", table, {"point": index}),
              "sst_config": f"sst-{index}/config.py"}
     exp = point.experiment
-    if is_closed_loop(point):
+    if closed:
         files["motif_log"] = f"sst-{index}/{MOTIF_LOG}.log"
     tp = cfg.network.topo_params
     algorithm = tp.get("algorithm", tp.get("routing_alg", "dimension-order"))

@@ -75,7 +75,7 @@ INF_CREDIT = np.int64(1) << 60
 # modulo 2**SEQ_BITS), so one integer comparison orders events by time, then by scheduling order;
 # the payload (a*8 + type, b + c<<32) moves with the key.  Keys are unique, so any correct heap
 # pops events in the same order: four children per node halve the depth of a binary heap (the
-# pop's chain of dependent loads, about a fifth of a rank-program run's time), and popping
+# pop's chain of dependent loads was about 30 % of a rank-program run's time), and popping
 # sinks the hole to a leaf choosing the smallest child without a data-dependent branch, then
 # lifts the last element into it (Floyd's bottom-up variant).
 SEQ_BITS = HEAP_SEQ_BITS

@@ -161,9 +161,9 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
     np.cumsum(np.bincount(rg, minlength=group_first.shape[0] - 1), out=group_first[1:])
     cap = max(1024, 2 * n_nodes)  # pool rows; the driver doubles them when needed
     # what the loop reads and writes together lives together: each operation's, message's,
-    # flow's, channel's and slot's fields are one row (one or two cache lines) of a table,
-    # and Prog holds column views of it (a 1,024-rank allreduce runs 1.6x faster than with
-    # one array per field: each message touched some 25 separate lines)
+    # flow's, channel's and slot's fields are one row (at most one cache line) of a table,
+    # and Prog holds column views of it (with one array per field, each message touched
+    # some 25 separate lines, most of them missing every cache)
     ops = _table(n_ops, op_kind=progs.op_kind, op_rank=rank,
                  op_time=np.where(progs.op_kind == COMPUTE, progs.op_time_ps, 0),
                  op_msg=op_msg, op_chan=op_chan, op_wait=op_wait, op_start=-1, op_finish=-1)
