@@ -42,8 +42,8 @@ from pathlib import Path
 
 import yaml
 
-from federation.loader import load_experiment
-from federation.runner import prepare, summarize
+from federation.pipeline.load import load_experiment
+from federation.pipeline.run import prepare, summarize
 
 CODES = {
     "name": "codes-validation-dragonfly",

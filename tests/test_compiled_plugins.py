@@ -71,7 +71,7 @@ FAULTY = '''
 import numpy as np
 from numba import njit
 from federation import Params, Routing, hookimpl
-from federation.components import RoutingProgram
+from federation.plugin.components import RoutingProgram
 from federation.engine import api
 
 

@@ -121,9 +121,9 @@ def experiment(tmp_path, workload):
     (tmp_path / "m.yaml").write_text(MACHINE)
     (tmp_path / "e.yaml").write_text(f"machine: m.yaml\nworkload: {workload}\n"
                                      "stop: {warmup: 0.1us, measure: 0.5us}\n")
-    from federation.components import WorkloadContext
-    from federation.loader import load_experiment
-    from federation.prepare import build
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.prepare import build
+    from federation.plugin.components import WorkloadContext
     point = load_experiment(tmp_path / "e.yaml").points[0]
     built = build(point, 2**33)
     ctx = WorkloadContext(built.network, point.machine.machine, point.experiment, 0,

@@ -36,12 +36,12 @@ from hypothesis import strategies as st
 from test_rank_programs_engine import MACHINE
 from test_switching import cut_through, store_and_forward
 
-from federation.components import WorkloadContext
-from federation.loader import load_experiment
-from federation.prepare import build
+from federation.pipeline.load import load_experiment
+from federation.pipeline.prepare import build
+from federation.pipeline.run import message_table, run_experiment
+from federation.plugin.components import WorkloadContext
 from federation.programs.goal import write_goal
 from federation.programs.model import RankPrograms
-from federation.runner import message_table, run_experiment
 
 DATA = Path(__file__).resolve().parent / "data" / "programs"
 

@@ -15,11 +15,11 @@ from test_switching import cut_through, figures, path_ports, store_and_forward
 
 from federation import Params, Workload
 from federation.errors import ConfigError, SimulationError
-from federation.loader import load_experiment
-from federation.prepare import prepare
+from federation.models.units import PS_PER_S
+from federation.pipeline.load import load_experiment
+from federation.pipeline.prepare import prepare
+from federation.pipeline.run import message_table, summarize
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
-from federation.runner import message_table, summarize
-from federation.units import PS_PER_S
 
 MACHINE = {
     "topology": {"kind": "dragonfly", "p": 8, "a": 4, "h": 2},
@@ -315,7 +315,7 @@ def test_program_packets_draw_valiant_intermediates_in_the_loop(tmp_path, algori
 
 
 def test_a_routing_with_its_own_intermediates_and_no_rule_is_refused(tmp_path):
-    from federation.plugins.routing_minimal import Minimal
+    from federation.plugins.routings.minimal import Minimal
 
     class Mine(Minimal):
         def intermediates(self, tables, src_router, dst_router, rng):  # noqa: ANN001
@@ -336,7 +336,7 @@ def test_an_operation_finishing_past_the_clock_is_refused_naming_it(tmp_path):
     """A compute that fits the clock alone (the checks allow it) but starts after a message
     arrived finishes past 2^43 ps: the run stops with the operation named, not a wrapped
     time."""
-    from federation.limits import TIME_LIMIT_PS
+    from federation.models.limits import TIME_LIMIT_PS
 
     p = Prog(2)
     p.chain(0, (RECV, 1, 8), (COMPUTE, -1, 0, 0, TIME_LIMIT_PS - 1000))

@@ -30,7 +30,7 @@ def write_exp(tmp_path: Path, machine: str | dict, **exp: object) -> Path:
 
 def config_error(tmp_path: Path, machine: str | dict, **exp: object) -> str:
     from federation.adapters.sst.run import generate
-    from federation.loader import load_experiment
+    from federation.pipeline.load import load_experiment
 
     with pytest.raises(ConfigError) as e:
         generate(load_experiment(write_exp(tmp_path, machine, **exp)))
@@ -86,8 +86,8 @@ def test_refusals(machine: str | dict, exp: dict, where: str, words: str,
                    "router": {"vcs": 2}}:
         # the native check refuses valiant on 2 VCs first; call the generator directly
         from federation.adapters.sst import build_config
-        from federation.loader import load_experiment
-        from federation.prepare import build_network
+        from federation.pipeline.load import load_experiment
+        from federation.pipeline.prepare import build_network
 
         point = load_experiment(write_exp(tmp_path, machine, **exp)).points[0]
         with pytest.raises(ConfigError) as e:
@@ -245,7 +245,7 @@ def test_engine_not_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     nothing written."""
     from federation.adapters.sst.launch import require_sst
     from federation.adapters.sst.options import SstOptions
-    from federation.plugins.engine_sst import Sst
+    from federation.plugins.engines.sst import Sst
 
     empty = tmp_path / "bin"
     empty.mkdir()

@@ -134,7 +134,7 @@ def test_wheel_runs_quickstart_in_a_fresh_venv(built, tmp_path):
                        capture_output=True, text=True, cwd=away, env=env)
     assert r.returncode == 0, r.stderr
     modules = [p["module"] for p in json.loads(r.stdout)]
-    assert "federation.plugins.topology_dragonfly" in modules
+    assert "federation.plugins.topologies.dragonfly" in modules
     assert all(m.startswith("federation.plugins.") for m in modules), modules
 
     for name in GENERIC:

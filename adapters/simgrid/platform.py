@@ -31,10 +31,10 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from federation.components import RouteTables
 from federation.engine.native import LinkFigures
 from federation.errors import TopologyError
 from federation.network import Network
+from federation.plugin.components import RouteTables
 
 #: most hosts plus routers in one platform: the Full zone's pointer table is this squared
 #: (2048^2 pointers = 32 MiB)

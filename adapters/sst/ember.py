@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from federation.loader import ResolvedPoint
-from federation.units import seconds_to_ps
+from federation.models.units import seconds_to_ps
+from federation.pipeline.load import ResolvedPoint
 
 from .topologies import Refusal
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
-from federation.models.results import LatencyStats, PointSummary, ProgramSummary
+from federation.results.model import LatencyStats, PointSummary, ProgramSummary
 
 from .config import SstConfig
 from .ember import MOTIF_LOG

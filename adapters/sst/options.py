@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from federation.models.base import Params
-from federation.units import ByteCount, PositiveTime
+from federation.models.units import ByteCount, PositiveTime
 
 
 class SstOptions(Params):

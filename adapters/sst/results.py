@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.errors import FederationError
-from federation.models.results import LatencyStats, PointSummary
+from federation.results.model import LatencyStats, PointSummary
 
 from .config import SstConfig
 

@@ -1,9 +1,9 @@
 """Every point of an experiment through SST: configuration, ``sst``, results document.
 
-The native runner (:mod:`federation.runner`) summarises per-packet arrays, which SST's endpoints
+The native runner (:mod:`federation.pipeline.run`) summarises per-packet arrays, which SST's endpoints
 do not report, so SST points go through this driver instead (``federation sst run``): it
-shares the runner's checks (:func:`federation.prepare.preflight`), its output folder
-(:class:`federation.outputs.OutputDir`: written whole at the end, nothing left on failure) and
+shares the runner's checks (:func:`federation.pipeline.prepare.preflight`), its output folder
+(:class:`federation.results.outputs.OutputDir`: written whole at the end, nothing left on failure) and
 its results document, with ``engine: sst`` and a summary read from SST's statistics.
 
 Per point the output folder keeps ``sst-N/config.py`` (what ran), ``sst-N/stats.csv``,
@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-import federation
-from federation.checks import default_max_memory
-from federation.loader import LoadedExperiment, ResolvedPoint
-from federation.models.results import PointResult, ProgramSummary, RunResult
-from federation.outputs import OutputDir
-from federation.prepare import BuildCache, preflight
+from federation._version import __version__
+from federation.pipeline.load import LoadedExperiment, ResolvedPoint
+from federation.pipeline.preflight import default_max_memory
+from federation.pipeline.prepare import BuildCache, preflight
+from federation.results.model import PointResult, ProgramSummary, RunResult
+from federation.results.outputs import OutputDir
 
 from .config import STATS_FILE, SstConfig, build_config
 from .ember import is_closed_loop
@@ -80,7 +80,7 @@ def _swap(writer: OutputDir) -> None:
 def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = False,
                    max_memory: int | None = None) -> RunResult:
     """Run every point with sst and write the results folder; sst must be installed."""
-    from federation.runner import component_origins, machine_summary, resolved_document
+    from federation.pipeline.run import component_origins, machine_summary, resolved_document
 
     for point in loaded.points:
         require_sst(options_of(point))
@@ -97,7 +97,7 @@ def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fa
             perf.append({"wall_seconds": wall})
             msum = msum or machine_summary(point, cache.get(point).network)
         assert msum is not None
-        result = RunResult(federation_version=federation.__version__,
+        result = RunResult(federation_version=__version__,
                            experiment=loaded.experiment.name,
                            source=str(Path(loaded.source).resolve()), machine=msum,
                            points=points)
@@ -147,8 +147,8 @@ def _programs(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path) -> P
     """Completion and per-rank finish from ember's motif log; the operation and message
     counts are those of the program our workload builds with the same parameters (ember
     reports neither; the motifs issue the same MPI calls by construction)."""
-    from federation.limits import TIME_LIMIT_PS
-    from federation.messages import workload_context
+    from federation.models.limits import TIME_LIMIT_PS
+    from federation.pipeline.messages import workload_context
     from federation.programs.model import SEND
 
     progs = point.workload.programs(workload_context(

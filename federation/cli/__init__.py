@@ -25,9 +25,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        import federation
+        from federation._version import __version__
 
-        print(f"federation {federation.__version__}")
+        print(f"federation {__version__}")
         raise typer.Exit()
 
 
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status."""
     _register_commands()
     try:
-        from federation.manager import get_plugins
+        from federation.plugin.registry import get_plugins
 
         try:
             get_plugins().add_commands(app)

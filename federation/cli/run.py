@@ -10,7 +10,7 @@ import typer
 
 from federation.cli import app
 from federation.cli.terminal import progress_reporter
-from federation.models.results import LinkUse, PointResult, RunResult
+from federation.results.model import LinkUse, PointResult, RunResult
 
 
 @app.command()
@@ -39,9 +39,9 @@ def run(
         "cluster whose scheduler is at ADDRESS, e.g. tcp://scheduler-host:8786")] = None,
 ) -> None:
     """Run an experiment on its engine and write results.json plus per-port/per-packet tables."""
-    from federation.distributed import check_options
-    from federation.loader import load_experiment
-    from federation.runner import run_experiment
+    from federation.pipeline.distributed import check_options
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import run_experiment
 
     check_options(workers, scheduler)  # before the file is read: a usage error comes first
     limit = parse_max_memory(max_memory)
@@ -63,7 +63,7 @@ def run(
                                     max_memory=limit, out_source=out_source,
                                     workers=workers, scheduler=scheduler)
         except KeyboardInterrupt:  # before the run started: typer would exit without a word
-            from federation.runner import Interrupted
+            from federation.pipeline.run import Interrupted
 
             raise Interrupted("interrupted before the run started; nothing was written") from None
     if as_json:
@@ -81,7 +81,7 @@ def run(
 
 def parse_max_memory(text: str | None) -> int | None:
     """``--max-memory`` as bytes, or ``None`` for the default."""
-    from federation.checks import parse_memory_limit
+    from federation.pipeline.preflight import parse_memory_limit
 
     return None if text is None else parse_memory_limit(text, "--max-memory")
 

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from federation.errors import ConfigError
-from federation.models.results import RESULTS_SCHEMA_VERSION, PointResult, RunResult
 from federation.plots import DEFAULT_SATURATION_MARGIN, HEATMAP_MAX_ROUTERS  # noqa: F401
+from federation.results.model import RESULTS_SCHEMA_VERSION, PointResult, RunResult
 
 #: The swept key that is the x axis of the load figures; every other swept key makes a series.
 LOAD_KEY = "workload.load"

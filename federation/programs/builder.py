@@ -22,8 +22,8 @@ from itertools import chain
 
 import numpy as np
 
+from federation.models.units import seconds_to_ps
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
-from federation.units import seconds_to_ps
 
 
 class RankBuilder:

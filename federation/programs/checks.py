@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from federation.errors import ConfigError
-from federation.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.programs.model import COMPUTE, KIND_NAMES, RECV, SEND, RankPrograms
 
 #: largest message (exclusive): sizes are int64 and byte counts times 8 bits must not overflow
