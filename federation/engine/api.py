@@ -19,9 +19,9 @@ dimension), ``F_PHASE`` (Valiant phase) and ``F_VIA``; a plugin may use any of t
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from federation.engine.events import S_NOW, S_RNG
+from federation.engine.jit import part
 
 # columns of the per-packet state matrix ``sim.ps`` (int32, one 64-byte row per packet, so that
 # handling a packet touches one cache line instead of one per field)
@@ -40,6 +40,13 @@ P_SRC = 11
 P_CLASS = 12  #: traffic class (QoS)
 PS_COLS = 16
 
+# columns of the per-row metadata ``sim.pm`` (int64, one 32-byte row per packet)
+M_TIME = 0  #: creation time, ps
+M_INJECT = 1  #: when it left its NIC, ps (-1: not yet)
+M_ID = 2  #: open-loop packet number (-1: a rank program's packet, or a free row)
+M_MSG = 3  #: open-loop message number
+PM_COLS = 4
+
 #: routing-owned fields, in the order ``get_field`` numbers them
 F_LEVEL, F_DIM, F_PHASE, F_VIA, F_USER0, F_USER1, F_USER2 = range(7)
 FIELD_COLUMNS = np.array([P_LEVEL, P_DIM, P_PHASE, P_VIA, 13, 14, 15], dtype=np.int64)
@@ -49,26 +56,26 @@ N_FIELDS = 7
 # --------------------------------------------------------------------------- the router
 
 
-@njit(cache=True, inline="always")
+@part
 def router_ports(sim, r):
     """``(first, end)``: router ``r`` owns global ports ``first .. end - 1`` (its terminal
     ports first, then its cable ports)."""
     return sim.router_port_start[r], sim.router_port_start[r + 1]
 
 
-@njit(cache=True, inline="always")
+@part
 def peer_router(sim, port):
     """The router at the far end of ``port``; -1 if it leads to a node."""
     return sim.port_router[sim.port_peer[port]]
 
 
-@njit(cache=True, inline="always")
+@part
 def free_credit(sim, port, vc):
     """Bytes the input buffer of ``vc`` behind ``port`` can still accept (credits held)."""
     return sim.credits[port * sim.n_vcs + vc]
 
 
-@njit(cache=True, inline="always")
+@part
 def used_credit(sim, port, vc):
     """Bytes sent on ``port`` into ``vc`` whose credit has not come back: the far-end
     congestion a router knows from credits alone (zero towards a node)."""
@@ -77,7 +84,7 @@ def used_credit(sim, port, vc):
     return sim.port_buf[sim.port_peer[port]] - sim.credits[port * sim.n_vcs + vc]
 
 
-@njit(cache=True, inline="always")
+@part
 def used_credit_all(sim, port):
     """:func:`used_credit` summed over the port's VCs."""
     total = np.int64(0)
@@ -86,7 +93,7 @@ def used_credit_all(sim, port):
     return total
 
 
-@njit(cache=True, inline="always")
+@part
 def congestion(sim, port, size):
     """Bytes ahead of a ``size``-byte packet on ``port``: the packets waiting for it at this
     router (counted at ``size`` each) plus the bytes sent on it whose credit has not returned
@@ -94,19 +101,19 @@ def congestion(sim, port, size):
     return queued(sim, port) * size + used_credit_all(sim, port)
 
 
-@njit(cache=True, inline="always")
+@part
 def queued(sim, port):
     """Packets at this router waiting for ``port`` (heads of input VCs routed to it)."""
     return sim.req_count[port]
 
 
-@njit(cache=True, inline="always")
+@part
 def busy_until(sim, port):
     """When ``port``'s current transmission ends (ps; in the past when idle)."""
     return sim.busy_until[port]
 
 
-@njit(cache=True, inline="always")
+@part
 def now(sim):
     return sim.sc[S_NOW]
 
@@ -114,62 +121,62 @@ def now(sim):
 # --------------------------------------------------------------------------- the packet
 
 
-@njit(cache=True, inline="always")
+@part
 def pkt_src(sim, pk):
     """Source node."""
     return np.int64(sim.ps[pk, P_SRC])
 
 
-@njit(cache=True, inline="always")
+@part
 def pkt_dst(sim, pk):
     """Destination node."""
     return np.int64(sim.ps[pk, P_DST])
 
 
-@njit(cache=True, inline="always")
+@part
 def pkt_dst_router(sim, pk):
     return sim.node_router[sim.ps[pk, P_DST]]
 
 
-@njit(cache=True, inline="always")
+@part
 def pkt_src_router(sim, pk):
     return sim.node_router[sim.ps[pk, P_SRC]]
 
 
-@njit(cache=True, inline="always")
+@part
 def pkt_hops(sim, pk):
     """Router-to-router hops made so far."""
     return np.int64(sim.ps[pk, P_HOPS])
 
 
-@njit(cache=True, inline="always")
+@part
 def pkt_vc(sim, pk):
     """The VC the packet occupies now (at the head of an input queue: its input VC)."""
     return np.int64(sim.ps[pk, P_VC])
 
 
-@njit(cache=True, inline="always")
+@part
 def pkt_size(sim, pk):
     return np.int64(sim.ps[pk, P_SIZE])
 
 
-@njit(cache=True, inline="always")
+@part
 def pkt_class(sim, pk):
     """Traffic class (0 without QoS)."""
     return np.int64(sim.ps[pk, P_CLASS])
 
 
-@njit(cache=True, inline="always")
+@part
 def get_field(sim, pk, k):
     return np.int64(sim.ps[pk, FIELD_COLUMNS[k]])
 
 
-@njit(cache=True, inline="always")
+@part
 def set_field(sim, pk, k, value):
     sim.ps[pk, FIELD_COLUMNS[k]] = value
 
 
-@njit(cache=True, inline="always")
+@part
 def mark_nonminimal(sim, pk):
     """Record that the packet left its minimal path (reported per packet in the results)."""
     sim.ps[pk, P_MINIMAL] = 0
@@ -178,7 +185,7 @@ def mark_nonminimal(sim, pk):
 # --------------------------------------------------------------------------- randomness
 
 
-@njit(cache=True, inline="always")
+@part
 def random_u64(sim):
     """Next value of the run's random stream (xorshift64*), seeded from the experiment's seed,
     so a run is reproducible; shared by the routing and the arbiter in event order."""
@@ -190,13 +197,13 @@ def random_u64(sim):
     return x * np.uint64(0x2545F4914F6CDD1D)
 
 
-@njit(cache=True, inline="always")
+@part
 def random_below(sim, n):
     """Uniform integer in ``0 .. n - 1`` (``n >= 1``)."""
     return np.int64((random_u64(sim) >> np.uint64(11)) % np.uint64(n))
 
 
-@njit(cache=True, inline="always")
+@part
 def skip_past(x, a, b):
     """The ``x``-th group counting past groups ``a`` and ``b`` (``a != b``): with ``x``
     uniform in ``0 .. G - 3``, a uniform group other than the source's and the destination's

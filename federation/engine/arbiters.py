@@ -12,19 +12,19 @@ skip requests without credit, so that one blocked VC cannot stall the others.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from federation.engine.api import P_CLASS, P_OUTVC, P_SIZE
+from federation.engine.jit import part
 
 
-@njit(cache=True, inline="always")
+@part
 def credit_ok(sim, o, qi):
     """True if the head packet of input queue ``qi`` has credit to leave on ``o`` now."""
     pk = sim.q_head[qi]
     return sim.credits[o * sim.n_vcs + sim.ps[pk, P_OUTVC]] >= sim.ps[pk, P_SIZE]
 
 
-@njit(cache=True, inline="always")
+@part
 def oldest_first(sim, state, o):
     """The oldest request with credit (requests queue in the order their heads were routed)."""
     qi = sim.req_head[o]
@@ -37,7 +37,7 @@ def oldest_first(sim, state, o):
     return -1, -1
 
 
-@njit(cache=True, inline="always")
+@part
 def round_robin(sim, state, o):
     """Round-robin over input VCs: the request with credit whose input queue id comes next
     after the one this port served last (``state[0][o]``), wrapping around."""
@@ -58,7 +58,7 @@ def round_robin(sim, state, o):
     return best, best_prev
 
 
-@njit(cache=True, inline="always")
+@part
 def strict_priority(sim, state, o):
     """The request with credit of the lowest traffic class number (class 0 first), oldest
     first within a class."""

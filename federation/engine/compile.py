@@ -2,17 +2,23 @@
 
 Numba cannot cache a compiled function that takes another compiled function as an argument or
 closes over one (the cache key then holds the callee's identity, new in every process), and a
-loop that calls plugins through a function pointer could not inline them.  So for each
-(routing, injection, arbiter) triple other than the built-in one, this module writes a copy of
-:mod:`federation.engine.loop` whose call-out block imports the plugin's functions under the
-names the loop calls, into a cache folder, and imports it: numba compiles it once, with the
-plugin code inlined like built-in code, and caches it on disk beside the copy.
+loop that calls plugins through a function pointer could not inline them.  So for each loop
+other than the built-in one, this module writes a copy of :mod:`federation.engine.loop` whose
+call-out block imports the plugin's functions under the names the loop calls, into a cache
+folder, and imports it: numba compiles it once, with the plugin code inlined like built-in
+code, and caches it on disk beside the copy.
 
-The copy's file name is a hash of its text and of the source of the modules that define the
-three functions, so editing a plugin compiles a fresh loop instead of loading a stale one.
-(numba's own cache checks only the time stamp of the file that holds the cached function.)
-A change in a module that those modules import is not seen: ``FEDERATION_CACHE_DIR`` can be
-emptied safely at any time.
+A copy also fixes the *variant*: ``PROGRAMS = False`` compiles a loop without the rank-program
+code, which open-loop runs (the quickstart, every synthetic sweep) use: it compiles in about
+half the time.
+
+Only what ``loop.py`` defines (the functions that call a plugin, and the loop) is compiled
+for a copy: every other part (queue, router, NIC, programs) is a cached
+:func:`~federation.engine.jit.part`, compiled once for all loops.  The copy's file name is a
+hash of its text, of the source of the modules that define the three functions, and of every
+engine module (:func:`~federation.engine.jit.engine_digest`), so editing a plugin or the engine
+compiles a fresh loop instead of loading a stale one.  A change in a module that a plugin's
+modules import is not seen: ``FEDERATION_CACHE_DIR`` can be emptied safely at any time.
 """
 
 from __future__ import annotations
@@ -31,10 +37,12 @@ import numba
 from numba.core.registry import CPUDispatcher
 
 from federation.engine import loop as default_loop
+from federation.engine.jit import PART_OPTIONS, engine_digest
 from federation.errors import RoutingError
 
 _BEGIN = "# --- call-outs (compile.py replaces these three lines)\n"
 _END = "# --- end of call-outs\n"
+_VARIANT = "PROGRAMS = True\n"
 _loaded: dict[str, Any] = {}
 
 
@@ -84,23 +92,26 @@ def _module_source(module: str) -> str:
         return ""
 
 
-def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str) -> Any:
+def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str,
+             programs: bool = True) -> Any:
     """The compiled ``run_loop`` calling these three functions (``owner`` names the routing
-    and arbiter in messages)."""
+    and arbiter in messages); ``programs=False``: the open-loop variant."""
     defaults = (default_loop.ROUTE, default_loop.INJECT, default_loop.ARBITRATE)
-    if (route, inject, arbitrate) == defaults:
+    if (route, inject, arbitrate) == defaults and programs:
         return default_loop.run_loop
     names = [_where(f, w, owner) for f, w in ((route, "route"), (inject, "inject"),
                                                (arbitrate, "arbitrate"))]
     text = Path(default_loop.__file__).read_text()
     head, rest = text.split(_BEGIN, 1)
     _, tail = rest.split(_END, 1)
-    # each call-out is recompiled from its Python source with inline="always": numba then
-    # inlines it into the loop, as it does the built-ins.  A call that is not inlined passes
-    # the whole ``Sim`` container (hundreds of scalars once flattened) and costs more than
-    # the routing itself.
+    if not programs:
+        head = head.replace(_VARIANT, "PROGRAMS = False\n", 1)
+    # each call-out is recompiled from its Python source as a part of the loop: LLVM then
+    # inlines it, as it does the built-in parts (a call that is not inlined passes the whole
+    # ``Sim`` container, hundreds of scalars once flattened, and costs more than the routing)
+    options = ", ".join(f"{k}={v!r}" for k, v in PART_OPTIONS.items() if k != "cache")
     block = "".join(f"from {m} import {n} as _{alias}_SOURCE  # noqa: E402\n"
-                    f"{alias} = njit(inline=\"always\")(_{alias}_SOURCE.py_func)\n"
+                    f"{alias} = njit({options})(_{alias}_SOURCE.py_func)\n"
                     for (m, n), alias in zip(names, ("ROUTE", "INJECT", "ARBITRATE"),
                                              strict=True))
     text = head + _BEGIN + block + _END + tail
@@ -108,6 +119,7 @@ def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str) -> Any:
     for m, _ in names:
         digest.update(_module_source(m).encode())
     digest.update(numba.__version__.encode())
+    digest.update(engine_digest().encode())
     key = digest.hexdigest()[:20]
     if key in _loaded:
         return _loaded[key]

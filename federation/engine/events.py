@@ -1,16 +1,17 @@
 """The event queue of the native engine and the codes the loop shares with its driver.
 
-Events are five integers (time, kind, a, b, c) in a 4-ary min-heap keyed by (time in integer
-picoseconds, scheduling order), so runs are deterministic and no Python object is created per
-event.  Status codes say why the loop returned to its driver; ``S_*`` index the int64 scalar
-array of the run's state.
+Events are five integers (time, kind, a, b, c), queued by (time in integer picoseconds,
+scheduling order) in :mod:`federation.engine.queue`, so runs are deterministic and no Python
+object is created per event.  Status codes say why the loop returned to its driver; ``S_*``
+index the int64 scalar array of the run's state.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from federation.engine.jit import part
+from federation.engine.queue import push_key
 from federation.models.limits import HEAP_SEQ_BITS
 from federation.models.limits import TIME_LIMIT_PS as _TIME_LIMIT_PS
 
@@ -46,7 +47,7 @@ ST_RECORDS_FULL = 13  # the delivery records buffer is full: the driver drains i
 # indices into the int64 scalar state array
 S_NOW = 0
 S_SEQ = 1
-S_HEAP = 2
+S_SPARE = 2  # unused
 S_DELIVERED = 3
 S_EVENTS = 4
 S_HOPS = 5
@@ -71,40 +72,14 @@ N_SCALARS = 22
 INF_CREDIT = np.int64(1) << 60
 
 
-# Event queue: a 4-ary min-heap of int64 keys ``time << SEQ_BITS | seq`` (seq = scheduling order
-# modulo 2**SEQ_BITS), so one integer comparison orders events by time, then by scheduling order;
-# the payload (a*8 + type, b + c<<32) moves with the key.  Keys are unique, so any correct heap
-# pops events in the same order: four children per node halve the depth of a binary heap (the
-# pop's chain of dependent loads was about 30 % of a rank-program run's time), and popping
-# sinks the hole to a leaf choosing the smallest child without a data-dependent branch, then
-# lifts the last element into it (Floyd's bottom-up variant).
 SEQ_BITS = HEAP_SEQ_BITS
 SEQ_MASK = (1 << SEQ_BITS) - 1
 TIME_LIMIT_PS = _TIME_LIMIT_PS  # 8.8 simulated seconds (see federation.models.limits)
-KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 
 
-@njit(cache=True, inline="always")
-def _lift(hk, ha, hb, i, key, va, vb):
-    """Place an event at free slot ``i``, moving it up past later parents."""
-    while i > 0:
-        parent = (i - 1) >> 2
-        pk = hk[parent]
-        if key < pk:
-            hk[i] = pk
-            ha[i] = ha[parent]
-            hb[i] = hb[parent]
-            i = parent
-        else:
-            break
-    hk[i] = key
-    ha[i] = va
-    hb[i] = vb
-
-
-@njit(cache=True, inline="always")
-def _push(hk, ha, hb, sc, time, ev, a, b, c):
-    """Schedule an event (the caller keeps ``sc[S_HEAP] + 2 <= len(hk)``).
+@part
+def push(sim, time, ev, a, b, c):
+    """Schedule an event (the loop keeps :func:`~federation.engine.queue.room` for it).
 
     The time is checked here, where the key is made, because ``time << SEQ_BITS`` of a time
     past the clock range wraps to an earlier (even a plausible) time that no later check can
@@ -114,6 +89,7 @@ def _push(hk, ha, hb, sc, time, ev, a, b, c):
     event popped and the loop stops there with ``ST_TIME_LIMIT``.  The check is one
     well-predicted branch per push.
     """
+    sc = sim.sc
     seq = sc[S_SEQ]
     sc[S_SEQ] = seq + 1
     if time < 0 or time >= TIME_LIMIT_PS:
@@ -123,45 +99,15 @@ def _push(hk, ha, hb, sc, time, ev, a, b, c):
             sc[S_BAD_A] = a
             sc[S_BAD_B] = b
         time = -1
-    key = (time << SEQ_BITS) | (seq & SEQ_MASK)
-    i = sc[S_HEAP]
-    sc[S_HEAP] = i + 1
-    _lift(hk, ha, hb, i, key, a * 8 + ev, b + (c << 32))
+    push_key(sim.q, (time << SEQ_BITS) | (seq & SEQ_MASK), a * 8 + ev, b + (c << 32))
 
 
-@njit(cache=True, inline="always")
-def _pop_into(hk, ha, hb, sc, out):
-    """Remove the earliest event; writes (time, ev, a, b, c) into ``out``."""
-    out[0] = hk[0] >> SEQ_BITS
-    va = ha[0]
-    vb = hb[0]
-    out[1] = va & 7
-    out[2] = va >> 3
-    out[3] = vb & 0xFFFFFFFF
-    out[4] = vb >> 32
-    n = sc[S_HEAP] - 1
-    sc[S_HEAP] = n
-    lk = hk[n]
-    la = ha[n]
-    lb = hb[n]
-    hk[n] = KEY_MAX  # sentinel: slots past the last event never win
-    # sink the hole to a leaf along the smallest children (slots n .. n + 3 are KEY_MAX: the
-    # loop keeps 8 free slots)
-    i = 0
-    c = 1
-    while c < n:
-        k0 = hk[c]
-        k1 = hk[c + 1]
-        k2 = hk[c + 2]
-        k3 = hk[c + 3]
-        m01 = c + (k1 < k0)
-        m23 = c + 2 + (k3 < k2)
-        m = m23 if min(k2, k3) < min(k0, k1) else m01
-        hk[i] = hk[m]
-        ha[i] = ha[m]
-        hb[i] = hb[m]
-        i = m
-        c = 4 * i + 1
-    _lift(hk, ha, hb, i, lk, la, lb)  # the former last element, from the hole
-
-
+@part
+def decode(cur):
+    """The event :func:`~federation.engine.queue.take` wrote into ``cur[5:8]`` (key, two
+    payload words) as ``cur[0:5]`` = (time, kind, a, b, c)."""
+    cur[0] = cur[5] >> SEQ_BITS
+    cur[1] = cur[6] & 7
+    cur[2] = cur[6] >> 3
+    cur[3] = cur[7] & 0xFFFFFFFF
+    cur[4] = cur[7] >> 32

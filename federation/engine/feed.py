@@ -18,7 +18,9 @@ from numba import njit
 
 from federation.engine import api as A
 from federation.engine import events as E
-from federation.engine.events import EV_NIC, S_FREE, S_REC, _push
+from federation.engine.events import EV_NIC, S_FREE, S_REC, push
+from federation.engine.jit import part
+from federation.engine.queue import grown
 from federation.engine.state import Prog, Sim
 from federation.engine.traffic import PacketChunk
 
@@ -52,7 +54,7 @@ F_CLS = 7
 F_COLS = 8
 
 
-@njit(cache=True, inline="always")
+@part
 def record(sim, pg, row, now):
     """Open-loop packet in ``row`` reached its destination NIC: write its record for the
     driver and give its row back."""
@@ -61,18 +63,19 @@ def record(sim, pg, row, now):
     sc[S_REC] = i + 1
     rec = sim.rec
     ps = sim.ps
-    rec[i, REC_ID] = sim.row_id[row]
-    rec[i, REC_MSG] = sim.row_msg[row]
+    pm = sim.pm
+    rec[i, REC_ID] = pm[row, A.M_ID]
+    rec[i, REC_MSG] = pm[row, A.M_MSG]
     rec[i, REC_SRC] = ps[row, A.P_SRC]
     rec[i, REC_DST] = ps[row, A.P_DST]
     rec[i, REC_SIZE] = ps[row, A.P_SIZE]
-    rec[i, REC_CREATED] = sim.pkt_time[row]
-    rec[i, REC_INJECT] = sim.pkt_inject[row]
+    rec[i, REC_CREATED] = pm[row, A.M_TIME]
+    rec[i, REC_INJECT] = pm[row, A.M_INJECT]
     rec[i, REC_DELIVER] = now
     rec[i, REC_HOPS] = ps[row, A.P_HOPS]
     rec[i, REC_MINIMAL] = ps[row, A.P_MINIMAL]
     rec[i, REC_VIA] = ps[row, A.P_VIA]
-    sim.row_id[row] = -1
+    pm[row, A.M_ID] = -1
     pg.free[sc[S_FREE]] = row
     sc[S_FREE] += 1
 
@@ -87,7 +90,7 @@ def wake_nics(sim, nodes, times):
         w = sim.nic_wake[n]
         if w < 0 or w > t:
             sim.nic_wake[n] = t
-            _push(sim.hk, sim.ha, sim.hb, sim.sc, t, EV_NIC, n, 0, 0)
+            push(sim, t, EV_NIC, n, 0, 0)
 
 
 def aligned_rows(rows: int, cols: int, dtype: type = np.int32) -> np.ndarray:
@@ -99,14 +102,10 @@ def aligned_rows(rows: int, cols: int, dtype: type = np.int32) -> np.ndarray:
     return raw[skip:skip + rows * cols].reshape(rows, cols)
 
 
-def grow_heap(sim: Sim, need: int) -> Sim:
-    """The event heap with room for ``need`` events (at least doubled)."""
-    n = sim.hk.shape[0]
-    if need <= n:
-        return sim
-    m = max(need, 2 * n)
-    return sim._replace(hk=np.concatenate([sim.hk, np.full(m - n, E.KEY_MAX, np.int64)]),
-                        ha=np.resize(sim.ha, m), hb=np.resize(sim.hb, m))
+def grow_queue(sim: Sim, extra: int = 0) -> Sim:
+    """``sim`` with room in its event queue for ``extra`` events pushed from outside the loop,
+    or for what the loop ran short of (:func:`~federation.engine.queue.grown`)."""
+    return sim._replace(q=grown(sim.q, extra))
 
 
 def backlog(sim: Sim) -> tuple[np.ndarray, np.ndarray]:
@@ -137,13 +136,12 @@ def grow_pool(sim: Sim, pg: Prog, need: int = 0) -> tuple[Sim, Prog]:
     free[added:added + n_free] = pg.free[:n_free]
     sim.sc[S_FREE] = added + n_free
     sim = sim._replace(
-        ps=ps, pkt_time=longer(sim.pkt_time, 0), pkt_inject=longer(sim.pkt_inject, -1),
-        row_id=longer(sim.row_id, -1), row_msg=longer(sim.row_msg, -1),
+        ps=ps, pm=more_meta(sim.pm, rows),
         pkt_tail=longer(sim.pkt_tail, 0) if sim.cut_through else sim.pkt_tail)
     return sim, pg._replace(row_flow=longer(pg.row_flow, -1), free=free)
 
 
-@njit(cache=True, inline="always")
+@part
 def born(sim, pg, node, slot):
     """The open-loop packet in feed ``slot`` (at the head of ``node``'s NIC) takes a free
     row; returns the row."""
@@ -164,11 +162,28 @@ def born(sim, pg, node, slot):
     ps[row, A.P_SRC] = node
     ps[row, A.P_VC] = f[slot, F_VC]
     ps[row, A.P_CLASS] = f[slot, F_CLS]
-    sim.pkt_time[row] = f[slot, F_TIME]
-    sim.pkt_inject[row] = -1
-    sim.row_id[row] = f[slot, F_ID]
-    sim.row_msg[row] = f[slot, F_MSG]
+    pm = sim.pm
+    pm[row, A.M_TIME] = f[slot, F_TIME]
+    pm[row, A.M_INJECT] = -1
+    pm[row, A.M_ID] = f[slot, F_ID]
+    pm[row, A.M_MSG] = f[slot, F_MSG]
     return row
+
+
+def row_meta(rows: int) -> np.ndarray:
+    """The per-row metadata of ``rows`` free rows (time 0, not injected, no packet)."""
+    pm = aligned_rows(rows, A.PM_COLS, np.int64)
+    pm[:, A.M_INJECT] = -1
+    pm[:, A.M_ID] = -1
+    pm[:, A.M_MSG] = -1
+    return pm
+
+
+def more_meta(pm: np.ndarray, rows: int) -> np.ndarray:
+    """``pm`` grown to ``rows`` rows, the new ones free."""
+    out = row_meta(rows)
+    out[:pm.shape[0]] = pm
+    return out
 
 
 def feed_rows(n: int) -> np.ndarray:
@@ -207,7 +222,7 @@ def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
 
     idle = np.nonzero(~had & (np.bincount(pk.src, minlength=N) > 0))[0]
     if idle.size:
-        sim = grow_heap(sim, int(sim.sc[E.S_HEAP]) + idle.size + 8)
+        sim = grow_queue(sim, idle.size)
         wake_nics(sim, idle.astype(np.int64), feed[nic_first[idle], F_TIME].copy())
     return sim
 
@@ -221,16 +236,17 @@ def undelivered(sim: Sim) -> np.ndarray:
     """Records of the open-loop packets the run ended with (delivery -1): those in rows (in
     the network, or at the head of their NIC), then those still waiting in the feed.  A
     background still there when the rank programs finished."""
-    rows = np.nonzero(sim.row_id >= 0)[0]
+    pm = sim.pm
+    rows = np.nonzero(pm[:, A.M_ID] >= 0)[0]
     ps = sim.ps
     out = np.zeros((rows.size, REC_COLS), dtype=np.int64)
-    out[:, REC_ID] = sim.row_id[rows]
-    out[:, REC_MSG] = sim.row_msg[rows]
+    out[:, REC_ID] = pm[rows, A.M_ID]
+    out[:, REC_MSG] = pm[rows, A.M_MSG]
     out[:, REC_SRC] = ps[rows, A.P_SRC]
     out[:, REC_DST] = ps[rows, A.P_DST]
     out[:, REC_SIZE] = ps[rows, A.P_SIZE]
-    out[:, REC_CREATED] = sim.pkt_time[rows]
-    out[:, REC_INJECT] = sim.pkt_inject[rows]
+    out[:, REC_CREATED] = pm[rows, A.M_TIME]
+    out[:, REC_INJECT] = pm[rows, A.M_INJECT]
     out[:, REC_HOPS] = ps[rows, A.P_HOPS]
     out[:, REC_MINIMAL] = ps[rows, A.P_MINIMAL]
     out[:, REC_VIA] = ps[rows, A.P_VIA]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from federation.engine.api import P_DST, P_HOPS, P_OUTVC, P_SIZE, P_VC
+from federation.engine.api import M_INJECT, P_DST, P_HOPS, P_OUTVC, P_SIZE, P_VC
 from federation.engine.events import (
     EV_ARRIVE,
     EV_CREDIT,
@@ -35,7 +35,6 @@ from federation.engine.events import (
     S_DELIVERED,
     S_EVENTS,
     S_FREE,
-    S_HEAP,
     S_KICK,
     S_LOADED,
     S_NOW,
@@ -58,10 +57,12 @@ from federation.engine.events import (
     ST_TIME_LIMIT,
     ST_UNTIL,
     TIME_LIMIT_PS,
-    _pop_into,
-    _push,
+    decode,
+    push,
 )
 from federation.engine.feed import F_TIME, born, record
+from federation.engine.jit import part
+from federation.engine.prefetch import prefetch_row
 from federation.engine.programs import (
     FLOW_DATA,
     delivered,
@@ -71,6 +72,7 @@ from federation.engine.programs import (
     settle,
     unsettled,
 )
+from federation.engine.queue import ahead, next_source, room, source_key, take
 from federation.engine.router import (
     enqueue,
     note_stall,
@@ -82,6 +84,14 @@ from federation.engine.router import (
 
 __all__ = ["run_loop"]
 
+#: events ahead of the current one whose packet row the loop prefetches (an arrival's row was
+#: last touched a cable's latency ago: thousands of events, out of every cache but the last)
+LOOKAHEAD = 8
+
+# --- variant (compile.py replaces this line): False compiles a loop without rank programs
+PROGRAMS = True
+# --- end of variant
+
 # --- call-outs (compile.py replaces these three lines)
 from federation.engine.arbiters import oldest_first as ARBITRATE  # noqa: E402
 from federation.engine.tables_route import inject as INJECT  # noqa: E402
@@ -90,7 +100,7 @@ from federation.engine.tables_route import route as ROUTE  # noqa: E402
 # --- end of call-outs
 
 
-@njit(cache=True, inline="always")
+@part
 def route_head(sim, rt, ip, vc, now):
     """Route the head packet of input queue (``ip``, ``vc``) and post its request; returns
     ``(output port, status)`` with status 0, or the ``ST_*`` code of a bad routing answer."""
@@ -127,7 +137,7 @@ def route_head(sim, rt, ip, vc, now):
     return np.int64(o), 0
 
 
-@njit(cache=True, inline="always")
+@part
 def try_send(sim, ab, o, now):
     """Output port ``o`` of a router: if idle, send what the arbiter picks."""
     if sim.busy_until[o] > now:
@@ -144,7 +154,7 @@ def try_send(sim, ab, o, now):
         wake_port_at(sim, o, done)
 
 
-@njit(cache=True, inline="always")
+@part
 def nic_next(sim, pg, node):
     """``(time, flow)`` of node ``node``'s next packet: the earlier of its next open-loop
     packet (creation order; flow -1) and the head of its rank-program flow queue
@@ -153,19 +163,20 @@ def nic_next(sim, pg, node):
     ptr = sim.nic_ptr[node]
     if ptr < sim.nic_first[node + 1]:
         t = sim.feed[ptr, F_TIME]
-    f = pg.nic_fhead[node]
-    if f >= 0 and pg.flow_time[f] < t:
-        return pg.flow_time[f], f
+    if PROGRAMS:
+        f = pg.nic_fhead[node]
+        if f >= 0 and pg.flow_time[f] < t:
+            return pg.flow_time[f], f
     return t, np.int64(-1)
 
 
-@njit(cache=True, inline="always")
+@part
 def nic_head(sim, pg, node):
     """``(packet row, time it may leave, flow)`` of node ``node``'s next packet (see
     :func:`nic_next`; row -1: nothing to send).  A packet is born (takes a row) the first
     time it is the head."""
     t, f = nic_next(sim, pg, node)
-    if f >= 0:
+    if PROGRAMS and f >= 0:
         if pg.nic_frow[node] < 0:
             pg.nic_frow[node] = new_packet(sim, pg, node, f)
         return pg.nic_frow[node], t, f
@@ -176,18 +187,18 @@ def nic_head(sim, pg, node):
     return sim.nic_orow[node], t, f
 
 
-@njit(cache=True, inline="always")
+@part
 def nic_wake_at(sim, node, t):
     if sim.nic_wake[node] != t:
         sim.nic_wake[node] = t
-        _push(sim.hk, sim.ha, sim.hb, sim.sc, t, EV_NIC, node, 0, 0)
+        push(sim, t, EV_NIC, node, 0, 0)
 
 
-@njit(cache=True, inline="always")
+@part
 def nic_advance(sim, pg, node, f, done):
     """The packet ``nic_head`` gave has left: move past it.  When it is the last packet of a
     send's data, the send finishes as it leaves (``done``)."""
-    if f < 0:
+    if not PROGRAMS or f < 0:
         sim.nic_ptr[node] += 1
         sim.nic_orow[node] = -1
         return
@@ -207,7 +218,7 @@ def nic_advance(sim, pg, node, f, done):
         finish_at(sim, pg.flow_op[f], done)
 
 
-@njit(cache=True, inline="always")
+@part
 def try_inject(sim, pg, rt, node, now):
     """Node ``node``'s NIC: send its next packet if it exists, is due, and has credit."""
     pk, tn, f = nic_head(sim, pg, node)
@@ -225,7 +236,7 @@ def try_inject(sim, pg, rt, node, now):
         if sim.stall_start[o] < 0:
             sim.stall_start[o] = now
         return
-    sim.pkt_inject[pk] = now
+    sim.pm[pk, M_INJECT] = now
     INJECT(sim, rt, node, pk)
     done = now + np.int64(size * sim.port_ser[o] + 0.5)
     nic_advance(sim, pg, node, f, done)
@@ -237,21 +248,23 @@ def try_inject(sim, pg, rt, node, now):
 
 @njit(cache=True, error_model="numpy", _nrt=False)
 def run_loop(budget, until, sim, pg, rt, ab, cur):
-    """Process events until done, ``budget`` events, the heap needs to grow, the next event is
+    """Process events until done, ``budget`` events, the queue needs to grow, the next event is
     at or after ``until`` (ps: the driver reads counters there and resumes), or a routing
     answer is refused; returns the ``ST_*`` status.  ``rt`` and ``ab`` are the routing's and
-    the arbiter's own tables, passed through to them; ``pg`` the rank programs' state."""
+    the arbiter's own tables, passed through to them; ``pg`` the rank programs' state;
+    ``cur`` (8 int64) holds the event being handled."""
     sc = sim.sc
+    q = sim.q
     until_key = until << SEQ_BITS  # keys order like times: one comparison per event
     processed = 0
     # every part below is inlined, so each is called from one place only (compile time grows
     # with every inlined copy): a NIC is tried through the ``kick`` list, rank programs
-    # settle in one place, and a resumed slice settles before it pops an event
+    # settle in one place, and a resumed slice settles before it takes an event
     while True:
         if processed >= budget:
             sc[S_EVENTS] += processed
             return ST_BUDGET
-        if sc[S_HEAP] + 8 > sim.hk.shape[0]:
+        if not room(q):
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
         if sc[S_FREE] < 4:  # an event gives birth to two packets at most
@@ -260,17 +273,22 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         if sc[S_REC] >= sim.rec.shape[0]:  # an event delivers one packet at most
             sc[S_EVENTS] += processed
             return ST_RECORDS_FULL
-        moved = unsettled(sim)  # operations left when the heap had to grow
+        moved = PROGRAMS and unsettled(sim)  # operations left when the queue had to grow
         nic = np.int64(-1)
         if not moved:
-            if sc[S_HEAP] == 0:
+            source = next_source(q)
+            if source < 0:
                 break
-            if sim.hk[0] >= until_key:
+            if source_key(q, source) >= until_key:
                 sc[S_EVENTS] += processed
                 return ST_UNTIL
-            _pop_into(sim.hk, sim.ha, sim.hb, sc, cur)
+            take(q, source, cur)
+            decode(cur)
+            word = ahead(q, LOOKAHEAD)  # bring in the row of a packet about to arrive
+            if word >= 0 and (word & 7) == EV_ARRIVE:
+                prefetch_row(sim.ps, word >> 3)
             now = cur[0]
-            if now < 0 or now >= TIME_LIMIT_PS:  # refused by _push (keyed at -1), or bad
+            if now < 0 or now >= TIME_LIMIT_PS:  # refused by push (keyed at -1), or bad
                 if sc[S_BAD_TIME] == 0:
                     sc[S_BAD_TIME] = now
                     sc[S_BAD_EV] = cur[1]
@@ -287,7 +305,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             if ev == EV_ARRIVE:
                 if sim.port_router[b] < 0:  # a NIC: delivered
                     sc[S_DELIVERED] += 1
-                    if pg.row_flow[a] < 0:  # an open-loop packet: a record for the driver
+                    if not PROGRAMS or pg.row_flow[a] < 0:  # open loop: a record for the driver
                         record(sim, pg, a, now)
                         continue
                     delivered(sim, pg, a, now)  # a rank program's packet
@@ -315,7 +333,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
                     continue  # superseded by a later wake-up of the same NIC: stale
                 sim.nic_wake[a] = -1
                 nic = a
-            elif ev == EV_OP:
+            elif PROGRAMS and ev == EV_OP:
                 handle_op(sim, pg, a, b, now)
                 moved = True
             if o >= sim.n_router_ports:
@@ -324,7 +342,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
                 try_send(sim, ab, o, now)
         else:
             now = sc[S_NOW]
-        if moved:
+        if PROGRAMS and moved:
             settle(sim, pg, now)
         if nic >= 0:
             pg.kick[sc[S_KICK]] = nic
@@ -332,12 +350,12 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         while sc[S_KICK] > 0:
             sc[S_KICK] -= 1
             try_inject(sim, pg, rt, pg.kick[sc[S_KICK]], now)
-        if moved and sc[S_OPS_DONE] == pg.n_ops:
+        if PROGRAMS and moved and sc[S_OPS_DONE] == pg.n_ops:
             sc[S_EVENTS] += processed
             return ST_PROGRAMS_DONE
     sc[S_EVENTS] += processed
     if sc[S_DELIVERED] < sc[S_LOADED] + sc[S_QUEUED]:
         return ST_DEADLOCK
-    if sc[S_OPS_DONE] < pg.n_ops:
+    if PROGRAMS and sc[S_OPS_DONE] < pg.n_ops:
         return ST_PROGRAM_STUCK
     return ST_DONE

@@ -28,14 +28,16 @@ from federation.engine.feed import (
     REC_COLS,
     aligned_rows,
     feed_rows,
-    grow_heap,
     grow_pool,
+    grow_queue,
     load_chunk,
+    row_meta,
     undelivered,
     waiting,
 )
 from federation.engine.packet_stats import PacketSink, PacketStats
 from federation.engine.program_arrays import ProgramTraffic, no_programs
+from federation.engine.queue import Q_COUNT, Q_SIDE, bucket_shift, new_queue
 from federation.engine.reports import (
     CLOCK_RANGE,
     deadlock_report,
@@ -75,11 +77,12 @@ class LinkFigures:
 
 @dataclass
 class NativeRun:
-    """What the runner hands an engine for one point (see :func:`federation.pipeline.prepare.prepare`):
-    the network and its figures, the routing, the arbiter, the rank programs and the
-    open-loop traffic.  The open-loop packets are made on the engine side
-    (:mod:`federation.engine.traffic`) when :attr:`packets` is first read, and the loop's
-    random stream is drawn after them from the same routing stream (:attr:`seed_stream`)."""
+    """What the runner hands an engine for one point (see
+    :func:`federation.pipeline.prepare.prepare`): the network and its figures, the routing,
+    the arbiter, the rank programs and the open-loop traffic.  The open-loop packets are made
+    on the engine side (:mod:`federation.engine.traffic`) when :attr:`packets` is first read,
+    and the loop's random stream is drawn after them from the same routing stream
+    (:attr:`seed_stream`)."""
 
     network: Network
     links: dict[str, LinkFigures]
@@ -247,9 +250,10 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                                          job.tables.vcs_required, job.tables.description)
     arb_fn, arb_state = job.arbiter or (oldest_first, (np.zeros(1, dtype=np.int64),))
     owner = job.owner or "the routing"
-    run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner)
+    run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner,
+                        programs=job.programs is not None)
     rt = prog.tables
-    cur = np.zeros(5, dtype=np.int64)  # the event being handled (the loop allocates nothing)
+    cur = np.zeros(8, dtype=np.int64)  # the event being handled (the loop allocates nothing)
     state = [sim, pg]  # replaced when the heap or the pool grows
     sink = PacketSink(job.window, keep=job.keep_packets)
     chunks = job.chunks()
@@ -329,7 +333,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             _check_rows(state[0], job.max_rows)
             continue
         if status == E.ST_HEAP_FULL:
-            state[0] = grow_heap(sim, 2 * sim.hk.shape[0])
+            state[0] = grow_queue(sim)
             continue
         break
     wall, cpu = spent
@@ -451,14 +455,13 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
     sc = np.zeros(E.N_SCALARS, dtype=np.int64)
     sc[E.S_RNG] = job.seed_stream
     sc[E.S_FREE] = rows
-    cap = max(1024, 4 * (P * V + N) + 2 * roots.shape[0])
-    hk = np.full(cap, E.KEY_MAX, dtype=np.int64)
-    ha = np.zeros(cap, dtype=np.int64)
-    hb = np.zeros(cap, dtype=np.int64)
-    n0 = roots.shape[0]  # a sorted array is a valid heap: all at time 0
-    hk[:n0] = np.arange(n0)
-    ha[:n0] = roots * 8 + E.EV_OP  # hb: 0 (OP_BEGIN)
-    sc[E.S_HEAP] = n0
+    n0 = roots.shape[0]  # operations without dependencies begin at time 0
+    q = new_queue(bucket_shift(_shortest_serialisation(job, port_ser)),
+                  heap=max(1024, 2 * n0 + 16))
+    q.sk[:n0] = np.arange(n0)  # keys (time 0, scheduling order): a sorted array is a heap
+    q.sp[:n0, 0] = roots * 8 + E.EV_OP  # word b: 0 (OP_BEGIN)
+    q.qs[Q_SIDE] = n0
+    q.qs[Q_COUNT] = n0
     sc[E.S_SEQ] = n0
     i64 = np.int64
     C = max(1, int(job.n_classes))
@@ -470,11 +473,10 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         router_port_start=pt.router_port_start.astype(i64),
         node_router=net.node_router.astype(i64), node_port=pt.node_port.astype(i64),
         nic_port=pt.nic_port.astype(i64),
-        pkt_time=np.zeros(rows, dtype=i64), row_id=np.full(rows, -1, dtype=i64),
-        row_msg=np.full(rows, -1, dtype=i64),
+        pm=row_meta(rows),
         nic_first=np.zeros(N + 1, dtype=i64), nic_orow=np.full(N, -1, dtype=i64),
         feed=feed_rows(1),
-        sc=sc, hk=hk, ha=ha, hb=hb, ps=aligned_rows(rows, A.PS_COLS),
+        sc=sc, q=q, ps=aligned_rows(rows, A.PS_COLS),
         q_head=np.full(P * V, -1, dtype=np.int32), q_tail=np.full(P * V, -1, dtype=np.int32),
         occ=np.zeros(P, dtype=i64), credits=credits, busy_until=np.zeros(P, dtype=i64),
         wake=np.full(P, -1, dtype=i64),  # time of the pending FREE event, -1: none
@@ -482,7 +484,6 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         req_next=np.full(P * V, -1, dtype=i64), req_count=np.zeros(P, dtype=i64),
         stall_start=np.full(P, -1, dtype=i64), nic_ptr=np.zeros(N, dtype=i64),
         nic_wake=np.full(N, -1, dtype=i64),
-        pkt_inject=np.full(rows, -1, dtype=i64),
         # cut-through: when each packet's tail reaches the router it is in (unused otherwise)
         pkt_tail=np.zeros(rows if job.cut_through else 1, dtype=i64),
         rec=np.zeros((REC_CAPACITY, REC_COLS), dtype=i64),
@@ -491,6 +492,16 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         port_peak=np.zeros(P, dtype=i64),
         n_classes=i64(C), port_class_bytes=np.zeros(P * C, dtype=i64),
     )
+
+
+def _shortest_serialisation(job: NativeRun, port_ser: np.ndarray) -> float:
+    """ps a packet of the run's usual size takes on the fastest port: the calendar's bucket
+    width follows it (:func:`~federation.engine.queue.bucket_shift`)."""
+    size = job.largest_packet or (int(job.programs.prog.packet_size)
+                                  if job.programs is not None else 0)
+    if size <= 0 or port_ser.size == 0:
+        return 1e6
+    return float(size * port_ser.min())
 
 
 def counters_at(t: int, port_busy: np.ndarray, busy_until: np.ndarray, port_bytes: np.ndarray,
@@ -519,8 +530,9 @@ def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.nda
     That check is only sound if no operand has wrapped already, so each operand must be a
     finite number of picoseconds below ``TIME_LIMIT_PS`` (a sum of a few of them then stays
     far inside int64).  Packet sizes and creation times are checked as each chunk of
-    packets is loaded.  The preflight (:func:`federation.pipeline.preflight.check_clock`) refuses such
-    inputs naming the file; this is the engine's own guard for callers that bypass it.
+    packets is loaded.  The preflight (:func:`federation.pipeline.preflight.check_clock`)
+    refuses such inputs naming the file; this is the engine's own guard for callers that
+    bypass it.
     """
     pt = net.ports
     if largest_packet <= 0:

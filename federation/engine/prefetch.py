@@ -32,3 +32,23 @@ def prefetch(typingctx, arr, idx):  # noqa: ANN001, ANN201, ARG001
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def prefetch_row(typingctx, arr, row):  # noqa: ANN001, ANN201, ARG001
+    """``prefetch`` of the first element of row ``row`` of a 2-D array."""
+    sig = types.void(arr, row)
+
+    def codegen(context, builder, signature, args):  # noqa: ANN001, ANN202, ARG001
+        aryty = signature.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        zero = context.get_constant(types.intp, 0)
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1], zero],
+                                       wraparound=False, boundscheck=False)
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

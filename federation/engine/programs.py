@@ -26,9 +26,10 @@ so an operation's successors always begin from the event loop in time order.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from federation.engine.api import (
+    M_INJECT,
+    M_TIME,
     P_DIM,
     P_DST,
     P_HOPS,
@@ -47,15 +48,16 @@ from federation.engine.events import (
     OP_HAND,
     S_FIN,
     S_FREE,
-    S_HEAP,
     S_KICK,
     S_OPS_DONE,
     S_QUEUED,
     S_READY_HEAD,
     S_STACK,
-    _push,
+    push,
 )
+from federation.engine.jit import part
 from federation.engine.prefetch import prefetch
+from federation.engine.queue import room
 
 SEND = 0
 RECV = 1
@@ -75,7 +77,7 @@ PSTAT_HOPS = 5  # router-to-router hops
 PSTAT_NONMINIMAL = 6  # packets the routing marked non-minimal
 
 
-@njit(cache=True, inline="always")
+@part
 def release(pg, sc, op, kind):
     """Count ``op``'s ``kind`` (FINISH or START) towards its successors; queue those whose
     last dependency this was (in operation order: each kind's edges are sorted by successor)."""
@@ -88,7 +90,7 @@ def release(pg, sc, op, kind):
             sc[S_STACK] += 1
 
 
-@njit(cache=True, inline="always")
+@part
 def queue_flow(sim, pg, f, now):
     """Append flow ``f`` to its NIC's queue; the loop tries the NIC once the event is
     handled (``Prog.kick``), which costs no event."""
@@ -106,12 +108,12 @@ def queue_flow(sim, pg, f, now):
     sim.sc[S_KICK] += 1
 
 
-@njit(cache=True, inline="always")
+@part
 def finish_at(sim, op, t):
-    _push(sim.hk, sim.ha, sim.hb, sim.sc, t, EV_OP, op, OP_FINISH, 0)
+    push(sim, t, EV_OP, op, OP_FINISH, 0)
 
 
-@njit(cache=True, inline="always")
+@part
 def finish_recv(sim, pg, op, now):
     """A receive's message is in and the receive posted: it finishes ``o_recv`` later (at
     once without an overhead: its successors are queued, no event is needed)."""
@@ -121,7 +123,7 @@ def finish_recv(sim, pg, op, now):
         finish_at(sim, op, now + pg.o_recv)
 
 
-@njit(cache=True, inline="always")
+@part
 def to_finish(sim, pg, op):
     """``op`` finishes now: :func:`settle` finishes it after the event (one call site for
     :func:`finish` keeps the compiled loop small)."""
@@ -129,7 +131,7 @@ def to_finish(sim, pg, op):
     sim.sc[S_FIN] += 1
 
 
-@njit(cache=True, inline="always")
+@part
 def run_compute(sim, pg, op, now):
     pg.cpu_busy[pg.op_rank[op]] = op
     pg.op_start[op] = now
@@ -137,7 +139,7 @@ def run_compute(sim, pg, op, now):
     finish_at(sim, op, now + pg.op_time[op])
 
 
-@njit(cache=True, inline="always")
+@part
 def post_recv(sim, pg, op, now):
     """A receive is posted: take the next slot of its channel; if that slot's send has
     started, they match, and what already arrived of the message is acted on."""
@@ -158,7 +160,7 @@ def post_recv(sim, pg, op, now):
             finish_recv(sim, pg, op, now)  # the eager data waited for the receive
 
 
-@njit(cache=True, inline="always")
+@part
 def start_send(sim, pg, op, now):
     """A send starts: take the next slot of its channel (matching a posted receive), and hand
     its message to the NIC after the send overhead."""
@@ -176,12 +178,12 @@ def start_send(sim, pg, op, now):
         pg.msg_recv[m] = r
         pg.op_msg[r] = m
     if pg.o_send > 0:
-        _push(sim.hk, sim.ha, sim.hb, sim.sc, now + pg.o_send, EV_OP, op, OP_HAND, 0)
+        push(sim, now + pg.o_send, EV_OP, op, OP_HAND, 0)
     else:
         hand(sim, pg, op, now)
 
 
-@njit(cache=True, inline="always")
+@part
 def hand(sim, pg, op, now):
     """A send's message reaches its NIC: its first flow (the data, or the rendezvous
     request) is queued."""
@@ -192,7 +194,7 @@ def hand(sim, pg, op, now):
     queue_flow(sim, pg, f, now)
 
 
-@njit(cache=True, inline="always")
+@part
 def begin(sim, pg, op, now):
     """``op``'s dependencies are met: start it (a compute may wait for its CPU)."""
     prefetch(pg.op_kind, op + 1)  # its rank's next operation, and that one's successors
@@ -218,16 +220,16 @@ def begin(sim, pg, op, now):
         post_recv(sim, pg, op, now)
 
 
-@njit(cache=True, inline="always")
+@part
 def settle(sim, pg, now):
     """After an event that moved rank programs: finish what finished now and begin what became
     ready, until neither is left.  Operations that become ready together begin in operation
     order (a FIFO: each operation is queued once per run, so the queue is the array
     ``pg.ready`` with two counters that only grow), so receives are posted in program order.
-    Each step schedules at most two events; when the heap is nearly full the rest waits and
-    the loop returns for the driver to grow it, then resumes here (``run_loop``)."""
+    Each step schedules at most two events; when the queue is nearly full the rest waits
+    and the loop returns for the driver to grow it, then resumes here (``run_loop``)."""
     sc = sim.sc
-    while sc[S_HEAP] + 8 < sim.hk.shape[0]:
+    while room(sim.q):
         if sc[S_FIN] > 0:
             sc[S_FIN] -= 1
             finish(sim, pg, pg.fin[sc[S_FIN]], now)
@@ -239,13 +241,13 @@ def settle(sim, pg, now):
             return
 
 
-@njit(cache=True, inline="always")
+@part
 def unsettled(sim):
     """Operations wait to finish or begin (the heap had to grow in :func:`settle`)."""
     return sim.sc[S_FIN] > 0 or sim.sc[S_READY_HEAD] < sim.sc[S_STACK]
 
 
-@njit(cache=True, inline="always")
+@part
 def finish(sim, pg, op, now):
     """``op`` finishes: release its FINISH successors; a compute frees its CPU for the next."""
     pg.op_finish[op] = now
@@ -265,7 +267,7 @@ def finish(sim, pg, op, now):
             run_compute(sim, pg, nxt, now)
 
 
-@njit(cache=True, inline="always")
+@part
 def draw_via(sim, pg, sr, dr):
     """A Valiant intermediate for a program packet from router ``sr`` to ``dr``, drawn from
     the run's stream as ``routing_valiant.draw_intermediate_groups`` draws open-loop ones: a
@@ -285,7 +287,7 @@ def draw_via(sim, pg, sr, dr):
     return pg.group_routers[pg.group_first[x] + random_below(sim, n)]
 
 
-@njit(cache=True, inline="always")
+@part
 def new_packet(sim, pg, node, f):
     """The next packet of flow ``f`` (at the head of ``node``'s NIC) is born: it takes a free
     pool row, which gets what the driver fills in for open-loop packets (destination, size,
@@ -321,22 +323,22 @@ def new_packet(sim, pg, node, f):
     ps[row, P_SIZE] = size
     ps[row, P_VIA] = via
     ps[row, P_SRC] = node
-    sim.pkt_time[row] = pg.flow_time[f]
-    sim.pkt_inject[row] = -1
+    sim.pm[row, M_TIME] = pg.flow_time[f]
+    sim.pm[row, M_INJECT] = -1
     return row
 
 
-@njit(cache=True, inline="always")
+@part
 def delivered(sim, pg, pk, now):
     """Program packet ``pk`` reached its destination NIC: count it, free its row, and when
     it completes its flow: data finishes (or awaits) the receive, a request is answered once
     the receive is posted, a reply queues the data."""
     st = pg.pstat
-    lat = now - sim.pkt_time[pk]
+    lat = now - sim.pm[pk, M_TIME]
     st[PSTAT_PACKETS] += 1
     st[PSTAT_BYTES] += sim.ps[pk, P_SIZE]
     st[PSTAT_LATENCY] += lat
-    st[PSTAT_NETWORK] += now - sim.pkt_inject[pk]
+    st[PSTAT_NETWORK] += now - sim.pm[pk, M_INJECT]
     if lat > st[PSTAT_MAX]:
         st[PSTAT_MAX] = lat
     st[PSTAT_HOPS] += sim.ps[pk, P_HOPS]
@@ -365,7 +367,7 @@ def delivered(sim, pg, pk, now):
         queue_flow(sim, pg, f - 2, now)  # the reply is back: the data goes
 
 
-@njit(cache=True, inline="always")
+@part
 def handle_op(sim, pg, op, what, now):
     """An ``EV_OP`` event (finishing and beginning happen in :func:`settle`)."""
     if what == OP_FINISH:

@@ -99,7 +99,7 @@ def packet_name(sim: Any, row: int) -> str:
     """``packet K (node S -> D)`` for the packet in ``row`` (K: its number among the run's
     open-loop packets; a rank program's packet is named by its row)."""
     src, dst = int(sim.ps[row, A.P_SRC]), int(sim.ps[row, A.P_DST])
-    k = int(sim.row_id[row])
+    k = int(sim.pm[row, A.M_ID])
     name = f"packet {k}" if k >= 0 else f"a rank-program packet (row {row})"
     return f"{name} (node {src} -> {dst})"
 

@@ -16,13 +16,13 @@ Model (input-queued VC routers, credit flow control):
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from federation.engine.api import P_CLASS, P_HOPS, P_NEXT, P_OUTVC, P_SIZE, P_VC
-from federation.engine.events import EV_ARRIVE, EV_CREDIT, EV_FREE, EV_READY, S_HOPS, _push
+from federation.engine.events import EV_ARRIVE, EV_CREDIT, EV_FREE, EV_READY, S_HOPS, push
+from federation.engine.jit import part
 
 
-@njit(cache=True, inline="always")
+@part
 def enqueue(sim, pk, ip):
     """A packet reached input port ``ip``: append it to its VC queue; True if it is the head
     (and must be routed now)."""
@@ -37,7 +37,7 @@ def enqueue(sim, pk, ip):
     return False
 
 
-@njit(cache=True, inline="always")
+@part
 def post_request(sim, qi, o):
     """The head of input queue ``qi`` asks for output ``o`` (appended: oldest first)."""
     sim.req_next[qi] = -1
@@ -49,7 +49,7 @@ def post_request(sim, qi, o):
     sim.req_count[o] += 1
 
 
-@njit(cache=True, inline="always")
+@part
 def take_request(sim, o, qi, prev, now):
     """Serve request ``qi`` (after ``prev`` in ``o``'s list): unlink it, pop its packet off the
     input queue, return the credit upstream and route the next head.  Returns
@@ -76,17 +76,17 @@ def take_request(sim, o, qi, prev, now):
         done = sim.pkt_tail[pk]  # the tail cannot leave before it has arrived
     sim.occ[ip] -= size
     # the credit leaves with the tail, and crosses the input cable
-    _push(sim.hk, sim.ha, sim.hb, sim.sc, done + sim.port_lat[ip], EV_CREDIT,
+    push(sim, done + sim.port_lat[ip], EV_CREDIT,
           sim.port_peer[ip], ivc, size)
     if nh >= 0:
-        _push(sim.hk, sim.ha, sim.hb, sim.sc, now, EV_READY, ip, ivc, 0)
+        push(sim, now, EV_READY, ip, ivc, 0)
     if sim.port_router[sim.port_peer[o]] >= 0:
         sim.ps[pk, P_HOPS] += 1
         sim.sc[S_HOPS] += 1
     return pk, done
 
 
-@njit(cache=True, inline="always")
+@part
 def transmit(sim, o, pk, ovc, done, now):
     """Send ``pk`` on ``o`` into ``ovc`` downstream, occupying ``o`` until ``done``."""
     if sim.stall_start[o] >= 0:
@@ -111,26 +111,26 @@ def transmit(sim, o, pk, ovc, done, now):
         sim.occ[dn] += size
         if sim.occ[dn] > sim.port_peak[dn]:
             sim.port_peak[dn] = sim.occ[dn]
-    _push(sim.hk, sim.ha, sim.hb, sim.sc, arrive, EV_ARRIVE, pk, dn, 0)
+    push(sim, arrive, EV_ARRIVE, pk, dn, 0)
 
 
-@njit(cache=True, inline="always")
+@part
 def wake_port_at(sim, o, t):
     """Make sure a FREE event for ``o`` is pending at ``t`` (one per port: a wake-up at another
     time supersedes the pending one, which the loop then drops as stale)."""
     if sim.wake[o] != t:
         sim.wake[o] = t
-        _push(sim.hk, sim.ha, sim.hb, sim.sc, t, EV_FREE, o, 0, 0)
+        push(sim, t, EV_FREE, o, 0, 0)
 
 
-@njit(cache=True, inline="always")
+@part
 def note_stall(sim, o, now):
     """Requests wait at ``o`` for credit: start its stall clock if not running."""
     if sim.req_head[o] >= 0 and sim.stall_start[o] < 0:
         sim.stall_start[o] = now
 
 
-@njit(cache=True, inline="always")
+@part
 def head_request(sim, qi):
     """``(packet, its output VC, its size)`` of the request of input queue ``qi``."""
     pk = sim.q_head[qi]

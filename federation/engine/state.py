@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from federation.engine.queue import Queue
+
 
 class Sim(NamedTuple):
     # ---- figures of the machine (read-only during a run)
@@ -34,18 +36,16 @@ class Sim(NamedTuple):
     # NIC and gives it back on delivery.  Open-loop packets wait before that in the *feed*,
     # which the driver refills a chunk of time at a time (:mod:`federation.engine.feed`);
     # rank programs' wait as flows (:class:`Prog`)
-    pkt_time: np.ndarray  #: int64[rows] creation time of the packet in each row
-    row_id: np.ndarray  #: int64[rows] open-loop packet number of the row (-1: none)
-    row_msg: np.ndarray  #: int64[rows] its message number
+    pm: np.ndarray  #: int64[rows, 4] of each row's packet: creation time (M_TIME), when it
+    #: left its NIC (M_INJECT, -1 not yet), open-loop packet number (M_ID, -1: none) and
+    #: message number (M_MSG): one cache line, read once at delivery
     nic_first: np.ndarray  #: int64[N+1] node n's waiting open-loop packets are feed slots
     #: nic_first[n] .. nic_first[n+1]-1, in creation order
     nic_orow: np.ndarray  #: int64[N] row of the node's head open-loop packet, -1 not born yet
     feed: np.ndarray  #: int64[S, 8] waiting packets, one 64-byte row each (feed.F_* columns)
     # ---- dynamic state
     sc: np.ndarray  #: int64 scalars (events.S_*)
-    hk: np.ndarray  #: event heap keys
-    ha: np.ndarray  #: event payload (a, kind)
-    hb: np.ndarray  #: event payload (b, c)
+    q: Queue  #: the event queue (:mod:`federation.engine.queue`)
     ps: np.ndarray  #: int32[rows, 16] packet state rows (api.P_* columns)
     q_head: np.ndarray  #: int32[P*V] head packet of each input VC queue, -1 empty
     q_tail: np.ndarray  #: int32[P*V]
@@ -61,7 +61,6 @@ class Sim(NamedTuple):
     nic_ptr: np.ndarray  #: int64[N] next feed slot of each NIC
     nic_wake: np.ndarray  #: int64[N] time of the NIC's pending wake-up, -1 none
     # ---- results
-    pkt_inject: np.ndarray  #: int64[rows] when the row's packet left its NIC
     pkt_tail: np.ndarray  #: int64[rows] (cut-through only; length 1 otherwise)
     rec: np.ndarray  #: int64[cap, feed.REC_COLS] delivered open-loop packets, drained by the
     #: driver (sc[S_REC] of them)

@@ -12,7 +12,6 @@ loop passes back here.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from federation.engine.api import (
     P_DIM,
@@ -24,6 +23,7 @@ from federation.engine.api import (
     P_VIA,
     used_credit_all,
 )
+from federation.engine.jit import part
 from federation.network import Network
 from federation.network.equal_cost import equal_cost_ports
 from federation.network.tables import RouteTables
@@ -44,13 +44,13 @@ def program_tables(t: RouteTables, n_ports: int) -> tuple:
             vc_bump.astype(np.uint8), port_dim.astype(np.int32), dateline.astype(np.uint8), cfg)
 
 
-@njit(cache=True, inline="always")
+@part
 def inject(sim, tables, node, pk):
     """Table routings decide nothing at the NIC."""
     return
 
 
-@njit(cache=True, inline="always")
+@part
 def table_port(tables, r, dr, via, phase):
     """The tables' next port from router ``r`` towards router ``dr``, through group ``via``
     first while ``phase`` is 0 (``via`` -1: minimal); -1 where the tables have no entry."""
@@ -62,7 +62,7 @@ def table_port(tables, r, dr, via, phase):
     return np.int64(lnext[r, rlocal[dr]])
 
 
-@njit(cache=True, inline="always")
+@part
 def vc_rule(sim, tables, pk, o):
     """The output VC of ``pk`` leaving on ``o`` by the tables' VC rule (it updates the
     packet's level and dimension fields)."""
@@ -85,7 +85,7 @@ def vc_rule(sim, tables, pk, o):
     return ovc
 
 
-@njit(cache=True, inline="always")
+@part
 def ugal_choice(sim, tables, r, dr, via):
     """UGAL-L at router ``r``: ``(choice, minimal port)``, choice 1 if the minimal path's
     first port towards ``dr`` holds no more than twice the Valiant path's (through group
@@ -102,7 +102,7 @@ def ugal_choice(sim, tables, r, dr, via):
     return 0, om
 
 
-@njit(cache=True, inline="always")
+@part
 def turn_nonminimal(sim, pk):
     """A packet commits to its non-minimal path: after a minimal hop in its source group it
     moves to the next VC level, so each level keeps at most one local hop before a global one
@@ -111,7 +111,7 @@ def turn_nonminimal(sim, pk):
         sim.ps[pk, P_LEVEL] += 1
 
 
-@njit(cache=True, inline="always")
+@part
 def route(sim, tables, r, ip, pk):
     """Output port and VC of packet ``pk`` at router ``r`` (not its destination router)."""
     cfg = tables[7]
@@ -128,7 +128,7 @@ def route(sim, tables, r, ip, pk):
     return follow(sim, tables, r, pk, dr, via)
 
 
-@njit(cache=True, inline="always")
+@part
 def follow(sim, tables, r, pk, dr, via):
     """Port and VC by the tables once the choice is made: towards group ``via`` until a
     router of it is reached (the packet is then in Valiant's second phase), then minimally."""

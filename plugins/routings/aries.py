@@ -35,7 +35,6 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from numba import njit
 from pydantic import Field
 
 from federation import Params, RouteTables, hookimpl
@@ -50,6 +49,7 @@ from federation.engine.api import (
     random_below,
     skip_past,
 )
+from federation.engine.jit import part
 from federation.engine.tables_route import (
     follow,
     mask_program,
@@ -67,7 +67,7 @@ MODES = ["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH", "NM
          "IN_ORDER"]
 
 
-@njit(cache=True, inline="always")
+@part
 def route(sim, tables, r, ip, pk):
     """Aries routing at router ``r`` (see the module docstring)."""
     base, gmask, lmask, first, port, cfg = tables
@@ -121,7 +121,7 @@ def route(sim, tables, r, ip, pk):
     return best, vc_rule(sim, base, pk, best)
 
 
-@njit(cache=True, inline="always")
+@part
 def _commit(sim, base, r, pk, dr, via):
     """Take the non-minimal path through group ``via`` from here on."""
     ps = sim.ps

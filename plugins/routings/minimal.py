@@ -19,11 +19,11 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from numba import njit
 from pydantic import Field
 
 from federation import Params, RouteTables, Routing, hookimpl
 from federation.engine.api import P_DST, random_below
+from federation.engine.jit import part
 from federation.engine.tables_route import mask_program, vc_rule
 from federation.network.equal_cost import mask_count, mask_nth, mix_hash
 from federation.plugin.components import RoutingProgram
@@ -31,7 +31,7 @@ from federation.plugin.components import RoutingProgram
 SPREADS = {"lowest": 0, "hash": 1, "random": 2}
 
 
-@njit(cache=True, inline="always")
+@part
 def route_spread(sim, tables, r, ip, pk):
     """A port among the equal-cost minimal ports of ``r`` towards the packet's destination."""
     base, gmask, lmask, first, port, cfg = tables

@@ -22,7 +22,6 @@ like ``ugal``, with ``valiant``'s VCs.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from federation import RouteTables, hookimpl
 from federation.engine.api import (
@@ -34,6 +33,7 @@ from federation.engine.api import (
     pkt_src_router,
     set_field,
 )
+from federation.engine.jit import part
 from federation.engine.tables_route import (
     follow,
     table_program,
@@ -46,7 +46,7 @@ from federation.plugins.routings.ugal import BiasParams
 from federation.plugins.routings.valiant import Valiant
 
 
-@njit(cache=True, inline="always")
+@part
 def route(sim, tables, r, ip, pk):
     """PAR at router ``r``: decide again while in the source group and not committed."""
     rgroup = tables[2]

@@ -22,7 +22,6 @@ after a minimal hop in the source group); the megafly paper's PAR also uses 4.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from pydantic import Field
 
 from federation import Params, RouteTables, hookimpl
@@ -37,6 +36,7 @@ from federation.engine.api import (
     pkt_src_router,
     set_field,
 )
+from federation.engine.jit import part
 from federation.engine.tables_route import (
     follow,
     mask_program,
@@ -50,7 +50,7 @@ from federation.plugins.routings.par import par_extra_vcs
 from federation.plugins.routings.valiant import Valiant
 
 
-@njit(cache=True, inline="always")
+@part
 def route(sim, tables, r, ip, pk):
     """Progressive adaptive choice at a source-group router, the tables elsewhere."""
     base, gmask, lmask, first, port, cfg = tables

@@ -21,18 +21,18 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from numba import njit
 from pydantic import Field
 
 from federation import Params, RouteTables, hookimpl
 from federation.engine.api import P_DST, P_VIA
+from federation.engine.jit import part
 from federation.engine.tables_route import route, table_program, ugal_choice
 from federation.models.units import PositiveSize
 from federation.plugin.components import RoutingProgram
 from federation.plugins.routings.valiant import Valiant
 
 
-@njit(cache=True, inline="always")
+@part
 def decide_at_injection(sim, tables, node, pk):
     """UGAL-L when the NIC of ``node`` sends ``pk``, on the queues of its router."""
     ps = sim.ps

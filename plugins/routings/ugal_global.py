@@ -13,18 +13,18 @@ that practical adaptive routings (``ugal``, ``par``) approach (Kim, Dally, Scott
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 from pydantic import Field
 
 from federation import Params, RouteTables, hookimpl
 from federation.engine.api import P_DST, P_HOPS, P_PHASE, P_SIZE, P_VIA, used_credit_all
+from federation.engine.jit import part
 from federation.engine.tables_route import route, table_port, table_program
 from federation.models.units import PositiveSize
 from federation.plugin.components import RoutingProgram
 from federation.plugins.routings.valiant import Valiant
 
 
-@njit(cache=True, inline="always")
+@part
 def path_cost(sim, tables, r, dr, via, size):
     """Occupancy along the table path from ``r`` to ``dr`` (through group ``via`` first, -1:
     minimal) plus ``size`` bytes per hop; -1 if the tables have no path."""
@@ -44,7 +44,7 @@ def path_cost(sim, tables, r, dr, via, size):
     return cost
 
 
-@njit(cache=True, inline="always")
+@part
 def route_global(sim, tables, r, ip, pk):
     """At the source router choose the cheaper whole path, then follow the tables."""
     ps = sim.ps

@@ -21,11 +21,11 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from numba import njit
 from pydantic import Field
 
 from federation import Params, RouteTables, Routing, hookimpl
 from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA
+from federation.engine.jit import part
 from federation.engine.tables_route import table_port, table_program, vc_rule
 from federation.pipeline.tables_check import check_minimal_routes
 from federation.plugin.components import VC_COUNTER, RoutingProgram
@@ -52,7 +52,7 @@ def max_bumps_to_groups(tables: RouteTables, network) -> int:  # noqa: ANN001
     return int(bumps.max()) if bumps.size else 0
 
 
-@njit(cache=True, inline="always")
+@part
 def route_via_router(sim, tables, r, ip, pk):
     """Valiant through intermediate router ``P_VIA`` (not a group): minimal to it, then to
     the destination; the VC level goes up by one at the turn."""
