@@ -16,7 +16,8 @@ from scipy.sparse import csgraph
 
 from federation.errors import ConfigError, TopologyError
 from federation.network import NetworkBuilder
-from federation.network.routes import _spread, graph_stats, hop_distances, shortest_path_routes
+from federation.network.route_kernels import _spread
+from federation.network.routes import graph_stats, hop_distances, shortest_path_routes
 from federation.plugin.components import VC_COUNTER
 from federation.plugins.topologies.circulant import Circulant
 from federation.plugins.topologies.fattree import FatTree

@@ -5,8 +5,7 @@ closes over one (the cache key then holds the callee's identity, new in every pr
 loop that calls plugins through a function pointer could not inline them.  So for each loop
 other than the built-in one, this module writes a copy of :mod:`federation.engine.loop` whose
 call-out block imports the plugin's functions under the names the loop calls, into a cache
-folder, and imports it: numba compiles it once, with the plugin code inlined like built-in
-code, and caches it on disk beside the copy.
+folder, and compiles it, with the plugin code inlined like built-in code.
 
 A copy also fixes the *variant*: ``PROGRAMS = False`` compiles a loop without the rank-program
 code, which open-loop runs (the quickstart, every synthetic sweep) use: it compiles in about
@@ -14,16 +13,17 @@ half the time.
 
 Only what ``loop.py`` defines (the functions that call a plugin, and the loop) is compiled
 for a copy: every other part (queue, router, NIC, programs) is a cached
-:func:`~federation.engine.jit.part`, compiled once for all loops.  The copy's file name is a
-hash of its text, of the source of the modules that define the three functions, and of every
-engine module (:func:`~federation.engine.jit.engine_digest`), so editing a plugin or the engine
-compiles a fresh loop instead of loading a stale one.  A change in a module that a plugin's
-modules import is not seen: ``FEDERATION_CACHE_DIR`` can be emptied safely at any time.
+:func:`~federation.engine.jit.part`, compiled once for all loops.  The compiled loop is kept as
+native code (:mod:`federation.engine.native_code`) named by a digest of the copy's text, of
+the source of the modules that define the three functions, of every engine module and of the
+run's argument types, so editing a plugin or the engine compiles a fresh loop instead of
+loading a stale one, and a loop compiled before is loaded without importing numba.  A change
+in a module that a plugin's modules import is not seen: ``FEDERATION_CACHE_DIR`` can be
+emptied safely at any time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -33,17 +33,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numba
-from numba.core.registry import CPUDispatcher
-
 from federation.engine import loop as default_loop
-from federation.engine.jit import PART_OPTIONS, engine_digest
+from federation.engine.jit import PART_OPTIONS, Lazy, compiled_function, use_numba
+from federation.engine.native_code import NativeLoop, layout_of, native_loop
 from federation.errors import RoutingError
 
 _BEGIN = "# --- call-outs (compile.py replaces these three lines)\n"
 _END = "# --- end of call-outs\n"
 _VARIANT = "PROGRAMS = True\n"
-_loaded: dict[str, Any] = {}
 
 
 def cache_dir() -> Path:
@@ -66,10 +63,21 @@ def cache_dir() -> Path:
         return path
 
 
+def _compiled(fn: Any) -> bool:
+    """True for a compiled function: an engine part, or numba's ``@njit``."""
+    if isinstance(fn, Lazy):
+        return True
+    if "numba" not in sys.modules:  # nothing made with numba exists yet
+        return False
+    from numba.core.registry import CPUDispatcher
+
+    return isinstance(fn, CPUDispatcher)
+
+
 def _where(fn: Any, what: str, owner: str) -> tuple[str, str]:
     """``(module, name)`` a generated module can import ``fn`` from; refuses what is not a
     compiled function importable by name."""
-    if not isinstance(fn, CPUDispatcher):
+    if not _compiled(fn):
         raise RoutingError(f"{owner}: its {what} function {fn!r} is not compiled with "
                            "numba's @njit; the engine calls it inside its compiled loop")
     py = fn.py_func
@@ -92,13 +100,17 @@ def _module_source(module: str) -> str:
         return ""
 
 
-def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str,
-             programs: bool = True) -> Any:
-    """The compiled ``run_loop`` calling these three functions (``owner`` names the routing
-    and arbiter in messages); ``programs=False``: the open-loop variant."""
+def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
+             programs: bool = True) -> NativeLoop:
+    """The compiled loop calling these three functions (``owner`` names the routing and
+    arbiter in messages) for arguments like ``args`` (``budget, until, sim, pg, rt, ab,
+    cur``); ``programs=False``: the open-loop variant."""
+    layout = ("tuple", tuple(layout_of(a) for a in args))
     defaults = (default_loop.ROUTE, default_loop.INJECT, default_loop.ARBITRATE)
     if (route, inject, arbitrate) == defaults and programs:
-        return default_loop.run_loop
+        text = Path(default_loop.__file__).read_text()
+        return _native(["loop.py", text], layout, owner,
+                       lambda: compiled_function(default_loop.run_loop))
     names = [_where(f, w, owner) for f, w in ((route, "route"), (inject, "inject"),
                                                (arbitrate, "arbitrate"))]
     text = Path(default_loop.__file__).read_text()
@@ -114,25 +126,56 @@ def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str,
                     f"{alias} = njit({options})(_{alias}_SOURCE.py_func)\n"
                     for (m, n), alias in zip(names, ("ROUTE", "INJECT", "ARBITRATE"),
                                              strict=True))
-    text = head + _BEGIN + block + _END + tail
-    digest = hashlib.sha256(text.encode())
-    for m, _ in names:
-        digest.update(_module_source(m).encode())
-    digest.update(numba.__version__.encode())
-    digest.update(engine_digest().encode())
-    key = digest.hexdigest()[:20]
-    if key in _loaded:
-        return _loaded[key]
+    text = head + _BEGIN + "from numba import njit  # noqa: E402\n" + block + _END + tail
+    parts = [text] + [_module_source(m) for m, _ in names]
+    return _native(parts, layout, owner, lambda: _copy(text).run_loop.compiled())
+
+
+def _native(parts: list[str], layout: tuple, owner: str, make: Any) -> NativeLoop:
+    """:func:`~federation.engine.native_code.native_loop` in the loops' cache folder; a
+    plugin function that does not compile is the routing's or arbiter's fault."""
+
+    def compiled() -> Any:
+        use_numba()
+        from numba.core.errors import NumbaError
+
+        try:
+            return make()
+        except NumbaError as exc:
+            lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+            what = "; ".join(lines[:2]) if lines else type(exc).__name__  # kind, then detail
+            raise RoutingError(f"{owner}: its compiled functions do not compile inside the "
+                               f"engine's loop: {what}") from None
+
+    try:
+        return native_loop(cache_dir(), parts, layout, compiled)
+    except RoutingError:
+        raise
+    except Exception as exc:  # numba's errors surface while the entry compiles
+        if type(exc).__module__.startswith("numba"):
+            lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+            what = "; ".join(lines[:2]) if lines else type(exc).__name__
+            raise RoutingError(f"{owner}: its compiled functions do not compile inside the "
+                               f"engine's loop: {what}") from None
+        raise
+
+
+def _copy(text: str) -> Any:
+    """The generated loop module of ``text`` (written to the cache folder, imported once)."""
+    import hashlib
+
+    key = hashlib.sha256(text.encode()).hexdigest()[:20]
+    name = f"federation_loop_{key}"
+    if name in sys.modules:
+        return sys.modules[name]
     path = cache_dir() / f"loop_{key}.py"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(text)
         os.replace(tmp, path)  # atomic: concurrent processes write the same text
-    name = f"federation_loop_{key}"
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # numba's cache re-imports the module by name
     spec.loader.exec_module(module)
-    _loaded[key] = module.run_loop
-    return module.run_loop
+    return module

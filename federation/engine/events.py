@@ -67,7 +67,8 @@ S_KICK = 18  # NICs given a flow during the current event (Prog.kick), to try af
 S_FIN = 19  # operations that finished during the current event (Prog.fin), to settle
 S_LOADED = 20  # open-loop packets the driver has loaded into rows so far
 S_REC = 21  # delivery records waiting in Sim.rec for the driver
-N_SCALARS = 22
+S_WAKES = 22  # NIC wake-ups the driver listed in Sim.wakes for the loop (feed.wake_nics)
+N_SCALARS = 23
 
 INF_CREDIT = np.int64(1) << 60
 

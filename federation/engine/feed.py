@@ -14,11 +14,10 @@ into a :class:`~federation.engine.packet_stats.PacketSink` when the buffer fills
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from federation.engine import api as A
 from federation.engine import events as E
-from federation.engine.events import EV_NIC, S_FREE, S_REC, push
+from federation.engine.events import EV_NIC, S_FREE, S_REC, S_WAKES, push
 from federation.engine.jit import part
 from federation.engine.queue import grown
 from federation.engine.state import Prog, Sim
@@ -80,17 +79,21 @@ def record(sim, pg, row, now):
     sc[S_FREE] += 1
 
 
-@njit(cache=True)
-def wake_nics(sim, nodes, times):
-    """Wake each of ``nodes`` at ``times`` unless a wake-up at or before then is pending
-    (the loop's NIC handler looks at both its queues whenever it wakes)."""
-    for i in range(nodes.shape[0]):
-        n = nodes[i]
-        t = times[i]
+@part
+def wake_nics(sim):
+    """Wake the NICs :func:`load_chunk` listed (``sim.wakes[:sc[S_WAKES]]``: node, time), each
+    unless a wake-up at or before then is pending (the loop's NIC handler looks at both its
+    queues whenever it wakes).  The loop does it first thing, in list order; the driver has
+    made room in the queue for them."""
+    sc = sim.sc
+    for i in range(sc[S_WAKES]):
+        n = sim.wakes[i, 0]
+        t = sim.wakes[i, 1]
         w = sim.nic_wake[n]
         if w < 0 or w > t:
             sim.nic_wake[n] = t
             push(sim, t, EV_NIC, n, 0, 0)
+    sc[S_WAKES] = 0
 
 
 def aligned_rows(rows: int, cols: int, dtype: type = np.int32) -> np.ndarray:
@@ -223,7 +226,10 @@ def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
     idle = np.nonzero(~had & (np.bincount(pk.src, minlength=N) > 0))[0]
     if idle.size:
         sim = grow_queue(sim, idle.size)
-        wake_nics(sim, idle.astype(np.int64), feed[nic_first[idle], F_TIME].copy())
+        k = int(sim.sc[E.S_WAKES])  # the loop wakes them when it resumes (wake_nics)
+        sim.wakes[k:k + idle.size, 0] = idle
+        sim.wakes[k:k + idle.size, 1] = feed[nic_first[idle], F_TIME]
+        sim.sc[E.S_WAKES] = k + idle.size
     return sim
 
 

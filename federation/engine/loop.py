@@ -16,7 +16,6 @@ CREDIT (credit reached an output port), NIC (a node's next packet may leave).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from federation.engine.api import M_INJECT, P_DST, P_HOPS, P_OUTVC, P_SIZE, P_VC
 from federation.engine.events import (
@@ -60,8 +59,8 @@ from federation.engine.events import (
     decode,
     push,
 )
-from federation.engine.feed import F_TIME, born, record
-from federation.engine.jit import part
+from federation.engine.feed import F_TIME, born, record, wake_nics
+from federation.engine.jit import kernel, part
 from federation.engine.prefetch import prefetch_row
 from federation.engine.programs import (
     FLOW_DATA,
@@ -246,7 +245,7 @@ def try_inject(sim, pg, rt, node, now):
         nic_wake_at(sim, node, tn if tn > done else done)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(error_model="numpy", _nrt=False)  # compiled into a native entry, never cached alone
 def run_loop(budget, until, sim, pg, rt, ab, cur):
     """Process events until done, ``budget`` events, the queue needs to grow, the next event is
     at or after ``until`` (ps: the driver reads counters there and resumes), or a routing
@@ -257,6 +256,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
     q = sim.q
     until_key = until << SEQ_BITS  # keys order like times: one comparison per event
     processed = 0
+    wake_nics(sim)  # the NICs a chunk the driver loaded gave packets to
     # every part below is inlined, so each is called from one place only (compile time grows
     # with every inlined copy): a NIC is tried through the ``kick`` list, rank programs
     # settle in one place, and a resumed slice settles before it takes an event

@@ -60,6 +60,7 @@ class Sim(NamedTuple):
     stall_start: np.ndarray  #: int64[P] start of the current credit stall, -1 none
     nic_ptr: np.ndarray  #: int64[N] next feed slot of each NIC
     nic_wake: np.ndarray  #: int64[N] time of the NIC's pending wake-up, -1 none
+    wakes: np.ndarray  #: int64[N, 2] NICs to wake (node, time) when the loop resumes
     # ---- results
     pkt_tail: np.ndarray  #: int64[rows] (cut-through only; length 1 otherwise)
     rec: np.ndarray  #: int64[cap, feed.REC_COLS] delivered open-loop packets, drained by the

@@ -12,6 +12,8 @@ dragonfly a global link into another group is never an alternative to the local 
 the owner of the link into ``g``).  Dimension-order (dateline) tables have one minimal port per
 hop by design and are refused.
 
+The loop reads the masks with the compiled helpers of :mod:`federation.engine.masks`.
+
 Compact form: one 64-bit mask per table entry, bit ``k`` = the router's ``k``-th cable port in
 :func:`federation.network.routes.cable_ports` order, so ``8 x (groups + routers per group)``
 bytes per router, measured on the shipped machines: 328 B on the 264-router CODES dragonfly,
@@ -26,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from federation.errors import RoutingError
 from federation.network import Network
@@ -49,44 +50,6 @@ class EqualCostPorts:
     @property
     def bytes_per_router(self) -> int:
         return 8 * (self.gmask.shape[1] + self.lmask.shape[1])
-
-
-@njit(cache=True, inline="always")
-def mask_count(m):
-    """How many ports a mask holds (set bits)."""
-    n = 0
-    while m:
-        n += 1
-        m &= m - np.uint64(1)
-    return n
-
-
-@njit(cache=True, inline="always")
-def mask_nth(m, k):
-    """Bit index of the ``k``-th port of mask ``m`` (``0 <= k < mask_count(m)``): the router's
-    cable port ``port[first[r] + mask_nth(m, k)]``."""
-    i = 0
-    while True:
-        if m & np.uint64(1):
-            if k == 0:
-                return i
-            k -= 1
-        m >>= np.uint64(1)
-        i += 1
-
-
-@njit(cache=True, inline="always")
-def mix_hash(a, b):
-    """A fixed 64-bit mix of two integers, for deterministic spreading.  Its constants are
-    below 2**63: numba types larger literals as floats, which loses the low bits (a hash
-    built that way spread the megafly's ports so badly that it accepted 0.121 instead of
-    0.386)."""
-    h = np.uint64(a) * np.uint64(0x5851F42D4C957F2D) + np.uint64(b) * np.uint64(
-        0x14057B7EF767814F)
-    h ^= h >> np.uint64(29)
-    h *= np.uint64(0x3C79AC492BA7B653)
-    h ^= h >> np.uint64(32)
-    return h
 
 
 def equal_cost_bytes(tables: RouteTables) -> int:

@@ -32,7 +32,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numba import njit
 
 from federation.errors import RoutingError
 from federation.network import Network
@@ -46,19 +45,24 @@ _BUILTIN = "federation.plugins."  # the built-in components' package
 _VC_RULES = {VC_COUNTER: "VC_COUNTER", VC_DATELINE: "VC_DATELINE"}
 
 
-@njit(cache=True)
-def _first_bad_next_hop(table, port_router, port_link):  # noqa: ANN001, ANN202
+def _first_bad_next_hop(table: np.ndarray, port_router: np.ndarray,
+                        port_link: np.ndarray) -> int:
     """Row-major index of the first entry of ``table`` that is neither -1 nor a cable port of
-    its row's router; -1 when every entry is valid."""
+    its row's router; -1 when every entry is valid.  Vectorised a block of rows at a time, so
+    that an 8,192-router table (64 M entries) needs no table-sized temporaries (and a run
+    that loads its compiled loop need not import numba for this check)."""
     rows, cols = table.shape
     n_ports = port_router.shape[0]
-    for r in range(rows):
-        for c in range(cols):
-            p = table[r, c]
-            if p == -1:
-                continue
-            if p < 0 or p >= n_ports or port_router[p] != r or port_link[p] < 0:
-                return r * cols + c
+    step = max(1, (1 << 20) // max(cols, 1))
+    for r0 in range(0, rows, step):
+        block = table[r0:r0 + step].astype(np.int64, copy=False)
+        inside = (block >= 0) & (block < n_ports)
+        p = np.where(inside, block, 0)
+        owner = np.arange(r0, r0 + block.shape[0])[:, None]
+        ok = (block == -1) | (inside & (port_router[p] == owner) & (port_link[p] >= 0))
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            return r0 * cols + int(bad[0])
     return -1
 
 

@@ -6,8 +6,8 @@ estimated from local queue occupancy and from far-end congestion inferred from c
 *bias* is added to the non-minimal estimates; the packet takes the least congested.  Here:
 
 * minimal candidates: two ports drawn from the router's equal-cost minimal ports towards the
-  destination (:mod:`federation.network.equal_cost`); non-minimal candidates: the first ports towards
-  two intermediate groups drawn among the others (Valiant paths);
+  destination (:mod:`federation.network.equal_cost`); non-minimal candidates: the first ports
+  towards two intermediate groups drawn among the others (Valiant paths);
 * cost of a port: bytes of the packets waiting for it at this router (``queued x packet
   size``) plus bytes sent on it whose credit has not returned (far-end congestion);
 * the choice is made again at every router of the source group until the packet commits to a
@@ -50,6 +50,7 @@ from federation.engine.api import (
     skip_past,
 )
 from federation.engine.jit import part
+from federation.engine.masks import mask_count, mask_nth, mix_hash
 from federation.engine.tables_route import (
     follow,
     mask_program,
@@ -58,7 +59,6 @@ from federation.engine.tables_route import (
     vc_rule,
 )
 from federation.models.units import PositiveSize
-from federation.network.equal_cost import mask_count, mask_nth, mix_hash
 from federation.plugin.components import RoutingProgram
 from federation.plugins.routings.par import par_extra_vcs
 from federation.plugins.routings.valiant import Valiant

@@ -1,7 +1,8 @@
 """Routing ``minimal``: always a minimal path, as the topology defines it.
 
-The topology supplies the tables (:meth:`federation.plugin.components.Topology.minimal_routes`): on a
-dragonfly at most one global hop (local, global, local) with VC = global hops so far, so 2 VCs
+The topology supplies the tables
+(:meth:`federation.plugin.components.Topology.minimal_routes`): on a dragonfly at most one global
+hop (local, global, local) with VC = global hops so far, so 2 VCs
 suffice (CODES); on other graphs shortest paths with the topology's own deadlock-free VC rule.
 
 ``spread`` chooses among *all* equal-cost minimal ports (:mod:`federation.network.equal_cost`: the
@@ -24,8 +25,8 @@ from pydantic import Field
 from federation import Params, RouteTables, Routing, hookimpl
 from federation.engine.api import P_DST, random_below
 from federation.engine.jit import part
+from federation.engine.masks import mask_count, mask_nth, mix_hash
 from federation.engine.tables_route import mask_program, vc_rule
-from federation.network.equal_cost import mask_count, mask_nth, mix_hash
 from federation.plugin.components import RoutingProgram
 
 SPREADS = {"lowest": 0, "hash": 1, "random": 2}
