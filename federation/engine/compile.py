@@ -34,13 +34,19 @@ from pathlib import Path
 from typing import Any
 
 from federation.engine import loop as default_loop
-from federation.engine.jit import PART_OPTIONS, Lazy, compiled_function, use_numba
+from federation.engine.jit import (
+    PART_OPTIONS,
+    Lazy,
+    compiled_function,
+    engine_digest,
+    use_numba,
+)
 from federation.engine.native_code import NativeLoop, layout_of, native_loop
 from federation.errors import RoutingError
 
 _BEGIN = "# --- call-outs (compile.py replaces these three lines)\n"
 _END = "# --- end of call-outs\n"
-_VARIANT = "PROGRAMS = True\n"
+_VARIANT = "PROGRAMS = True\nIQ = False\n"
 
 
 def cache_dir() -> Path:
@@ -101,13 +107,13 @@ def _module_source(module: str) -> str:
 
 
 def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
-             programs: bool = True) -> NativeLoop:
+             programs: bool = True, iq: bool = False) -> NativeLoop:
     """The compiled loop calling these three functions (``owner`` names the routing and
     arbiter in messages) for arguments like ``args`` (``budget, until, sim, pg, rt, ab,
-    cur``); ``programs=False``: the open-loop variant."""
+    cur``); ``programs=False``: the open-loop variant; ``iq``: booksim_iq routers."""
     layout = ("tuple", tuple(layout_of(a) for a in args))
     defaults = (default_loop.ROUTE, default_loop.INJECT, default_loop.ARBITRATE)
-    if (route, inject, arbitrate) == defaults and programs:
+    if (route, inject, arbitrate) == defaults and programs and not iq:
         text = Path(default_loop.__file__).read_text()
         return _native(["loop.py", text], layout, owner,
                        lambda: compiled_function(default_loop.run_loop))
@@ -116,8 +122,8 @@ def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
     text = Path(default_loop.__file__).read_text()
     head, rest = text.split(_BEGIN, 1)
     _, tail = rest.split(_END, 1)
-    if not programs:
-        head = head.replace(_VARIANT, "PROGRAMS = False\n", 1)
+    if not programs or iq:
+        head = head.replace(_VARIANT, f"PROGRAMS = {programs}\nIQ = {iq}\n", 1)
     # each call-out is recompiled from its Python source as a part of the loop: LLVM then
     # inlines it, as it does the built-in parts (a call that is not inlined passes the whole
     # ``Sim`` container, hundreds of scalars once flattened, and costs more than the routing)
@@ -128,7 +134,7 @@ def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
                                              strict=True))
     text = head + _BEGIN + "from numba import njit  # noqa: E402\n" + block + _END + tail
     parts = [text] + [_module_source(m) for m, _ in names]
-    return _native(parts, layout, owner, lambda: _copy(text).run_loop.compiled())
+    return _native(parts, layout, owner, lambda: _copy(text, parts).run_loop.compiled())
 
 
 def _native(parts: list[str], layout: tuple, owner: str, make: Any) -> NativeLoop:
@@ -160,11 +166,17 @@ def _native(parts: list[str], layout: tuple, owner: str, make: Any) -> NativeLoo
         raise
 
 
-def _copy(text: str) -> Any:
-    """The generated loop module of ``text`` (written to the cache folder, imported once)."""
+def _copy(text: str, parts: list[str]) -> Any:
+    """The generated loop module of ``text`` (written to the cache folder, imported once).
+    Its name holds a digest of ``parts`` (the text and the plugins' modules) and of every
+    engine module: numba caches the functions the copy defines by the copy's own file, and
+    they inline the engine's parts and the plugins' functions."""
     import hashlib
 
-    key = hashlib.sha256(text.encode()).hexdigest()[:20]
+    digest = hashlib.sha256(engine_digest().encode())
+    for p in parts:
+        digest.update(p.encode())
+    key = digest.hexdigest()[:20]
     name = f"federation_loop_{key}"
     if name in sys.modules:
         return sys.modules[name]

@@ -22,6 +22,7 @@ EV_FREE = 2  # a = output port (serialization done)
 EV_CREDIT = 3  # a = output port, b = vc, c = bytes
 EV_NIC = 4  # a = node (a packet becomes available at the NIC)
 EV_OP = 5  # a = rank-program operation, b = OP_* (what happens to it)
+EV_ROUTER = 6  # a = router: its cycle (router.model booksim_iq, see federation.engine.iq)
 
 # what an EV_OP event does to its operation (see federation.engine.programs)
 OP_BEGIN = 0  # its dependencies are met (operations without any: at time 0)

@@ -18,6 +18,7 @@ import numpy as np
 from federation.engine import api as A
 from federation.engine import events as E
 from federation.engine.events import EV_NIC, S_FREE, S_REC, S_WAKES, push
+from federation.engine.iq import grown_rows
 from federation.engine.jit import part
 from federation.engine.queue import grown
 from federation.engine.state import Prog, Sim
@@ -139,7 +140,7 @@ def grow_pool(sim: Sim, pg: Prog, need: int = 0) -> tuple[Sim, Prog]:
     free[added:added + n_free] = pg.free[:n_free]
     sim.sc[S_FREE] = added + n_free
     sim = sim._replace(
-        ps=ps, pm=more_meta(sim.pm, rows),
+        ps=ps, pm=more_meta(sim.pm, rows), iq=grown_rows(sim.iq, rows),
         pkt_tail=longer(sim.pkt_tail, 0) if sim.cut_through else sim.pkt_tail)
     return sim, pg._replace(row_flow=longer(pg.row_flow, -1), free=free)
 

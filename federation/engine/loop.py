@@ -17,7 +17,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from federation.engine.api import M_INJECT, P_DST, P_HOPS, P_OUTVC, P_SIZE, P_VC
+from federation.engine.api import (
+    M_INJECT,
+    P_CLASS,
+    P_DST,
+    P_HOPS,
+    P_NEXT,
+    P_OUTVC,
+    P_SIZE,
+    P_VC,
+    random_below,
+)
 from federation.engine.events import (
     EV_ARRIVE,
     EV_CREDIT,
@@ -25,6 +35,7 @@ from federation.engine.events import (
     EV_NIC,
     EV_OP,
     EV_READY,
+    EV_ROUTER,
     S_BAD_A,
     S_BAD_B,
     S_BAD_EV,
@@ -34,6 +45,7 @@ from federation.engine.events import (
     S_DELIVERED,
     S_EVENTS,
     S_FREE,
+    S_HOPS,
     S_KICK,
     S_LOADED,
     S_NOW,
@@ -60,6 +72,16 @@ from federation.engine.events import (
     push,
 )
 from federation.engine.feed import F_TIME, born, record, wake_nics
+from federation.engine.iq import C_CREDIT as IQ_CREDIT
+from federation.engine.iq import C_CYCLE as IQ_CYCLE
+from federation.engine.iq import C_VCRAND as IQ_VCRAND
+from federation.engine.iq import activate, inflight_append
+from federation.engine.iq import flits as iq_flits
+from federation.engine.iq import receive as iq_receive
+from federation.engine.iq import step_range as iq_steps
+from federation.engine.iq import sw_select as iq_sw_select
+from federation.engine.iq import take_granted as iq_take
+from federation.engine.iq import vc_allocate as iq_vc_allocate
 from federation.engine.jit import kernel, part
 from federation.engine.prefetch import prefetch_row
 from federation.engine.programs import (
@@ -87,8 +109,10 @@ __all__ = ["run_loop"]
 #: last touched a cable's latency ago: thousands of events, out of every cache but the last)
 LOOKAHEAD = 8
 
-# --- variant (compile.py replaces this line): False compiles a loop without rank programs
+# --- variant (compile.py replaces these lines): PROGRAMS False compiles a loop without rank
+# programs, IQ True one of booksim_iq routers (federation.engine.iq)
 PROGRAMS = True
+IQ = False
 # --- end of variant
 
 # --- call-outs (compile.py replaces these three lines)
@@ -100,40 +124,47 @@ from federation.engine.tables_route import route as ROUTE  # noqa: E402
 
 
 @part
+def route_answer(sim, rt, r, ip, pk, eject_vc):
+    """``(port, VC, status)`` of packet ``pk`` at router ``r`` (arrived on ``ip``): the port
+    to its node, on ``eject_vc``, at its destination router, else the routing's answer,
+    checked; status 0, or the ``ST_*`` code of a bad answer."""
+    V = sim.n_vcs
+    dnode = sim.ps[pk, P_DST]
+    if sim.node_router[dnode] == r:  # ejection
+        return sim.node_port[dnode], eject_vc, 0
+    if sim.ps[pk, P_HOPS] >= sim.max_hops:
+        sim.sc[S_BADPKT] = pk
+        sim.sc[S_BAD_ROUTER] = r
+        return np.int64(-1), np.int64(0), ST_HOP_LIMIT
+    o, ovc = ROUTE(sim, rt, r, ip, pk)
+    status = 0
+    if o < 0:
+        status = ST_NO_ROUTE
+    elif (o < sim.router_port_start[r] or o >= sim.router_port_start[r + 1]
+          or sim.port_router[sim.port_peer[o]] < 0):
+        status = ST_BAD_PORT  # another router's port, or a port to a node not the dst
+    elif ovc < 0 or ovc >= V:
+        status = ST_BAD_VC
+    if status != 0:
+        sim.sc[S_BADPKT] = pk
+        sim.sc[S_BAD_ROUTER] = r
+        sim.sc[S_BAD_A] = o
+        sim.sc[S_BAD_B] = ovc
+    return np.int64(o), np.int64(ovc), status
+
+
+@part
 def route_head(sim, rt, ip, vc, now):
     """Route the head packet of input queue (``ip``, ``vc``) and post its request; returns
     ``(output port, status)`` with status 0, or the ``ST_*`` code of a bad routing answer."""
-    V = sim.n_vcs
-    qi = ip * V + vc
+    qi = ip * sim.n_vcs + vc
     pk = sim.q_head[qi]
-    r = sim.port_router[ip]
-    dnode = sim.ps[pk, P_DST]
-    if sim.node_router[dnode] == r:  # ejection: the port to the node, VC 0
-        o = sim.node_port[dnode]
-        ovc = np.int64(0)
-    else:
-        if sim.ps[pk, P_HOPS] >= sim.max_hops:
-            sim.sc[S_BADPKT] = pk
-            sim.sc[S_BAD_ROUTER] = r
-            return np.int64(-1), ST_HOP_LIMIT
-        o, ovc = ROUTE(sim, rt, r, ip, pk)
-        status = 0
-        if o < 0:
-            status = ST_NO_ROUTE
-        elif (o < sim.router_port_start[r] or o >= sim.router_port_start[r + 1]
-              or sim.port_router[sim.port_peer[o]] < 0):
-            status = ST_BAD_PORT  # another router's port, or a port to a node not the dst
-        elif ovc < 0 or ovc >= V:
-            status = ST_BAD_VC
-        if status != 0:
-            sim.sc[S_BADPKT] = pk
-            sim.sc[S_BAD_ROUTER] = r
-            sim.sc[S_BAD_A] = o
-            sim.sc[S_BAD_B] = ovc
-            return np.int64(-1), status
+    o, ovc, status = route_answer(sim, rt, sim.port_router[ip], ip, pk, np.int64(0))
+    if status != 0:
+        return np.int64(-1), status
     sim.ps[pk, P_OUTVC] = ovc
     post_request(sim, qi, o)
-    return np.int64(o), 0
+    return o, 0
 
 
 @part
@@ -245,6 +276,197 @@ def try_inject(sim, pg, rt, node, now):
         nic_wake_at(sim, node, tn if tn > done else done)
 
 
+# --------------------------------------------------------------------------- booksim_iq
+
+
+@part
+def iq_route(sim, rt, r, ip, pk):
+    """Lookahead routing: ``pk``'s output port (``iq.pout``) and VC at router ``r``, which it
+    will enter on ``ip`` in the VC it is in (``P_VC``; an ejection keeps that VC, as
+    BookSim's phase VCs do); returns the status."""
+    o, ovc, status = route_answer(sim, rt, r, ip, pk, np.int64(sim.ps[pk, P_VC]))
+    if status == 0:
+        sim.iq.pout[pk, 0] = o
+        sim.ps[pk, P_OUTVC] = ovc
+    return status
+
+
+@part
+def iq_send(sim, o, pk, t):
+    """Output port ``o`` sends ``pk`` at the end of cycle ``t``: it holds the link for its
+    flits and reaches the peer a cycle and the link's latency after its last flit."""
+    iq = sim.iq
+    C = iq.cfg[IQ_CYCLE]
+    size = sim.ps[pk, P_SIZE]
+    F = iq_flits(iq, o, size)
+    iq.link_free[o] = t + F
+    sim.port_bytes[o] += size
+    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
+    sim.port_pkts[o] += 1
+    sim.port_busy[o] += F * C
+    sim.busy_until[o] = (t + F) * C
+    arrival = t + F + iq.lat[o]
+    dn = sim.port_peer[o]
+    if sim.port_router[dn] < 0:
+        push(sim, arrival * C, EV_ARRIVE, pk, dn, 0)  # delivered to the NIC
+        return
+    sim.occ[dn] += size
+    if sim.occ[dn] > sim.port_peak[dn]:
+        sim.port_peak[dn] = sim.occ[dn]
+    inflight_append(sim, dn, pk, arrival)
+    activate(sim, sim.port_router[dn], arrival)
+
+
+@part
+def iq_inject(sim, pg, rt, node, t):
+    """Node ``node``'s NIC in cycle ``t``: send its next packet if it is created by then, the
+    link is free and its router's input VC has credit for it.  Returns ``(status, the next
+    cycle the NIC needs, -1 none)``."""
+    iq = sim.iq
+    C = iq.cfg[IQ_CYCLE]
+    pk, tn, f = nic_head(sim, pg, node)
+    if pk < 0:
+        return 0, np.int64(-1)
+    due = max((tn + C - 1) // C, iq.nic_free[node])
+    if due > t:
+        return 0, due
+    o = sim.nic_port[node]
+    V = sim.n_vcs
+    size = sim.ps[pk, P_SIZE]
+    vc = np.int64(sim.ps[pk, P_VC])
+    if iq.cfg[IQ_VCRAND]:
+        vc = random_below(sim, V)
+    if sim.credits[o * V + vc] < size:
+        sim.port_stall[o] += C
+        return 0, t + 1
+    sim.ps[pk, P_VC] = vc
+    sim.pm[pk, M_INJECT] = t * C
+    INJECT(sim, rt, node, pk)
+    r = sim.node_router[node]
+    status = iq_route(sim, rt, r, sim.port_peer[o], pk)  # the source router's, now
+    if status != 0:
+        return status, np.int64(-1)
+    sim.credits[o * V + vc] -= size
+    F = iq_flits(iq, o, size)
+    iq.nic_free[node] = t + F
+    nic_advance(sim, pg, node, f, (t + F) * C)
+    iq_send_nic(sim, o, pk, t, F)
+    tn, _ = nic_next(sim, pg, node)
+    if tn >= TIME_LIMIT_PS:
+        return 0, np.int64(-1)
+    return 0, max((tn + C - 1) // C, t + F)
+
+
+@part
+def iq_send_nic(sim, o, pk, t, F):
+    """The NIC port ``o`` sends ``pk`` in cycle ``t`` (``F`` cycles on the link)."""
+    iq = sim.iq
+    C = iq.cfg[IQ_CYCLE]
+    size = sim.ps[pk, P_SIZE]
+    sim.port_bytes[o] += size
+    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
+    sim.port_pkts[o] += 1
+    sim.port_busy[o] += F * C
+    sim.busy_until[o] = (t + F) * C
+    dn = sim.port_peer[o]
+    sim.occ[dn] += size
+    if sim.occ[dn] > sim.port_peak[dn]:
+        sim.port_peak[dn] = sim.occ[dn]
+    inflight_append(sim, dn, pk, t + F + iq.lat[o])
+
+
+@part
+def iq_cycle(sim, pg, rt, r, t):
+    """Router ``r``'s cycle ``t`` (:mod:`federation.engine.iq`): its NICs inject, arrivals
+    join their input VCs, the internal steps allocate VCs and the switch, the output ports
+    send, and the router books its next cycle.  Returns the status."""
+    iq = sim.iq
+    C = iq.cfg[IQ_CYCLE]
+    first = sim.router_port_start[r]
+    end = sim.router_port_start[r + 1]
+    s0, ns = iq_steps(iq, t)
+    nxt = np.int64(-1)
+    for p in range(first, end):  # the NICs of this router's nodes
+        q = sim.port_peer[p]
+        if q >= sim.n_router_ports:
+            status, c = iq_inject(sim, pg, rt, q - sim.n_router_ports, t)
+            if status != 0:
+                return status
+            if c >= 0 and (nxt < 0 or c < nxt):
+                nxt = c
+    c = iq_receive(sim, r, t, s0)
+    if c >= 0 and (nxt < 0 or c < nxt):
+        nxt = c
+    for k in range(ns):
+        step = s0 + k
+        iq_vc_allocate(sim, r, step)
+        if iq_sw_select(sim, r, t, step) == 0:
+            continue
+        ready = t if k + 1 < ns else t + 1
+        for o in range(first, end):
+            ip = iq.sw_best[o]
+            if ip < 0:
+                continue
+            iq.sw_best[o] = -1
+            pk, vc = iq_take(sim, r, ip, o, step)
+            iq.pout[pk, 1] = ready  # crosses the switch in the next step
+            size = sim.ps[pk, P_SIZE]
+            up = sim.port_peer[ip]  # the credit goes back, one per input port per cycle
+            sent = max(t, iq.credit_next[ip])
+            iq.credit_next[ip] = sent + 1
+            due = sent + 1 + iq.lat[ip]
+            if up < sim.n_router_ports:
+                due += iq.cfg[IQ_CREDIT]
+            push(sim, due * C, EV_CREDIT, up, vc, size)
+            sim.ps[pk, P_VC] = sim.ps[pk, P_OUTVC]  # its VC at the next router
+            dn = sim.port_peer[o]
+            if sim.port_router[dn] >= 0:
+                sim.ps[pk, P_HOPS] += 1
+                sim.sc[S_HOPS] += 1
+                status = iq_route(sim, rt, sim.port_router[dn], dn, pk)
+                if status != 0:
+                    return status
+    for o in range(first, end):  # the end of the cycle: each link sends its queue's head
+        pk = iq.oq_head[o]
+        if pk >= 0 and iq.pout[pk, 1] <= t and iq.link_free[o] <= t:
+            nh = sim.ps[pk, P_NEXT]
+            iq.oq_head[o] = nh
+            if nh < 0:
+                iq.oq_tail[o] = -1
+            iq.r_load[r] -= 1
+            iq_send(sim, o, pk, t)
+        if iq.stalled[o] == t:
+            sim.port_stall[o] += C
+    if iq.r_load[r] > 0:
+        nxt = t + 1
+    if nxt > t:
+        activate(sim, r, nxt)
+    return 0
+
+
+@part
+def iq_event(sim, pg, rt, ev, a, b, c, now):
+    """An event of a booksim_iq run; returns the status."""
+    iq = sim.iq
+    C = iq.cfg[IQ_CYCLE]
+    if ev == EV_ROUTER:
+        t = (now - 1) // C
+        if iq.r_next[a] != t:
+            return 0  # superseded by an earlier cycle of the same router: stale
+        iq.r_next[a] = -1
+        return iq_cycle(sim, pg, rt, a, t)
+    if ev == EV_CREDIT:
+        sim.credits[a * sim.n_vcs + b] += c
+    elif ev == EV_ARRIVE:  # only NICs receive through events
+        sim.sc[S_DELIVERED] += 1
+        record(sim, pg, a, now)
+    elif ev == EV_NIC:
+        if sim.nic_wake[a] == now:
+            sim.nic_wake[a] = -1
+        activate(sim, sim.node_router[a], (now + C - 1) // C)
+    return 0
+
+
 @kernel(error_model="numpy", _nrt=False)  # compiled into a native entry, never cached alone
 def run_loop(budget, until, sim, pg, rt, ab, cur):
     """Process events until done, ``budget`` events, the queue needs to grow, the next event is
@@ -302,6 +524,12 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             sc[S_NOW] = now
             processed += 1
             o = np.int64(-1)
+            if IQ:
+                status = iq_event(sim, pg, rt, ev, a, b, cur[4], now)
+                if status != 0:
+                    sc[S_EVENTS] += processed
+                    return status
+                continue
             if ev == EV_ARRIVE:
                 if sim.port_router[b] < 0:  # a NIC: delivered
                     sc[S_DELIVERED] += 1

@@ -34,6 +34,7 @@ from federation.engine.feed import (
     undelivered,
     waiting,
 )
+from federation.engine.iq import default_cycle, new_iq, no_iq
 from federation.engine.packet_stats import PacketSink, PacketStats
 from federation.engine.program_arrays import ProgramTraffic, no_programs
 from federation.engine.queue import Q_COUNT, Q_SIDE, bucket_shift, new_queue
@@ -58,6 +59,7 @@ from federation.engine.traffic import (
 )
 from federation.errors import RoutingError, SimulationError
 from federation.models.limits import MAX_PACKET_BYTES, TIME_LIMIT_PS
+from federation.models.machine import RouterConfig
 from federation.models.units import PS_PER_S, format_time
 from federation.network import Network
 from federation.plugin.components import RouteTables, RoutingProgram
@@ -122,6 +124,13 @@ class NativeRun:
     #: packet rows the engine may hold at once (the memory limit): a run that queues more
     #: (a saturated network's NIC backlog) stops with a message instead of swapping
     max_rows: int = 1 << 34
+    #: the machine's ``router`` block (its ``model``: ``booksim_iq`` clocks the routers, see
+    #: :mod:`federation.engine.iq`); ``None``: the default router model
+    router: RouterConfig | None = None
+
+    @property
+    def iq(self) -> bool:
+        return self.router is not None and self.router.model == "booksim_iq"
 
     def chunks(self) -> Iterator[PacketChunk]:
         """The open-loop packets, chunk by chunk (drawn on the engine side from
@@ -253,7 +262,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     cur = np.zeros(8, dtype=np.int64)  # the event being handled (the loop allocates nothing)
     # compiled (or loaded, already compiled) for these arguments' types: untimed
     run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner,
-                        (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None)
+                        (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
+                        iq=job.iq)
     state = [sim, pg]  # replaced when the heap or the pool grows
     sink = PacketSink(job.window, keep=job.keep_packets)
     chunks = job.chunks()
@@ -459,6 +469,21 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
     sc[E.S_SEQ] = n0
     i64 = np.int64
     C = max(1, int(job.n_classes))
+    iq = no_iq()
+    if job.iq:
+        if job.programs is not None:
+            raise SimulationError("router.model booksim_iq clocks NICs of open-loop traffic "
+                                  "only; rank programs need the default router model")
+        router = job.router
+        assert router is not None
+        cycle = (float(router.cycle) * PS_PER_S if router.cycle is not None
+                 else default_cycle(port_ser, job.largest_packet or 1))
+        if not 1 <= cycle < TIME_LIMIT_PS:
+            raise SimulationError(f"router.cycle {format_time(cycle / PS_PER_S)} is outside "
+                                  f"1 ps .. {CLOCK_RANGE}")
+        iq = new_iq(int(round(cycle)), float(router.speedup),
+                    float(router.credit_delay) * PS_PER_S, port_lat, port_ser, V,
+                    net.n_routers, N, rows, net_random_vc(job))
     return Sim(
         n_vcs=i64(V), router_delay=router_delay, cut_through=bool(job.cut_through),
         n_router_ports=i64(pt.n_router_ports), max_hops=i64(job.max_hops or 4 * net.n_routers + 8),
@@ -484,8 +509,13 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         port_bytes=np.zeros(P, dtype=i64), port_pkts=np.zeros(P, dtype=i64),
         port_busy=np.zeros(P, dtype=i64), port_stall=np.zeros(P, dtype=i64),
         port_peak=np.zeros(P, dtype=i64),
-        n_classes=i64(C), port_class_bytes=np.zeros(P * C, dtype=i64),
+        n_classes=i64(C), port_class_bytes=np.zeros(P * C, dtype=i64), iq=iq,
     )
+
+
+def net_random_vc(job: NativeRun) -> bool:
+    """``router.injection_vc: random``: a booksim_iq NIC draws the VC in each cycle it tries."""
+    return job.router is not None and job.router.injection_vc == "random"
 
 
 def _shortest_serialisation(job: NativeRun, port_ser: np.ndarray) -> float:

@@ -101,7 +101,7 @@ def _check_matching(progs: RankPrograms, send_chan: np.ndarray, recvs: np.ndarra
 
 
 VC_POLICIES = ("zero", "spread", "random")
-VIAS = ("none", "group", "router")
+VIAS = ("none", "group", "router", "node")
 
 
 def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,

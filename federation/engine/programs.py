@@ -272,11 +272,13 @@ def draw_via(sim, pg, sr, dr):
     """A Valiant intermediate for a program packet from router ``sr`` to ``dr``, drawn from
     the run's stream as ``routing_valiant.draw_intermediate_groups`` draws open-loop ones: a
     uniform group other than the source and destination groups (-1 within one group), and in
-    router mode a uniform router of it."""
+    router mode a uniform router of it; in node mode the router of a uniform node."""
     gs = pg.router_group[sr]
     gd = pg.router_group[dr]
     if gs == gd:
         return np.int64(-1)
+    if pg.via_mode == 3:  # BookSim's UGAL: a node anywhere (its router)
+        return sim.node_router[random_below(sim, sim.node_router.shape[0])]
     G = pg.group_first.shape[0] - 1
     if G <= 2:
         return np.int64(-1)

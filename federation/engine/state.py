@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from federation.engine.iq import IQ
 from federation.engine.queue import Queue
 
 
@@ -72,6 +73,8 @@ class Sim(NamedTuple):
     port_peak: np.ndarray  #: int64[P]
     n_classes: np.int64  #: traffic classes
     port_class_bytes: np.ndarray  #: int64[P*C] bytes sent per port and class
+    iq: IQ  #: the booksim_iq routers' state (:mod:`federation.engine.iq`; placeholders
+    #: under the default model)
 
 
 class Prog(NamedTuple):
@@ -100,7 +103,8 @@ class Prog(NamedTuple):
     packet_size: np.int64  #: bytes per data packet
     control_bytes: np.int64  #: bytes of a rendezvous request or reply
     vc_policy: np.int64  #: injection VC of program packets: 0 zero, 1 spread, 2 random
-    via_mode: np.int64  #: intermediates of program packets: 0 none, 1 a group, 2 a router
+    via_mode: np.int64  #: intermediates of program packets: 0 none, 1 a group, 2 a router,
+    #: 3 the router of a node drawn among all (a destination in the source group: none)
     # operations
     op_kind: np.ndarray  #: int64[O] SEND, RECV, COMPUTE (federation.programs.model)
     op_rank: np.ndarray  #: int64[O]

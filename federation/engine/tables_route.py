@@ -37,7 +37,8 @@ def program_tables(t: RouteTables, n_ports: int) -> tuple:
     port_dim = t.port_dim if t.port_dim is not None else np.full(n_ports, -1, np.int16)
     dateline = t.port_dateline if t.port_dateline is not None else np.zeros(n_ports, np.uint8)
     cfg = np.array([t.vc_mode, int(bool(t.adaptive)), int(t.adaptive_bias),
-                    int(t.phase_vc_offset)], dtype=np.int64)
+                    int(t.phase_vc_offset), int(bool(t.extra.get("vc_on_bump", False)))],
+                   dtype=np.int64)
     return (np.ascontiguousarray(t.gnext, dtype=np.int32),
             np.ascontiguousarray(t.lnext, dtype=np.int32),
             t.router_group.astype(np.int32), t.router_local.astype(np.int32),
@@ -65,12 +66,16 @@ def table_port(tables, r, dr, via, phase):
 @part
 def vc_rule(sim, tables, pk, o):
     """The output VC of ``pk`` leaving on ``o`` by the tables' VC rule (it updates the
-    packet's level and dimension fields)."""
+    packet's level and dimension fields).  A VC-bumping port (a dragonfly's global one)
+    raises the level after its hop, or with ``extra["vc_on_bump"]`` on it: the hop itself
+    takes the higher VC, as BookSim2's dragonfly does."""
     vc_bump, port_dim, dateline, cfg = tables[4], tables[5], tables[6], tables[7]
     ps = sim.ps
     if cfg[0] == 0:
+        if cfg[4] and vc_bump[o]:  # the level goes up on the hop itself (BookSim2)
+            ps[pk, P_LEVEL] += 1
         ovc = np.int64(ps[pk, P_LEVEL])
-        if vc_bump[o]:
+        if vc_bump[o] and not cfg[4]:
             ps[pk, P_LEVEL] += 1
     else:
         d = port_dim[o]

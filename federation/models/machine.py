@@ -25,8 +25,8 @@ class ComponentSpec(DocumentModel):
     """``{kind: <name>, <params>...}``: which plugin component to use and its parameters.
 
     The parameters are validated later by the ``Params`` model of the plugin that provides
-    ``kind`` (see :func:`federation.pipeline.load.resolve_component`).  ``params`` holds the raw mapping
-    until then and the plugin's validated model afterwards.
+    ``kind`` (see :func:`federation.pipeline.load.resolve_component`).  ``params`` holds the raw
+    mapping until then and the plugin's validated model afterwards.
     """
 
     kind: str
@@ -97,6 +97,49 @@ class RouterConfig(DocumentModel):
         "tail has arrived; `cut_through` (virtual cut-through): once its head has arrived, so "
         "zero-load latency pays the serialisation once instead of once per hop (credit for the "
         "whole packet is still needed downstream)")
+    model: Literal["default", "booksim_iq"] = Field(
+        "default", description="the router model: `default` (each output port serves the "
+        "oldest routed input-VC head with credit, `delay` after arrival) or `booksim_iq` "
+        "(BookSim2's input-queued router, clocked: per internal step a separable input-first "
+        "VC allocation and switch allocation with one iteration and round-robin arbiters, "
+        "`speedup` internal steps per `cycle` into unbounded output queues, one packet per "
+        "cycle per link, lookahead routing, credits back after `credit_delay`); "
+        "docs/architecture.md compares them")
+    cycle: Time | None = Field(
+        None, description="booksim_iq: the router clock period; default: the time the fastest "
+        "link takes to send one packet (BookSim: one flit per cycle)")
+    speedup: float = Field(
+        2.0, ge=1.0, le=16.0, description="booksim_iq: internal speedup, allocation steps per "
+        "cycle (BookSim's internal_speedup; its dragonfly example: 2.0)")
+    credit_delay: Time = Field(
+        0.0, description="booksim_iq: time a router takes to process a returned credit before "
+        "it can be used (BookSim's credit_delay, in cycles there; its dragonfly example: 2)")
+
+    @model_validator(mode="after")
+    def _model_fields(self) -> RouterConfig:
+        if self.model == "default":
+            given = [f for f in ("cycle", "credit_delay") if f in self.model_fields_set]
+            if "speedup" in self.model_fields_set:
+                given.append("speedup")
+            if given:
+                raise ValueError(f"{', '.join(given)} apply to router.model: booksim_iq "
+                                 "only (the default router has no clock)")
+            return self
+        if "delay" in self.model_fields_set:
+            raise ValueError("router.delay applies to the default router model; the "
+                             "booksim_iq router's delay is its pipeline (one cycle at zero "
+                             "load with speedup 2): set router.cycle")
+        if self.switching != "store_and_forward":
+            raise ValueError("booksim_iq forwards whole packets through its allocators; "
+                             "switching: cut_through applies to the default router model")
+        if self.arbiter.kind != "oldest_first":
+            raise ValueError("booksim_iq allocates with BookSim's round-robin separable "
+                             "allocators; router.arbiter applies to the default router model")
+        if self.cycle is not None and self.cycle <= 0:
+            raise ValueError("router.cycle must be positive")
+        if self.credit_delay < 0:
+            raise ValueError("router.credit_delay must not be negative")
+        return self
 
 
 class NicConfig(DocumentModel):

@@ -319,7 +319,8 @@ def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
                               arbiter.state(built.network, machine.router.vcs)),
                      owner=built.owner, given_seed=None, n_classes=n_classes,
                      programs=programs, traffic=traffic, seed_rng=rng_route,
-                     keep_packets=bool(outputs.packets or outputs.messages), max_rows=max_rows)
+                     keep_packets=bool(outputs.packets or outputs.messages), max_rows=max_rows,
+                     router=machine.router)
 
 
 def _max_rows(built: Built, max_memory: int, other: int) -> int:
@@ -434,7 +435,7 @@ def intermediate_rule(point: ResolvedPoint, built: Built) -> str:
     draws = next(c for c in mro if "intermediates" in c.__dict__)
     says = next(c for c in mro if "intermediate_rule" in c.__dict__)
     rule = routing.intermediate_rule(built.tables) if issubclass(says, draws) else None
-    if rule in ("none", "group", "router"):
+    if rule in ("none", "group", "router", "node"):
         return rule
     raise ConfigError(
         f"{built.owner or f'routing {routing.name!r}'}: the routing draws its packets' "

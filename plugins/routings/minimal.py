@@ -5,6 +5,10 @@ The topology supplies the tables
 hop (local, global, local) with VC = global hops so far, so 2 VCs
 suffice (CODES); on other graphs shortest paths with the topology's own deadlock-free VC rule.
 
+``vc_step: on`` raises the VC level on a VC-bumping (dragonfly: global) hop itself instead of
+after it, BookSim2's plan: its global hop and what follows use VC 1.  Both are deadlock-free;
+they differ in which input buffers a global link fills and on which VC packets leave.
+
 ``spread`` chooses among *all* equal-cost minimal ports (:mod:`federation.network.equal_cost`: the
 ports whose table path is as short and crosses as many VC-bumping ports) instead of the one the
 tables name: ``table`` (the default, the tables' own choice, itself spread over destinations
@@ -60,6 +64,10 @@ class MinimalParams(Params):
     spread: Literal["table", "lowest", "hash", "random"] = Field(
         "table", description="which equal-cost minimal port: the tables' own (table), the "
         "lowest-numbered, a hash of the destination, or a random one per packet and hop")
+    vc_step: Literal["after", "on"] = Field(
+        "after", description="where the VC level goes up at a VC-bumping port (a "
+        "dragonfly's global link): `after` its hop (the global hop on the lower VC, as CODES) "
+        "or `on` it (the global hop already on the higher VC, as BookSim2's dragonflynew)")
 
 
 class Minimal(Routing):
@@ -70,7 +78,11 @@ class Minimal(Routing):
     params: MinimalParams
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
-        return topology.minimal_routes(network)
+        t = topology.minimal_routes(network)
+        if self.params.vc_step == "on":
+            t.extra["vc_on_bump"] = True
+            t.description = f"{t.description}, the VC steps up on the global hop"
+        return t
 
     def program(self, network, topology, machine, tables) -> RoutingProgram | None:  # noqa: ANN001
         spread = self.params.spread

@@ -6,14 +6,26 @@ that of the Valiant path (``q_val``) and routes minimally when ``q_min <= 2 * q_
 Valiant path is about twice as long, so its queue counts double (Kim, Dally, Scott, Abts, ISCA
 2008; CODES' adaptive routing compares the two queues unweighted).  ``bias`` (bytes, default one
 packet) favours the minimal path: without it a single packet queued ahead sends a tenth of
-low-load traffic the long way.  The decision is made once; VCs as for ``valiant`` (3 on a
-dragonfly).
+low-load traffic the long way.  The decision is made once.
 
-Where the decision is made (``decide``): ``source_router`` (the default, as BookSim: when the
-packet heads its queue at the source router, so it sees the queues as they are when it can
-leave) or ``injection`` (when the NIC sends it, from the same router's output queues, as
-simulators that route at generation time do; the packet then waits in the router's input queue
-with its choice made).
+Where the decision is made (``decide``): ``source_router`` (the default: when the packet heads
+its queue at the source router, so it sees that router's queues as they are when it can leave)
+or ``injection`` (when its NIC sends it, from the same router's queues, as BookSim2 does: its
+routers route one hop ahead, ``routing_delay = 0``, so the source router's choice is made when
+the packet is injected; the packet then waits in the router's input queue with its choice
+made).
+
+The intermediate (``intermediate``):
+
+* ``group`` (the default): a random group other than the source's and the destination's;
+  then minimally once in it.  VCs as for ``valiant`` (3 on a dragonfly).
+* ``node``: BookSim2's ``ugal_dragonflynew``.  A node drawn uniformly among *all* nodes; the
+  packet goes to that node's router, then minimally to its destination.  An intermediate in
+  the source group, or a destination in it, means the minimal path (no comparison).  The VC is
+  the phase: 0 on the way to the intermediate router, 1 from there (or from the source, when
+  minimal) up to the global hop, 2 on the global hop and after it; a destination in the source
+  group takes VC 2.  3 VCs on a dragonfly.  BookSim compares used credits in flits with a bias
+  of 30: 30 packets' bytes here (``bias: 1920B`` for its 64-byte flits).
 """
 
 from __future__ import annotations
@@ -24,9 +36,9 @@ import numpy as np
 from pydantic import Field
 
 from federation import Params, RouteTables, hookimpl
-from federation.engine.api import P_DST, P_VIA
+from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA, used_credit_all
 from federation.engine.jit import part
-from federation.engine.tables_route import route, table_program, ugal_choice
+from federation.engine.tables_route import route, table_port, table_program, ugal_choice
 from federation.models.units import PositiveSize
 from federation.plugin.components import RoutingProgram
 from federation.plugins.routings.valiant import Valiant
@@ -43,6 +55,63 @@ def decide_at_injection(sim, tables, node, pk):
         ps[pk, P_VIA] = -1
 
 
+# --------------------------------------------------------------------------- intermediate: node
+# P_PHASE holds BookSim's phase (the VC); P_LEVEL is 1 once the choice is made.
+
+
+@part
+def node_choice(sim, tables, r, pk):
+    """BookSim's UGAL at router ``r`` (the source router): sets the packet's phase, and its
+    intermediate router to -1 when it goes minimally."""
+    ps = sim.ps
+    ps[pk, P_LEVEL] = 1
+    rgroup = tables[2]
+    dr = sim.node_router[ps[pk, P_DST]]
+    via = np.int64(ps[pk, P_VIA])
+    if rgroup[dr] == rgroup[r]:
+        ps[pk, P_PHASE] = 2  # the destination is in this group: minimal, VC 2
+        ps[pk, P_VIA] = -1
+        return
+    if via < 0 or rgroup[via] == rgroup[r]:
+        ps[pk, P_PHASE] = 1  # an intermediate in this group: minimal
+        ps[pk, P_VIA] = -1
+        return
+    om = table_port(tables, r, dr, -1, 0)
+    on = table_port(tables, r, via, -1, 0)
+    if om >= 0 and on >= 0 and (used_credit_all(sim, om)
+                                <= 2 * used_credit_all(sim, on) + tables[7][2]):
+        ps[pk, P_PHASE] = 1
+        ps[pk, P_VIA] = -1
+    else:
+        ps[pk, P_PHASE] = 0
+        ps[pk, P_MINIMAL] = 0
+
+
+@part
+def node_inject(sim, tables, node, pk):
+    """``decide: injection``: the choice at the NIC, on its router's queues."""
+    node_choice(sim, tables, sim.node_router[node], pk)
+
+
+@part
+def node_route(sim, tables, r, ip, pk):
+    """Port and VC at router ``r`` (BookSim's ``ugal_dragonflynew`` hop)."""
+    ps = sim.ps
+    if ps[pk, P_LEVEL] == 0:
+        node_choice(sim, tables, r, pk)  # decide: source_router
+    via = np.int64(ps[pk, P_VIA])
+    if ps[pk, P_PHASE] == 0 and r == via:
+        ps[pk, P_PHASE] = 1  # the intermediate router: minimal from here
+    dr = sim.node_router[ps[pk, P_DST]]
+    target = via if ps[pk, P_PHASE] == 0 else dr
+    o = table_port(tables, r, target, -1, 0)
+    if o < 0:
+        return np.int64(-1), np.int64(0)
+    if ps[pk, P_PHASE] == 1 and tables[4][o]:
+        ps[pk, P_PHASE] = 2  # the global hop: VC 2 from it on
+    return o, np.int64(ps[pk, P_PHASE])
+
+
 class BiasParams(Params):
     """The minimal-path bias of the UGAL family (``ugal``, ``par``)."""
 
@@ -54,7 +123,12 @@ class BiasParams(Params):
 class UgalParams(BiasParams):
     decide: Literal["source_router", "injection"] = Field(
         "source_router", description="where the choice is made: when the packet heads its "
-        "queue at the source router, or when its NIC sends it")
+        "queue at the source router, or when its NIC sends it (BookSim2, whose routers route "
+        "one hop ahead)")
+    intermediate: Literal["group", "node"] = Field(
+        "group", description="`group`: a random group other than the source's and the "
+        "destination's; `node`: a node drawn among all nodes, the packet goes to its router "
+        "(BookSim2's ugal_dragonflynew, VC by phase)")
 
 
 class Ugal(Valiant):
@@ -64,21 +138,47 @@ class Ugal(Valiant):
     Params = UgalParams
     params: UgalParams
 
+    def _via_router(self, tables: RouteTables) -> bool:
+        return False  # node mode draws its own intermediates (below)
+
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = super().tables(network, topology, machine)
         t.adaptive = True
         bias = self.params.bias
         t.adaptive_bias = int(machine.packet_size if bias is None else bias)
         where = "source router" if self.params.decide == "source_router" else "injection"
-        t.description = f"UGAL-L (minimal or Valiant at the {where}), {t.description}"
+        if self.params.intermediate == "node":
+            t.vcs_required = 3  # VC = phase (BookSim)
+            t.extra["node_router"] = np.asarray(network.node_router, dtype=np.int64)
+            t.description = (f"UGAL-L via a random node's router, VC by phase (BookSim2), "
+                             f"decided at the {where}")
+        else:
+            t.description = f"UGAL-L (minimal or Valiant at the {where}), {t.description}"
         return t
 
     def program(self, network, topology, machine, tables) -> RoutingProgram | None:  # noqa: ANN001
+        if self.params.intermediate == "node":
+            inject = node_inject if self.params.decide == "injection" else None
+            prog = table_program(node_route, tables, network.ports.n_ports, inject)
+            prog.via_limit = network.n_routers
+            return prog
         if self.params.decide == "source_router":
             return None  # the table routing decides at the source router
         prog = table_program(route, tables, network.ports.n_ports, decide_at_injection)
         prog.tables[7][1] = 0  # the NIC decides; the routers only follow
         return prog
+
+    def intermediates(self, tables, src_router, dst_router, rng):  # noqa: ANN001
+        if self.params.intermediate != "node":
+            return super().intermediates(tables, src_router, dst_router, rng)
+        node_router = tables.extra["node_router"]
+        pick = node_router[rng.integers(0, node_router.shape[0], size=src_router.shape[0])]
+        rg = tables.router_group
+        return np.where(rg[src_router] != rg[dst_router], pick, -1).astype(np.int32)
+
+    def intermediate_rule(self, tables: RouteTables) -> str:
+        return "node" if self.params.intermediate == "node" else super().intermediate_rule(
+            tables)
 
 
 @hookimpl

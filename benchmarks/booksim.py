@@ -1,0 +1,143 @@
+"""BookSim2 beside the native engine: the same dragonfly, traffic and simulated cycles.
+
+BookSim2 is not part of this repository: fetch and build it elsewhere (``make`` in its ``src``,
+which needs flex and bison) and pass the binary's path (``--booksim PATH`` of
+``benchmarks/engine.py`` and ``benchmarks/booksim_agreement.py``).  This module writes BookSim's
+configuration for a scenario, runs it, and reads the figures of its own output.
+
+**The mapping.**  BookSim's ``dragonflynew`` with ``k = p`` is the balanced dragonfly p, a = 2p,
+h = p, g = a h + 1 (p = 4: 1,056 nodes; p = 2: 72 nodes) with the global cables of our
+``absolute`` arrangement.  One cycle is one nanosecond and one flit 64 bytes: a channel carries
+a flit per cycle (64 GB/s), takes 1 / 10 / 100 cycles (terminal / local / global; BookSim's
+dragonfly fixes these), and a packet is one flit (``packet_size = 1``).  The router is
+BookSim's example dragonfly router (``src/examples/dragonflyconfig``): input-queued, 256 flits
+per VC, separable input-first VC and switch allocation with one iteration, internal speedup
+2.0 into unbounded output queues, ``credit_delay = 2``, ``routing_delay = 0`` (lookahead),
+one cycle each for VC allocation, switch allocation and crossbar.  Our machine: 16 KiB per VC,
+1 ns router delay (a flit crosses a BookSim router in one cycle at zero load, so both give the
+zero-load latency sum of (L + 2) over the channels of a path, minus one).  ``min`` uses 2 VCs,
+``ugal`` 3 (its VC is its phase).  Traffic: Bernoulli injection, ``uniform`` over every node
+including the source, or ``bad_dragon`` (a node of the next group: our ``group_shift``).
+
+**The run.**  BookSim warms up for ``warmup_periods x sample_period`` cycles, measures packets
+created in the next periods until its latency converges, then drains them.  Here its stopping
+thresholds are set so that it measures exactly ``samples`` periods (every change counts as
+converged) and never aborts (``latency_thres`` far above any latency), so that both simulators
+simulate the same warm-up and measurement windows.  BookSim keeps injecting while it drains the
+measured packets; the native engine's sources stop at the window's end.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: BookSim's example dragonfly router (src/examples/dragonflyconfig), one-flit packets
+ROUTER = """\
+vc_buf_size = 256;
+wait_for_tail_credit = 0;
+vc_allocator = separable_input_first;
+sw_allocator = separable_input_first;
+alloc_iters = 1;
+credit_delay = 2;
+routing_delay = 0;
+vc_alloc_delay = 1;
+sw_alloc_delay = 1;
+st_final_delay = 1;
+input_speedup = 1;
+output_speedup = 1;
+internal_speedup = 2.0;
+priority = none;
+packet_size = 1;
+topology = dragonflynew;
+n = 1;
+"""
+
+PATTERNS = {"uniform": "uniform", "worst": "bad_dragon"}
+VCS = {"min": 2, "ugal": 3}
+
+
+@dataclass
+class BookSimRun:
+    """Figures of one BookSim run (its own output), and what the process cost."""
+
+    latency: float | None  #: packet latency average, cycles (creation to ejection)
+    network_latency: float | None
+    accepted: float | None  #: accepted packet rate average, packets per node and cycle
+    injected: float | None
+    hops: float | None
+    cycles: int | None  #: "Time taken", warm-up, measurement and drain
+    wall_s: float
+    max_rss_mb: float
+    output: str
+
+    @property
+    def ok(self) -> bool:
+        return self.latency is not None
+
+
+def config(p: int, routing: str, pattern: str, load: float, warmup: int, period: int,
+           samples: int = 3, seed: int = 0) -> str:
+    """BookSim's configuration: warm-up ``warmup`` cycles (a multiple of ``period``), then
+    ``samples`` measurement periods of ``period`` cycles."""
+    if warmup % period:
+        raise ValueError("the warm-up must be whole sample periods")
+    return ROUTER + f"""\
+k = {p};
+routing_function = {routing};
+num_vcs = {VCS[routing]};
+traffic = {PATTERNS[pattern]};
+injection_rate = {load:.6g};
+sample_period = {period};
+warmup_periods = {warmup // period};
+max_samples = {warmup // period + samples + 1};
+stopping_thres = 1e9;
+acc_stopping_thres = 1e9;
+warmup_thres = 1e9;
+acc_warmup_thres = 1e9;
+latency_thres = 1e9;
+seed = {seed};
+"""
+
+
+def _figure(text: str, label: str) -> float | None:
+    m = re.findall(rf"^{re.escape(label)} = ([-0-9.eE+]+)", text, re.MULTILINE)
+    return float(m[-1]) if m else None
+
+
+def run(binary: str | os.PathLike, cfg: str) -> BookSimRun:
+    """Run BookSim on ``cfg``; its wall time and peak resident memory come from ``wait4``."""
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "booksim.cfg"
+        path.write_text(cfg)
+        wall, rss, _, out = timed_child([str(binary), str(path)])
+    overall = out.split("====== Overall Traffic Statistics ======")
+    tail = overall[-1] if len(overall) > 1 else ""
+    taken = re.findall(r"Time taken is (\d+) cycles", out)
+    return BookSimRun(
+        latency=_figure(tail, "Packet latency average"),
+        network_latency=_figure(tail, "Network latency average"),
+        accepted=_figure(tail, "Accepted packet rate average"),
+        injected=_figure(tail, "Injected packet rate average"),
+        hops=_figure(tail, "Hops average"),
+        cycles=int(taken[-1]) if taken else None,
+        wall_s=wall, max_rss_mb=rss, output=out)
+
+
+def timed_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int,
+                                                                              str]:
+    """``(wall s, peak RSS MB, exit code, stdout)`` of a child process, measured alone
+    (``wait4`` gives each child's own peak, not the largest of all children so far)."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env)
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024, proc.returncode, out
