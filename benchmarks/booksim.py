@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -131,13 +132,27 @@ def run(binary: str | os.PathLike, cfg: str) -> BookSimRun:
 
 def timed_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int,
                                                                               str]:
-    """``(wall s, peak RSS MB, exit code, stdout)`` of a child process, measured alone
-    (``wait4`` gives each child's own peak, not the largest of all children so far)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env)
-    assert proc.stdout is not None
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024, proc.returncode, out
+    """``(wall s, peak RSS MB, exit code, stdout)`` of a child process.
+
+    The peak resident memory comes from GNU time (``-f %M``) when the machine has it: a
+    child forked from this (large) Python process starts with its pages resident, so
+    ``wait4``'s own figure counts them too; otherwise from ``wait4`` (an overestimate)."""
+    gnu_time = shutil.which("time") or ("/usr/bin/time" if Path("/usr/bin/time").exists()
+                                        else None)
+    with tempfile.TemporaryDirectory() as d:
+        report = Path(d) / "rss"
+        full = [gnu_time, "-f", "%M", "-o", str(report), *argv] if gnu_time else argv
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, env=env)
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        rss = usage.ru_maxrss / 1024
+        if gnu_time and report.exists():
+            lines = [x for x in report.read_text().split() if x.isdigit()]
+            if lines:
+                rss = int(lines[-1]) / 1024
+    return wall, rss, proc.returncode, out

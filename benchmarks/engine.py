@@ -1,33 +1,44 @@
 """Benchmark of the native engine on several scenarios, so that a regression in any part of the
-loop (event counts, memory, speed) shows.
+loop (event counts, memory, speed) shows; with ``--booksim PATH`` (and ``--sst``) beside BookSim2
+(SST merlin) on the same scenario, process against process.
 
-Scenarios (``--scenario``, default: all, each in its own process so that its peak RSS is its own):
+Scenarios (``--scenario``, default: all but ``booksim2``; each in its own process so that its
+peak RSS is its own):
 
 * ``codes``: the CODES validation dragonfly, p=4, a=8, h=4 (33 groups, 264 routers, 1,056
   nodes), 512 B single-packet messages, latencies 1 / 10 / 100 ns for terminal / local / global
   links, CODES default bandwidths (5.25 GiB/s terminal and local, 4.7 GiB/s global), 50 ns router
   delay, 3 VCs.
-* ``booksim``: BookSim2's own dragonfly scenario, the same p=4, a=8, h=4 with single 64 B
-  packets at 64 B/ns, 1 / 10 / 100 ns latencies, 1 ns router delay, 16 KiB per VC, 2 VCs,
-  uniform Bernoulli traffic including the source (BookSim's ``uniform``).  BookSim2 itself needs
-  67-81 MB of memory on it.
+* ``booksim``: BookSim2's own dragonfly scenario (``dragonflynew``, k = 4), the same p=4, a=8,
+  h=4 with single 64 B packets at 64 B/ns, 1 / 10 / 100 ns latencies, 1 ns router delay, 16 KiB
+  per VC, 2 VCs (3 with UGAL), uniform Bernoulli traffic including the source (BookSim's
+  ``uniform``); warm-up 1 us, 3 us measured (BookSim: one warm-up period of 1,000 cycles, three
+  measured).  ``booksim2``: the same at k = 2 (p=2, a=4, h=2: 72 nodes).  The mapping and
+  BookSim's configuration: :mod:`benchmarks.booksim`.
 * ``megafly``: the shipped 8,448-node megafly (``megafly-qos-megafly``), 4 KiB packets.
 * ``torus``: the shipped 8x8x8 Blue Gene/P torus (dimension-order routing), at loads below its
   saturation (uniform traffic saturates a k=8 torus at 1/6 of this NIC's bandwidth).
 
-For each point it prints accepted throughput, mean latency, wall seconds of the engine loop (JIT
-compilation excluded: a small warm-up run compiles first; each point runs ``--repeat`` times,
+For each point it prints accepted throughput, mean latency, wall seconds of the engine loop (the
+compiled loop is loaded or compiled first, untimed; each point runs ``--repeat`` times,
 identically, and the fastest run is reported, as ``timeit`` does), the seconds spent between
 slices of the loop generating and loading chunks of packets and reducing their delivery records
 (``feed s``), events per packet, events per second and packet-hops per wall second of the loop,
 where a packet-hop is one router-to-router link traversal (terminal links are not counted), the
-scenario process's peak resident memory, and what the process held after the warm-up (Python,
-numba, the compiled loop: ``base MB``).  The points keep no per-packet or per-message table
-(``outputs.packets: false``), so their memory is what is in flight, not the run.  Target at
-load 0.5 on ``codes``: >= 1,000,000 packet-hops/s on one core; below saturation at most about 15
-events per packet.
+scenario process's peak resident memory, and what the process held before the points (Python,
+NumPy, the loaded loop: ``base MB``).  The points keep no per-packet or per-message table
+(``outputs.packets: false``), so their memory is what is in flight, not the run.  Targets (issue
+20): at load 0.5 on ``codes`` >= 5,000,000 packet-hops/s of loop time; on ``booksim`` >= 10x
+BookSim2 end to end, on ``booksim2`` >= 3x, peak RSS <= 1.5x BookSim2's.
+
+``--booksim PATH`` adds, per point of the ``booksim`` scenarios, one BookSim2 run of the same
+cycles and one ``federation run`` process of the same experiment (after an untimed one that
+loads or compiles its loop), and prints both processes' wall time and peak resident memory and
+their ratio.  ``--sst`` does the same with SST merlin (``engine: sst``) where ``sst`` is on
+PATH.
 
     python benchmarks/engine.py [--scenario codes booksim] [--loads 0.1 0.5] [--routing ugal]
+        [--booksim /path/to/booksim] [--sst] [--router-model booksim_iq]
 """
 
 from __future__ import annotations
@@ -35,15 +46,17 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from federation.pipeline.load import load_experiment
-from federation.pipeline.run import prepare, summarize
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import booksim as bs  # noqa: E402
 
 CODES = {
     "name": "codes-validation-dragonfly",
@@ -56,29 +69,33 @@ CODES = {
     "router": {"delay": "50ns", "vcs": 3},
     "packet_size": "512B",
 }
-BOOKSIM = {
-    "name": "booksim-dragonfly",
-    "topology": {"kind": "dragonfly", "p": 4, "a": 8, "h": 4},
-    "links": {
-        "terminal": {"bandwidth": "64GB/s", "latency": "1ns", "buffer": "16KiB"},
-        "local": {"bandwidth": "64GB/s", "latency": "10ns", "buffer": "16KiB"},
-        "global": {"bandwidth": "64GB/s", "latency": "100ns", "buffer": "16KiB"},
-    },
-    "router": {"delay": "1ns", "vcs": 2},
-    "packet_size": "64B",
-}
+
+
+def booksim_machine(p: int) -> dict[str, Any]:
+    return {
+        "name": f"booksim-dragonfly-p{p}",
+        "topology": {"kind": "dragonfly", "p": p, "a": 2 * p, "h": p},
+        "links": {c: {"bandwidth": "64GB/s", "latency": f"{lat}ns", "buffer": "16KiB"}
+                  for c, lat in (("terminal", 1), ("local", 10), ("global", 100))},
+        "router": {"delay": "1ns", "vcs": 2},
+        "packet_size": "64B",
+    }
+
 
 #: name -> (machine, extra workload keys, default loads, warm-up, measure, description)
 SCENARIOS: dict[str, tuple[object, dict, list[float], str, str, str]] = {
     "codes": (CODES, {}, [0.1, 0.3, 0.5, 0.7, 0.9], "5us", "40us",
               "CODES dragonfly p=4 a=8 h=4 (264 routers, 1,056 nodes), 512 B packets"),
-    "booksim": (BOOKSIM, {"include_self": True}, [0.3, 0.5, 0.7], "1us", "2.5us",
+    "booksim": (booksim_machine(4), {"include_self": True}, [0.3, 0.5, 0.7], "1us", "3us",
                 "BookSim2 dragonfly p=4 a=8 h=4, 64 B packets at 64 B/ns"),
+    "booksim2": (booksim_machine(2), {"include_self": True}, [0.3, 0.5, 0.7], "1us", "3us",
+                 "BookSim2 dragonfly p=2 a=4 h=2 (72 nodes), 64 B packets at 64 B/ns"),
     "megafly": ("megafly-qos-megafly", {}, [0.3, 0.5], "2us", "10us",
                 "megafly 33 groups (1,056 routers, 8,448 nodes), 4 KiB packets"),
     "torus": ("bluegene-p-8x8x8", {}, [0.05, 0.1, 0.15], "5us", "40us",
               "Blue Gene/P torus 8x8x8 (512 routers and nodes), 512 B packets"),
 }
+BOOKSIM_P = {"booksim": 4, "booksim2": 2}
 
 
 def shipped_machine(name: str) -> str:
@@ -87,21 +104,40 @@ def shipped_machine(name: str) -> str:
     return str(Path(m.__file__).parent / f"{name}.yaml")
 
 
-def run_point(scenario: str, load: float, routing: str, warmup: str, measure: str, seed: int,
-              repeat: int = 1, router: dict | None = None) -> dict:
+def experiment(scenario: str, load: float, routing: str, warmup: str, measure: str, seed: int,
+               router: dict | None = None) -> dict[str, Any]:
+    """The experiment document of one point (``routing``: ``minimal``, ``ugal``, ...; on the
+    BookSim scenarios ``ugal`` is BookSim's: a random node, decided at injection, 3 VCs)."""
     machine, extra, _, _, _, _ = SCENARIOS[scenario]
     if isinstance(machine, str):
         machine = yaml.safe_load(Path(shipped_machine(machine)).read_text())
-    machine = {**machine, "router": {**machine.get("router", {}), **(router or {})}}
-    doc = {
+    machine = json.loads(json.dumps(machine))
+    algo: dict[str, Any] = {"algorithm": routing}
+    if scenario in BOOKSIM_P and routing == "ugal":
+        algo.update({"intermediate": "node", "decide": "injection", "bias": "1920B"})
+        machine["router"]["vcs"] = 3
+    if scenario in BOOKSIM_P and routing == "minimal":
+        algo["vc_step"] = "on"  # BookSim's VC plan: the global hop on VC 1
+    machine["router"] = {**machine.get("router", {}), **(router or {})}
+    if machine["router"].get("model") == "booksim_iq":
+        machine["router"].pop("delay", None)
+    return {
         "machine": machine,
-        "routing": {"algorithm": routing},
+        "routing": algo,
         "workload": {"kind": "synthetic", "pattern": "uniform", "load": load, **extra},
         "stop": {"warmup": warmup, "measure": measure},
         "seed": seed,
         # only sums and percentiles: per-packet and per-message tables grow with the run
         "outputs": {"packets": False, "messages": False},
     }
+
+
+def run_point(scenario: str, load: float, routing: str, warmup: str, measure: str, seed: int,
+              repeat: int = 1, router: dict | None = None) -> dict:
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import prepare, summarize
+
+    doc = experiment(scenario, load, routing, warmup, measure, seed, router)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "bench.yaml"
         path.write_text(yaml.safe_dump(doc))
@@ -135,21 +171,76 @@ def run_point(scenario: str, load: float, routing: str, warmup: str, measure: st
 def run_scenario(args: argparse.Namespace, scenario: str) -> None:
     """One scenario in this process: JSON lines on stdout."""
     _, _, loads, warmup, measure, _ = SCENARIOS[scenario]
-    run_point(scenario, loads[0], args.routing, "0us", "2us", args.seed)  # JIT warm-up
-    # what the process holds before any point of this scenario: Python, numba and the
-    # compiled loop (the peak RSS below minus this is what the points added)
+    router = _router(args)
+    run_point(scenario, loads[0], args.routing, "0us", "0.1us", args.seed,
+              router=router)  # loads (or compiles) the loop
+    # what the process holds before any point of this scenario: Python, NumPy and the loaded
+    # loop (the peak RSS below minus this is what the points added)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     for load in args.loads or loads:
-        router = {"injection_vc": args.injection_vc} if args.injection_vc else None
         r = run_point(scenario, load, args.routing, args.warmup or warmup,
                       args.measure or measure, args.seed, args.repeat, router)
         r["baseline_rss_mb"] = base
         print(json.dumps(r), flush=True)
 
 
+def _router(args: argparse.Namespace) -> dict[str, Any] | None:
+    router: dict[str, Any] = {}
+    if args.injection_vc:
+        router["injection_vc"] = args.injection_vc
+    if args.router_model:
+        router["model"] = args.router_model
+        if args.router_model == "booksim_iq":
+            router.setdefault("credit_delay", "2ns")
+    return router or None
+
+
+def _ns(text: str) -> int:
+    """Whole nanoseconds (cycles) of a time such as ``1us``."""
+    from federation.models.units import parse_time
+
+    return int(round(parse_time(text) * 1e9))
+
+
+def external(args: argparse.Namespace, scenario: str, load: float) -> list[dict[str, Any]]:
+    """``federation run``, BookSim2 and SST merlin on one point, each a process of its own."""
+    _, _, _, warmup, measure, _ = SCENARIOS[scenario]
+    warmup, measure = args.warmup or warmup, args.measure or measure
+    doc = experiment(scenario, load, args.routing, warmup, measure, args.seed, _router(args))
+    out: list[dict[str, Any]] = []
+    federation = str(Path(sys.executable).parent / "federation")
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "point.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        argv = [federation, "run", str(path), "--out", f"{d}/out", "--overwrite", "--json"]
+        subprocess.run(argv, capture_output=True, check=True)  # loads or compiles the loop
+        wall, rss, code, text = bs.timed_child(argv)
+        lat = None
+        if code == 0:
+            lat = json.loads(text)["points"][0]["summary"]["latency_ns"]["mean"]
+        out.append({"who": "native", "wall_s": wall, "rss_mb": rss, "latency": lat})
+        if args.sst and shutil.which("sst"):
+            sdoc = {**doc, "engine": {"kind": "sst"}}
+            path.write_text(yaml.safe_dump(sdoc))
+            wall, rss, code, text = bs.timed_child(argv)
+            lat = (json.loads(text)["points"][0]["summary"]["latency_ns"]["mean"]
+                   if code == 0 else None)
+            out.append({"who": "sst", "wall_s": wall, "rss_mb": rss, "latency": lat})
+    if args.booksim and scenario in BOOKSIM_P:
+        w, m = _ns(warmup), _ns(measure)
+        period = m // 3
+        cfg = bs.config(BOOKSIM_P[scenario], "ugal" if args.routing == "ugal" else "min",
+                        "uniform", load, w - w % period or period, period)
+        r = bs.run(args.booksim, cfg)
+        out.append({"who": "booksim", "wall_s": r.wall_s, "rss_mb": r.max_rss_mb,
+                    "latency": r.latency, "cycles": r.cycles})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scenario", nargs="+", choices=list(SCENARIOS), default=list(SCENARIOS))
+    ap.add_argument("--scenario", nargs="+", choices=list(SCENARIOS),
+                    default=[s for s in SCENARIOS if s != "booksim2"])
     ap.add_argument("--loads", type=float, nargs="+", help="default: per scenario")
     ap.add_argument("--routing", default="minimal")
     ap.add_argument("--warmup", help="default: per scenario")
@@ -159,6 +250,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="run each point N times and report the fastest (noisy machines)")
     ap.add_argument("--injection-vc", choices=["spread", "zero", "random"],
                     help="router.injection_vc for every scenario (default: the machine's)")
+    ap.add_argument("--router-model", choices=["default", "booksim_iq"],
+                    help="router.model for every scenario (default: the machine's)")
+    ap.add_argument("--booksim", metavar="PATH",
+                    help="a BookSim2 binary: run it on the booksim scenarios beside "
+                    "`federation run`, process against process")
+    ap.add_argument("--sst", action="store_true",
+                    help="also run SST merlin (engine: sst) where `sst` is on PATH")
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
     ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -176,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         child = [sys.executable, __file__, "--in-process", "--scenario", s,
                  "--routing", args.routing, "--seed", str(args.seed),
                  "--repeat", str(args.repeat)]
-        for opt in ("warmup", "measure", "injection_vc"):
+        for opt in ("warmup", "measure", "injection_vc", "router_model"):
             if getattr(args, opt):
                 child += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
         if args.loads:
@@ -190,12 +288,37 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"{r['load']:>5.2f} {r['offered']:>8.3f} {r['accepted']:>9.3f} "
                       f"{r['latency_ns']:>9.1f} {r['packets']:>9d} {r['wall_s']:>7.2f} "
-                      f"{r['events_per_packet']:>7.1f} {r['events_per_s']:>11,.0f} "
-                      f"{r['packet_hops_per_s']:>11,.0f} {r['peak_rss_mb']:>7.0f}")
+                      f"{r['feed_s']:>7.2f} {r['events_per_packet']:>7.1f} "
+                      f"{r['events_per_s']:>11,.0f} {r['packet_hops_per_s']:>11,.0f} "
+                      f"{r['peak_rss_mb']:>7.0f} {r['baseline_rss_mb']:>8.0f}")
             sys.stdout.flush()
         if proc.wait() != 0:
             return proc.returncode
+        if (args.booksim and s in BOOKSIM_P) or args.sst:
+            compare(args, s)
     return 0
+
+
+def compare(args: argparse.Namespace, scenario: str) -> None:
+    """Process against process: ``federation run`` beside BookSim2 / SST merlin."""
+    _, _, loads, _, _, _ = SCENARIOS[scenario]
+    if not args.json:
+        print(f"\n{scenario}, whole processes: {'load':>5} {'who':>8} {'wall s':>8} "
+              f"{'RSS MB':>7} {'lat ns':>9} {'x faster':>9} {'RSS ratio':>9}")
+    for load in args.loads or loads:
+        rows = external(args, scenario, load)
+        ours = rows[0]
+        for r in rows:
+            r.update({"scenario": scenario, "load": load,
+                      "speedup": r["wall_s"] / ours["wall_s"],
+                      "rss_ratio": ours["rss_mb"] / r["rss_mb"]})
+            if args.json:
+                print(json.dumps(r), flush=True)
+            else:
+                lat = f"{r['latency']:>9.2f}" if r["latency"] is not None else f"{'n/a':>9}"
+                print(f"{'':>{len(scenario) + 19}}{load:>5.2f} {r['who']:>8} "
+                      f"{r['wall_s']:>8.2f} {r['rss_mb']:>7.1f} {lat} "
+                      f"{r['speedup']:>9.2f} {r['rss_ratio']:>9.2f}", flush=True)
 
 
 if __name__ == "__main__":
