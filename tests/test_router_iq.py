@@ -1,0 +1,94 @@
+"""``router.model: booksim_iq`` against closed forms: its pipeline, its allocators' conflicts on one
+router and its internal speedup (see :mod:`federation.engine.iq`).
+
+A BookSim-like machine: one cycle = 1 ns = one 64-byte packet on every link, terminal links of
+1 cycle, local 10, global 100.  A packet injected in cycle ``t`` reaches its first router in
+``t + 1 + 1``; with speedup 2 a router forwards it in one cycle (VC allocation and switch
+allocation in the two steps of its arrival cycle, the switch in the next, sent at that cycle's
+end), so each channel costs its latency plus one and each router one cycle: BookSim2's own
+zero-load figures (its dragonfly's shortest packet, node to node on one router, takes 5).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+from conftest import simulate
+
+from federation.errors import ConfigError
+from federation.pipeline.load import load_experiment
+
+NS = 1000  # ps
+
+
+def machine(speedup: float = 2.0, **router) -> dict:
+    return {
+        "topology": {"kind": "dragonfly", "p": 4, "a": 2, "h": 1},
+        "links": {c: {"bandwidth": "64GB/s", "latency": f"{lat}ns", "buffer": "16KiB"}
+                  for c, lat in (("terminal", 1), ("local", 10), ("global", 100))},
+        "router": {"model": "booksim_iq", "vcs": 2, "speedup": speedup,
+                   "credit_delay": "2ns", **router},
+        "packet_size": "64B",
+    }
+
+
+def run(tmp_path, messages: list[tuple[int, int, int]], speedup: float = 2.0, **router):
+    """Deliveries (ps) of one 64-byte packet per ``(cycle created, src, dst)``, by packet."""
+    doc = {"machine": machine(speedup, **router),
+           "workload": {"kind": "messages", "messages": [
+               {"at": f"{t}ns", "src": s, "dst": d, "size": "64B"} for t, s, d in messages]},
+           "stop": {"warmup": "0ns", "measure": "1us"},
+           "outputs": {"packets": True, "messages": False}}
+    _, raw, _, packets, _ = simulate(tmp_path, doc)
+    order = packets["packet"].argsort()
+    return [int(x) for x in packets["delivered_ps"][order]], raw
+
+
+def test_zero_load_latency_is_booksims(tmp_path):
+    # nodes 0-3 on router 0, 4-7 on router 1 (group 0), 8-11 on router 2 (group 1)
+    got, _ = run(tmp_path, [(0, 0, 1)])
+    assert got == [5 * NS]  # 2 channels of 1 + 1, one router
+    got, _ = run(tmp_path, [(0, 0, 5)])  # terminal, local, terminal channels, two routers
+    assert got == [((1 + 1) + (10 + 1) + (1 + 1) + 2) * NS]
+
+
+def test_two_inputs_one_output_one_waits_a_cycle(tmp_path):
+    # two NICs of router 0 send to one node of it in the same cycle: they arrive together,
+    # and the output port (one packet per cycle) takes one, then the other
+    got, _ = run(tmp_path, [(0, 0, 3), (0, 1, 3)])
+    assert sorted(got) == [5 * NS, 6 * NS]
+
+
+def test_speedup_one_takes_three_cycles_per_router(tmp_path):
+    # with one internal step per cycle, VC allocation, switch allocation and the switch take
+    # a cycle each: arrival in cycle 2, sent at the end of cycle 4, at the node in cycle 6
+    got, _ = run(tmp_path, [(0, 0, 1)], speedup=1.0)
+    assert got == [6 * NS]
+
+
+def test_speedup_bounds_an_input_vc(tmp_path):
+    # one input VC (injection VC zero) forwards a packet per two internal steps: one a cycle
+    # with speedup 2, one every two cycles with speedup 1
+    burst = [(t, 0, 1) for t in range(6)]
+    got, _ = run(tmp_path, burst, injection_vc="zero")
+    assert got == [(5 + t) * NS for t in range(6)]
+    got, _ = run(tmp_path, burst, speedup=1.0, injection_vc="zero")
+    assert got == [(6 + 2 * t) * NS for t in range(6)]
+
+
+@pytest.mark.parametrize(("router", "message"), [
+    ({"speedup": 2.0}, "machine.router: speedup apply to router.model: booksim_iq only"),
+    ({"model": "booksim_iq", "delay": "5ns"},
+     "machine.router: router.delay applies to the default router model"),
+    ({"model": "booksim_iq", "switching": "cut_through"},
+     "switching: cut_through applies to the default router model"),
+])
+def test_router_model_fields_are_checked(tmp_path, router, message):
+    doc = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 2, "h": 1},
+                       "router": router}}
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_experiment(path)
