@@ -21,10 +21,11 @@ including the source, or ``bad_dragon`` (a node of the next group: our ``group_s
 
 **The run.**  BookSim warms up for ``warmup_periods x sample_period`` cycles, measures packets
 created in the next periods until its latency converges, then drains them.  Here its stopping
-thresholds are set so that it measures exactly ``samples`` periods (every change counts as
-converged) and never aborts (``latency_thres`` far above any latency), so that both simulators
-simulate the same warm-up and measurement windows.  BookSim keeps injecting while it drains the
-measured packets; the native engine's sources stop at the window's end.
+thresholds are set so that it measures exactly three periods (every change counts as
+converged) and never aborts (``latency_thres`` far above any latency) unless a latency limit
+is given, so that both simulators simulate the same warm-up and measurement windows.  BookSim
+keeps injecting while it drains the measured packets; the native engine's sources stop at the
+window's end.
 """
 
 from __future__ import annotations
@@ -83,9 +84,10 @@ class BookSimRun:
 
 
 def config(p: int, routing: str, pattern: str, load: float, warmup: int, period: int,
-           samples: int = 3, seed: int = 0) -> str:
+           seed: int = 0, latency_limit: float | None = None) -> str:
     """BookSim's configuration: warm-up ``warmup`` cycles (a multiple of ``period``), then
-    ``samples`` measurement periods of ``period`` cycles."""
+    three measurement periods of ``period`` cycles; ``latency_limit``: BookSim gives up (its
+    "unstable") past that mean latency, in cycles (default: never)."""
     if warmup % period:
         raise ValueError("the warm-up must be whole sample periods")
     return ROUTER + f"""\
@@ -96,12 +98,12 @@ traffic = {PATTERNS[pattern]};
 injection_rate = {load:.6g};
 sample_period = {period};
 warmup_periods = {warmup // period};
-max_samples = {warmup // period + samples + 1};
+max_samples = {warmup // period + 4};
 stopping_thres = 1e9;
 acc_stopping_thres = 1e9;
 warmup_thres = 1e9;
 acc_warmup_thres = 1e9;
-latency_thres = 1e9;
+latency_thres = {latency_limit if latency_limit is not None else 1e9:g};
 seed = {seed};
 """
 

@@ -107,7 +107,8 @@ def shipped_machine(name: str) -> str:
 def experiment(scenario: str, load: float, routing: str, warmup: str, measure: str, seed: int,
                router: dict | None = None) -> dict[str, Any]:
     """The experiment document of one point (``routing``: ``minimal``, ``ugal``, ...; on the
-    BookSim scenarios ``ugal`` is BookSim's: a random node, decided at injection, 3 VCs)."""
+    BookSim scenarios ``ugal`` is BookSim's: a random node, decided at injection, 3 VCs; with
+    the booksim_iq router ``minimal`` takes BookSim's VC plan too)."""
     machine, extra, _, _, _, _ = SCENARIOS[scenario]
     if isinstance(machine, str):
         machine = yaml.safe_load(Path(shipped_machine(machine)).read_text())
@@ -116,11 +117,11 @@ def experiment(scenario: str, load: float, routing: str, warmup: str, measure: s
     if scenario in BOOKSIM_P and routing == "ugal":
         algo.update({"intermediate": "node", "decide": "injection", "bias": "1920B"})
         machine["router"]["vcs"] = 3
-    if scenario in BOOKSIM_P and routing == "minimal":
-        algo["vc_step"] = "on"  # BookSim's VC plan: the global hop on VC 1
     machine["router"] = {**machine.get("router", {}), **(router or {})}
     if machine["router"].get("model") == "booksim_iq":
         machine["router"].pop("delay", None)
+        if routing == "minimal":
+            algo["vc_step"] = "on"  # BookSim's VC plan: the global hop on VC 1
     return {
         "machine": machine,
         "routing": algo,

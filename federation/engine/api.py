@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from federation.engine.credits import settle_credits
 from federation.engine.events import S_NOW, S_RNG
 from federation.engine.jit import part
 
@@ -72,6 +73,7 @@ def peer_router(sim, port):
 @part
 def free_credit(sim, port, vc):
     """Bytes the input buffer of ``vc`` behind ``port`` can still accept (credits held)."""
+    settle_credits(sim, port)
     return sim.credits[port * sim.n_vcs + vc]
 
 
@@ -81,6 +83,7 @@ def used_credit(sim, port, vc):
     congestion a router knows from credits alone (zero towards a node)."""
     if sim.port_router[sim.port_peer[port]] < 0:
         return np.int64(0)
+    settle_credits(sim, port)
     return sim.port_buf[sim.port_peer[port]] - sim.credits[port * sim.n_vcs + vc]
 
 

@@ -69,7 +69,9 @@ S_FIN = 19  # operations that finished during the current event (Prog.fin), to s
 S_LOADED = 20  # open-loop packets the driver has loaded into rows so far
 S_REC = 21  # delivery records waiting in Sim.rec for the driver
 S_WAKES = 22  # NIC wake-ups the driver listed in Sim.wakes for the loop (feed.wake_nics)
-N_SCALARS = 23
+S_KEY = 23  # key of the event being handled (credit returns due by it are applied)
+S_CRFREE = 24  # free rows of the credit returns' pool (Sim.cr_free)
+N_SCALARS = 25
 
 INF_CREDIT = np.int64(1) << 60
 
@@ -81,7 +83,8 @@ TIME_LIMIT_PS = _TIME_LIMIT_PS  # 8.8 simulated seconds (see federation.models.l
 
 @part
 def push(sim, time, ev, a, b, c):
-    """Schedule an event (the loop keeps :func:`~federation.engine.queue.room` for it).
+    """Schedule an event (the loop keeps :func:`~federation.engine.queue.room` for it);
+    returns its key.
 
     The time is checked here, where the key is made, because ``time << SEQ_BITS`` of a time
     past the clock range wraps to an earlier (even a plausible) time that no later check can
@@ -101,7 +104,9 @@ def push(sim, time, ev, a, b, c):
             sc[S_BAD_A] = a
             sc[S_BAD_B] = b
         time = -1
-    push_key(sim.q, (time << SEQ_BITS) | (seq & SEQ_MASK), a * 8 + ev, b + (c << 32))
+    key = (time << SEQ_BITS) | (seq & SEQ_MASK)
+    push_key(sim.q, key, a * 8 + ev, b + (c << 32))
+    return key
 
 
 @part

@@ -17,6 +17,7 @@ import numpy as np
 
 from federation.engine import api as A
 from federation.engine import events as E
+from federation.engine.credits import returns_then
 from federation.engine.events import EV_NIC, S_FREE, S_REC, S_WAKES, push
 from federation.engine.iq import grown_rows
 from federation.engine.jit import part
@@ -93,7 +94,8 @@ def wake_nics(sim):
         w = sim.nic_wake[n]
         if w < 0 or w > t:
             sim.nic_wake[n] = t
-            push(sim, t, EV_NIC, n, 0, 0)
+            sim.nic_wake_key[n] = push(sim, t, EV_NIC, n, 0, 0)
+            returns_then(sim, sim.nic_port[n], t, sim.nic_wake_key[n])
     sc[S_WAKES] = 0
 
 
@@ -108,8 +110,26 @@ def aligned_rows(rows: int, cols: int, dtype: type = np.int32) -> np.ndarray:
 
 def grow_queue(sim: Sim, extra: int = 0) -> Sim:
     """``sim`` with room in its event queue for ``extra`` events pushed from outside the loop,
-    or for what the loop ran short of (:func:`~federation.engine.queue.grown`)."""
-    return sim._replace(q=grown(sim.q, extra))
+    or for what the loop ran short of (:func:`~federation.engine.queue.grown`), and in its
+    pool of credit returns (:mod:`federation.engine.credits`)."""
+    sim = sim._replace(q=grown(sim.q, extra))
+    free = int(sim.sc[E.S_CRFREE])
+    if free < 8:
+        old = sim.cr_free.shape[0]
+        cr = np.zeros((2 * old, 4), dtype=np.int64)
+        cr[:old] = sim.cr
+        stack = np.empty(2 * old, dtype=np.int64)
+        stack[:free] = sim.cr_free[:free]
+        stack[free:free + old] = np.arange(2 * old - 1, old - 1, -1)
+        sim.sc[E.S_CRFREE] = free + old
+        sim = sim._replace(cr=cr, cr_free=stack)
+    return sim
+
+
+def credit_pool(rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """An empty pool of ``rows`` credit returns and its free stack."""
+    return (np.zeros((rows, 4), dtype=np.int64),
+            np.arange(rows - 1, -1, -1, dtype=np.int64))
 
 
 def backlog(sim: Sim) -> tuple[np.ndarray, np.ndarray]:

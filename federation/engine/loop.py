@@ -28,6 +28,7 @@ from federation.engine.api import (
     P_VC,
     random_below,
 )
+from federation.engine.credits import credit_wait, returns_then, settle_credits
 from federation.engine.events import (
     EV_ARRIVE,
     EV_CREDIT,
@@ -42,10 +43,12 @@ from federation.engine.events import (
     S_BAD_ROUTER,
     S_BAD_TIME,
     S_BADPKT,
+    S_CRFREE,
     S_DELIVERED,
     S_EVENTS,
     S_FREE,
     S_HOPS,
+    S_KEY,
     S_KICK,
     S_LOADED,
     S_NOW,
@@ -174,9 +177,12 @@ def try_send(sim, ab, o, now):
         if sim.req_head[o] >= 0:
             wake_port_at(sim, o, sim.busy_until[o])
         return
+    settle_credits(sim, o)  # the credits returned by now
     qi, prev = ARBITRATE(sim, ab, o)
     if qi < 0:
         note_stall(sim, o, now)
+        if sim.req_head[o] >= 0:
+            credit_wait(sim, o)
         return
     pk, done = take_request(sim, o, qi, prev, now)
     transmit(sim, o, pk, sim.ps[pk, P_OUTVC], done, now)
@@ -221,7 +227,8 @@ def nic_head(sim, pg, node):
 def nic_wake_at(sim, node, t):
     if sim.nic_wake[node] != t:
         sim.nic_wake[node] = t
-        push(sim, t, EV_NIC, node, 0, 0)
+        sim.nic_wake_key[node] = push(sim, t, EV_NIC, node, 0, 0)
+        returns_then(sim, sim.nic_port[node], t, sim.nic_wake_key[node])
 
 
 @part
@@ -262,9 +269,11 @@ def try_inject(sim, pg, rt, node, now):
         return
     ovc = sim.ps[pk, P_VC]  # the injection VC the driver chose (router.injection_vc)
     size = sim.ps[pk, P_SIZE]
+    settle_credits(sim, o)
     if sim.credits[o * sim.n_vcs + ovc] < size:
         if sim.stall_start[o] < 0:
             sim.stall_start[o] = now
+        credit_wait(sim, o)
         return
     sim.pm[pk, M_INJECT] = now
     INJECT(sim, rt, node, pk)
@@ -489,9 +498,10 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         if not room(q):
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
-        if sc[S_FREE] < 4:  # an event gives birth to two packets at most
+        if sc[S_FREE] < 4 or sc[S_CRFREE] < 4:  # an event gives birth to two packets at
+            # most, and returns two credits
             sc[S_EVENTS] += processed
-            return ST_POOL_FULL
+            return ST_POOL_FULL if sc[S_FREE] < 4 else ST_HEAP_FULL
         if sc[S_REC] >= sim.rec.shape[0]:  # an event delivers one packet at most
             sc[S_EVENTS] += processed
             return ST_RECORDS_FULL
@@ -506,6 +516,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
                 return ST_UNTIL
             take(q, source, cur)
             decode(cur)
+            sc[S_KEY] = cur[5]
             word = ahead(q, LOOKAHEAD)  # bring in the row of a packet about to arrive
             if word >= 0 and (word & 7) == EV_ARRIVE:
                 prefetch_row(sim.ps, word >> 3)
@@ -553,8 +564,11 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
                     continue  # superseded by a later wake-up of the same port: stale
                 sim.wake[a] = -1
                 o = a
-            elif ev == EV_CREDIT:
-                sim.credits[a * sim.n_vcs + b] += cur[4]
+            elif ev == EV_CREDIT:  # a port waiting for credit: its first return is due
+                if sim.cwake[a] != cur[5]:
+                    continue  # superseded by an earlier return: stale
+                sim.cwake[a] = -1
+                settle_credits(sim, a)
                 o = a
             elif ev == EV_NIC:
                 if sim.nic_wake[a] != now:

@@ -26,6 +26,7 @@ from federation.engine.feed import (
     REC_CAPACITY,
     REC_COLS,
     aligned_rows,
+    credit_pool,
     feed_rows,
     grow_pool,
     grow_queue,
@@ -357,6 +358,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         raise SimulationError(stuck_report(job, pg, int(sc[E.S_NOW])))
     drain()
     end = int(sc[E.S_NOW])
+    if status == E.ST_DONE:  # the last credit returns ended the run (credits.py)
+        end = max(end, last_credit_return(sim))
     sink.ended(undelivered(sim), end)  # a background still in flight when programs finished
     if edges:
         while len(snaps) < 2:  # an edge after the last event: the counters are final there
@@ -375,6 +378,17 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
         peak_waiting=peak_waiting,
     )
+
+
+def last_credit_return(sim: Sim) -> int:
+    """Time of the latest credit return still pending (-1: none): the run's last event was
+    there when credits were events of their own, and its end still is (figures per simulated
+    time depend on it)."""
+    used = np.ones(sim.cr.shape[0], dtype=bool)
+    used[sim.cr_free[:int(sim.sc[E.S_CRFREE])]] = False
+    if not used.any():
+        return -1
+    return int((sim.cr[used, 0] >> E.SEQ_BITS).max())
 
 
 def _chunk_start(chunk: PacketChunk | None) -> int:
@@ -469,6 +483,8 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
     sc[E.S_SEQ] = n0
     i64 = np.int64
     C = max(1, int(job.n_classes))
+    cr, cr_free = credit_pool(4096)
+    sc[E.S_CRFREE] = cr_free.shape[0]
     iq = no_iq()
     if job.iq:
         if job.programs is not None:
@@ -497,12 +513,17 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         feed=feed_rows(1),
         sc=sc, q=q, ps=aligned_rows(rows, A.PS_COLS),
         q_head=np.full(P * V, -1, dtype=np.int32), q_tail=np.full(P * V, -1, dtype=np.int32),
-        occ=np.zeros(P, dtype=i64), credits=credits, busy_until=np.zeros(P, dtype=i64),
+        occ=np.zeros(P, dtype=i64), credits=credits, cr=cr, cr_free=cr_free,
+        cr_head=np.full(P, -1, dtype=i64), cr_tail=np.full(P, -1, dtype=i64),
+        cwait=np.zeros(P, dtype=i64), cwake=np.full(P, -1, dtype=i64),
+        busy_until=np.zeros(P, dtype=i64),
         wake=np.full(P, -1, dtype=i64),  # time of the pending FREE event, -1: none
+        wake_key=np.full(P, -1, dtype=i64),
         req_head=np.full(P, -1, dtype=i64), req_tail=np.full(P, -1, dtype=i64),
         req_next=np.full(P * V, -1, dtype=i64), req_count=np.zeros(P, dtype=i64),
         stall_start=np.full(P, -1, dtype=i64), nic_ptr=np.zeros(N, dtype=i64),
-        nic_wake=np.full(N, -1, dtype=i64), wakes=np.zeros((N, 2), dtype=i64),
+        nic_wake=np.full(N, -1, dtype=i64), nic_wake_key=np.full(N, -1, dtype=i64),
+        wakes=np.zeros((N, 2), dtype=i64),
         # cut-through: when each packet's tail reaches the router it is in (unused otherwise)
         pkt_tail=np.zeros(rows if job.cut_through else 1, dtype=i64),
         rec=np.zeros((REC_CAPACITY, REC_COLS), dtype=i64),

@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from federation.engine.api import P_CLASS, P_HOPS, P_NEXT, P_OUTVC, P_SIZE, P_VC
-from federation.engine.events import EV_ARRIVE, EV_CREDIT, EV_FREE, EV_READY, S_HOPS, push
+from federation.engine.credits import credit_return, returns_then
+from federation.engine.events import EV_ARRIVE, EV_FREE, EV_READY, S_HOPS, push
 from federation.engine.jit import part
 
 
@@ -76,8 +77,7 @@ def take_request(sim, o, qi, prev, now):
         done = sim.pkt_tail[pk]  # the tail cannot leave before it has arrived
     sim.occ[ip] -= size
     # the credit leaves with the tail, and crosses the input cable
-    push(sim, done + sim.port_lat[ip], EV_CREDIT,
-          sim.port_peer[ip], ivc, size)
+    credit_return(sim, sim.port_peer[ip], ivc, size, done + sim.port_lat[ip])
     if nh >= 0:
         push(sim, now, EV_READY, ip, ivc, 0)
     if sim.port_router[sim.port_peer[o]] >= 0:
@@ -94,6 +94,7 @@ def transmit(sim, o, pk, ovc, done, now):
         sim.stall_start[o] = -1
     size = sim.ps[pk, P_SIZE]
     sim.credits[o * sim.n_vcs + ovc] -= size
+    sim.cwait[o] = 0
     sim.busy_until[o] = done
     sim.port_bytes[o] += size
     sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
@@ -120,7 +121,8 @@ def wake_port_at(sim, o, t):
     time supersedes the pending one, which the loop then drops as stale)."""
     if sim.wake[o] != t:
         sim.wake[o] = t
-        push(sim, t, EV_FREE, o, 0, 0)
+        sim.wake_key[o] = push(sim, t, EV_FREE, o, 0, 0)
+        returns_then(sim, o, t, sim.wake_key[o])
 
 
 @part

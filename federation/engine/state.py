@@ -51,9 +51,17 @@ class Sim(NamedTuple):
     q_head: np.ndarray  #: int32[P*V] head packet of each input VC queue, -1 empty
     q_tail: np.ndarray  #: int32[P*V]
     occ: np.ndarray  #: int64[P] bytes held in each input port's buffers
-    credits: np.ndarray  #: int64[P*V] free bytes downstream of each output VC
+    credits: np.ndarray  #: int64[P*V] free bytes downstream of each output VC (the returns
+    #: due by now applied: router.settle)
+    cr: np.ndarray  #: int64[n, 4] pool of credit returns on their way: key, VC, bytes, next
+    cr_free: np.ndarray  #: int64[n] free rows of the pool (sc[S_CRFREE] of them)
+    cr_head: np.ndarray  #: int64[P] each output port's pending returns, by key (-1: none)
+    cr_tail: np.ndarray  #: int64[P]
+    cwait: np.ndarray  #: int64[P] 1: requests (or the NIC) wait there for credit
+    cwake: np.ndarray  #: int64[P] key of the port's pending credit event, -1 none
     busy_until: np.ndarray  #: int64[P] when the port's current transmission ends
     wake: np.ndarray  #: int64[P] time of the port's pending FREE event, -1 none
+    wake_key: np.ndarray  #: int64[P] and its key
     req_head: np.ndarray  #: int64[P] first input VC (p*V+v) requesting this output, -1 none
     req_tail: np.ndarray  #: int64[P]
     req_next: np.ndarray  #: int64[P*V] next request in the same output's list
@@ -61,6 +69,7 @@ class Sim(NamedTuple):
     stall_start: np.ndarray  #: int64[P] start of the current credit stall, -1 none
     nic_ptr: np.ndarray  #: int64[N] next feed slot of each NIC
     nic_wake: np.ndarray  #: int64[N] time of the NIC's pending wake-up, -1 none
+    nic_wake_key: np.ndarray  #: int64[N] and its key
     wakes: np.ndarray  #: int64[N, 2] NICs to wake (node, time) when the loop resumes
     # ---- results
     pkt_tail: np.ndarray  #: int64[rows] (cut-through only; length 1 otherwise)
