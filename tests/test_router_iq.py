@@ -79,7 +79,7 @@ def test_speedup_bounds_an_input_vc(tmp_path):
 
 
 @pytest.mark.parametrize(("router", "message"), [
-    ({"speedup": 2.0}, "machine.router: speedup apply to router.model: booksim_iq only"),
+    ({"speedup": 3.0}, "machine.router: speedup apply to router.model: booksim_iq only"),
     ({"model": "booksim_iq", "delay": "5ns"},
      "machine.router: router.delay applies to the default router model"),
     ({"model": "booksim_iq", "switching": "cut_through"},
@@ -92,3 +92,16 @@ def test_router_model_fields_are_checked(tmp_path, router, message):
     path.write_text(yaml.safe_dump(doc))
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_experiment(path)
+
+
+@pytest.mark.parametrize("router", [{}, {"model": "booksim_iq", "speedup": 1.5}])
+def test_router_block_round_trips(router):
+    """A resolved document names the fields of the model in use only, and loads again."""
+    from federation.models.machine import RouterConfig
+
+    dumped = RouterConfig.model_validate(router).model_dump(mode="json")
+    assert RouterConfig.model_validate(dumped).model_dump(mode="json") == dumped
+    if not router:
+        assert not {"model", "cycle", "speedup", "credit_delay"} & set(dumped)
+    else:
+        assert "delay" not in dumped and dumped["speedup"] == 1.5

@@ -118,9 +118,9 @@ class RouterConfig(DocumentModel):
     @model_validator(mode="after")
     def _model_fields(self) -> RouterConfig:
         if self.model == "default":
-            given = [f for f in ("cycle", "credit_delay") if f in self.model_fields_set]
-            if "speedup" in self.model_fields_set:
-                given.append("speedup")
+            given = [f for f, v in (("cycle", self.cycle is not None),
+                                    ("credit_delay", self.credit_delay != 0),
+                                    ("speedup", self.speedup != 2.0)) if v]
             if given:
                 raise ValueError(f"{', '.join(given)} apply to router.model: booksim_iq "
                                  "only (the default router has no clock)")
@@ -140,6 +140,18 @@ class RouterConfig(DocumentModel):
         if self.credit_delay < 0:
             raise ValueError("router.credit_delay must not be negative")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        """The fields of the model in use only (a resolved document of a default-model run
+        reads as before the models existed, and either runs again as it is)."""
+        data = handler(self)
+        if self.model == "default":
+            for key in ("model", "cycle", "speedup", "credit_delay"):
+                data.pop(key, None)
+        else:
+            data.pop("delay", None)
+        return data
 
 
 class NicConfig(DocumentModel):
