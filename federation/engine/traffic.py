@@ -21,7 +21,7 @@ from federation.models.limits import TIME_LIMIT_PS
 from federation.plugin.components import Messages
 
 #: packets per chunk the native engine loads at once (a 4 MB feed)
-CHUNK_PACKETS = 1 << 16
+CHUNK_PACKETS = 1 << 14
 
 
 @dataclass
