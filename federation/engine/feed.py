@@ -227,7 +227,7 @@ def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
     # what each NIC has not sent yet (its head may already have a row), then the chunk's
     # packets in creation order
     back, back_node = backlog(sim)
-    order = np.lexsort((np.arange(k), pk.time_ps, pk.src))
+    order = np.argsort(pk.src, kind="stable")  # by node, each in creation order (checked)
     src = np.concatenate([back_node, pk.src[order]])
     by_node = np.argsort(src, kind="stable")
     feed = feed_rows(src.shape[0])

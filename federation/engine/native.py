@@ -277,12 +277,12 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     spent = [0.0, 0.0]  # wall and processor seconds inside the compiled loop
 
     def step(n: int, until: int) -> int:
-        w, c = time.perf_counter(), time.process_time()
+        w, c = time.perf_counter(), time.thread_time()
         try:
             return run_loop(n, until, state[0], state[1], rt, arb_state, cur)
         finally:
             spent[0] += time.perf_counter() - w
-            spent[1] += time.process_time() - c
+            spent[1] += time.thread_time() - c
 
     def load() -> None:
         """Load the pending chunk (the loop stands at its start) and fetch the next."""
