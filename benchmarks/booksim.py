@@ -103,7 +103,7 @@ stopping_thres = 1e9;
 acc_stopping_thres = 1e9;
 warmup_thres = 1e9;
 acc_warmup_thres = 1e9;
-latency_thres = {latency_limit if latency_limit is not None else 1e9:g};
+latency_thres = {'1e+09' if latency_limit is None else f'{latency_limit:.1f}'};
 seed = {seed};
 """
 
