@@ -31,6 +31,7 @@ from federation.engine.feed import (
     grow_pool,
     grow_queue,
     load_chunk,
+    return_freed_memory,
     row_meta,
     undelivered,
     waiting,
@@ -249,6 +250,7 @@ def check_vcs(tables: RouteTables, n_vcs: int, routing_name: str) -> None:
 def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = None,
                budget: int = 2_000_000) -> RawResult:
     """Run the loop to completion; raise :class:`SimulationError` on deadlock."""
+    return_freed_memory()
     net = job.network
     pt = net.ports
     P, V, N = pt.n_ports, job.n_vcs, net.n_nodes
