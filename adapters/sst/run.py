@@ -8,7 +8,9 @@ its results document, with ``engine: sst`` and a summary read from SST's statist
 
 Per point the output folder keeps ``sst-N/config.py`` (what ran), ``sst-N/stats.csv``,
 ``sst-N/sst.stdout`` and ``sst-N/sst.stderr``, and ``ports-N`` (the window statistics per router
-port, merlin port numbers).
+port, merlin port numbers).  sst runs in a folder of the system's temporary folder that becomes
+``sst-N`` once read; when sst fails or its output cannot be read, that folder is kept and the
+error names it (:func:`_run_point`).
 """
 
 from __future__ import annotations
