@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from federation.errors import ConfigError
-from federation.models.base import read_document, validation_error
+from federation.models.base import non_finite, read_document, validation_error
 from federation.models.results import RESULTS_SCHEMA_VERSION, PointResult, RunResult
 
 #: The swept key that is the x axis of the load figures; every other swept key makes a series.
@@ -168,7 +168,7 @@ def _read_results(folder: Path, doc_path: Path) -> RunResult:
         raise ConfigError(f"results.json has schema_version {version!r}; this version of "
                           f"federation reads {RESULTS_SCHEMA_VERSION} (rerun the experiment: "
                           "its resolved document is in results.json)", source=str(folder))
-    bad = _non_finite(doc)
+    bad = non_finite(doc)
     if bad is not None:
         raise ConfigError(f"{bad[1]!r} is not a finite number", source=source, path=bad[0])
     from pydantic import ValidationError
@@ -179,21 +179,6 @@ def _read_results(folder: Path, doc_path: Path) -> RunResult:
         raise validation_error(exc, source) from None
     _check_run(result, source)
     return result
-
-
-def _non_finite(doc: Any, path: str = "") -> tuple[str, float] | None:
-    """The first NaN or infinity in a parsed document, with its dotted path (JSON has no such
-    numbers, but Python's reader accepts ``NaN`` and turns ``1e999`` into infinity)."""
-    stack: list[tuple[str, Any]] = [(path, doc)]
-    while stack:
-        where, x = stack.pop()
-        if isinstance(x, float) and not math.isfinite(x):
-            return where or "(top level)", x
-        if isinstance(x, dict):
-            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in x.items())
-        elif isinstance(x, list):
-            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(x))
-    return None
 
 
 def _negative(x: Any, path: str) -> tuple[str, float] | None:
