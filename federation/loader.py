@@ -147,8 +147,8 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
     assigner = Assigner(p.parent)
     base_doc = {k: v for k, v in doc.items() if k != "sweep"}
     whole = copy.deepcopy(doc)
-    assigner.assign(whole, [(o.key, o.value) for o in fields], "--set")
-    experiment = validate_model(Experiment, whole, source)
+    machine_source = assigner.assign(whole, [(o.key, o.value) for o in fields], "--set")
+    experiment = _validate(whole, source, machine_source)
     points: list[ResolvedPoint] = []
     keys = list(experiment.sweep)
     _check_sweep_size(experiment, source)
@@ -158,9 +158,22 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
         sweep = dict(zip(keys, combo, strict=True))
         items = [(k, v) for k, v in sweep.items()] + [(o.key, o.value) for o in fields]
         machine_source = assigner.assign(pdoc, items, f"{source}: sweep")
-        exp = validate_model(Experiment, pdoc, source)
+        exp = _validate(pdoc, source, machine_source)
         points.append(_resolve_point(exp, source, p.parent, plugins, sweep, machine_source))
     return LoadedExperiment(experiment, source, points, notes)
+
+
+def _validate(doc: dict[str, Any], source: str, machine_source: str | None) -> Experiment:
+    """The experiment model of ``doc``; an error inside a machine that was inlined from a file
+    (for an override or a sweep) names that file and the field in it, as loading the file
+    itself would."""
+    try:
+        return validate_model(Experiment, doc, source)
+    except ConfigError as exc:
+        if machine_source and exc.source == source and (exc.path or "").startswith("machine."):
+            raise ConfigError(exc.message, source=machine_source,
+                              path=exc.path[len("machine."):]) from None
+        raise
 
 
 def _check_sweep_size(experiment: Experiment, source: str) -> None:

@@ -14,7 +14,7 @@ One rule decides every overlap: **an override fixes the value it gives in every 
   contradict itself;
 * an override deeper than an axis (``--set machine.links.global.latency=...`` while the file
   sweeps ``machine`` over files) applies inside each point's value of the axis, and an axis
-  deeper than an override (``--set workload={kind: synthetic, pattern: tornado}`` while the file
+  deeper than an override (``--set workload={kind: synthetic, pattern: group_shift}`` while the file
   sweeps ``workload.load``) applies inside the override: assignments are made shallowest first;
 * two overrides that give the same value (the same key twice, or a mapping holding the other's
   key) are refused: which one was meant cannot be guessed.
@@ -79,6 +79,8 @@ def gives(key: str, value: Any, path: str) -> bool:
         return True
     if not path.startswith(key + "."):
         return False
+    if key == "sweep":  # its keys are dotted paths themselves
+        return isinstance(value, dict) and path[len("sweep."):] in value
     cur = value
     for part in path[len(key) + 1:].split("."):
         if not isinstance(cur, dict) or part not in cur:

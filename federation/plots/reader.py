@@ -385,9 +385,13 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, rout
         if ((hops < 0) | (hops > limit)).any():
             raise refuse("hops", f"a measured packet with hops outside 0..{limit} (the engine's "
                          f"hop limit for {routers} routers)")
-        if s.programs is None and int(m.sum()) != s.packets_measured:
-            raise refuse("measured", f"{int(m.sum())} measured packets, but the point's "
-                         f"summary counts {s.packets_measured}: not this point's table")
+        if s.programs is None:  # rank programs' packets are summed in the loop, not listed
+            if int(m.sum()) != s.packets_measured:
+                raise refuse("measured", f"{int(m.sum())} measured packets, but the point's "
+                             f"summary counts {s.packets_measured}: not this point's table")
+            for col, values, want in (("delivered_ps", (delivered - created) / 1e3,
+                                       s.latency_ns.mean), ("hops", hops, s.mean_hops)):
+                _agree(values, want, "mean", refuse(col, ""))
     elif name == "ports":
         u, r = cols["utilization_window"], cols["router"]
         if not np.isfinite(u).all() or (u < 0).any():
@@ -407,11 +411,17 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, rout
         if (c < 0).any():
             raise refuse("completion_ps", "a completed message with a negative completion time")
         if s.programs is None:
-            mean = float(c.mean()) / 1e3 if c.size else None
-            want = s.message_completion_ns_mean
-            if (mean is None) != (want is None) or (
-                    mean is not None and want is not None
-                    and not math.isclose(mean, want, rel_tol=1e-9, abs_tol=1e-9)):
-                raise refuse("completion_ps", f"mean completion of the measured messages "
-                             f"{mean} ns, but the point's summary says {want} ns: not this "
-                             "point's table")
+            _agree(c / 1e3, s.message_completion_ns_mean, "mean completion",
+                   refuse("completion_ps", ""))
+
+
+def _agree(values: np.ndarray, want: float | None, what: str, error: ConfigError) -> None:
+    """Raise ``error`` (its message filled in) unless the mean of ``values`` is the summary's
+    ``want`` (both absent when there are no values)."""
+    mean = float(values.mean()) if values.size else None
+    if (mean is None) != (want is None) or (
+            mean is not None and want is not None
+            and not math.isclose(mean, want, rel_tol=1e-9, abs_tol=1e-9)):
+        raise ConfigError(f"{what} of the measured rows {mean}, but the point's summary says "
+                          f"{want}: not this point's table", source=error.source,
+                          path=error.path)
