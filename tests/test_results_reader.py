@@ -266,6 +266,26 @@ def test_rank_program_folders_are_read_and_their_empty_tables_explained(tmp_path
     assert draw_folders([tmp_path / "pp"], tmp_path / "plots", "png", 0.05)
 
 
+def test_an_sst_folder_is_read(tmp_path):
+    """The SST adapter's folder: its configuration filed as ``sst-0/config.py`` (a sub-folder
+    is inside the folder), a ports table without ``local_port``, no busiest links."""
+    from test_sst_results import CSV, STDOUT, fake_program, write_exp
+
+    from federation.cli.plot import draw_folders
+    from federation.plots.data import load_folder
+
+    body = ("open('stats.csv', 'w').write('''" + CSV + "''')\n"
+            "print('''" + STDOUT + "''')")
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
+                  engine={"kind": "sst", "sst_binary": str(fake_program(tmp_path, body))})
+    r = run_cli("sst", "run", str(e), "--out", "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    f = load_folder(tmp_path / "out")
+    (p,) = f.result.points
+    assert p.files["sst_config"] == "sst-0/config.py" and f.table(p, "ports")["port"].size
+    assert draw_folders([tmp_path / "out"], tmp_path / "plots", "png", 0.05)
+
+
 @pytest.mark.parametrize("command", ["plot", "report"])
 def test_cli_refuses_in_one_line_and_writes_nothing(folder, tmp_path, command):
     cases = {}
