@@ -286,6 +286,19 @@ def test_an_sst_folder_is_read(tmp_path):
     assert draw_folders([tmp_path / "out"], tmp_path / "plots", "png", 0.05)
 
 
+def test_a_folder_whose_name_is_not_utf8_is_read(folder, tmp_path):
+    """Python keeps such a name as surrogates, which pyarrow cannot encode: the reader opens
+    tables itself (issue 17, case 19, the readers' side)."""
+    from federation.cli.plot import draw_folders
+
+    try:
+        dst = _copy(folder, Path(os.fsdecode(bytes(tmp_path) + b"/r\xff")))
+    except (OSError, UnicodeError):
+        pytest.skip("the file system refuses names that are not UTF-8")
+    paths = draw_folders([dst], dst / "plots", "png", 0.05)
+    assert len(paths) == 7 and all(p.is_file() for p in paths)
+
+
 @pytest.mark.parametrize("command", ["plot", "report"])
 def test_cli_refuses_in_one_line_and_writes_nothing(folder, tmp_path, command):
     cases = {}

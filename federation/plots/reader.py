@@ -30,6 +30,8 @@ fraction of its size in memory.  Nothing here imports matplotlib.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -309,20 +311,25 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
     want = TABLE_COLUMNS[name]
     source = str(path)
     try:
-        if path.suffix == ".csv":
-            import pyarrow.csv as pcsv
+        with _opened(path) as f:
+            if path.suffix == ".csv":
+                import pyarrow.csv as pcsv
 
-            with pcsv.open_csv(path) as reader:
-                names = reader.schema.names
-            _check_names(names, want, name, source)
-            table = pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(
-                include_columns=list(want)))
-        else:
-            import pyarrow.parquet as pq
+                threads = pcsv.ReadOptions(use_threads=isinstance(f, str))
+                with pcsv.open_csv(f, read_options=threads) as reader:
+                    names = reader.schema.names
+                _check_names(names, want, name, source)
+                table = pcsv.read_csv(_rewound(f), read_options=threads,
+                                      convert_options=pcsv.ConvertOptions(
+                                          include_columns=list(want)))
+            else:
+                import pyarrow.parquet as pq
 
-            names = pq.read_schema(path).names
-            _check_names(names, want, name, source)
-            table = pq.read_table(path, columns=list(want))
+                names = pq.read_schema(f).names
+                _check_names(names, want, name, source)
+                table = pq.read_table(_rewound(f), columns=list(want),
+                                      use_threads=isinstance(f, str),
+                                      pre_buffer=isinstance(f, str))
     except (OSError, ValueError, TypeError, NotImplementedError, pa.ArrowException) as exc:
         raise ConfigError(f"cannot read the {name} table: {exc}", source=source) from None
     out = {}
@@ -339,6 +346,27 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
                               source=source, path=col)
         out[col] = c.to_numpy(zero_copy_only=False).astype(_NUMPY[kind], copy=False)
     return out
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator[Any]:
+    """``path`` as pyarrow should open it: its name, or, when the name is not UTF-8 (Python
+    keeps such bytes as surrogates, which pyarrow cannot encode), a file Python opened.  Such a
+    file is read on the calling thread only: pyarrow's threads calling back into Python may
+    abort the process at exit."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        with open(path, "rb") as f:
+            yield f
+        return
+    yield str(path)
+
+
+def _rewound(f: Any) -> Any:
+    if not isinstance(f, str):
+        f.seek(0)
+    return f
 
 
 _KIND_NAMES = {"int": "integers", "number": "numbers", "bool": "booleans", "str": "strings"}
