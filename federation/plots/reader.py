@@ -29,6 +29,7 @@ fraction of its size in memory.  Nothing here imports matplotlib.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -281,10 +282,8 @@ def _read_performance(folder: Path, n_points: int) -> list[dict[str, float] | No
     source = str(p)
     _inside(folder, "performance.json", source, "")
     try:
-        import json
-
         doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ConfigError(f"cannot read: {exc}", source=source) from None
     if not isinstance(doc, list) or len(doc) != n_points:
         raise ConfigError(f"expected a list of {n_points} entries (one per point of "
@@ -375,8 +374,9 @@ _KIND_NAMES = {"int": "integers", "number": "numbers", "bool": "booleans", "str"
 def _is_kind(t: Any, kind: str) -> bool:
     import pyarrow.types as pt
 
+    # uint64 is left out: its values above 2^63 - 1 would wrap as int64
     if kind == "int":
-        return bool(pt.is_integer(t))
+        return bool(pt.is_integer(t) and not pt.is_uint64(t))
     if kind == "number":
         return bool(pt.is_integer(t) or pt.is_floating(t))
     if kind == "bool":
