@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -39,6 +40,8 @@ def validate(
               f"{net.n_nodes} nodes, {net.n_links} cables)")
         return
     loaded = load_experiment(file, set_ or [])
+    for note in loaded.notes:  # e.g. a sweep axis that an override replaced
+        print(f"note: {note}", file=sys.stderr)
     preflight(loaded, limit)
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -46,6 +47,8 @@ def run(
     check_options(workers, scheduler)  # before the file is read: a usage error comes first
     limit = parse_max_memory(max_memory)
     loaded = load_experiment(file, set_ or [])
+    for note in loaded.notes:  # e.g. a sweep axis that an override replaced
+        print(f"note: {note}", file=sys.stderr)
     exp = loaded.experiment
     if out is not None:
         out_dir, out_source = out, "--out"
