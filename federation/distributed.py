@@ -42,6 +42,14 @@ The order of the points in ``results.json`` is their index, never their completi
 the document is byte-identical to a serial run's whatever the number of workers.  On a failure
 the points after the failing one are cancelled and those before it are awaited, so the error
 reported is the one a serial run would have stopped at; every point that finished is kept.
+
+Faults of the cluster end the run the same way (:class:`ClusterError`, exit 2, the finished
+points kept and the run marked incomplete): a lost scheduler, no worker for ``--worker-timeout``
+seconds (:data:`WORKER_TIMEOUT_S`; a scheduler nobody started workers for waited forever
+before), or a point whose workers kept dying.  The client never blocks on Dask while it waits:
+it looks for finished points every :data:`POLL_S` and asks about the cluster's health while
+none arrive (:class:`_Watch`), and a stop signal (:mod:`federation.interrupts`) is acted on at
+once.
 """
 
 from __future__ import annotations

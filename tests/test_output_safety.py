@@ -339,3 +339,45 @@ def test_results_never_claim_a_point_whose_tables_are_missing(tmp_path):
     assert written.status == doc["status"] == "incomplete"
     assert doc["missing_points"] == [1] and [p["index"] for p in doc["points"]] == [0]
     assert doc["error"] == "the tables of points [1] were not written"
+
+
+# ------------------------------------------------------------------ the other writers
+def test_every_writer_checks_its_destination_first(tmp_path):
+    """plot, report and schema take their --out through the same checks, and report and
+    schema replace their files whole."""
+    experiment(tmp_path, sweep="[0.1]")
+    assert run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path).returncode == 0
+    long = "x" * 300
+    for args in (("plot", "o", "--out", long), ("report", "o", "--out", f"r/{long}.html"),
+                 ("schema", "--out", long)):
+        line = one_error(run_cli(*args, cwd=tmp_path))
+        assert line.startswith("error: --out: 'xxxx") and "bytes long" in line, (args, line)
+    line = one_error(run_cli("report", "o", "--out", "/proc/r.html", cwd=tmp_path))
+    assert line.startswith("error: --out: cannot write /proc/r.html: ")
+    for _ in range(2):  # made, then replaced
+        r = run_cli("report", "o", "--out", "rep/r.html", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert listing(tmp_path / "rep") == ["r.html"]
+        r = run_cli("schema", "--out", "s", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert listing(tmp_path / "s") == ["experiment.schema.json", "machine.schema.json"]
+
+
+@pytest.mark.skipif(not _dev_full(), reason="needs /dev/full")
+def test_full_temporary_disk_while_spooling_is_one_message(tmp_path):
+    """The per-packet tables of a long run are spooled to $TMPDIR first: a full one is named,
+    with what to do about it."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from federation.spool import Spool
+
+    spool = Spool(["a"])
+    (tmp_path / "0-a.npy").symlink_to("/dev/full")
+    spool._dir = SimpleNamespace(name=str(tmp_path))
+    with pytest.raises(OutputError) as err:
+        spool.append({"a": np.arange(10_000)})
+    assert str(err.value).startswith(f"cannot write a temporary table in {tmp_path}: No space "
+                                     "left on device (the per-packet and per-message tables")
+    assert "TMPDIR" in str(err.value) and listing(tmp_path) == []
