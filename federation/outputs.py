@@ -221,13 +221,11 @@ class OutputDir:
         except OSError as exc:
             raise ConfigError(f"cannot read the output folder {out}: {os_reason(exc)}",
                               source=self.source) from None
-        if empty:
-            return
-        if not self.overwrite:
+        if not empty and not self.overwrite:
             raise ConfigError(
                 f"{out} exists and is not empty; choose another folder or pass --overwrite "
                 "to replace it whole", source=self.source)
-        if not is_ours(out):
+        if not empty and not is_ours(out):
             raise ConfigError(
                 f"{out} is not a results folder (no results.json of {_RESULTS_SCHEMA}, and "
                 "files federation does not write); --overwrite replaces only an empty folder "
