@@ -100,7 +100,7 @@ def output_folder(loaded: LoadedExperiment, out: Path | None) -> tuple[Path, str
         if not out_dir.is_absolute():
             out_dir = Path(loaded.source).parent / out_dir
         out_source = f"{loaded.source}: outputs.dir"
-    elif exp.name is not None:
+    elif exp.name:
         check_name(exp.name, str(loaded.source))
         out_dir, out_source = Path("results") / exp.name, f"{loaded.source}: name"
     else:
