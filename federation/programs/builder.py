@@ -207,6 +207,12 @@ class ProgramBuilder:
     def __getitem__(self, r: int) -> RankBuilder:
         return self.rank(r)
 
+    def adopt(self, rb: RankBuilder) -> None:
+        """Use ``rb``, written elsewhere, as rank ``rb.rank``'s operations (a reader that
+        learns the rank count only at the end writes ranks before the builder exists)."""
+        self.rank(rb.rank)  # range check
+        self._ranks[rb.rank] = rb
+
     def build(self, rank_node: Sequence[int] | np.ndarray | None = None,
               source: str | None = None) -> RankPrograms:
         """The flat arrays (one NumPy conversion per field, whatever the number of ranks).
