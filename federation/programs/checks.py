@@ -96,6 +96,16 @@ def check_programs(progs: RankPrograms, n_nodes: int, source: str | None = None,
         _check_machine(progs, rank, machine, fail)
 
 
+def message_pairs(progs: RankPrograms) -> Pairs | None:
+    """Which receive each send meets, as far as the program alone decides it
+    (:class:`~federation.programs.matching.Pairs`; None without messages).  For programs that
+    pass :func:`check_programs`'s channel check."""
+    def fail(message: str) -> None:
+        raise ConfigError(message, source=progs.source, path="workload")
+
+    return _check_channels(progs, progs.op_rank, fail)
+
+
 def _check_shapes(p: RankPrograms, fail) -> None:  # noqa: ANN001
     rf = p.rank_first
     if rf.ndim != 1 or rf.shape[0] < 1:
@@ -281,7 +291,7 @@ def _check_pairs(p: RankPrograms, pairs: Pairs, machine: MachineFigures | None,
         fail(describe_block(p, *stuck, threshold, pairs))
 
 
-def _serialisation_ps(size: np.ndarray, packet: int, bandwidth: float) -> np.ndarray:
+def serialisation_ps(size: np.ndarray, packet: int, bandwidth: float) -> np.ndarray:
     """float64 ps each message's packets take through a port at ``bandwidth``, rounded per
     packet as the engine rounds them (``int(size * ps_per_byte + 0.5)``)."""
     per_byte = PS_PER_S / bandwidth
@@ -306,7 +316,7 @@ def _check_machine(p: RankPrograms, rank: np.ndarray, m: MachineFigures,
     for side, who, bw, field in (
             ("leave", node[rank[sends]], m.nic_bandwidth, m.nic_field),
             ("reach", node[p.op_peer[sends]], m.terminal_bandwidth, m.terminal_field)):
-        t = _serialisation_ps(size, m.packet_size, bw)
+        t = serialisation_ps(size, m.packet_size, bw)
         total = np.bincount(who, weights=t, minlength=m.n_nodes)
         if float(total.max()) < TIME_LIMIT_PS * (1 - 1e-12):
             continue
@@ -324,5 +334,20 @@ def _check_machine(p: RankPrograms, rank: np.ndarray, m: MachineFigures,
              f"to {side} its node at {format_rate(bw)} ({field}), beyond {CLOCK_LIMIT}")
 
 
-__all__ = ["MAX_MESSAGE_BYTES", "KIND_NAMES", "MachineFigures", "check_programs",
-           "find_cycle"]
+def check_message_size(nbytes: int, packet: int, bandwidth: float, what: str,
+                       path: str) -> None:
+    """One message of ``nbytes`` against the largest size and, at a NIC of ``bandwidth``
+    (bytes/s, packets of ``packet`` bytes), against the clock range: for workloads that know
+    their sizes before they build anything (``what`` says which size, ``path`` its field)."""
+    if nbytes >= MAX_MESSAGE_BYTES:
+        raise ConfigError(f"{what} is {nbytes} B, beyond the largest message "
+                          f"({MAX_MESSAGE_BYTES - 1} B)", path=path)
+    t = float(serialisation_ps(np.array([nbytes], dtype=np.int64), packet, bandwidth)[0])
+    if t >= TIME_LIMIT_PS * (1 - 1e-12):
+        raise ConfigError(f"{what} is {nbytes} B, which takes at least "
+                          f"{format_time(t / PS_PER_S)} to leave a NIC at {format_rate(bandwidth)}"
+                          f", beyond {CLOCK_LIMIT}", path=path)
+
+
+__all__ = ["MAX_MESSAGE_BYTES", "KIND_NAMES", "MachineFigures", "check_message_size",
+           "check_programs", "find_cycle", "message_pairs", "serialisation_ps"]

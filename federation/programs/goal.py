@@ -167,7 +167,7 @@ class _Parser:
         if self.max_ops is not None and self.n_ops > self.max_ops:
             where = f"line {self.line}: "
             if self.budget is not None and self.max_ops == self.budget.max_ops:
-                raise self.budget.refuse(self.n_ops, self.source, where)
+                raise self.budget.refuse(self.n_ops, self.source, f"{where}the schedule reaches ")
             raise ConfigError(f"{where}more than {self.max_ops:,} operations",
                               source=self.source)
 

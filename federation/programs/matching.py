@@ -102,6 +102,8 @@ def _in_order(p: RankPrograms, ops: np.ndarray, channel: np.ndarray,
     keys = np.sort(edge)
 
     def has(k: np.ndarray) -> np.ndarray:
+        if not keys.shape[0]:
+            return np.zeros(k.shape[0], dtype=bool)
         at = np.searchsorted(keys, k)
         return (at < keys.shape[0]) & (keys[np.minimum(at, keys.shape[0] - 1)] == k)
 

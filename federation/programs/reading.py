@@ -37,9 +37,10 @@ class OpBudget:
 
     def refuse(self, n_ops: int, source: str | None, where: str = "",
                path: str | None = None) -> ConfigError:
-        """The refusal of ``n_ops`` operations (``where``: e.g. ``"line 12: "``)."""
-        return ConfigError(f"{where}{n_ops:,} operations or more, beyond the {self.max_ops:,} "
-                           f"that fit {self.why}", source=source, path=path)
+        """The refusal of ``n_ops`` operations (``where`` leads the message, e.g. ``"line 12:
+        the schedule reaches "``)."""
+        return ConfigError(f"{where}{n_ops:,} operations, beyond the {self.max_ops:,} that "
+                           f"fit {self.why}", source=source, path=path)
 
 
 _BUDGET: ContextVar[OpBudget | None] = ContextVar("federation_op_budget", default=None)

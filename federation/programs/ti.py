@@ -162,7 +162,7 @@ class _Reader:
             self.n_ops += added
             if self.max_ops is not None and self.n_ops > self.max_ops:
                 if self.budget is not None and self.max_ops == self.budget.max_ops:
-                    raise self.budget.refuse(self.n_ops, src, f"line {n}: ")
+                    raise self.budget.refuse(self.n_ops, src, f"line {n}: the trace reaches ")
                 raise ConfigError(f"line {n}: more than {self.max_ops:,} operations",
                                   source=src)
 
