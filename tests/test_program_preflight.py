@@ -23,7 +23,7 @@ from test_rank_programs_engine import Given
 
 from federation.errors import ConfigError, SimulationError
 from federation.loader import load_experiment
-from federation.prepare import BuildCache, prepare, preflight
+from federation.prepare import BuildCache, preflight, prepare
 from federation.programs import ProgramBuilder
 from federation.programs.checks import check_programs, message_pairs
 from federation.programs.points import machine_figures
