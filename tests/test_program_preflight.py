@@ -209,7 +209,8 @@ def test_counts_are_compared_with_the_machine_before_anything_is_built(tmp_path)
     (tmp_path / "list.txt").write_text("a.txt\n/dev/zero\n")
     (tmp_path / "a.txt").write_text("0 init\n")
     assert str(refusal(experiment(tmp_path, {"kind": "program", "path": "list.txt"}))) == (
-        "/dev/zero: the trace is not a regular file")
+        f"{tmp_path / 'list.txt'}: line 2: the trace file '/dev/zero' (/dev/zero) is not a "
+        "regular file")
     assert time.perf_counter() - t0 < 10
 
 

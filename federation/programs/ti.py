@@ -287,11 +287,11 @@ class _Reader:
         st.rb.wait(h)
 
 
-def _is_list(path: Path, max_files: int | None) -> list[str] | None:
-    """The file names of a trace list, or None when ``path`` is a trace itself (a line with
-    more than one field).  A list of more than ``max_files`` names is refused as soon as it
-    gets there."""
-    names: list[str] = []
+def _is_list(path: Path, max_files: int | None) -> list[Path] | None:
+    """The files of a trace list, or None when ``path`` is a trace itself (a line with more
+    than one field).  A list of more than ``max_files`` names is refused as soon as it gets
+    there, and a name that is not a regular file (missing, or ``/dev/zero``) with its line."""
+    names: list[Path] = []
     for first, lines in text_lines(path, "trace"):
         for n, raw in enumerate(lines, first):
             fields = raw.split()
@@ -299,7 +299,7 @@ def _is_list(path: Path, max_files: int | None) -> list[str] | None:
                 continue
             if len(fields) != 1:
                 return None
-            names.append(fields[0])
+            names.append(_listed(path, n, fields[0]))
             if max_files is not None and len(names) > max_files and len(names) > 1:
                 raise ConfigError(f"line {n}: a trace list of more than {max_files} files "
                                   f"(one per rank), but the machine has {max_files} nodes",
@@ -334,10 +334,10 @@ def read_ti(path: str | Path, host_speed_flops: float = DEFAULT_HOST_SPEED,
     if not names:
         rd.collect(p, None, False)
     elif len(names) == 1:
-        rd.collect(_resolve(p, names[0]), None, False)
+        rd.collect(names[0], None, False)
     else:
         for i, name in enumerate(names):
-            rd.collect(_resolve(p, name), i, True)
+            rd.collect(name, i, True)
     if not rd.states:
         what = "traces hold" if several else "trace holds"
         raise ConfigError(f"the {what} no action line: no rank to simulate (an empty "
@@ -360,6 +360,20 @@ def _check_peers(progs: RankPrograms) -> None:
         raise ConfigError(f"line {line} (rank {rank}, {KIND_NAMES[int(progs.op_kind[op])]}): "
                           f"unknown rank {int(progs.op_peer[op])} (the trace has ranks 0 to "
                           f"{progs.n_ranks - 1})", source=progs.source)
+
+
+def _listed(listing: Path, n: int, name: str) -> Path:
+    """The trace file named on line ``n`` of a list, refused unless it is a regular file."""
+    q = _resolve(listing, name)
+    try:
+        ok, exists = q.is_file(), q.exists()
+    except OSError:  # a name too long for the file system, say
+        ok = exists = False
+    if not ok:
+        what = "is not a regular file" if exists else "does not exist"
+        raise ConfigError(f"line {n}: the trace file {name[:200]!r} ({q}) {what}",
+                          source=str(listing))
+    return q
 
 
 def _resolve(listing: Path, name: str) -> Path:
