@@ -224,6 +224,18 @@ def test_max_memory_is_checked_while_a_trace_is_read(tmp_path):
                           "operations, beyond the 20,000 that fit --max-memory (")
 
 
+def test_max_memory_is_checked_while_a_goal_file_is_read_dependencies_included(tmp_path):
+    """Dependencies count four to an operation: a file of few operations and a million
+    edges is refused too, at the line where it crosses."""
+    body = "a: calc 1\nb: calc 1\n" + "b requires a\n" * 1000
+    e = goal(tmp_path, f"num_ranks 1\nrank 0 {{\n{body}}}\n")
+    machine = BuildCache(LIMIT).get(load_experiment(e).points[0]).memory
+    msg = str(refusal(e, machine.network + machine.tables + 400 * 100))
+    assert msg.startswith(f"{tmp_path / 's.goal'}: line 400: the schedule (and 396 "
+                          "dependencies, four to an operation) reaches 101 operations, beyond "
+                          "the 100 that fit --max-memory ("), msg
+
+
 def test_a_binary_file_is_refused_by_its_line_length(tmp_path):
     (tmp_path / "s.goal").write_bytes(b"num_ranks 1\n" + b"x" * (1 << 21))
     assert "line 2 is longer than 1,048,576 characters" in str(refusal(

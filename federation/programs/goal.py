@@ -95,6 +95,7 @@ class _Parser:
         self.budget = op_budget()
         self.max_ops = reading_max_ops(max_ops)
         self.n_ops = 0
+        self.n_deps = 0
         self.comment_line = 0  # line of an open /* comment (0: none)
         self.n_ranks: int | None = None
         self.builder: ProgramBuilder | None = None
@@ -161,14 +162,22 @@ class _Parser:
             progs.op_line = np.zeros(progs.n_ops, dtype=np.int64)
         return progs
 
-    def counted(self) -> None:
-        """One more operation: refused past the operation budget."""
-        self.n_ops += 1
-        if self.max_ops is not None and self.n_ops > self.max_ops:
+    def counted(self, deps: int = 0) -> None:
+        """One more operation (or, with ``deps``, that many more dependencies, four to an
+        operation's memory): refused past the operation budget."""
+        if deps:
+            self.n_deps += deps
+        else:
+            self.n_ops += 1
+        units = self.n_ops + self.n_deps // 4
+        if self.max_ops is not None and units > self.max_ops:
             where = f"line {self.line}: "
+            what = f" (and {self.n_deps:,} dependencies, four to an operation)" \
+                if self.n_deps >= 4 else ""
             if self.budget is not None and self.max_ops == self.budget.max_ops:
-                raise self.budget.refuse(self.n_ops, self.source, f"{where}the schedule reaches ")
-            raise ConfigError(f"{where}more than {self.max_ops:,} operations",
+                raise self.budget.refuse(units, self.source,
+                                         f"{where}the schedule{what} reaches ")
+            raise ConfigError(f"{where}more than {self.max_ops:,} operations{what}",
                               source=self.source)
 
     def fail(self, message: str) -> None:
@@ -299,6 +308,7 @@ class _Parser:
                 self.fail(f"label {name} is not defined above in rank {self.rank}'s block")
             ops.append(self.labels[name])
         rb.depend(ops[1], ops[0], FINISH if m.group("how") == "requires" else START)
+        self.counted(deps=1)
 
 
 def parse_goal(text: str, source: str | None = None,
