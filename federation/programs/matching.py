@@ -6,9 +6,11 @@ with the k-th receive *posted* on it (:mod:`federation.engine.programs`).  When 
 k-th in *operation order*?  When every operation of the rank has an edge from the operation
 before it (a *chained* rank: what ProgramBuilder, the built-in workloads and every TI trace
 write), an operation begins only after the one before it has begun, so the rank's sends and
-receives start in operation order, whatever the timing.  A channel is *forced* when its
-sending rank is chained or it has one send, and its receiving rank is chained or it has one
-receive: then its pairs are known now, and so are
+receives start in operation order, whatever the timing.  On other ranks two operations of a
+channel still begin in operation order when an edge joins them, or when the later one waits
+for everything the earlier one waits for (:func:`_in_order`).  A channel is *forced* when
+both its sends and its receives begin in operation order: then its pairs are known now, and
+so are
 
 * **truncation**: a send larger than the receive it meets (MPI_ERR_TRUNCATE in MPI; the
   engine would deliver the whole message).  A receive larger than its send is legal MPI (a
@@ -25,6 +27,8 @@ receive: then its pairs are known now, and so are
 A program with an unforced channel is not refused for a deadlock here (whether it deadlocks
 may depend on timing); the engine still reports one if it happens
 (``ST_PROGRAM_STUCK``: the operations that started and never finished).
+``tests/test_program_preflight.py`` checks the verdicts and the pairs against the engine on
+random programs, chained and free-form.
 """
 
 from __future__ import annotations
