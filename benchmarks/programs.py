@@ -63,7 +63,9 @@ def run_point(size: str, ranks: int, iterations: int, repeat: int,
         wp.engine.run(prepare(wp).job)  # compiles (or loads numba's cache)
         point = load_experiment(path).points[0]
         t0 = time.perf_counter()
-        progs = point.workload.programs(workload_context(point, prepare(wp).network, 0, 1.0, None))
+        job = prepare(wp).job  # the machine's network and NIC bandwidth (workloads check
+        progs = point.workload.programs(  # their message sizes against the latter)
+            workload_context(point, job.network, 0, job.nic_bandwidth, None))
         build = time.perf_counter() - t0
 
         def once() -> tuple:

@@ -210,8 +210,32 @@ def test_command_and_launcher() -> None:
     assert command(SstOptions(), "/x/sst", "config.py") == ["/x/sst", "config.py"]
     assert command(SstOptions(ranks=4, threads=2), "sst", "c.py") == [
         "mpirun", "-n", "4", "sst", "--num-threads", "2", "c.py"]
-    assert command(SstOptions(launcher=["srun", "-N2"], ranks=8), "sst", "c.py") == [
-        "srun", "-N2", "sst", "c.py"]
+    assert command(SstOptions(launcher=["srun", "-N2"], threads=2), "sst", "c.py") == [
+        "srun", "-N2", "sst", "--num-threads", "2", "c.py"]
+
+
+def test_engine_parameters_that_would_be_ignored_or_overflow(tmp_path: Path) -> None:
+    """`ranks` beside a `launcher` (it would be ignored: the launcher states its own count),
+    an empty launcher word, a time limit past a year (Python's timers overflow) and an output
+    buffer smaller than a packet (merlin would never send one) are refused naming the field."""
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
+                  engine={"kind": "sst", "launcher": ["srun", "-N2"], "ranks": 8})
+    line = one_error(run_cli("sst", "config", str(e), "--out", "o", cwd=tmp_path))
+    assert "engine: give either 'ranks' (8" in line and "not both" in line
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
+                  engine={"kind": "sst", "launcher": ["mpirun", ""]})
+    assert "none of them empty" in one_error(run_cli("sst", "config", str(e), "--out", "o",
+                                                     cwd=tmp_path))
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
+                  engine={"kind": "sst", "timeout": "1e300s"})
+    line = one_error(run_cli("sst", "config", str(e), "--out", "o", cwd=tmp_path))
+    assert "engine.timeout: 1e+300 s is longer than a year" in line
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
+                  engine={"kind": "sst", "output_buf_size": "256B"})
+    line = one_error(run_cli("sst", "config", str(e), "--out", "o", cwd=tmp_path))
+    assert "engine.output_buf_size: engine sst: output_buf_size 256 B is smaller than a " \
+        "packet (512 B, packet_size)" in line
+    assert not (tmp_path / "o").exists()
 
 
 def fake_program(tmp_path: Path, body: str) -> Path:
@@ -235,6 +259,77 @@ def test_run_sst_status_timeout_and_argv(tmp_path: Path) -> None:
     slow = fake_program(tmp_path, "time.sleep(30)")
     with pytest.raises(SimulationError, match=r"did not finish within 0\.5 s \(engine.timeout\)"):
         run_sst([str(slow)], tmp_path, 0.5)
+
+
+def _gone(pid: int) -> bool:
+    """True when process ``pid`` no longer runs (gone, or a zombie nobody reaped yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def test_timeout_stops_sst_and_its_children_and_keeps_the_output(tmp_path: Path) -> None:
+    """Issue 17 case 20: on engine.timeout the stand-in sst *and the child it started* are
+    stopped (the process group), and the message names a folder that exists and holds what
+    sst wrote (the output folder of the failed run is removed, so not a path inside it)."""
+    import re
+    import time
+
+    pidfile = tmp_path / "child.pid"
+    body = ("import subprocess\n"
+            "child = subprocess.Popen(['sleep', '60'])\n"
+            f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+            "print('sst: started, now hanging', file=sys.stderr, flush=True)\n"
+            "time.sleep(60)")
+    prog = fake_program(tmp_path, body)
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
+                  engine={"kind": "sst", "sst_binary": str(prog), "timeout": "1s"})
+    t0 = time.monotonic()
+    r = run_cli("sst", "run", str(e), "--out", "out", cwd=tmp_path)
+    assert time.monotonic() - t0 < 30  # not the stand-in's 60 s
+    line = one_error(r)
+    assert r.returncode == 2 and "did not finish within 1 s (engine.timeout)" in line
+    assert "every process it started were stopped" in line
+    kept = Path(re.search(r"kept in (\S+)$", line)[1])
+    try:
+        assert kept.is_dir() and not kept.is_relative_to(tmp_path / "out")
+        assert (kept / "sst.stderr").read_text() == "sst: started, now hanging\n"
+        assert (kept / "config.py").is_file()
+        child = int(pidfile.read_text())
+        deadline = time.monotonic() + 10
+        while not _gone(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(child), "the child of sst kept running"
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
+    assert not (tmp_path / "out").exists()
+
+
+def test_failed_sst_names_its_kept_folder_and_quotes_stderr(tmp_path: Path) -> None:
+    """A stand-in sst killed by a signal: the message says so (not 'status -9'), quotes its
+    last stderr line, and the folder it names exists; an sst that exits 0 but writes no
+    statistics is named the same way."""
+    import re
+
+    prog = fake_program(tmp_path, "import os, signal\nprint('FATAL: out of flits', "
+                        "file=sys.stderr, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)")
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
+                  engine={"kind": "sst", "sst_binary": str(prog)})
+    line = one_error(run_cli("sst", "run", str(e), "--out", "out", cwd=tmp_path))
+    assert "was killed by signal 9 (SIGKILL)" in line and line.endswith(": FATAL: out of flits")
+    kept = Path(re.search(r"output kept in (\S+)\)", line)[1])
+    assert (kept / "sst.stderr").is_file()
+    shutil.rmtree(kept)
+    quiet = fake_program(tmp_path, "sys.exit(0)")
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
+                  engine={"kind": "sst", "sst_binary": str(quiet)})
+    line = one_error(run_cli("sst", "run", str(e), "--out", "out", cwd=tmp_path))
+    kept = Path(re.search(r"(/\S+)/stats\.csv: empty statistics file", line)[1])
+    assert (kept / "config.py").is_file() and (kept / "sst.stdout").is_file()
+    shutil.rmtree(kept)
+    assert not (tmp_path / "out").exists()
 
 
 # --------------------------------------------------------------------------- the engine

@@ -187,6 +187,11 @@ def _check_flits(flit: int, packet: int, figures: dict[str, dict[str, float]],
             raise Refusal(f"links.{c}.buffer", f"buffer {f['buffer']:g} B is not a whole "
                           f"number of {flit} B flits ({field_}); merlin counts buffers in "
                           "flits and would round it")
+    if opts.output_buf_size is not None and int(opts.output_buf_size) < packet:
+        raise Refusal("engine.output_buf_size", f"output_buf_size {int(opts.output_buf_size)} "
+                      f"B is smaller than a packet ({packet} B, packet_size): merlin sends a "
+                      "packet only when the output buffer has room for all of it, so none "
+                      "would ever leave", document="experiment")
     if opts.output_buf_size is not None and int(opts.output_buf_size) % flit:
         raise Refusal("engine.output_buf_size", f"output_buf_size {int(opts.output_buf_size)} "
                       f"B is not a whole number of {flit} B flits", document="experiment")

@@ -8,29 +8,34 @@ its results document, with ``engine: sst`` and a summary read from SST's statist
 
 Per point the output folder keeps ``sst-N/config.py`` (what ran), ``sst-N/stats.csv``,
 ``sst-N/sst.stdout`` and ``sst-N/sst.stderr``, and ``ports-N`` (the window statistics per router
-port, merlin port numbers).
+port, merlin port numbers).  sst runs in a folder of the system's temporary folder that becomes
+``sst-N`` once read; when sst fails or its output cannot be read, that folder is kept and the
+error names it (:func:`_run_point`).
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from federation._version import __version__
-from federation.pipeline.load import LoadedExperiment, ResolvedPoint
 from federation.pipeline.preflight import default_max_memory
-from federation.pipeline.prepare import BuildCache, preflight
+from federation.errors import SimulationError
+from federation.pipeline.load import LoadedExperiment, ResolvedPoint
 from federation.results.model import PointResult, ProgramSummary, RunResult
 from federation.results.outputs import OutputDir
+from federation.pipeline.prepare import BuildCache, preflight
 
 from .config import STATS_FILE, SstConfig, build_config
 from .ember import is_closed_loop
 from .ember_output import MOTIF_LOG, program_summary, read_motif_logs, summarize_programs
 from .launch import command, require_sst, run_sst, sst_version
 from .options import SstOptions
-from .results import parse_stats_csv, parse_stdout, port_table, summarize
+from .results import SstOutputError, parse_stats_csv, parse_stdout, port_table, summarize
 
 
 def options_of(point: ResolvedPoint) -> SstOptions:
@@ -66,9 +71,6 @@ def write_configs(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fal
 def _swap(writer: OutputDir) -> None:
     out = writer.out
     if out.exists():
-        import shutil
-        import tempfile
-
         trash = Path(tempfile.mkdtemp(prefix=".federation-old-", dir=writer.tmp.parent))
         out.rename(trash / "old")
         writer.tmp.rename(out)
@@ -110,28 +112,34 @@ def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fa
 
 def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
                writer: OutputDir) -> tuple[PointResult, float]:
+    """Run one point with sst and read its output.
+
+    sst runs in a folder of its own in the system's temporary folder, moved into the output
+    folder as ``sst-N`` once its output has been read: when sst fails (exit status, signal,
+    time limit) or its output cannot be read, that folder is **kept** and the message names it
+    (the output folder of a failed run is removed, so a path inside it would name nothing)."""
     opts = options_of(point)
     sst = require_sst(opts)
     built = cache.get(point)
     cfg = build_config(point, built.network, opts)
-    work = writer.tmp / f"sst-{index}"
-    work.mkdir()
-    (work / "config.py").write_text(cfg.text)
-    done = run_sst(command(opts, sst, "config.py"), work, opts.timeout)
-    stats_path = work / STATS_FILE
-    rows = parse_stats_csv(stats_path.read_text() if stats_path.exists() else "",
-                           str(stats_path))
-    out = parse_stdout(done.stdout)
-    closed = is_closed_loop(point)
-    if closed:
-        summary = summarize_programs(cfg, rows, out, _programs(point, built, cfg, work))
-    else:
-        summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size))
+    work = Path(tempfile.mkdtemp(prefix=f"federation-sst-{index}-"))
+    try:
+        (work / "config.py").write_text(cfg.text)
+        done = run_sst(command(opts, sst, "config.py"), work, opts.timeout)
+        summary, rows = _read_output(point, built, cfg, work, done.stdout)
+    except (SimulationError, SstOutputError) as exc:  # the folder is kept: name it
+        if str(work) in str(exc):
+            raise
+        raise type(exc)(f"{exc} (sst's files are kept in {work})") from None
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    shutil.move(work, writer.tmp / f"sst-{index}")
     table = {k: np.asarray(v) for k, v in port_table(cfg, rows).items()}
     files = {"ports": writer.write_table(f"ports-{index}", table, {"point": index}),
              "sst_config": f"sst-{index}/config.py"}
     exp = point.experiment
-    if closed:
+    if is_closed_loop(point):
         files["motif_log"] = f"sst-{index}/{MOTIF_LOG}.log"
     tp = cfg.network.topo_params
     algorithm = tp.get("algorithm", tp.get("routing_alg", "dimension-order"))
@@ -141,6 +149,20 @@ def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
         routing_description=f"merlin {cfg.network.topology}, routing {algorithm}",
         workload=exp.workload.model_dump(mode="json"), summary=summary, files=files)
     return res, done.wall_s
+
+
+def _read_output(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path,
+                 stdout: str) -> tuple[Any, list[Any]]:
+    """The point's summary and the statistics rows, from what sst wrote into ``work``."""
+    stats_path = work / STATS_FILE
+    rows = parse_stats_csv(stats_path.read_text() if stats_path.exists() else "",
+                           str(stats_path))
+    out = parse_stdout(stdout)
+    if is_closed_loop(point):
+        summary = summarize_programs(cfg, rows, out, _programs(point, built, cfg, work))
+    else:
+        summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size))
+    return summary, rows
 
 
 def _programs(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path) -> ProgramSummary:

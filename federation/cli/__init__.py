@@ -55,26 +55,63 @@ def error(message: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console-script entry point; returns the exit status."""
+    """Console-script entry point; returns the exit status.
+
+    SIGINT, SIGTERM and SIGHUP stop every command the same way (:mod:`federation.interrupts`):
+    cleanup runs, a run keeps its finished points, and the exit status is 128 + the signal's
+    number.  An ``OSError`` naming a file that no command turned into a message of its own (a
+    name too long for the file system, a file that cannot be read) is printed as one line
+    naming the file, exit 2: it is about the user's files, not a bug."""
+    from federation import interrupts
+
     _register_commands()
     try:
-        from federation.plugin.registry import get_plugins
+        with interrupts.handling(to_the_end=True):
+            from federation.plugin.registry import get_plugins
 
-        try:
-            get_plugins().add_commands(app)
-        except FederationError:
-            pass  # reported by the command that needs the plugins
-        app(args=argv, standalone_mode=True)
+            try:
+                get_plugins().add_commands(app)
+            except FederationError:
+                pass  # reported by the command that needs the plugins
+            app(args=argv, standalone_mode=True)
     except FederationError as exc:
         error(str(exc))
         return exc.exit_code
     except SystemExit as exc:  # typer/click exit
+        stop = _stop_behind(exc) if exc.code not in (0, None) else None
+        if stop is not None:  # typer turns a KeyboardInterrupt into exit 130, without a word
+            error(f"interrupted by {interrupts.signal_name(stop)}")
+            return interrupts.exit_code(stop)
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 1)
-    except KeyboardInterrupt:
-        error("interrupted")
-        return 130
+    except KeyboardInterrupt as exc:
+        error(f"interrupted by {interrupts.signal_name(exc)}")
+        return interrupts.exit_code(exc)
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        error(f"{_shown(exc.filename)}: {exc.strerror or exc}")
+        return 2
     return 0
+
+
+def _stop_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The stop signal (as its exception) an exit was raised for, if any."""
+    seen = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, KeyboardInterrupt):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def _shown(name: object) -> str:
+    import os
+
+    text = os.fsdecode(name) if isinstance(name, bytes | str) else str(name)
+    return os.fsencode(text).decode("utf-8", "backslashreplace")
 
 
 def entry() -> None:  # pragma: no cover - thin wrapper for the console script

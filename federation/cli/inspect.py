@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -39,6 +40,8 @@ def validate(
               f"{net.n_nodes} nodes, {net.n_links} cables)")
         return
     loaded = load_experiment(file, set_ or [])
+    for note in loaded.notes:  # e.g. a sweep axis that an override replaced
+        print(f"note: {note}", file=sys.stderr)
     preflight(loaded, limit)
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")
 
@@ -72,14 +75,16 @@ def schema(
                           "experiment": docs["experiment.schema.json"]}, indent=2))
         return
     from federation.errors import ConfigError
+    from federation.results.outputs import check_out_path, write_file
 
+    check_out_path(out, "--out")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name, d in docs.items():
-            (out / name).write_text(json.dumps(d, indent=2, sort_keys=True) + "\n")
     except OSError as exc:
         raise ConfigError(f"cannot write {out}: {exc.strerror or type(exc).__name__}",
                           source="--out") from None
+    for name, d in docs.items():  # each replaced whole (a rename), never half-written
+        write_file(out / name, json.dumps(d, indent=2, sort_keys=True) + "\n", "--out")
     for name in docs:
         print(out / name)
 

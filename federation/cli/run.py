@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from federation.cli import app
 from federation.cli.terminal import progress_reporter
 from federation.results.model import LinkUse, PointResult, RunResult
+
+if TYPE_CHECKING:
+    from federation.pipeline.load import LoadedExperiment
 
 
 @app.command()
@@ -37,35 +41,40 @@ def run(
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", metavar="ADDRESS", help="run the sweep points on the existing Dask "
         "cluster whose scheduler is at ADDRESS, e.g. tcp://scheduler-host:8786")] = None,
+    worker_timeout: Annotated[float | None, typer.Option(
+        "--worker-timeout", metavar="SECONDS", help="with --workers or --scheduler: stop the "
+        "sweep, keeping the finished points, when the cluster has had no worker for this long "
+        "(none joined, or all left)  [default: 60]")] = None,
 ) -> None:
-    """Run an experiment on its engine and write results.json plus per-port/per-packet tables."""
+    """Run an experiment on its engine and write results.json plus per-port/per-packet tables.
+
+    Stopped by Ctrl-C, SIGTERM or SIGHUP, it keeps the finished points (results.json marked
+    incomplete) and exits 128 + the signal's number; an incomplete run never replaces a
+    complete one (--overwrite): it is written beside it, as OUT.incomplete-N."""
     from federation.pipeline.distributed import check_options
     from federation.pipeline.load import load_experiment
     from federation.pipeline.run import run_experiment
 
-    check_options(workers, scheduler)  # before the file is read: a usage error comes first
+    check_options(workers, scheduler, worker_timeout)  # before the file is read: usage first
     limit = parse_max_memory(max_memory)
     loaded = load_experiment(file, set_ or [])
-    exp = loaded.experiment
-    if out is not None:
-        out_dir, out_source = out, "--out"
-    elif exp.outputs.dir:
-        out_dir = Path(exp.outputs.dir)
-        if not out_dir.is_absolute():
-            out_dir = Path(loaded.source).parent / out_dir
-        out_source = f"{loaded.source}: outputs.dir"
-    else:
-        out_dir = Path("results") / (exp.name or Path(loaded.source).stem)
-        out_source = "--out"
+    for note in loaded.notes:  # e.g. a sweep axis that an override replaced
+        print(f"note: {note}", file=sys.stderr)
+    out_dir, out_source = output_folder(loaded, out)
+    placed: list[Path] = []
     with progress_reporter() as cb:
         try:
             result = run_experiment(loaded, out_dir, progress=cb, overwrite=overwrite,
                                     max_memory=limit, out_source=out_source,
-                                    workers=workers, scheduler=scheduler)
-        except KeyboardInterrupt:  # before the run started: typer would exit without a word
+                                    workers=workers, scheduler=scheduler,
+                                    worker_timeout=worker_timeout, placed=placed.append)
+        except KeyboardInterrupt as exc:  # before the run started
+            from federation import interrupts
             from federation.pipeline.run import Interrupted
 
-            raise Interrupted("interrupted before the run started; nothing was written") from None
+            raise Interrupted(f"interrupted by {interrupts.signal_name(exc)} before the run "
+                              "started; nothing was written", exc) from None
+    out_dir = placed[0] if placed else out_dir
     if as_json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
     else:
@@ -77,6 +86,31 @@ def run(
         paths = draw_folders([out_dir], out_dir / "plots", "png", DEFAULT_SATURATION_MARGIN)
         if not as_json:  # stdout stays one JSON document
             print(f"plots: {out_dir / 'plots'}/ ({len(paths)} figures)")
+
+
+def output_folder(loaded: LoadedExperiment, out: Path | None) -> tuple[Path, str]:
+    """Where the run writes, and what to name in a refusal: ``--out``, else ``outputs.dir``
+    (relative to the experiment file), else ``results/<name>`` (the experiment's ``name``, or
+    the file's stem), each checked as a name every file system and reader takes
+    (:func:`federation.results.outputs.check_out_path`)."""
+    from federation.results.outputs import check_name, check_out_path
+
+    exp = loaded.experiment
+    if out is not None:
+        out_dir, out_source = out, "--out"
+    elif exp.outputs.dir:
+        out_dir = Path(exp.outputs.dir)
+        if not out_dir.is_absolute():
+            out_dir = Path(loaded.source).parent / out_dir
+        out_source = f"{loaded.source}: outputs.dir"
+    elif exp.name:
+        check_name(exp.name, str(loaded.source))
+        out_dir, out_source = Path("results") / exp.name, f"{loaded.source}: name"
+    else:
+        out_dir = Path("results") / Path(loaded.source).stem
+        out_source = f"{loaded.source} (its name gives the output folder; give --out)"
+    check_out_path(out_dir, out_source)
+    return out_dir, out_source
 
 
 def parse_max_memory(text: str | None) -> int | None:

@@ -16,15 +16,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from federation.plugin.components import Arbiter, Engine, QosPolicy, Routing, Topology, Workload
 from federation.errors import ConfigError
+from federation.models.limits import MAX_SWEEP_POINTS
+from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
 from federation.models.base import read_document, validate_model
 from federation.models.experiment import Experiment
-from federation.models.limits import MAX_SWEEP_POINTS
 from federation.models.machine import ComponentSpec, Machine
-from federation.plugin.components import Arbiter, Engine, QosPolicy, Routing, Topology, Workload
-from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
+from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_path: public here too
+    Assigner,
+    Override,
+    apply_sweep_overrides,
+    blame,
+    check_conflicts,
+    drop_overridden_axes,
+    parse_override,
+    set_path,
+)
 from federation.schemas import quickstart_path
 
 
@@ -57,48 +65,9 @@ class LoadedExperiment:
     experiment: Experiment
     source: str
     points: list[ResolvedPoint]
-
-
-def parse_override(text: str) -> tuple[str, Any]:
-    """``key.path=value`` with the value read as YAML (``0.3`` is a number, ``[1,2]`` a list)."""
-    if "=" not in text:
-        raise ConfigError(f"expected key=value, got {text!r}", source="--set")
-    key, _, raw = text.partition("=")
-    key = key.strip()
-    if not key:
-        raise ConfigError(f"empty key in {text!r}", source="--set")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return key, value
-
-
-def set_path(doc: dict[str, Any], key: str, value: Any, source: str) -> None:
-    """Set ``a.b.c`` in a nested mapping, creating mappings on the way."""
-    parts = key.split(".")
-    cur: Any = doc
-    for i, part in enumerate(parts[:-1]):
-        nxt = cur.get(part) if isinstance(cur, dict) else None
-        if nxt is None:
-            nxt = {}
-            cur[part] = nxt
-        if not isinstance(nxt, dict):
-            raise ConfigError(
-                f"cannot set {key!r}: {'.'.join(parts[: i + 1])} is not a mapping", source=source
-            )
-        cur = nxt
-    cur[parts[-1]] = value
-
-
-def _inline_machine(doc: dict[str, Any], base: Path) -> str | None:
-    """Replace a machine path by its content so overrides can reach into it; returns its path."""
-    m = doc.get("machine")
-    if isinstance(m, str):
-        path = (base / m) if not Path(m).is_absolute() else Path(m)
-        doc["machine"] = read_document(path)
-        return str(path)
-    return None
+    #: what the user should know about how the file was read, e.g. a sweep axis an override
+    #: replaced (the CLI prints each as a ``note:`` line)
+    notes: list[str] = field(default_factory=list)
 
 
 def resolve_component(spec: ComponentSpec, registry: ComponentRegistry[Any], source: str,
@@ -149,7 +118,7 @@ def is_machine_document(doc: dict[str, Any]) -> bool:
 def load_experiment(path: str | Path | None = None, overrides: list[str] | None = None,
                     plugins: FederationPlugins | None = None) -> LoadedExperiment:
     """Load an experiment file (default: the shipped quickstart), apply ``--set`` overrides and
-    resolve every sweep point."""
+    resolve every sweep point (how overrides meet the sweep: :mod:`federation.pipeline.overrides`)."""
     plugins = plugins or get_plugins()
     p = Path(path) if path is not None else quickstart_path()
     source = str(p)
@@ -161,14 +130,25 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
             "for machine files",
             source=source,
         )
-    machine_source = None
     sets = [parse_override(o) for o in overrides or []]
-    if any(k.startswith("machine.") for k, _ in sets):
-        machine_source = _inline_machine(doc, p.parent)
-    for key, value in sets:
-        set_path(doc, key, value, source="--set")
-    experiment = validate_model(Experiment, doc, source)
+    check_conflicts(sets)
+    try:
+        return _load(doc, p, sets, plugins)
+    except ConfigError as exc:
+        raise blame(exc, sets, source) from None
+
+
+def _load(doc: dict[str, Any], p: Path, sets: list[Override],
+          plugins: FederationPlugins) -> LoadedExperiment:
+    source = str(p)
+    fields = [o for o in sets if o.key != "sweep" and o.axis is None]
+    given = apply_sweep_overrides(doc, sets)
+    notes = drop_overridden_axes(doc, fields, given, source)
+    assigner = Assigner(p.parent)
     base_doc = {k: v for k, v in doc.items() if k != "sweep"}
+    whole = copy.deepcopy(doc)
+    machine_source = assigner.assign(whole, [(o.key, o.value) for o in fields], "--set")
+    experiment = _validate(whole, source, machine_source)
     points: list[ResolvedPoint] = []
     keys = list(experiment.sweep)
     _check_sweep_size(experiment, source)
@@ -176,13 +156,24 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
     for combo in combos:
         pdoc = copy.deepcopy(base_doc)
         sweep = dict(zip(keys, combo, strict=True))
-        if any(k.startswith("machine.") for k in keys) and isinstance(pdoc.get("machine"), str):
-            machine_source = _inline_machine(pdoc, p.parent)
-        for k, v in sweep.items():
-            set_path(pdoc, k, v, source=f"{source}: sweep.{k}")
-        exp = validate_model(Experiment, pdoc, source)
+        items = [(k, v) for k, v in sweep.items()] + [(o.key, o.value) for o in fields]
+        machine_source = assigner.assign(pdoc, items, f"{source}: sweep")
+        exp = _validate(pdoc, source, machine_source)
         points.append(_resolve_point(exp, source, p.parent, plugins, sweep, machine_source))
-    return LoadedExperiment(experiment, source, points)
+    return LoadedExperiment(experiment, source, points, notes)
+
+
+def _validate(doc: dict[str, Any], source: str, machine_source: str | None) -> Experiment:
+    """The experiment model of ``doc``; an error inside a machine that was inlined from a file
+    (for an override or a sweep) names that file and the field in it, as loading the file
+    itself would."""
+    try:
+        return validate_model(Experiment, doc, source)
+    except ConfigError as exc:
+        if machine_source and exc.source == source and (exc.path or "").startswith("machine."):
+            raise ConfigError(exc.message, source=machine_source,
+                              path=exc.path[len("machine."):]) from None
+        raise
 
 
 def _check_sweep_size(experiment: Experiment, source: str) -> None:

@@ -10,9 +10,10 @@ Split in two, because a sweep usually runs many points on one machine:
   point that would generate no measured packet or too many to hold, packetizes it and draws the
   routing's per-packet choices.
 
-:func:`preflight` runs the build checks (including the routing's VC needs) for *every* point of
-an experiment before the first point is simulated, so a sweep never dies half-way on an input
-error that could have been seen at the start.
+:func:`preflight` runs the build checks (including the routing's VC needs) and, for rank
+programs, builds and checks the programs (:mod:`federation.pipeline.rank_programs`) for *every* point
+of an experiment before the first point is simulated, so a sweep never dies half-way on an
+input error that could have been seen at the start.
 """
 
 from __future__ import annotations
@@ -23,26 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from federation.engine.native import LinkFigures, NativeRun, check_vcs
-from federation.engine.program_arrays import ProgramFigures, ProgramTraffic, build_traffic
-from federation.engine.traffic import OpenTraffic
-from federation.errors import ConfigError, FederationError, RoutingError, located
-from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
-from federation.models.machine import Machine
-from federation.models.units import seconds_to_ps
-from federation.network import Network
-from federation.pipeline.load import LoadedExperiment, ResolvedPoint
-from federation.pipeline.messages import (
-    Batches,
-    check_messages,
-    check_traffic,
-    generate_n_messages,
-    no_messages,
-    streamed,
-    streams,
-    whole_batches,
-    workload_context,
-)
 from federation.pipeline.preflight import (
     PER_ROW,
     MemoryEstimate,
@@ -55,14 +36,33 @@ from federation.pipeline.preflight import (
     machine_prefix,
     packets_memory,
 )
-from federation.pipeline.tables_check import check_point_tables
 from federation.plugin.components import (
     Messages,
     RouteTables,
     RoutingProgram,
 )
-from federation.programs.checks import check_programs
-from federation.programs.model import RankPrograms
+from federation.engine.native import LinkFigures, NativeRun, check_vcs
+from federation.engine.program_arrays import ProgramTraffic, build_traffic
+from federation.pipeline.tables_check import check_point_tables
+from federation.engine.traffic import OpenTraffic
+from federation.errors import ConfigError, FederationError, RoutingError, located
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.pipeline.load import LoadedExperiment, ResolvedPoint
+from federation.pipeline.messages import (
+    Batches,
+    check_messages,
+    check_traffic,
+    generate_n_messages,
+    no_messages,
+    streamed,
+    streams,
+    whole_batches,
+    workload_context,
+)
+from federation.models.machine import Machine
+from federation.network import Network
+from federation.pipeline.rank_programs import PROGRAM_BYTES_PER_OP, ProgramCache, program_figures
+from federation.models.units import seconds_to_ps
 
 
 @dataclass
@@ -184,11 +184,13 @@ def check_program(program: RoutingProgram, n_vcs: int, owner: str) -> None:
 
 
 class BuildCache:
-    """Keeps the last :class:`Built` (a sweep over loads reuses one machine)."""
+    """Keeps the last :class:`Built` (a sweep over loads reuses one machine), and the rank
+    programs the preflight built (:class:`~federation.pipeline.rank_programs.ProgramCache`)."""
 
     def __init__(self, max_memory: int) -> None:
         self.max_memory = max_memory
         self._last: Built | None = None
+        self.programs = ProgramCache(max_memory)
 
     def get(self, point: ResolvedPoint) -> Built:
         key = build_key(point)
@@ -200,12 +202,16 @@ class BuildCache:
 
 def preflight(loaded: LoadedExperiment, max_memory: int) -> BuildCache:
     """Every check that needs no traffic, for every point, before any point runs: the
-    machine's build checks, then the engine's own (:meth:`federation.plugin.components.Engine.check`:
-    what an external engine cannot represent)."""
+    machine's build checks, the engine's own (:meth:`federation.plugin.components.Engine.check`:
+    what an external engine cannot represent), and a closed-loop point's rank programs, built
+    and checked against its machine and the clock (kept for the run)."""
     cache = BuildCache(max_memory)
     for i, point in enumerate(loaded.points):
         try:
-            point.engine.check(point, cache.get(point))
+            built = cache.get(point)
+            point.engine.check(point, built)
+            if point.workload.closed_loop:
+                cache.programs.check(point, built)
         except FederationError as exc:
             raise _in_point(exc, point, i, len(loaded.points)) from None
     return cache
@@ -233,20 +239,21 @@ def prepare(point: ResolvedPoint, cache: BuildCache | None = None,
 
     limit = max_memory or (cache.max_memory if cache else default_max_memory())
     try:
-        built = (cache or BuildCache(limit)).get(point)
-        return _prepare(point, built, limit)
+        cache = cache or BuildCache(limit)
+        return _prepare(point, cache.get(point), limit, cache)
     except ConfigError as exc:
         raise located(exc, point.source) from None
 
 
-def _prepare(point: ResolvedPoint, built: Built, max_memory: int) -> PreparedPoint:
+def _prepare(point: ResolvedPoint, built: Built, max_memory: int,
+             cache: BuildCache) -> PreparedPoint:
     exp = point.experiment
     net = built.network
     seeds = np.random.SeedSequence(exp.seed)
     rng_traffic, rng_route = (np.random.default_rng(s) for s in seeds.spawn(2))
     warm = seconds_to_ps(exp.stop.warmup)
     if point.workload.closed_loop:
-        return _prepare_programs(point, built, max_memory, rng_traffic, rng_route)
+        return _prepare_programs(point, built, max_memory, rng_route, cache)
     outputs = exp.outputs
     kept = bool(outputs.packets or outputs.messages)
     packet = int(point.machine.machine.packet_size)
@@ -330,22 +337,16 @@ def _max_rows(built: Built, max_memory: int, other: int) -> int:
 
 
 def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
-                      rng_traffic: np.random.Generator,
-                      rng_route: np.random.Generator) -> PreparedPoint:
-    """A closed-loop point: the workload's rank programs, checked, and their packets (known
-    before the run; only their times are not).  The run lasts until the programs finish, so
-    its window is the whole run."""
+                      rng_route: np.random.Generator, cache: BuildCache) -> PreparedPoint:
+    """A closed-loop point: the workload's rank programs, checked (by the preflight, or now:
+    :class:`~federation.pipeline.rank_programs.ProgramCache`), and their packets (known before the
+    run; only their times are not).  The run lasts until the programs finish, so its window
+    is the whole run.  The programs draw from the run's traffic stream (child 0 of the
+    seed's sequence), as :func:`~federation.pipeline.rank_programs.build_programs` gives it."""
     machine = point.machine.machine
     net = built.network
-    progs = point.workload.programs(workload_context(point, net, TIME_LIMIT_PS - 1,
-                                                     built.nic_bandwidth, rng_traffic))
-    check_rank_programs(point, progs, net.n_nodes)
-    fig = ProgramFigures(int(machine.packet_size), int(machine.nic.eager_threshold),
-                         machine.control_packet_bytes(),
-                         seconds_to_ps(machine.nic.send_overhead),
-                         seconds_to_ps(machine.nic.recv_overhead),
-                         injection_vc=machine.router.injection_vc,
-                         via=intermediate_rule(point, built))
+    progs = cache.programs.get(point, built)
+    fig = program_figures(point, built)
     background = background_messages(point, built)
     packet = int(machine.packet_size)
     n_bg = int(((background.size + packet - 1) // packet).sum())
@@ -418,11 +419,6 @@ def as_background(exc: ConfigError) -> ConfigError:
                        path="background" + path[len("workload"):])
 
 
-#: bytes of engine state per operation (operation, message, 3 flows, matching slots), an
-#: upper bound used by the memory check
-PROGRAM_BYTES_PER_OP = 400
-
-
 def intermediate_rule(point: ResolvedPoint, built: Built) -> str:
     """How program packets get their intermediates: they are born inside the loop, where a
     routing's Python ``intermediates`` cannot run, so the loop draws by the routing's
@@ -442,17 +438,6 @@ def intermediate_rule(point: ResolvedPoint, built: Built) -> str:
         "packets born inside the compiled loop, as rank programs' are: give the rule, or "
         "draw them in the routing program's inject function (docs/plugins.md)",
         source=point.source, path="routing")
-
-
-def check_rank_programs(point: ResolvedPoint, progs: RankPrograms, n_nodes: int) -> None:
-    """A workload's rank programs as the engine needs them (see
-    :mod:`federation.programs.checks`): refused naming the rank, the operation and, for a
-    file, its line."""
-    if not isinstance(progs, RankPrograms):
-        raise ConfigError(f"workload {point.workload.name!r} returned "
-                          f"{type(progs).__name__}, not RankPrograms", source=point.source,
-                          path="workload")
-    check_programs(progs, n_nodes, source=progs.source or point.source, path="workload")
 
 
 def check_intermediates(point: ResolvedPoint, built: Built, via: np.ndarray,

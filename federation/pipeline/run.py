@@ -12,16 +12,26 @@ experiment and seed give byte-identical results.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 import numpy as np
 
 from federation._version import __version__
+from federation import interrupts
 from federation.engine.native import RawResult
 from federation.errors import FederationError
-from federation.network import Network
 from federation.pipeline.load import LoadedExperiment, ResolvedPoint
+from federation.results.model import (
+    ComponentOrigin,
+    MachineSummary,
+    Performance,
+    PointResult,
+    RunResult,
+)
+from federation.network import Network
+from federation.results.outputs import OutputDir, OutputError, write_table
 from federation.pipeline.prepare import (
     BuildCache,
     Built,
@@ -32,14 +42,6 @@ from federation.pipeline.prepare import (
     resolve_links,
 )
 from federation.pipeline.summary import message_table, summarize
-from federation.results.model import (
-    ComponentOrigin,
-    MachineSummary,
-    Performance,
-    PointResult,
-    RunResult,
-)
-from federation.results.outputs import OutputDir, write_table
 
 __all__ = ["PreparedPoint", "build_network", "message_table", "prepare", "resolve_links",
            "run_experiment", "summarize", "write_table"]
@@ -56,9 +58,15 @@ Tables = dict[str, np.ndarray]
 
 
 class Interrupted(FederationError):
-    """Ctrl-C during a run (exit status 130, as a shell reports SIGINT)."""
+    """A stop signal during a run (SIGINT, SIGTERM, SIGHUP: :mod:`federation.interrupts`);
+    the exit status is 128 + the signal's number, as a shell reports it (130 for Ctrl-C)."""
 
     exit_code = 130
+
+    def __init__(self, message: str, exc: BaseException | None = None) -> None:
+        super().__init__(message)
+        if exc is not None:
+            self.exit_code = interrupts.exit_code(exc)
 
 
 def _performance(raw: RawResult) -> Performance:
@@ -210,27 +218,33 @@ def run_point(index: int, point: ResolvedPoint, cache: BuildCache, writer: Outpu
 def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
                    progress: Progress | None = None, *, overwrite: bool = False,
                    max_memory: int | None = None, out_source: str = "--out",
-                   workers: int | None = None, scheduler: str | None = None) -> RunResult:
+                   workers: int | None = None, scheduler: str | None = None,
+                   worker_timeout: float | None = None,
+                   placed: Callable[[Path], None] | None = None) -> RunResult:
     """Run every point of ``loaded``; write results into ``out_dir`` when given.
 
     Every point is checked before the first one runs.  Tables are written as each point
     finishes; the folder replaces ``out_dir`` at the end.  If a point fails or the run is
-    interrupted after others finished, the finished ones are kept with ``results.json`` marked
-    incomplete, and the error (:class:`Interrupted` for Ctrl-C) says so.
+    stopped (Ctrl-C, SIGTERM, SIGHUP: :mod:`federation.interrupts`) after others finished, the
+    finished ones are kept with ``results.json`` marked incomplete, and the error
+    (:class:`Interrupted` for a stop signal) says so and where they are.
 
     ``workers`` above 1 or a ``scheduler`` address run the points as Dask tasks
     (:mod:`federation.pipeline.distributed`; a local cluster of at most one process per point, so one
-    point is always run here); the results document is the same, byte for byte.  A local
-    cluster starts its processes with multiprocessing's ``spawn``, so a script calling this
-    needs the usual ``if __name__ == "__main__":`` guard.
+    point is always run here); the results document is the same, byte for byte.
+    ``worker_timeout`` bounds how long the sweep waits while the cluster has no worker.
+    ``placed`` is told where the folder went (``out_dir``, or beside it when a folder appeared
+    there during the run, see :class:`~federation.results.outputs.OutputDir`).  A
+    local cluster starts its processes with multiprocessing's ``spawn``, so a script calling
+    this needs the usual ``if __name__ == "__main__":`` guard.
     """
     from federation.pipeline.preflight import default_max_memory
 
     limit = max_memory or default_max_memory()
-    if workers is not None or scheduler is not None:
+    if workers is not None or scheduler is not None or worker_timeout is not None:
         from federation.pipeline import distributed
 
-        distributed.check_options(workers, scheduler)
+        distributed.check_options(workers, scheduler, worker_timeout)
     if workers is not None:  # no more local processes than points: 1 is the serial run
         workers = min(workers, len(loaded.points))
     spread = workers is not None and workers > 1 or scheduler is not None
@@ -251,16 +265,30 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
 
             distributed.run_points(loaded, cache.max_memory, keep, workers=workers,
                                    scheduler=scheduler, progress=progress,
-                                   out=(writer.tmp, writer.fmt) if writer else None)
+                                   out=(writer.tmp, writer.fmt) if writer else None,
+                                   worker_timeout=worker_timeout)
         else:
             for i, point in enumerate(loaded.points):
                 done[i] = run_point(i, point, cache, writer, progress)
+        if len(done) < len(loaded.points):  # never claim a point that did not run
+            raise FederationError(f"points {_missing(loaded, done)} did not finish")
     except (Exception, KeyboardInterrupt) as exc:
-        _stop_early(loaded, writer, done, exc)
-    points = [done[i][0] for i in sorted(done)]
-    result = _result(loaded, done[0][1], points)
-    if writer is not None:
-        writer.finish(result, _perf(points))
+        with interrupts.held():  # a second signal does not cut keeping the points short
+            _stop_early(loaded, writer, done, exc)
+    result = _result(loaded, done)
+    if writer is None:
+        return result
+    try:
+        result = writer.finish(result, _perf(result.points))
+    except KeyboardInterrupt as exc:  # arrived while the folder was put in place
+        raise Interrupted(f"interrupted by {interrupts.signal_name(exc)} after every point "
+                          f"finished; the results are complete in {writer.final}", exc) from None
+    if placed is not None and writer.final is not None:
+        placed(writer.final)
+    if result.status != "complete":  # the writer found a point's tables missing
+        raise FederationError(f"{result.error}; {len(result.points)} of {len(loaded.points)} "
+                              f"points are kept in {writer.final} (results.json marked "
+                              "incomplete)")
     return result
 
 
@@ -268,30 +296,43 @@ def _stop_early(loaded: LoadedExperiment, writer: OutputDir | None,
                 done: dict[int, tuple[PointResult, MachineSummary]],
                 exc: BaseException) -> NoReturn:
     """Keep the finished points (``results.json`` marked incomplete, the others listed as
-    missing) and raise the error saying so; with nothing finished, leave nothing behind."""
-    if writer is not None and not done:
-        writer.abort()
-    if writer is None or not done:
-        if isinstance(exc, KeyboardInterrupt):  # typer would exit 130 without a word
-            raise Interrupted("interrupted before any point finished; nothing was "
-                              "written") from None
-        raise exc
+    missing) and raise the error saying so and where; with nothing finished, leave nothing
+    behind."""
+    stop = isinstance(exc, KeyboardInterrupt)
+    why = f"interrupted by {interrupts.signal_name(exc)}" if stop else str(exc)
     n = len(loaded.points)
-    kept = sorted(done)
-    points = [done[i][0] for i in kept]
-    _drop_unkept(writer.tmp, points)
-    why = "interrupted" if isinstance(exc, KeyboardInterrupt) else str(exc)
-    missing = [i for i in range(n) if i not in done]
-    partial = _result(loaded, done[kept[0]][1], points, missing=missing, error=why)
-    writer.finish(partial, _perf(points))
-    note = (f"{len(points)} of {n} points finished and are kept in {writer.out} "
-            "(results.json marked incomplete)")
-    if isinstance(exc, KeyboardInterrupt):
-        raise Interrupted(f"interrupted; {note}") from None
+    if writer is None or not done:
+        if writer is not None:
+            writer.abort()
+        if stop:  # typer would exit 130 without a word
+            tail = ("before any point finished; nothing was written" if not done
+                    else f"after {len(done)} of {n} points")
+            raise Interrupted(f"{why} {tail}", exc) from None
+        raise exc
+    _drop_unkept(writer.tmp, [p for p, _ in done.values()])
+    try:
+        kept = writer.finish(_result(loaded, done, error=why), _perf(
+            [done[i][0] for i in sorted(done)]))
+        if kept.status == "complete":  # the signal came after the last point finished
+            note = f"every point finished; the results are complete in {writer.final}"
+        else:
+            note = (f"{len(kept.points)} of {n} points finished and are kept in "
+                    f"{writer.final} (results.json marked incomplete)")
+        if writer.beside_complete:
+            note += f"; {writer.out} holds a complete earlier run, left as it was"
+    except OutputError as werr:  # the documents could not be written: say what is where
+        note = str(werr)
+    if stop:
+        raise Interrupted(f"{why}; {note}", exc) from None
     if isinstance(exc, FederationError):
         raise type(exc)(f"{exc}; {note}") from None
     exc.add_note(note)
     raise exc
+
+
+def _missing(loaded: LoadedExperiment,
+             done: dict[int, tuple[PointResult, MachineSummary]]) -> list[int]:
+    return [i for i in range(len(loaded.points)) if i not in done]
 
 
 def _drop_unkept(folder: Path, points: list[PointResult]) -> None:
@@ -303,17 +344,21 @@ def _drop_unkept(folder: Path, points: list[PointResult]) -> None:
             path.unlink(missing_ok=True)
 
 
-def _result(loaded: LoadedExperiment, msum: MachineSummary, points: list[PointResult],
-            missing: list[int] | None = None, error: str | None = None) -> RunResult:
+def _result(loaded: LoadedExperiment, done: dict[int, tuple[PointResult, MachineSummary]],
+            error: str | None = None) -> RunResult:
+    """The results document of the finished points ``done`` (at least one), in index order:
+    ``complete`` only when every point of the sweep is in it."""
+    kept = sorted(done)
+    missing = _missing(loaded, done)
     return RunResult(
         federation_version=__version__,
         experiment=loaded.experiment.name,
         source=str(Path(loaded.source).resolve()),
         status="incomplete" if missing else "complete",
-        missing_points=missing or [],
-        error=error,
-        machine=msum,
-        points=points,
+        missing_points=missing,
+        error=error if missing else None,
+        machine=done[kept[0]][1],
+        points=[done[i][0] for i in kept],
     )
 
 

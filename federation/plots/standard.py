@@ -17,6 +17,7 @@ from federation.plots.data import (
     DEFAULT_SATURATION_MARGIN,
     HEATMAP_MAX_ROUTERS,
     ResultFolder,
+    Series,
     series_of,
 )
 
@@ -72,10 +73,18 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
                   f"{s.label}: no ports tables")
         drawn.add("latency_distribution", distributions.draw_latency_distribution(
             s, folders, out_dir, fmt, f"latency-distribution{suffix}"),
-            f"{s.label}: no packets tables (outputs.packets was off)")
+            _why_not(s, "packets", "packets"))
         drawn.add("hops", distributions.draw_hops(s, folders, out_dir, fmt, f"hops{suffix}"),
-                  f"{s.label}: no packets tables (outputs.packets was off)")
+                  _why_not(s, "packets", "packets"))
         drawn.add("message_completion", distributions.draw_message_completion(
             s, folders, out_dir, fmt, f"message-completion{suffix}"),
-            f"{s.label}: no messages tables (outputs.messages was off)")
+            _why_not(s, "messages", "completed messages"))
     return drawn
+
+
+def _why_not(s: Series, table: str, rows: str) -> str:
+    """Why a distribution of ``s`` has nothing to draw: no such tables, or tables without a
+    measured row (e.g. rank programs, whose packets are summed in the loop, not listed)."""
+    if any(s.folder.has_table(p, table) for p in s.points):
+        return f"{s.label}: its {table} tables hold no measured {rows}"
+    return f"{s.label}: no {table} tables (outputs.{table} was off)"

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from federation.errors import OutputError, os_reason
+
 Columns = dict[str, np.ndarray]
 
 
@@ -70,7 +72,17 @@ class Spool(Table):
         if not k:
             return
         for name in self.names:
-            np.save(Path(self._dir.name) / f"{self.n}-{name}.npy", cols[name])
+            path = Path(self._dir.name) / f"{self.n}-{name}.npy"
+            try:
+                np.save(path, cols[name])
+            except OSError as exc:  # a full temporary disk: say which, and what to do
+                path.unlink(missing_ok=True)
+                raise OutputError(
+                    f"cannot write a temporary table in {self._dir.name}: {os_reason(exc)} "
+                    "(the per-packet and per-message tables of a run are spooled to the "
+                    "temporary folder, $TMPDIR, before they are written out: point TMPDIR "
+                    "at a larger disk, or turn outputs.packets / outputs.messages off)"
+                ) from None
         self.n += 1
         self.rows += k
 

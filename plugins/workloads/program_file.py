@@ -10,7 +10,9 @@
       host_speed: 1e9             # TI: flop/s of every host, for "compute <flops>"
 
 The programs run closed-loop: each rank's operations start when their dependencies allow
-(see :mod:`federation.programs`).  Rank i runs on node i.
+(see :mod:`federation.programs`).  Rank i runs on node i.  The file is read and checked by the
+preflight of every sweep point (``federation validate`` too), so a missing, malformed, cyclic
+or deadlocking schedule is refused before any point runs, naming the file and line.
 """
 
 from __future__ import annotations
@@ -23,11 +25,10 @@ from pydantic import Field
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
 from federation.models.base import DocumentPath
-from federation.models.units import Time, format_time, seconds_to_ps
-from federation.programs.checks import check_programs
 from federation.programs.goal import read_goal
 from federation.programs.model import RankPrograms
 from federation.programs.ti import DEFAULT_HOST_SPEED, read_ti
+from federation.models.units import Time, clock_ps, format_time
 
 
 class ProgramFileParams(Params):
@@ -56,20 +57,23 @@ class ProgramFile(Workload):
         return fmt
 
     def programs(self, ctx: WorkloadContext) -> RankPrograms:
-        path = self.params.path
-        if not Path(path).is_file():
-            raise ConfigError(f"no such schedule file: {path}", path="workload.path")
+        """Read the file, bounded by the machine (``num_ranks``, a trace's ranks and its list
+        of files against the nodes) and by the operation budget of ``--max-memory``
+        (:mod:`federation.programs.reading`) while it is read.  The caller checks the result
+        (:func:`federation.pipeline.rank_programs.build_programs`: the preflight of every point)."""
+        path = Path(self.params.path)
+        if not path.is_file():
+            raise ConfigError(f"{path} is not a regular file" if path.exists()
+                              else f"no such schedule file: {path}", path="workload.path")
+        n_nodes = ctx.network.n_nodes
         if self.file_format() == "goal":
-            unit = seconds_to_ps(self.params.calc_unit)
+            unit = clock_ps(self.params.calc_unit, "calc_unit", path="workload.calc_unit")
             if unit < 1 or abs(unit - self.params.calc_unit * 1e12) > 1e-6 * unit:
                 raise ConfigError(f"{format_time(self.params.calc_unit)} is not a whole "
                                   "number of picoseconds (at least 1ps)",
                                   path="workload.calc_unit")
-            progs = read_goal(path, calc_unit_ps=unit)
-        else:
-            progs = read_ti(path, host_speed_flops=self.params.host_speed)
-        check_programs(progs, ctx.network.n_nodes, source=progs.source or path)
-        return progs
+            return read_goal(path, calc_unit_ps=unit, max_ranks=n_nodes)
+        return read_ti(path, host_speed_flops=self.params.host_speed, max_ranks=n_nodes)
 
 
 @hookimpl

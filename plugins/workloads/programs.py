@@ -30,25 +30,41 @@ from pydantic import Field, field_validator
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
-from federation.models.units import ByteCount, Time, seconds_to_ps
 from federation.plugins.workloads.programs_build import (
     ProgramAssembler,
     ember_decomposition,
     recursive_doubling,
     recursive_doubling_ops,
 )
+from federation.programs.checks import check_message_size
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, RankPrograms
+from federation.programs.reading import op_budget
+from federation.models.units import ByteCount, Time, clock_ps
 
 #: most operations one workload may build (about 60 bytes each with their dependencies, so
-#: a slip such as ``iterations: 1e9`` is refused before anything is allocated)
+#: a slip such as ``iterations: 1e9`` is refused before anything is allocated); the memory
+#: limit's operation budget (:mod:`federation.programs.reading`) may allow fewer
 MAX_PROGRAM_OPS = 100_000_000
 
 
 def _check_ops(n_ops: int, field: str) -> None:
+    """The operation count, known before building, against the fixed limit and the point's
+    budget from ``--max-memory``."""
     if n_ops > MAX_PROGRAM_OPS:
         raise ConfigError(f"this program would have {n_ops:,} operations (limit "
                           f"{MAX_PROGRAM_OPS:,}); lower workload.{field}",
                           path=f"workload.{field}")
+    budget = op_budget()
+    if budget is not None and n_ops > budget.max_ops:
+        raise budget.refuse(n_ops, None, "this program would have ", f"workload.{field}")
+
+
+def _check_size(nbytes: int, ctx: WorkloadContext, what: str, field: str) -> None:
+    """A message size the workload sends, before anything is built: below the largest message
+    and, at the NIC's bandwidth, within the clock range (an 80 GB halo face once simulated for
+    116 s before the clock guard stopped it, blaming the link latencies)."""
+    check_message_size(nbytes, int(ctx.machine.packet_size), ctx.nic_bandwidth, what,
+                       f"workload.{field}")
 
 
 def _check_compute(per_rank_ps: int, field: str) -> None:
@@ -100,6 +116,8 @@ class Pingpong(Workload):
                               f"different nodes", path="workload.nodes")
         per_rank = 2 * len(p.sizes) * p.iterations
         _check_ops(2 * per_rank, "iterations")
+        for i, size in enumerate(p.sizes):
+            _check_size(int(size), ctx, f"sizes[{i}]", f"sizes[{i}]")
         sizes = np.array([int(s) for s in p.sizes], dtype=np.int64)
         nbytes = np.repeat(sizes, 2 * p.iterations)
         tags = np.repeat(np.arange(len(sizes), dtype=np.int32), 2 * p.iterations)
@@ -151,7 +169,8 @@ class Allreduce(Workload):
         n_nodes = ctx.network.n_nodes
         n = p.ranks if p.ranks is not None else n_nodes
         _check_ranks(n, n_nodes, "ranks")
-        compute_ps = seconds_to_ps(p.compute)
+        _check_size(int(p.size), ctx, "size", "size")
+        compute_ps = clock_ps(p.compute, "compute", path="workload.compute")
         _check_compute(compute_ps * p.iterations, "compute")
         per_iter = recursive_doubling_ops(n) + (compute_ps > 0)
         _check_ops(int(per_iter.sum()) * p.iterations, "iterations")
@@ -249,9 +268,15 @@ class Halo3d(Workload):
         (cells x fields x flopspercell at peflops, truncated to whole ns as ember does)."""
         p = self.params
         if p.computetime is not None:
-            return seconds_to_ps(p.computetime)
+            return clock_ps(p.computetime, "computetime", path="workload.computetime")
         flops = p.nx * p.ny * p.nz * p.fields_per_cell * p.flopspercell
-        return int(flops / (p.peflops / 1e9)) * 1000
+        ns = flops / (p.peflops / 1e9)  # a float: inf, not an OverflowError, when too large
+        if not ns * 1000 < TIME_LIMIT_PS:
+            raise ConfigError(f"the default computetime ({flops:.4g} flops per iteration at "
+                              f"peflops {p.peflops:g} flop/s = {ns / 1e9:.4g} s) is beyond "
+                              f"{CLOCK_LIMIT}; give computetime, or a larger peflops",
+                              path="workload.peflops")
+        return int(ns) * 1000
 
     def face_bytes(self) -> tuple[int, int, int]:
         """Bytes of an x, y and z face."""
@@ -278,8 +303,16 @@ class Halo3d(Workload):
         n = grid[0] * grid[1] * grid[2]
         nb = self.neighbours(grid)
         faces = self.face_bytes()
+        for d, (size, dims) in enumerate(zip(faces, (("ny", "nz"), ("nx", "nz"), ("nx", "ny")),
+                                             strict=True)):
+            if (nb[d] >= 0).any():  # a face that is exchanged
+                field = max(dims, key=lambda f: getattr(p, f))
+                _check_size(size, ctx, f"the {'xyz'[d]} faces (fields_per_cell x datatype_width "
+                            f"x {dims[0]} x {dims[1]} = {p.fields_per_cell} x "
+                            f"{p.datatype_width} x {getattr(p, dims[0])} x "
+                            f"{getattr(p, dims[1])})", field)
         comp = self.compute_ps()
-        copy = seconds_to_ps(p.copytime)
+        copy = clock_ps(p.copytime, "copytime", path="workload.copytime")
         field = "computetime" if p.computetime is not None or not copy else "copytime"
         _check_compute((comp + 3 * copy) * p.iterations, field)
         per_iter = (comp > 0) + 3 * (copy > 0) + 2 * (nb >= 0).sum(axis=(0, 1))
