@@ -43,7 +43,8 @@ from pathlib import Path
 import yaml
 
 from federation.pipeline.load import load_experiment
-from federation.pipeline.run import prepare, summarize
+from federation.pipeline.point import prepare
+from federation.pipeline.summary import summarize
 
 CODES = {
     "name": "codes-validation-dragonfly",

@@ -45,7 +45,7 @@ from engine import CODES  # noqa: E402
 from federation import Messages, Workload, WorkloadContext, hookimpl  # noqa: E402
 from federation.pipeline.load import load_experiment  # noqa: E402
 from federation.pipeline.messages import workload_context  # noqa: E402
-from federation.pipeline.prepare import prepare  # noqa: E402
+from federation.pipeline.point import prepare  # noqa: E402
 from federation.plugin.registry import get_plugins  # noqa: E402
 
 

@@ -46,7 +46,8 @@ def simulate(tmp_path: Path, doc: dict, name: str = "exp.yaml"):
     import yaml
 
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.run import prepare, summarize
+    from federation.pipeline.point import prepare
+    from federation.pipeline.summary import summarize
 
     path = tmp_path / name
     path.write_text(yaml.safe_dump(doc))

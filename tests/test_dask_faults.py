@@ -188,8 +188,8 @@ def test_every_worker_gone_keeps_the_finished_points(tmp_path, cluster):
 
 
 def test_bad_worker_timeout_is_refused():
-    from federation.pipeline.distributed import check_options
     from federation.errors import ConfigError
+    from federation.pipeline.distributed import check_options
 
     for bad in (0, -1, float("inf"), float("nan")):
         with pytest.raises(ConfigError, match="--worker-timeout: must be a positive number"):

@@ -17,7 +17,13 @@ import pytest
 from conftest import one_error, run_cli
 
 from federation.errors import ConfigError
-from federation.results.outputs import OutputDir, OutputError, OutputFile, check_name, check_out_path
+from federation.results.outputs import (
+    OutputDir,
+    OutputError,
+    OutputFile,
+    check_name,
+    check_out_path,
+)
 
 MACHINE = "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"
 
@@ -321,11 +327,12 @@ def test_results_never_claim_a_point_whose_tables_are_missing(tmp_path):
     """The writer counts what is in the folder: a point naming a table that is not there is
     listed as missing, and the run is incomplete."""
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.run import _result, compute_point, write_point_tables
+    from federation.pipeline.point import compute_point, write_point_tables
+    from federation.pipeline.run import _result
 
     experiment(tmp_path)
     loaded = load_experiment(tmp_path / "e.yaml")
-    from federation.pipeline.prepare import preflight
+    from federation.pipeline.point import preflight
 
     cache = preflight(loaded, 2**33)
     writer = OutputDir(tmp_path / "o", "parquet")

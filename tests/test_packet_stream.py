@@ -121,7 +121,7 @@ def test_a_backlog_past_the_memory_limit_stops_the_run_with_a_message(tmp_path):
 
     from federation.errors import SimulationError
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.prepare import prepare
+    from federation.pipeline.point import prepare
 
     msgs = [{"src": 0, "dst": 9, "size": "64KiB", "at": "0ns"} for _ in range(40)]
     doc = {"machine": QUICK, "routing": {"algorithm": "minimal"},
@@ -185,8 +185,8 @@ def test_a_streamed_workload_without_an_offered_load_runs(tmp_path):
     import yaml
 
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.prepare import prepare
-    from federation.pipeline.run import summarize
+    from federation.pipeline.point import prepare
+    from federation.pipeline.summary import summarize
 
     doc = {"machine": QUICK, "routing": {"algorithm": "minimal"},
            "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},

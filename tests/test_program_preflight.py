@@ -23,10 +23,10 @@ from test_rank_programs_engine import Given
 
 from federation.errors import ConfigError, SimulationError
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import BuildCache, preflight, prepare
+from federation.pipeline.point import BuildCache, preflight, prepare
+from federation.pipeline.rank_programs import machine_figures
 from federation.programs import ProgramBuilder
 from federation.programs.checks import check_programs, message_pairs
-from federation.pipeline.rank_programs import machine_figures
 
 LIMIT = 2**32
 #: FEDERATION_FUZZ_EXAMPLES (as for tests/test_loader_fuzz.py) multiplies the examples

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from federation.errors import ConfigError
+from federation.pipeline.build import build_network
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import build_network
 from federation.plugin.components import WorkloadContext
 from federation.plugins.workloads.programs import (
     MAX_PROGRAM_OPS,

@@ -17,8 +17,8 @@ from federation import Params, Workload
 from federation.errors import ConfigError, SimulationError
 from federation.models.units import PS_PER_S
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import prepare
-from federation.pipeline.run import message_table, summarize
+from federation.pipeline.point import prepare
+from federation.pipeline.summary import message_table, summarize
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
 
 MACHINE = {

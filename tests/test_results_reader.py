@@ -249,9 +249,9 @@ def test_rank_program_folders_are_read_and_their_empty_tables_explained(tmp_path
     and the skipped distributions say why instead of blaming ``outputs.packets``."""
     from federation.cli.plot import draw_folders
     from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import run_experiment
     from federation.plots.data import load_folder, series_of
     from federation.plots.standard import _why_not
-    from federation.pipeline.run import run_experiment
 
     (tmp_path / "e.yaml").write_text(
         "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"

@@ -29,7 +29,7 @@ from test_simgrid_adapter import closed_form_ps
 
 from federation.adapters.simgrid.testing import require_simgrid
 from federation.errors import ConfigError, SimulationError
-from federation.pipeline.run import message_table
+from federation.pipeline.summary import message_table
 from federation.programs.model import COMPUTE, RECV, SEND
 
 DRAGONFLY = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}}

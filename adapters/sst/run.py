@@ -1,10 +1,10 @@
 """Every point of an experiment through SST: configuration, ``sst``, results document.
 
-The native runner (:mod:`federation.pipeline.run`) summarises per-packet arrays, which SST's endpoints
-do not report, so SST points go through this driver instead (``federation sst run``): it
-shares the runner's checks (:func:`federation.pipeline.prepare.preflight`), its output folder
-(:class:`federation.results.outputs.OutputDir`: written whole at the end, nothing left on failure) and
-its results document, with ``engine: sst`` and a summary read from SST's statistics.
+The native runner (:mod:`federation.pipeline.run`) summarises per-packet arrays, which SST's
+endpoints do not report, so SST points go through this driver instead (``federation sst run``): it
+shares the runner's checks (:func:`federation.pipeline.point.preflight`), its output folder
+(:class:`federation.results.outputs.OutputDir`: written whole at the end, nothing left on failure)
+and its results document, with ``engine: sst`` and a summary read from SST's statistics.
 
 Per point the output folder keeps ``sst-N/config.py`` (what ran), ``sst-N/stats.csv``,
 ``sst-N/sst.stdout`` and ``sst-N/sst.stderr``, and ``ports-N`` (the window statistics per router
@@ -23,19 +23,20 @@ from typing import Any
 import numpy as np
 
 from federation._version import __version__
-from federation.pipeline.preflight import default_max_memory
 from federation.errors import SimulationError
-from federation.pipeline.load import LoadedExperiment, ResolvedPoint
+from federation.pipeline.bounds import default_max_memory
+from federation.pipeline.point import BuildCache, preflight
+from federation.pipeline.points import LoadedExperiment, ResolvedPoint
 from federation.results.model import PointResult, ProgramSummary, RunResult
 from federation.results.outputs import OutputDir
-from federation.pipeline.prepare import BuildCache, preflight
 
-from .config import STATS_FILE, SstConfig, build_config
+from .config import build_config
 from .ember import is_closed_loop
 from .ember_output import MOTIF_LOG, program_summary, read_motif_logs, summarize_programs
 from .launch import command, require_sst, run_sst, sst_version
 from .options import SstOptions
 from .results import SstOutputError, parse_stats_csv, parse_stdout, port_table, summarize
+from .script import STATS_FILE, SstConfig
 
 
 def options_of(point: ResolvedPoint) -> SstOptions:
@@ -82,7 +83,7 @@ def _swap(writer: OutputDir) -> None:
 def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = False,
                    max_memory: int | None = None) -> RunResult:
     """Run every point with sst and write the results folder; sst must be installed."""
-    from federation.pipeline.run import component_origins, machine_summary, resolved_document
+    from federation.pipeline.point import component_origins, machine_summary, resolved_document
 
     for point in loaded.points:
         require_sst(options_of(point))

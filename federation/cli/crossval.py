@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 
 #: exit status when a check failed (a bad file is 2, like every user error)
 EXIT_VIOLATION = 1

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 
 if TYPE_CHECKING:
     from federation.network import Network
-    from federation.pipeline.load import ResolvedMachine
+    from federation.pipeline.points import ResolvedMachine
 
 
 @app.command()
@@ -27,9 +27,9 @@ def validate(
     engine limits, memory estimate, network and routing (including its VC needs)."""
     from federation.cli.run import parse_max_memory
     from federation.models.base import read_document
+    from federation.pipeline.bounds import default_max_memory
     from federation.pipeline.load import is_machine_document, load_experiment, load_machine
-    from federation.pipeline.preflight import default_max_memory
-    from federation.pipeline.prepare import preflight
+    from federation.pipeline.point import preflight
 
     limit = parse_max_memory(max_memory) or default_max_memory()
     doc = read_document(file)
@@ -48,7 +48,7 @@ def validate(
 
 def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
     """Build a machine file's network after the memory check its topology's counts allow."""
-    from federation.pipeline.preflight import check_machine_memory, check_network_memory
+    from federation.pipeline.bounds import check_machine_memory, check_network_memory
 
     known = check_machine_memory(rm, limit)
     net = rm.topology.build()

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 from federation.errors import ConfigError
 from federation.plots import DEFAULT_SATURATION_MARGIN
 

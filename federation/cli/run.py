@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 from federation.cli.terminal import progress_reporter
 from federation.results.model import LinkUse, PointResult, RunResult
 
 if TYPE_CHECKING:
-    from federation.pipeline.load import LoadedExperiment
+    from federation.pipeline.points import LoadedExperiment
 
 
 @app.command()
@@ -70,7 +70,7 @@ def run(
                                     worker_timeout=worker_timeout, placed=placed.append)
         except KeyboardInterrupt as exc:  # before the run started
             from federation import interrupts
-            from federation.pipeline.run import Interrupted
+            from federation.pipeline.point import Interrupted
 
             raise Interrupted(f"interrupted by {interrupts.signal_name(exc)} before the run "
                               "started; nothing was written", exc) from None
@@ -115,7 +115,7 @@ def output_folder(loaded: LoadedExperiment, out: Path | None) -> tuple[Path, str
 
 def parse_max_memory(text: str | None) -> int | None:
     """``--max-memory`` as bytes, or ``None`` for the default."""
-    from federation.pipeline.preflight import parse_memory_limit
+    from federation.pipeline.bounds import parse_memory_limit
 
     return None if text is None else parse_memory_limit(text, "--max-memory")
 

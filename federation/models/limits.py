@@ -1,8 +1,9 @@
 """What the native engine can represent, in one place.
 
 Every figure a run feeds the engine (times, sizes, rates, counts) is checked against these limits
-*before* anything is allocated or simulated (see :mod:`federation.pipeline.preflight`), so that an input the
-engine cannot hold is refused with a message naming the file and field, never wrapped silently.
+*before* anything is allocated or simulated (see :mod:`federation.pipeline.preflight`), so that an
+input the engine cannot hold is refused with a message naming the file and field, never wrapped
+silently.
 
 * **Clock.**  Event times are integer picoseconds kept in int64 heap keys ``time << 19 | seq``
   (see :mod:`federation.engine.events`), so a time must stay below ``2**43`` ps, about 8.8 s of

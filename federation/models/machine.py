@@ -25,8 +25,8 @@ class ComponentSpec(DocumentModel):
     """``{kind: <name>, <params>...}``: which plugin component to use and its parameters.
 
     The parameters are validated later by the ``Params`` model of the plugin that provides
-    ``kind`` (see :func:`federation.pipeline.load.resolve_component`).  ``params`` holds the raw mapping
-    until then and the plugin's validated model afterwards.
+    ``kind`` (see :func:`federation.pipeline.load.resolve_component`).  ``params`` holds the raw
+    mapping until then and the plugin's validated model afterwards.
     """
 
     kind: str

@@ -1,7 +1,7 @@
 """Sweep points as Dask tasks: ``federation run --workers N`` and ``--scheduler ADDRESS``.
 
 A sweep's points are independent (each has its own seeded generators, see
-:func:`federation.pipeline.prepare.prepare`), so they can run anywhere in any order.  Rather than a
+:func:`federation.pipeline.point.prepare`), so they can run anywhere in any order.  Rather than a
 home-made process pool, they run on Dask's distributed scheduler: a :class:`LocalCluster` of
 ``N`` single-threaded worker processes (the engine is single-threaded compiled code, so one
 thread per process uses a core each), or an existing cluster whose scheduler address is given.
@@ -10,7 +10,8 @@ elsewhere, cancellation, and the same code path from a laptop to a cluster.
 
 What stays on the client, and why:
 
-* **The checks before the run** (:func:`federation.pipeline.prepare.preflight`): a bad point is refused
+* **The checks before the run** (:func:`federation.pipeline.point.preflight`): a bad point is
+refused
   before any worker starts, as in a serial run.
 * **Component origins** (which plugin and version supplied each component): they come from the
   client's plugin manager, the one that resolved the points, so ``results.json`` does not
@@ -20,8 +21,8 @@ What stays on the client, and why:
 What depends on the cluster: **who writes the tables.**
 
 * A local cluster's workers write their point's tables into
-  :class:`~federation.results.outputs.OutputDir`'s temporary folder themselves.  Writing Parquet costs
-  about as much as a mid-size simulation (5 s for a 1.4-million-packet point), and done on the
+  :class:`~federation.results.outputs.OutputDir`'s temporary folder themselves.  Writing Parquet
+  costs about as much as a mid-size simulation (5 s for a 1.4-million-packet point), and done on the
   client it would be a serial step that caps the speed-up.  OutputDir's swap-in-whole stays
   true: the cluster is closed (its processes ended) before the folder is finished, and after an
   early stop every file no kept point names (a cancelled point's partial tables) is removed
@@ -35,7 +36,7 @@ What depends on the cluster: **who writes the tables.**
 Workers get the client's ``FEDERATION_*`` environment with every task (a local cluster's
 processes inherit it anyway; a remote worker may not have it), and the resolved point itself
 (pickled components, so a worker runs exactly the classes the client resolved).  Each worker
-process keeps its own :class:`~federation.pipeline.prepare.BuildCache` and compiles (or loads from
+process keeps its own :class:`~federation.pipeline.point.BuildCache` and compiles (or loads from
 numba's on-disk cache) the engine once.
 
 The order of the points in ``results.json`` is their index, never their completion order, so
@@ -67,16 +68,17 @@ from typing import TYPE_CHECKING, Any
 
 from federation.errors import BackendUnavailable, ConfigError, FederationError
 from federation.interrupts import STOP_SIGNALS, held
-from federation.pipeline.load import LoadedExperiment, ResolvedPoint
-from federation.results.model import ComponentOrigin, MachineSummary, PointResult
-from federation.pipeline.prepare import BuildCache, preflight
-from federation.pipeline.run import (
+from federation.pipeline.point import (
+    BuildCache,
     Progress,
     Tables,
     component_origins,
     compute_point,
+    preflight,
     write_point_tables,
 )
+from federation.pipeline.points import LoadedExperiment, ResolvedPoint
+from federation.results.model import ComponentOrigin, MachineSummary, PointResult
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -121,7 +123,7 @@ def check_options(workers: int | None, scheduler: str | None,
 
 def preflight_shared(loaded: LoadedExperiment, limit: int, workers: int | None,
                      scheduler: str | None) -> BuildCache:
-    """:func:`~federation.pipeline.prepare.preflight` with each point's share of ``limit``.
+    """:func:`~federation.pipeline.point.preflight` with each point's share of ``limit``.
 
     A local cluster of N workers holds N points in memory at once on this machine, so each
     point gets 1/N of the limit; an existing cluster's workers have memory of their own."""
@@ -340,7 +342,7 @@ def _task_error(exc: BaseException, index: int, point: ResolvedPoint) -> BaseExc
     from distributed import KilledWorker
 
     if isinstance(exc, KilledWorker):
-        from federation.pipeline.run import point_label
+        from federation.pipeline.points import point_label
 
         where = f"{point.source}" + (f" (sweep point {index}: {point_label(point)})"
                                      if point.sweep else "")

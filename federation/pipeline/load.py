@@ -12,16 +12,13 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from federation.plugin.components import Arbiter, Engine, QosPolicy, Routing, Topology, Workload
 from federation.errors import ConfigError
-from federation.models.limits import MAX_SWEEP_POINTS
-from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
 from federation.models.base import read_document, validate_model
 from federation.models.experiment import Experiment
+from federation.models.limits import MAX_SWEEP_POINTS
 from federation.models.machine import ComponentSpec, Machine
 from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_path: public here too
     Assigner,
@@ -33,41 +30,10 @@ from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_
     parse_override,
     set_path,
 )
+from federation.pipeline.points import LoadedExperiment, ResolvedMachine, ResolvedPoint
+from federation.plugin.components import Workload
+from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
 from federation.schemas import quickstart_path
-
-
-@dataclass
-class ResolvedMachine:
-    machine: Machine
-    source: str
-    topology: Topology
-    qos: QosPolicy
-    arbiter: Arbiter
-
-
-@dataclass
-class ResolvedPoint:
-    """One runnable point of an experiment (one combination of its sweep)."""
-
-    experiment: Experiment
-    source: str
-    machine: ResolvedMachine
-    routing: Routing
-    workload: Workload
-    engine: Engine
-    sweep: dict[str, Any] = field(default_factory=dict)
-    #: open-loop traffic beside the rank programs of a closed-loop ``workload`` (``None``: none)
-    background: Workload | None = None
-
-
-@dataclass
-class LoadedExperiment:
-    experiment: Experiment
-    source: str
-    points: list[ResolvedPoint]
-    #: what the user should know about how the file was read, e.g. a sweep axis an override
-    #: replaced (the CLI prints each as a ``note:`` line)
-    notes: list[str] = field(default_factory=list)
 
 
 def resolve_component(spec: ComponentSpec, registry: ComponentRegistry[Any], source: str,
@@ -118,7 +84,8 @@ def is_machine_document(doc: dict[str, Any]) -> bool:
 def load_experiment(path: str | Path | None = None, overrides: list[str] | None = None,
                     plugins: FederationPlugins | None = None) -> LoadedExperiment:
     """Load an experiment file (default: the shipped quickstart), apply ``--set`` overrides and
-    resolve every sweep point (how overrides meet the sweep: :mod:`federation.pipeline.overrides`)."""
+    resolve every sweep point (how overrides meet the sweep:
+    :mod:`federation.pipeline.overrides`)."""
     plugins = plugins or get_plugins()
     p = Path(path) if path is not None else quickstart_path()
     source = str(p)

@@ -3,7 +3,8 @@ run (nodes, sizes, clock, a window that measures something, memory).
 
 A workload that overrides :meth:`~federation.plugin.components.Workload.batches` is streamed: the
 engine asks for a batch when its clock reaches it, so a long run holds one batch at a time;
-any other gives :meth:`~federation.plugin.components.Workload.generate` whole, cut into batches here.
+any other gives :meth:`~federation.plugin.components.Workload.generate` whole, cut into batches
+here.
 """
 
 from __future__ import annotations
@@ -18,17 +19,12 @@ from federation.errors import ConfigError, located
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.models.units import PS_PER_S, format_time, seconds_to_ps
 from federation.network import Network
-from federation.pipeline.load import ResolvedPoint
-from federation.pipeline.preflight import PER_ROW, MemoryEstimate, check_memory, packets_memory
+from federation.pipeline.bounds import PER_ROW, check_memory, packets_memory
+from federation.pipeline.points import MemoryEstimate, ResolvedPoint, no_messages
 from federation.plugin.components import Messages, Workload, WorkloadContext
 
 if TYPE_CHECKING:
-    from federation.pipeline.prepare import Built
-
-
-def no_messages() -> Messages:
-    return Messages(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32),
-                    np.zeros(0, np.int64))
+    from federation.pipeline.points import Built
 
 
 Batches = Callable[[], Iterator[tuple[int, Messages]]]

@@ -2,7 +2,7 @@
 
 Rank programs used to be built only when their point ran, so ``federation validate`` called a
 sweep valid whose program file was missing, malformed, cyclic or deadlocking, and the sweep
-then stopped part-way.  Now :func:`federation.pipeline.prepare.preflight` builds every closed-loop
+then stopped part-way.  Now :func:`federation.pipeline.point.preflight` builds every closed-loop
 point's programs (:meth:`ProgramCache.check`) and runs the one set of checks
 (:func:`~federation.programs.checks.check_programs`, with the machine's figures) before any
 point runs, for ``validate`` and ``run`` alike.
@@ -27,18 +27,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from federation.pipeline.preflight import MemoryEstimate, check_memory, figure_origin
 from federation.errors import ConfigError
 from federation.models.limits import TIME_LIMIT_PS
+from federation.models.units import clock_ps
+from federation.pipeline.bounds import check_memory
+from federation.pipeline.points import MemoryEstimate, figure_origin
 from federation.programs.checks import MAX_MESSAGE_BYTES, MachineFigures, check_programs
 from federation.programs.model import RankPrograms
 from federation.programs.reading import OpBudget, limited_ops
-from federation.models.units import clock_ps
 
 if TYPE_CHECKING:
     from federation.engine.program_arrays import ProgramFigures
-    from federation.pipeline.load import ResolvedPoint
-    from federation.pipeline.prepare import Built
+    from federation.pipeline.points import Built, ResolvedPoint
 
 #: bytes of engine state per operation (operation, message, 3 flows, matching slots), an
 #: upper bound used by the memory check; reading a file holds less per operation
@@ -76,7 +76,7 @@ def program_figures(point: ResolvedPoint, built: Built) -> ProgramFigures:
     """The NIC's protocol figures as the engine takes them, the overheads through the
     clock-range check (naming the file and field that set them)."""
     from federation.engine.program_arrays import ProgramFigures
-    from federation.pipeline.prepare import intermediate_rule
+    from federation.pipeline.rank_programs import intermediate_rule
 
     machine = point.machine.machine
 
@@ -90,18 +90,6 @@ def program_figures(point: ResolvedPoint, built: Built) -> ProgramFigures:
                           machine.control_packet_bytes(), overhead("send_overhead"),
                           overhead("recv_overhead"), injection_vc=machine.router.injection_vc,
                           via=intermediate_rule(point, built))
-
-
-def check_stop(point: ResolvedPoint) -> None:
-    """``stop.messages`` counts open-loop messages; rank programs run until they finish and
-    would ignore it without a word, so it is refused."""
-    stop = point.experiment.stop
-    if stop.messages is not None:
-        path = "sweep.stop.messages" if "stop.messages" in point.sweep else "stop.messages"
-        raise ConfigError(f"stop.messages ({stop.messages}) counts open-loop messages, but "
-                          f"workload {point.workload.name!r} is rank programs, which run until "
-                          "they finish; drop stop.messages (with a background, give "
-                          "stop.measure: its horizon)", source=point.source, path=path)
 
 
 def op_budget(built: Built, max_memory: int) -> OpBudget:
@@ -119,7 +107,6 @@ def build_programs(point: ResolvedPoint, built: Built, max_memory: int) -> RankP
     refusal names the file (and line) or the workload field."""
     from federation.pipeline.messages import workload_context
 
-    check_stop(point)
     program_figures(point, built)  # the overheads' clock range, before anything is built
     rng = np.random.default_rng(np.random.SeedSequence(point.experiment.seed).spawn(2)[0])
     ctx = workload_context(point, built.network, TIME_LIMIT_PS - 1, built.nic_bandwidth, rng)
@@ -193,4 +180,25 @@ class ProgramCache:
 
 
 __all__ = ["CACHE_SHARE", "PROGRAM_BYTES_PER_OP", "ProgramCache", "build_programs",
-           "check_stop", "machine_figures", "program_figures", "program_key"]
+           "machine_figures", "program_figures", "program_key"]
+
+
+def intermediate_rule(point: ResolvedPoint, built: Built) -> str:
+    """How program packets get their intermediates: they are born inside the loop, where a
+    routing's Python ``intermediates`` cannot run, so the loop draws by the routing's
+    ``intermediate_rule``.  A routing that overrides ``intermediates`` without saying its
+    rule (defined in the same class or below) is refused, naming it, rather than run
+    without its intermediates."""
+    routing = point.routing
+    mro = type(routing).__mro__
+    draws = next(c for c in mro if "intermediates" in c.__dict__)
+    says = next(c for c in mro if "intermediate_rule" in c.__dict__)
+    rule = routing.intermediate_rule(built.tables) if issubclass(says, draws) else None
+    if rule in ("none", "group", "router"):
+        return rule
+    raise ConfigError(
+        f"{built.owner or f'routing {routing.name!r}'}: the routing draws its packets' "
+        "intermediates in Python (Routing.intermediates) with no intermediate_rule for "
+        "packets born inside the compiled loop, as rank programs' are: give the rule, or "
+        "draw them in the routing program's inject function (docs/plugins.md)",
+        source=point.source, path="routing")

@@ -15,7 +15,7 @@ from federation.engine.native import RawResult
 from federation.engine.packet_stats import MESSAGE_COLUMNS, Latency
 from federation.engine.state import Prog
 from federation.models.units import PS_PER_S
-from federation.pipeline.prepare import PreparedPoint
+from federation.pipeline.points import PreparedPoint
 from federation.results.model import LatencyStats, LinkUse, PointSummary, ProgramSummary
 from federation.results.spool import Table
 

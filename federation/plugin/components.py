@@ -270,7 +270,8 @@ class Workload(Component):
 
 
 class Engine(Component):
-    """Runs a prepared experiment point and returns raw results (see :mod:`federation.pipeline.run`)."""
+    """Runs a prepared experiment point and returns raw results (see
+    :mod:`federation.pipeline.run`)."""
 
     #: how to install what the engine drives, for messages when :meth:`found` is false
     install_hint: ClassVar[str | None] = None
@@ -283,9 +284,9 @@ class Engine(Component):
     def check(self, point: Any, built: Any) -> None:
         """Refuse, before any point runs, what this engine cannot represent.
 
-        Called by :func:`federation.pipeline.prepare.preflight` for every point with its
-        :class:`~federation.pipeline.load.ResolvedPoint` and :class:`~federation.pipeline.prepare.Built`
-        (network, link figures, route tables).  Raise a
+        Called by :func:`federation.pipeline.point.preflight` for every point with its
+        :class:`~federation.pipeline.load.ResolvedPoint` and
+        :class:`~federation.pipeline.points.Built` (network, link figures, route tables).  Raise a
         :class:`~federation.errors.ConfigError` naming the file and field (e.g. an external
         engine without a QoS model refusing ``qos``), so a sweep never stops half-way on
         something visible at the start.  The native engine represents everything: no check.

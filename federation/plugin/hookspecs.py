@@ -52,12 +52,14 @@ def federation_register_routings(register: Callable[[type[Routing]], None]) -> N
 
 @hookspec
 def federation_register_qos(register: Callable[[type[QosPolicy]], None]) -> None:
-    """Register :class:`~federation.plugin.components.QosPolicy` subclasses (``machine.qos.kind``)."""
+    """Register :class:`~federation.plugin.components.QosPolicy` subclasses
+    (``machine.qos.kind``)."""
 
 
 @hookspec
 def federation_register_arbiters(register: Callable[[type[Arbiter]], None]) -> None:
-    """Register :class:`~federation.plugin.components.Arbiter` subclasses (``machine.router.arbiter``)."""
+    """Register :class:`~federation.plugin.components.Arbiter` subclasses
+    (``machine.router.arbiter``)."""
 
 
 @hookspec

@@ -23,8 +23,8 @@ from itertools import chain
 import numpy as np
 
 from federation.errors import ConfigError
-from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
 from federation.models.units import clock_ps
+from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
 
 
 class RankBuilder:

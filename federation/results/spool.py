@@ -1,6 +1,6 @@
 """Tables too long to hold: written a chunk at a time to a temporary folder, read back a chunk
-at a time by the table writers (:func:`federation.results.outputs.write_table`), or whole through the
-``Mapping`` interface (small runs, tests).
+at a time by the table writers (:func:`federation.results.outputs.write_table`), or whole through
+the ``Mapping`` interface (small runs, tests).
 
 The per-packet and per-message tables of a long run (10^8 packets) are built this way, so
 that keeping them (``outputs.packets``, ``outputs.messages``) costs disk, not memory.  Rows

@@ -6,8 +6,8 @@ estimated from local queue occupancy and from far-end congestion inferred from c
 *bias* is added to the non-minimal estimates; the packet takes the least congested.  Here:
 
 * minimal candidates: two ports drawn from the router's equal-cost minimal ports towards the
-  destination (:mod:`federation.network.equal_cost`); non-minimal candidates: the first ports towards
-  two intermediate groups drawn among the others (Valiant paths);
+  destination (:mod:`federation.network.equal_cost`); non-minimal candidates: the first ports
+  towards two intermediate groups drawn among the others (Valiant paths);
 * cost of a port: bytes of the packets waiting for it at this router (``queued x packet
   size``) plus bytes sent on it whose credit has not returned (far-end congestion);
 * the choice is made again at every router of the source group until the packet commits to a

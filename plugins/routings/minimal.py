@@ -1,7 +1,7 @@
 """Routing ``minimal``: always a minimal path, as the topology defines it.
 
-The topology supplies the tables (:meth:`federation.plugin.components.Topology.minimal_routes`): on a
-dragonfly at most one global hop (local, global, local) with VC = global hops so far, so 2 VCs
+The topology supplies the tables (:meth:`federation.plugin.components.Topology.minimal_routes`): on
+a dragonfly at most one global hop (local, global, local) with VC = global hops so far, so 2 VCs
 suffice (CODES); on other graphs shortest paths with the topology's own deadlock-free VC rule.
 
 ``spread`` chooses among *all* equal-cost minimal ports (:mod:`federation.network.equal_cost`: the

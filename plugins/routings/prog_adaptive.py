@@ -5,8 +5,8 @@ megafly QoS study, after Flajslik et al.'s PAR for the megafly): at every router
 group, until the packet commits to a non-minimal path, each candidate output port is scored by
 its VC occupancy (bytes sent on it whose credit has not returned) plus the bytes of the packets
 queued for it at this router.  The minimal candidate is the best-scored of the equal-cost
-minimal ports (:mod:`federation.network.equal_cost`); the non-minimal one is the first port towards the
-packet's drawn intermediate group.  With CODES' ``delta`` metric the non-minimal score counts
+minimal ports (:mod:`federation.network.equal_cost`); the non-minimal one is the first port towards
+the packet's drawn intermediate group.  With CODES' ``delta`` metric the non-minimal score counts
 double (a 2:1 bias towards minimal), and the packet goes minimally when ``min_score <=
 threshold`` or ``min_score <= 2 * nonmin_score``; otherwise it commits.  ``threshold``
 defaults to one packet.  CODES' ``dfp_8k.conf`` sets 131,072 in its own queue accounting

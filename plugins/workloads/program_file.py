@@ -25,10 +25,10 @@ from pydantic import Field
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
 from federation.models.base import DocumentPath
+from federation.models.units import Time, clock_ps, format_time
 from federation.programs.goal import read_goal
 from federation.programs.model import RankPrograms
 from federation.programs.ti import DEFAULT_HOST_SPEED, read_ti
-from federation.models.units import Time, clock_ps, format_time
 
 
 class ProgramFileParams(Params):

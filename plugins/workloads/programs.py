@@ -30,6 +30,7 @@ from pydantic import Field, field_validator
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.models.units import ByteCount, Time, clock_ps
 from federation.plugins.workloads.programs_build import (
     ProgramAssembler,
     ember_decomposition,
@@ -39,7 +40,6 @@ from federation.plugins.workloads.programs_build import (
 from federation.programs.checks import check_message_size
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, RankPrograms
 from federation.programs.reading import op_budget
-from federation.models.units import ByteCount, Time, clock_ps
 
 #: most operations one workload may build (about 60 bytes each with their dependencies, so
 #: a slip such as ``iterations: 1e9`` is refused before anything is allocated); the memory
