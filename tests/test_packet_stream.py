@@ -4,6 +4,8 @@ chunk size invisible in the results)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import simulate
@@ -193,7 +195,7 @@ def test_a_streamed_workload_without_an_offered_load_runs(tmp_path):
            "stop": {"warmup": "0us", "measure": "5us"}}
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Streamed.make()
+    point = dataclasses.replace(point, workload=Streamed.make())
     prep = prepare(point)
     summary, _, _ = summarize(prep, point.engine.run(prep.job))
     assert summary.packets_generated == summary.packets_delivered == 30

@@ -7,6 +7,7 @@ the run uses: built once."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -371,7 +372,7 @@ def test_static_verdicts_agree_with_the_engine(tmp_path_factory, p):
     tmp = tmp_path_factory.mktemp("verdict")
     loaded = load_experiment(experiment(tmp, {"kind": "pingpong"}))
     point = loaded.points[0]
-    point.workload = Given(p)
+    point = dataclasses.replace(point, workload=Given(p))
     built = BuildCache(LIMIT).get(point)
     try:
         check_programs(p, 12, machine=machine_figures(point, built))
@@ -436,7 +437,7 @@ def test_static_verdicts_hold_for_free_form_dependencies(tmp_path_factory, p):
     may still get stuck: the engine reports that itself.)"""
     tmp = tmp_path_factory.mktemp("graph")
     point = load_experiment(experiment(tmp, {"kind": "pingpong"})).points[0]
-    point.workload = Given(p)
+    point = dataclasses.replace(point, workload=Given(p))
     built = BuildCache(LIMIT).get(point)
     try:
         check_programs(p, 12, machine=machine_figures(point, built))

@@ -8,6 +8,8 @@ tests check the engine alone.  One-way latencies come from the single-packet clo
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import yaml
@@ -92,7 +94,7 @@ def run(tmp_path, progs: RankPrograms, machine: dict | None = None, engine: str 
            "stop": {"warmup": "0ns", "measure": "1us"}}
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(progs)
+    point = dataclasses.replace(point, workload=Given(progs))
     prep = prepare(point)
     raw = point.engine.run(prep.job)
     summary, packets, _ = summarize(prep, raw)
@@ -320,7 +322,7 @@ def test_program_packets_draw_valiant_intermediates_in_the_loop(tmp_path, algori
         "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
         "stop": {"warmup": "0ns", "measure": "1us"}}))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(progs)
+    point = dataclasses.replace(point, workload=Given(progs))
     prep = prepare(point)
     raw = point.engine.run(prep.job)
     summary, _, _ = summarize(prep, raw)
@@ -344,8 +346,8 @@ def test_a_routing_with_its_own_intermediates_and_no_rule_is_refused(tmp_path):
         "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
         "stop": {"warmup": "0ns", "measure": "1us"}}))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(pingpong(8, 1).build())
-    point.routing = Mine(point.routing.params)
+    point = dataclasses.replace(point, workload=Given(pingpong(8, 1).build()))
+    point = dataclasses.replace(point, routing=Mine(point.routing.params))
     with pytest.raises(ConfigError, match="intermediates in Python.*intermediate_rule"):
         prepare(point)
 
