@@ -104,7 +104,7 @@ def test_a_plugin_workload_sending_to_a_nonexistent_rank_is_refused_by_the_prefl
     b.rank(0).send(5, 8)
     b.rank(1).recv(0, 8)
     loaded = load_experiment(experiment(tmp_path, {"kind": "pingpong"}))
-    loaded.points[0].workload = Given(b.build())
+    loaded.points[0] = dataclasses.replace(loaded.points[0], workload=Given(b.build()))
     with pytest.raises(ConfigError) as e:
         preflight(loaded, LIMIT)
     assert str(e.value) == (f"{tmp_path / 'e.yaml'}: workload: rank 0 operation 0 (send 8 B to "
