@@ -17,8 +17,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from federation.loader import load_experiment
-from federation.runner import prepare, summarize
+from federation.pipeline.load import load_experiment
+from federation.pipeline.point import prepare
+from federation.pipeline.summary import summarize
 
 MODES = ["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH", "NMIN_HASH",
          "IN_ORDER"]

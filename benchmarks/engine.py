@@ -42,8 +42,9 @@ from pathlib import Path
 
 import yaml
 
-from federation.loader import load_experiment
-from federation.runner import prepare, summarize
+from federation.pipeline.load import load_experiment
+from federation.pipeline.point import prepare
+from federation.pipeline.summary import summarize
 
 CODES = {
     "name": "codes-validation-dragonfly",

@@ -1,4 +1,4 @@
-"""Build time of the built-in rank-program workloads (``plugins/workload_programs.py``).
+"""Build time of the built-in rank-program workloads (``plugins/workloads/programs.py``).
 
 Cases, each about a million operations:
 
@@ -24,8 +24,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from federation.components import WorkloadContext
-from federation.plugins.workload_programs import Allreduce, Halo3d
+from federation.plugin.components import WorkloadContext
+from federation.plugins.workloads.programs import Allreduce, Halo3d
 
 CASES = [
     ("allreduce 1024 ranks x 50, 8 B", Allreduce, {"ranks": 1024, "iterations": 50,

@@ -43,10 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine import CODES  # noqa: E402
 
 from federation import Messages, Workload, WorkloadContext, hookimpl  # noqa: E402
-from federation.loader import load_experiment  # noqa: E402
-from federation.manager import get_plugins  # noqa: E402
-from federation.messages import workload_context  # noqa: E402
-from federation.prepare import prepare  # noqa: E402
+from federation.pipeline.load import load_experiment  # noqa: E402
+from federation.pipeline.messages import workload_context  # noqa: E402
+from federation.pipeline.point import prepare  # noqa: E402
+from federation.plugin.registry import get_plugins  # noqa: E402
 
 
 def run_point(size: str, ranks: int, iterations: int, repeat: int,

@@ -2,7 +2,7 @@
 
 Part 1 (seconds): for every shipped machine, the busiest / mean load per link class of uniform
 all-to-all traffic walked through the minimal tables
-(:func:`federation.routing_tables.channel_load`), and the time to build the tables.
+(:func:`federation.network.routes.channel_load`), and the time to build the tables.
 
 Part 2 (minutes): the native engine, through the CLI (``federation run EXP --out DIR --json``),
 on the megafly of the megafly QoS paper and on the dragonfly of the same size:
@@ -48,8 +48,8 @@ RUNS = [
 
 
 def table_balance() -> None:
-    from federation.loader import load_machine
-    from federation.routing_tables import channel_load, class_loads
+    from federation.network.routes import channel_load, class_loads
+    from federation.pipeline.load import load_machine
 
     print("busiest / mean port load per link class, uniform all-to-all, minimal tables")
     for path in sorted(MACHINES.glob("*.yaml")):

@@ -1,4 +1,4 @@
-"""Benchmark of :func:`federation.metrics.topology_metrics` on 8,192-switch graphs.
+"""Benchmark of :func:`federation.network.metrics.topology_metrics` on 8,192-switch graphs.
 
 Graphs (one node per switch):
 
@@ -27,14 +27,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from federation.metrics import topology_metrics
 from federation.network import Network, NetworkBuilder
+from federation.network.metrics import topology_metrics
 
 N = 8192
 
 
 def _plugin(kind: str, **params: object) -> Network | None:
-    from federation.manager import get_plugins
+    from federation.plugin.registry import get_plugins
 
     topos = get_plugins().topologies
     if kind not in topos.names():

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import pluggy
 
-__version__ = "0.1.0"
+from federation._version import __version__
 
 #: Marker for hook implementations in plugins: ``@federation.hookimpl``.
 hookimpl = pluggy.HookimplMarker("federation")
 
-from federation.components import (  # noqa: E402
+from federation import _moved  # noqa: E402
+
+_moved.install()  # the import paths of release 0.1, for one release (see federation._moved)
+
+from federation.errors import FederationError  # noqa: E402
+from federation.models.base import DocumentPath, Params  # noqa: E402
+from federation.network import Network, NetworkBuilder  # noqa: E402
+from federation.plugin.components import (  # noqa: E402
     Engine,
     LinkDefaults,
     Messages,
@@ -25,9 +32,6 @@ from federation.components import (  # noqa: E402
     Workload,
     WorkloadContext,
 )
-from federation.errors import FederationError  # noqa: E402
-from federation.models.base import DocumentPath, Params  # noqa: E402
-from federation.network import Network, NetworkBuilder  # noqa: E402
 
 __all__ = [
     "DocumentPath",
@@ -53,11 +57,11 @@ __all__ = [
 
 def __getattr__(name: str):  # noqa: ANN202 - lazy imports keep `import federation` cheap
     if name == "load_experiment":
-        from federation.loader import load_experiment
+        from federation.pipeline.load import load_experiment
 
         return load_experiment
     if name == "run_experiment":
-        from federation.runner import run_experiment
+        from federation.pipeline.run import run_experiment
 
         return run_experiment
     raise AttributeError(name)

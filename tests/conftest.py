@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def plugins():
     """A freshly loaded plugin manager (built-ins only)."""
-    from federation.manager import FederationPlugins
+    from federation.plugin.registry import FederationPlugins
 
     return FederationPlugins()
 
@@ -45,8 +45,9 @@ def simulate(tmp_path: Path, doc: dict, name: str = "exp.yaml"):
     """
     import yaml
 
-    from federation.loader import load_experiment
-    from federation.runner import prepare, summarize
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import prepare
+    from federation.pipeline.summary import summarize
 
     path = tmp_path / name
     path.write_text(yaml.safe_dump(doc))
@@ -69,7 +70,7 @@ def zero_load_bound_ps(prep, packets: dict) -> np.ndarray:
     bound is lowered by one picosecond per term (``hops + 3``) to stay a bound.  Shared by the
     property-based runs and the shipped-machine runs.
     """
-    from federation.units import PS_PER_S
+    from federation.models.units import PS_PER_S
 
     job = prep.job
     size = packets["size"].astype(np.float64)

@@ -17,9 +17,10 @@ import pytest
 import yaml
 
 from federation import Params, QosPolicy, hookimpl
-from federation.loader import load_experiment
-from federation.manager import FederationPlugins
-from federation.runner import prepare, summarize
+from federation.pipeline.load import load_experiment
+from federation.pipeline.point import prepare
+from federation.pipeline.summary import summarize
+from federation.plugin.registry import FederationPlugins
 
 
 class BySize(QosPolicy):

@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 from test_rank_programs_engine import MACHINE, one_way_ps
 
 from federation.errors import ConfigError
-from federation.loader import load_experiment
-from federation.prepare import prepare
-from federation.runner import message_table, run_experiment, summarize
+from federation.pipeline.load import load_experiment
+from federation.pipeline.point import prepare
+from federation.pipeline.run import run_experiment
+from federation.pipeline.summary import message_table, summarize
 
 FAR = 8 * 4 * 9 - 1  # node 287, in the last group
 SIZE, ITERS = 512, 3  # one packet per message: the closed form is per packet
@@ -232,7 +233,7 @@ def test_a_background_workloads_own_errors_are_reported_at_background(tmp_path):
 
 
 def test_json_schema_offers_open_loop_kinds_only(plugins):
-    from federation.jsonschema import experiment_schema
+    from federation.plugin.jsonschema import experiment_schema
 
     schema = experiment_schema(plugins)
     variants = schema["properties"]["background"]["anyOf"][0]["oneOf"]

@@ -16,8 +16,8 @@ import yaml
 from conftest import fake_distribution
 
 from federation.cli.run import format_summary
-from federation.models.results import RunResult
 from federation.programs import RankPrograms
+from federation.results.model import RunResult
 
 REPO = Path(__file__).resolve().parent.parent
 QUICKSTART = REPO / "schemas" / "machines" / "quickstart-dragonfly.yaml"

@@ -188,8 +188,8 @@ def test_every_worker_gone_keeps_the_finished_points(tmp_path, cluster):
 
 
 def test_bad_worker_timeout_is_refused():
-    from federation.distributed import check_options
     from federation.errors import ConfigError
+    from federation.pipeline.distributed import check_options
 
     for bad in (0, -1, float("inf"), float("nan")):
         with pytest.raises(ConfigError, match="--worker-timeout: must be a positive number"):
@@ -199,8 +199,8 @@ def test_bad_worker_timeout_is_refused():
 def test_killed_worker_is_named_as_such():
     from distributed import KilledWorker
 
-    from federation.distributed import ClusterError, _task_error
-    from federation.loader import load_experiment
+    from federation.pipeline.distributed import ClusterError, _task_error
+    from federation.pipeline.load import load_experiment
 
     loaded = load_experiment(None)
     err = _task_error(KilledWorker("k", "w", 3), 2, loaded.points[2])

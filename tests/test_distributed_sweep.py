@@ -122,8 +122,8 @@ def test_one_worker_is_the_serial_path(tmp_path, monkeypatch):
     """``--workers 1`` never imports Dask's scheduler: it is today's serial run."""
     import sys
 
-    from federation.loader import load_experiment
-    from federation.runner import run_experiment
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import run_experiment
 
     experiment(tmp_path, "{workload.load: [0.1, 0.2]}")
     monkeypatch.setitem(sys.modules, "distributed", None)  # importing it would fail
@@ -134,7 +134,8 @@ def test_one_worker_is_the_serial_path(tmp_path, monkeypatch):
 def test_workers_get_the_clients_federation_environment(monkeypatch):
     """A worker (here: this process) takes the client's FEDERATION_* variables and reloads its
     plugins when they differ, since the plugin manager reads them once per process."""
-    from federation import distributed, manager
+    from federation.pipeline import distributed
+    from federation.plugin import registry as manager
 
     monkeypatch.setenv("FEDERATION_STALE", "x")
     monkeypatch.delenv("FEDERATION_DISABLE_PLUGINS", raising=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from federation.units import PS_PER_S
+from federation.models.units import PS_PER_S
 
 # Figures chosen so every serialization time is an exact number of picoseconds:
 # 512 B at 5.12 GB/s = 100 ns.
@@ -186,13 +186,13 @@ def test_minimal_needs_two_vcs_valiant_three(sim):
 
 def test_deadlock_is_reported_naming_ports():
     """A routing that declares too few VCs deadlocks; the engine names the stuck ports."""
-    from federation.components import RouteTables
     from federation.engine.native import LinkFigures, NativeRun, Packets, run_native
     from federation.errors import SimulationError
 
     # a 4-router ring with shortest paths all on VC 0 and tiny buffers deadlocks under load
     from federation.network import NetworkBuilder
-    from federation.routing_tables import shortest_path_routes
+    from federation.network.routes import shortest_path_routes
+    from federation.plugin.components import RouteTables
 
     b = NetworkBuilder(["ring"])
     rs = b.add_routers(4, radix=4)

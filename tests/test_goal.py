@@ -131,9 +131,9 @@ def experiment(tmp_path, workload):
     (tmp_path / "m.yaml").write_text(MACHINE)
     (tmp_path / "e.yaml").write_text(f"machine: m.yaml\nworkload: {workload}\n"
                                      "stop: {warmup: 0.1us, measure: 0.5us}\n")
-    from federation.components import WorkloadContext
-    from federation.loader import load_experiment
-    from federation.prepare import build
+    from federation.pipeline.build import build
+    from federation.pipeline.load import load_experiment
+    from federation.plugin.components import WorkloadContext
     point = load_experiment(tmp_path / "e.yaml").points[0]
     built = build(point, 2**33)
     ctx = WorkloadContext(built.network, point.machine.machine, point.experiment, 0,
@@ -161,9 +161,9 @@ def test_workload_program_refuses_with_file_and_line(tmp_path):
     """The workload reads; the point's preflight (build_programs) checks, naming file and
     line.  num_ranks above the machine's nodes is refused by the reader, at its line,
     before anything is built for the ranks."""
-    from federation.loader import load_experiment
-    from federation.prepare import build
-    from federation.programs.points import build_programs
+    from federation.pipeline.build import build
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.rank_programs import build_programs
 
     (tmp_path / "s.goal").write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 0\n}\n")
     experiment(tmp_path, "{kind: program, path: s.goal}")

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from federation.errors import ConfigError
-from federation.limits import MAX_PACKET_BYTES
-from federation.loader import load_experiment, load_machine
 from federation.models.base import MAX_DEPTH, read_document
+from federation.models.limits import MAX_PACKET_BYTES
+from federation.pipeline.load import load_experiment, load_machine
 
 DRAGONFLY = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
 

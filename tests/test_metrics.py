@@ -15,8 +15,8 @@ import pytest
 from scipy.sparse import csgraph
 
 from federation.errors import TopologyError
-from federation.metrics import hop_counts, moore_bound, router_graph, topology_metrics
 from federation.network import NetworkBuilder
+from federation.network.metrics import hop_counts, moore_bound, router_graph, topology_metrics
 
 REPO = Path(__file__).resolve().parent.parent
 QUICKSTART_MACHINE = REPO / "schemas" / "machines" / "quickstart-dragonfly.yaml"
@@ -311,7 +311,7 @@ def test_cli_missing_file():
 def test_cli_invalid_network_is_one_error_line(monkeypatch, capsys):
     """A topology whose built graph breaks validate(): exit 2, one line naming the router."""
     from federation.cli import main
-    from federation.plugins.topology_dragonfly import Dragonfly
+    from federation.plugins.topologies.dragonfly import Dragonfly
 
     def bad_build(self):
         b = NetworkBuilder(["local", "global"])

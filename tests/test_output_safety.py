@@ -17,7 +17,13 @@ import pytest
 from conftest import one_error, run_cli
 
 from federation.errors import ConfigError
-from federation.outputs import OutputDir, OutputError, OutputFile, check_name, check_out_path
+from federation.results.outputs import (
+    OutputDir,
+    OutputError,
+    OutputFile,
+    check_name,
+    check_out_path,
+)
 
 MACHINE = "topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"
 
@@ -257,7 +263,7 @@ def test_crossval_out_is_checked_before_any_scenario_runs(tmp_path):
 #: so that nothing that removes a failed output can remove the device itself)
 FULL_DISK = """
 import pathlib
-import federation.outputs as o
+import federation.results.outputs as o
 real = o._write_table
 full = pathlib.Path('full-disk')
 full.symlink_to('/dev/full')
@@ -296,8 +302,8 @@ def test_full_disk_while_writing_tables_keeps_the_finished_points(tmp_path):
 def test_documents_that_cannot_be_written_keep_the_tables(tmp_path, monkeypatch):
     """results.json itself on a full disk: the tables stay, in place, and the message says
     so."""
-    from federation.loader import load_experiment
-    from federation.runner import run_experiment
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import run_experiment
 
     experiment(tmp_path, sweep="[0.1]")
     real = Path.write_text
@@ -320,12 +326,13 @@ def test_documents_that_cannot_be_written_keep_the_tables(tmp_path, monkeypatch)
 def test_results_never_claim_a_point_whose_tables_are_missing(tmp_path):
     """The writer counts what is in the folder: a point naming a table that is not there is
     listed as missing, and the run is incomplete."""
-    from federation.loader import load_experiment
-    from federation.runner import _result, compute_point, write_point_tables
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import compute_point, write_point_tables
+    from federation.pipeline.run import _result
 
     experiment(tmp_path)
     loaded = load_experiment(tmp_path / "e.yaml")
-    from federation.prepare import preflight
+    from federation.pipeline.point import preflight
 
     cache = preflight(loaded, 2**33)
     writer = OutputDir(tmp_path / "o", "parquet")
@@ -371,7 +378,7 @@ def test_full_temporary_disk_while_spooling_is_one_message(tmp_path):
 
     import numpy as np
 
-    from federation.spool import Spool
+    from federation.results.spool import Spool
 
     spool = Spool(["a"])
     (tmp_path / "0-a.npy").symlink_to("/dev/full")

@@ -4,14 +4,16 @@ chunk size invisible in the results)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import simulate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from federation.engine.packet_stats import ValueStore, order_statistics, percentiles_ns
 from federation.engine.traffic import CHUNK_PACKETS, time_batches
-from federation.packet_stats import ValueStore, order_statistics, percentiles_ns
 
 QUICK = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}, "router": {"vcs": 3}}
 
@@ -44,7 +46,7 @@ def test_order_statistics_are_the_sorted_values(values, data):
 
 
 def test_time_batches_never_split_one_instant():
-    from federation.components import Messages
+    from federation.plugin.components import Messages
 
     t = np.array([0, 0, 0, 5, 5, 9, 9, 9, 9, 12], dtype=np.int64)
     m = Messages(t, np.zeros(10, np.int32), np.ones(10, np.int32), np.full(10, 100, np.int64))
@@ -95,7 +97,7 @@ def test_keeping_the_tables_changes_no_figure(tmp_path):
 def test_chunk_size_is_invisible_in_the_results(tmp_path, target, monkeypatch):
     """The same messages fed in chunks of 7 packets or all at once give identical results:
     loading behind each NIC's backlog and waking idle NICs lose and reorder nothing."""
-    import federation.messages as prep_mod
+    import federation.pipeline.messages as prep_mod
 
     msgs = [{"src": i % 72, "dst": (i * 7 + 3) % 72, "size": "1KiB",
              "at": f"{(i // 9) * 40}ns"} for i in range(400)]
@@ -120,8 +122,8 @@ def test_a_backlog_past_the_memory_limit_stops_the_run_with_a_message(tmp_path):
     import yaml
 
     from federation.errors import SimulationError
-    from federation.loader import load_experiment
-    from federation.prepare import prepare
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import prepare
 
     msgs = [{"src": 0, "dst": 9, "size": "64KiB", "at": "0ns"} for _ in range(40)]
     doc = {"machine": QUICK, "routing": {"algorithm": "minimal"},
@@ -140,7 +142,7 @@ def test_a_backlog_past_the_memory_limit_stops_the_run_with_a_message(tmp_path):
 def test_rows_nearly_in_order_come_out_in_order(n, window, parts, rnd):
     """Rows that arrive out of order within a window (packets still in flight) are spooled
     in key order, holding back only those behind a gap."""
-    from federation.spool import InOrder, Spool
+    from federation.results.spool import InOrder, Spool
 
     keys = list(range(n))
     for i in range(0, n, window):  # shuffle within windows
@@ -161,8 +163,8 @@ class Streamed:
 
     @staticmethod
     def make():  # noqa: ANN205
-        from federation.components import Messages, Workload
         from federation.models.base import Params
+        from federation.plugin.components import Messages, Workload
 
         class Bursts(Workload):
             name = "bursts"
@@ -184,16 +186,16 @@ def test_a_streamed_workload_without_an_offered_load_runs(tmp_path):
     """No load to estimate from: nothing is refused up front, every message arrives."""
     import yaml
 
-    from federation.loader import load_experiment
-    from federation.prepare import prepare
-    from federation.runner import summarize
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import prepare
+    from federation.pipeline.summary import summarize
 
     doc = {"machine": QUICK, "routing": {"algorithm": "minimal"},
            "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
            "stop": {"warmup": "0us", "measure": "5us"}}
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Streamed.make()
+    point = dataclasses.replace(point, workload=Streamed.make())
     prep = prepare(point)
     summary, _, _ = summarize(prep, point.engine.run(prep.job))
     assert summary.packets_generated == summary.packets_delivered == 30

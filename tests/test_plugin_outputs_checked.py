@@ -15,10 +15,10 @@ import yaml
 
 from federation import Messages, Params, Workload, hookimpl
 from federation.errors import ConfigError
-from federation.loader import load_experiment
-from federation.manager import FederationPlugins
-from federation.plugins.routing_valiant import Valiant
-from federation.prepare import prepare
+from federation.pipeline.load import load_experiment
+from federation.pipeline.point import prepare
+from federation.plugin.registry import FederationPlugins
+from federation.plugins.routings.valiant import Valiant
 
 FAULTS = {
     "dst": (lambda m: m.__class__(m.time_ps, m.src, m.dst + 1000, m.size),

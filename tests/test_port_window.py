@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from federation.engine.native import LinkFigures, NativeRun, Packets, run_native
+from federation.models.units import PS_PER_S
 from federation.network import NetworkBuilder
-from federation.routing_tables import shortest_path_routes
-from federation.units import PS_PER_S
+from federation.network.routes import shortest_path_routes
 
 BW = 5.12e9  # 512 B = 100 ns exactly
 NS = 1000  # ps

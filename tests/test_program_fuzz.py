@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from federation.errors import FederationError
-from federation.loader import load_experiment
-from federation.prepare import preflight, prepare
+from federation.pipeline.load import load_experiment
+from federation.pipeline.point import preflight, prepare
 
 SCALE = max(1, int(os.environ.get("FEDERATION_FUZZ_EXAMPLES", "40")) // 40)
 LIMIT = 2**31

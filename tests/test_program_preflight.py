@@ -7,6 +7,7 @@ the run uses: built once."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -22,11 +23,11 @@ from test_programs_checks import programs
 from test_rank_programs_engine import Given
 
 from federation.errors import ConfigError, SimulationError
-from federation.loader import load_experiment
-from federation.prepare import BuildCache, preflight, prepare
+from federation.pipeline.load import load_experiment
+from federation.pipeline.point import BuildCache, preflight, prepare
+from federation.pipeline.rank_programs import machine_figures
 from federation.programs import ProgramBuilder
 from federation.programs.checks import check_programs, message_pairs
-from federation.programs.points import machine_figures
 
 LIMIT = 2**32
 #: FEDERATION_FUZZ_EXAMPLES (as for tests/test_loader_fuzz.py) multiplies the examples
@@ -103,7 +104,7 @@ def test_a_plugin_workload_sending_to_a_nonexistent_rank_is_refused_by_the_prefl
     b.rank(0).send(5, 8)
     b.rank(1).recv(0, 8)
     loaded = load_experiment(experiment(tmp_path, {"kind": "pingpong"}))
-    loaded.points[0].workload = Given(b.build())
+    loaded.points[0] = dataclasses.replace(loaded.points[0], workload=Given(b.build()))
     with pytest.raises(ConfigError) as e:
         preflight(loaded, LIMIT)
     assert str(e.value) == (f"{tmp_path / 'e.yaml'}: workload: rank 0 operation 0 (send 8 B to "
@@ -371,7 +372,7 @@ def test_static_verdicts_agree_with_the_engine(tmp_path_factory, p):
     tmp = tmp_path_factory.mktemp("verdict")
     loaded = load_experiment(experiment(tmp, {"kind": "pingpong"}))
     point = loaded.points[0]
-    point.workload = Given(p)
+    point = dataclasses.replace(point, workload=Given(p))
     built = BuildCache(LIMIT).get(point)
     try:
         check_programs(p, 12, machine=machine_figures(point, built))
@@ -381,7 +382,7 @@ def test_static_verdicts_agree_with_the_engine(tmp_path_factory, p):
     event(f"verdict: {verdict}")
     if verdict == "truncate":
         return
-    with mock.patch("federation.programs.points.check_programs", lambda *a, **k: None):
+    with mock.patch("federation.pipeline.rank_programs.check_programs", lambda *a, **k: None):
         prep = prepare(point, BuildCache(LIMIT))
         try:
             raw = point.engine.run(prep.job)
@@ -436,7 +437,7 @@ def test_static_verdicts_hold_for_free_form_dependencies(tmp_path_factory, p):
     may still get stuck: the engine reports that itself.)"""
     tmp = tmp_path_factory.mktemp("graph")
     point = load_experiment(experiment(tmp, {"kind": "pingpong"})).points[0]
-    point.workload = Given(p)
+    point = dataclasses.replace(point, workload=Given(p))
     built = BuildCache(LIMIT).get(point)
     try:
         check_programs(p, 12, machine=machine_figures(point, built))
@@ -449,7 +450,7 @@ def test_static_verdicts_hold_for_free_form_dependencies(tmp_path_factory, p):
     event(f"verdict: {verdict}, pairs certain: {certain}")
     if verdict in ("unmatched", "truncate"):
         return
-    with mock.patch("federation.programs.points.check_programs", lambda *a, **k: None):
+    with mock.patch("federation.pipeline.rank_programs.check_programs", lambda *a, **k: None):
         prep = prepare(point, BuildCache(LIMIT))
         try:
             raw = point.engine.run(prep.job)

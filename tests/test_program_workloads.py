@@ -18,17 +18,17 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.components import WorkloadContext
 from federation.errors import ConfigError
-from federation.loader import load_experiment
-from federation.plugins.workload_programs import (
+from federation.pipeline.build import build_network
+from federation.pipeline.load import load_experiment
+from federation.plugin.components import WorkloadContext
+from federation.plugins.workloads.programs import (
     MAX_PROGRAM_OPS,
     Allreduce,
     Halo3d,
     Pingpong,
 )
-from federation.plugins.workload_programs_build import ember_decomposition
-from federation.prepare import build_network
+from federation.plugins.workloads.programs_build import ember_decomposition
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from federation.errors import ConfigError
-from federation.limits import TIME_LIMIT_PS
+from federation.models.limits import TIME_LIMIT_PS
 from federation.programs import COMPUTE, RECV, SEND, START
 from federation.programs.builder import ProgramBuilder
 from federation.programs.checks import check_programs, find_cycle

@@ -8,6 +8,8 @@ tests check the engine alone.  One-way latencies come from the single-packet clo
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import yaml
@@ -15,11 +17,11 @@ from test_switching import cut_through, figures, path_ports, store_and_forward
 
 from federation import Params, Workload
 from federation.errors import ConfigError, SimulationError
-from federation.loader import load_experiment
-from federation.prepare import prepare
+from federation.models.units import PS_PER_S
+from federation.pipeline.load import load_experiment
+from federation.pipeline.point import prepare
+from federation.pipeline.summary import message_table, summarize
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
-from federation.runner import message_table, summarize
-from federation.units import PS_PER_S
 
 MACHINE = {
     "topology": {"kind": "dragonfly", "p": 8, "a": 4, "h": 2},
@@ -92,7 +94,7 @@ def run(tmp_path, progs: RankPrograms, machine: dict | None = None, engine: str 
            "stop": {"warmup": "0ns", "measure": "1us"}}
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(progs)
+    point = dataclasses.replace(point, workload=Given(progs))
     prep = prepare(point)
     raw = point.engine.run(prep.job)
     summary, packets, _ = summarize(prep, raw)
@@ -207,7 +209,7 @@ def unchecked(monkeypatch) -> None:
     """Skip the static checks of the point's programs, so that the engine's own report of
     programs that cannot finish is what a test sees (the checks find these deadlocks first:
     tests/test_program_preflight.py)."""
-    monkeypatch.setattr("federation.programs.points.check_programs", lambda *a, **k: None)
+    monkeypatch.setattr("federation.pipeline.rank_programs.check_programs", lambda *a, **k: None)
 
 
 def test_head_to_head_receives_end_with_the_operations_named(tmp_path, monkeypatch):
@@ -320,7 +322,7 @@ def test_program_packets_draw_valiant_intermediates_in_the_loop(tmp_path, algori
         "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
         "stop": {"warmup": "0ns", "measure": "1us"}}))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(progs)
+    point = dataclasses.replace(point, workload=Given(progs))
     prep = prepare(point)
     raw = point.engine.run(prep.job)
     summary, _, _ = summarize(prep, raw)
@@ -333,7 +335,7 @@ def test_program_packets_draw_valiant_intermediates_in_the_loop(tmp_path, algori
 
 
 def test_a_routing_with_its_own_intermediates_and_no_rule_is_refused(tmp_path):
-    from federation.plugins.routing_minimal import Minimal
+    from federation.plugins.routings.minimal import Minimal
 
     class Mine(Minimal):
         def intermediates(self, tables, src_router, dst_router, rng):  # noqa: ANN001
@@ -344,8 +346,8 @@ def test_a_routing_with_its_own_intermediates_and_no_rule_is_refused(tmp_path):
         "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
         "stop": {"warmup": "0ns", "measure": "1us"}}))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(pingpong(8, 1).build())
-    point.routing = Mine(point.routing.params)
+    point = dataclasses.replace(point, workload=Given(pingpong(8, 1).build()))
+    point = dataclasses.replace(point, routing=Mine(point.routing.params))
     with pytest.raises(ConfigError, match="intermediates in Python.*intermediate_rule"):
         prepare(point)
 
@@ -354,7 +356,7 @@ def test_an_operation_finishing_past_the_clock_is_refused_naming_it(tmp_path):
     """A compute that fits the clock alone (the checks allow it) but starts after a message
     arrived finishes past 2^43 ps: the run stops with the operation named, not a wrapped
     time."""
-    from federation.limits import TIME_LIMIT_PS
+    from federation.models.limits import TIME_LIMIT_PS
 
     p = Prog(2)
     p.chain(0, (RECV, 1, 8), (COMPUTE, -1, 0, 0, TIME_LIMIT_PS - 1000))

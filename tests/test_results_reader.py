@@ -36,8 +36,8 @@ SWEEP = [0.2, 0.6]
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory) -> Path:
     """A real two-point run of a small dragonfly (72 nodes), every table written."""
-    from federation.loader import load_experiment
-    from federation.runner import run_experiment
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import run_experiment
 
     tmp = tmp_path_factory.mktemp("reader")
     (tmp / "e.yaml").write_text(
@@ -248,10 +248,10 @@ def test_rank_program_folders_are_read_and_their_empty_tables_explained(tmp_path
     """A closed-loop run lists no packets (they are summed in the loop): its folder is read,
     and the skipped distributions say why instead of blaming ``outputs.packets``."""
     from federation.cli.plot import draw_folders
-    from federation.loader import load_experiment
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import run_experiment
     from federation.plots.data import load_folder, series_of
     from federation.plots.standard import _why_not
-    from federation.runner import run_experiment
 
     (tmp_path / "e.yaml").write_text(
         "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"

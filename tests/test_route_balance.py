@@ -2,7 +2,7 @@
 
 For every shipped machine and small instances of every topology kind, the exact per-port load of
 uniform all-to-all traffic walked through the minimal tables
-(:func:`~federation.routing_tables.channel_load`) is grouped by link class, and the busiest
+(:func:`~federation.network.routes.channel_load`) is grouped by link class, and the busiest
 port of each class may carry at most a stated multiple of the class mean.  The bounds are the
 values the tables reach (rounded up), each with the reason it is not 1.0; where a class mixes
 links that carry different loads whatever the routing (the rings of a torus with unequal
@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from federation.loader import load_machine
-from federation.plugins.topology_aries import Aries
-from federation.plugins.topology_circulant import Circulant
-from federation.plugins.topology_dragonfly import Dragonfly
-from federation.plugins.topology_fattree import FatTree
-from federation.plugins.topology_graph_file import GraphFile
-from federation.plugins.topology_megafly import Megafly
-from federation.plugins.topology_random_shortcut import RandomShortcut
-from federation.plugins.topology_torus import Hypercube, Torus
-from federation.routing_tables import channel_load, class_loads
+from federation.network.routes import channel_load, class_loads
+from federation.pipeline.load import load_machine
+from federation.plugins.topologies.aries import Aries
+from federation.plugins.topologies.circulant import Circulant
+from federation.plugins.topologies.dragonfly import Dragonfly
+from federation.plugins.topologies.fattree import FatTree
+from federation.plugins.topologies.graph_file import GraphFile
+from federation.plugins.topologies.megafly import Megafly
+from federation.plugins.topologies.random_shortcut import RandomShortcut
+from federation.plugins.topologies.torus import Hypercube, Torus
 
 MACHINES = Path(__file__).resolve().parent.parent / "schemas" / "machines"
 EPS = 1e-9

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from federation.errors import ConfigError, FederationError
-from federation.units import PS_PER_S
+from federation.models.units import PS_PER_S
 
 EXAMPLES = int(os.environ.get("FEDERATION_FUZZ_EXAMPLES", "40"))
 
@@ -67,8 +67,9 @@ def experiments(draw: st.DrawFn) -> dict:
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(doc=experiments())
 def test_runs_are_sane_or_refused(tmp_path, doc):
-    from federation.loader import load_experiment
-    from federation.runner import prepare, summarize
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import prepare
+    from federation.pipeline.summary import summarize
 
     path = tmp_path / "e.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -3,7 +3,7 @@
 Issue 17, case 7: ``--set workload.load=0.3`` was ignored when the file swept
 ``workload.load``; ``--set workload.load=.nan`` passed ``validate`` (the sweep replaced it);
 ``--set x=5e8`` was a string where the same ``5e8`` in a file is a number.  The rule now: an
-override fixes the value it gives in every point (see :mod:`federation.overrides`).
+override fixes the value it gives in every point (see :mod:`federation.pipeline.overrides`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from conftest import one_error, run_cli
 
 from federation.errors import ConfigError
-from federation.loader import load_experiment
+from federation.pipeline.load import load_experiment
 
 MACHINE = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from federation.loader import load_experiment, load_machine
-from federation.metrics import topology_metrics
-from federation.runner import run_experiment
+from federation.network.metrics import topology_metrics
+from federation.pipeline.load import load_experiment, load_machine
+from federation.pipeline.run import run_experiment
 
 MACHINES_DIR = Path(__file__).resolve().parent.parent / "schemas" / "machines"
 MACHINES = sorted(MACHINES_DIR.glob("*.yaml"))

@@ -96,8 +96,8 @@ def test_default_precision_follows_a_fast_machine(simgrid, tmp_path: Path) -> No
                "links": {c: {"latency": "1ns"} for c in ("terminal", "local", "global")}}
     doc = {"machine": machine, "workload": {"kind": "allreduce", "size": "8B",
                                             "iterations": 2, "ranks": 64}}
-    from federation.loader import load_experiment
-    from federation.runner import prepare
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import prepare
 
     e = write(tmp_path, {**doc, "engine": {"kind": "simgrid"}})
     point = load_experiment(e).points[0]

@@ -29,8 +29,8 @@ from test_simgrid_adapter import closed_form_ps
 
 from federation.adapters.simgrid.testing import require_simgrid
 from federation.errors import ConfigError, SimulationError
+from federation.pipeline.summary import message_table
 from federation.programs.model import COMPUTE, RECV, SEND
-from federation.runner import message_table
 
 DRAGONFLY = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}}
 

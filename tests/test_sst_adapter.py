@@ -115,7 +115,7 @@ def execute(text: str, monkeypatch: pytest.MonkeyPatch) -> FakeSst:
 
 
 def point_for(tmp_path: Path, machine: str | dict, **exp: object):
-    from federation.loader import load_experiment
+    from federation.pipeline.load import load_experiment
 
     doc = {"machine": str(MACHINES / machine) if isinstance(machine, str) else machine,
            "engine": {"kind": "sst"}, "stop": {"warmup": "1us", "measure": "3us"},
@@ -127,7 +127,7 @@ def point_for(tmp_path: Path, machine: str | dict, **exp: object):
 
 def generate(tmp_path: Path, machine: str | dict, **exp: object):
     from federation.adapters.sst import build_config
-    from federation.prepare import build_network
+    from federation.pipeline.build import build_network
 
     point = point_for(tmp_path, machine, **exp)
     return point, build_config(point, build_network(point), point.engine.params)
@@ -183,8 +183,8 @@ DRAGONFLIES = {
 def dragonfly_figures(machine: str) -> dict:
     """The figures of any shipped dragonfly from its resolved links (used for the larger ones;
     the two above are also written out by hand)."""
-    from federation.loader import load_machine
-    from federation.prepare import resolve_links
+    from federation.pipeline.build import resolve_links
+    from federation.pipeline.load import load_machine
 
     m = load_machine(MACHINES / machine)
     net = m.topology.build()

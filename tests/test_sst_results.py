@@ -30,7 +30,7 @@ def write_exp(tmp_path: Path, machine: str | dict, **exp: object) -> Path:
 
 def config_error(tmp_path: Path, machine: str | dict, **exp: object) -> str:
     from federation.adapters.sst.run import generate
-    from federation.loader import load_experiment
+    from federation.pipeline.load import load_experiment
 
     with pytest.raises(ConfigError) as e:
         generate(load_experiment(write_exp(tmp_path, machine, **exp)))
@@ -86,8 +86,8 @@ def test_refusals(machine: str | dict, exp: dict, where: str, words: str,
                    "router": {"vcs": 2}}:
         # the native check refuses valiant on 2 VCs first; call the generator directly
         from federation.adapters.sst import build_config
-        from federation.loader import load_experiment
-        from federation.prepare import build_network
+        from federation.pipeline.build import build_network
+        from federation.pipeline.load import load_experiment
 
         point = load_experiment(write_exp(tmp_path, machine, **exp)).points[0]
         with pytest.raises(ConfigError) as e:
@@ -182,8 +182,8 @@ def test_parse_stdout() -> None:
 
 def test_summary_from_hand_written_output(tmp_path: Path) -> None:
     """Window figures: a 2-node, 1-router machine where rtr0 port0 is node 0's host port."""
-    from federation.adapters.sst.config import SstConfig
     from federation.adapters.sst.results import parse_stats_csv, parse_stdout, summarize
+    from federation.adapters.sst.script import SstConfig
     from federation.adapters.sst.topologies import SstNetwork
 
     net = SstNetwork("merlin.torus", {}, [4], [("torus", 0, 2, 0, 3)],
@@ -340,7 +340,7 @@ def test_engine_not_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     nothing written."""
     from federation.adapters.sst.launch import require_sst
     from federation.adapters.sst.options import SstOptions
-    from federation.plugins.engine_sst import Sst
+    from federation.plugins.engines.sst import Sst
 
     empty = tmp_path / "bin"
     empty.mkdir()

@@ -24,8 +24,8 @@ import pytest
 import yaml
 from conftest import simulate
 
-from federation.loader import load_experiment
-from federation.units import PS_PER_S
+from federation.models.units import PS_PER_S
+from federation.pipeline.load import load_experiment
 
 MACHINES = sorted((Path(__file__).resolve().parent.parent / "schemas" / "machines")
                   .glob("*.yaml"))

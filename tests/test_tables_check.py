@@ -20,9 +20,9 @@ import pytest
 from conftest import fake_distribution
 from test_third_party_plugin import federation
 
-from federation.components import RouteTables
-from federation.engine.tables_check import check_route_tables, route_table_problem
 from federation.errors import RoutingError
+from federation.pipeline.tables_check import check_route_tables, route_table_problem
+from federation.plugin.components import RouteTables
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -77,7 +77,7 @@ PLUGIN = textwrap.dedent('''\
         register(BadTables)
 
 
-    from federation.plugins.topology_dragonfly import Dragonfly
+    from federation.plugins.topologies.dragonfly import Dragonfly
 
 
     class BadDragonfly(Dragonfly):
@@ -207,7 +207,7 @@ def ring():
     """4 routers in a ring, one node each, shortest-path tables (router r has ports 3r
     (terminal), 3r + 1 and 3r + 2 (cables); NIC ports 12..15)."""
     from federation.network import NetworkBuilder
-    from federation.routing_tables import shortest_path_routes
+    from federation.network.routes import shortest_path_routes
 
     b = NetworkBuilder(["ring"])
     b.add_routers(4, radix=4)

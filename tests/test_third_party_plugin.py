@@ -151,7 +151,7 @@ BROKEN = {
         # both plugins are named, whichever of them loads first
         ["error: plugin '", "topology 'dragonfly'", "already registered by plugin '",
          "'broken'", "federation_broken.Dragonfly", "'dragonfly'",
-         "federation.plugins.topology_dragonfly.Dragonfly"],
+         "federation.plugins.topologies.dragonfly.Dragonfly"],
     ),
 }
 
@@ -191,7 +191,7 @@ def test_duplicate_name_blames_the_third_party_plugin(tmp_path):
 @pytest.fixture
 def ring_plugins():
     """Built-in plugins plus federation_ring imported from examples/ (no install)."""
-    from federation.manager import FederationPlugins
+    from federation.plugin.registry import FederationPlugins
 
     spec = importlib.util.spec_from_file_location("federation_ring",
                                                   EXAMPLE / "federation_ring.py")
@@ -234,8 +234,8 @@ def test_ring_routes_are_shortest_with_two_vcs(ring_plugins, n):
 @pytest.mark.parametrize("n", [7, 8])
 def test_ring_saturated_does_not_deadlock(ring_plugins, tmp_path, n):
     """Far past saturation every packet still arrives: the dateline VCs break the cycle."""
-    from federation.loader import load_experiment
-    from federation.runner import prepare
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import prepare
 
     (tmp_path / "e.yaml").write_text(
         f"machine: {{topology: {{kind: ring, n: {n}, p: 2}}, router: {{vcs: 2}},\n"
@@ -257,9 +257,9 @@ def test_ring_saturated_does_not_deadlock(ring_plugins, tmp_path, n):
 def test_ring_params_are_validated(ring_plugins, params, path, message):
     import yaml
 
-    from federation.loader import resolve_machine
     from federation.models.base import validate_model
     from federation.models.machine import Machine
+    from federation.pipeline.load import resolve_machine
 
     doc = yaml.safe_load(f"topology: {{kind: ring, {params}}}")
     with pytest.raises(ConfigError) as info:
@@ -270,8 +270,8 @@ def test_ring_params_are_validated(ring_plugins, params, path, message):
 
 def test_too_few_vcs_is_refused(ring_plugins, tmp_path):
     from federation.errors import ConfigError
-    from federation.loader import load_experiment
-    from federation.runner import prepare
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import prepare
 
     (tmp_path / "e.yaml").write_text(
         "machine: {topology: {kind: ring, n: 8}, router: {vcs: 1}}\n")

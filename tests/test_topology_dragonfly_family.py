@@ -16,13 +16,13 @@ import yaml
 from pydantic import ValidationError
 
 from federation.errors import ConfigError
-from federation.loader import load_experiment, load_machine
-from federation.plugins.routing_valiant import Valiant
-from federation.plugins.topology_aries import Aries, AriesParams
-from federation.plugins.topology_dragonfly import Dragonfly, DragonflyParams, global_wiring
-from federation.plugins.topology_megafly import Megafly, MegaflyParams
-from federation.routing_tables import hop_distances
-from federation.runner import run_experiment
+from federation.network.routes import hop_distances
+from federation.pipeline.load import load_experiment, load_machine
+from federation.pipeline.run import run_experiment
+from federation.plugins.routings.valiant import Valiant
+from federation.plugins.topologies.aries import Aries, AriesParams
+from federation.plugins.topologies.dragonfly import Dragonfly, DragonflyParams, global_wiring
+from federation.plugins.topologies.megafly import Megafly, MegaflyParams
 
 REPO = Path(__file__).resolve().parent.parent
 MACHINES = REPO / "schemas" / "machines"

@@ -14,15 +14,15 @@ import yaml
 from pydantic import ValidationError
 from scipy.sparse import csgraph
 
-from federation.components import VC_COUNTER
 from federation.errors import ConfigError, TopologyError
 from federation.network import NetworkBuilder
-from federation.plugins.topology_circulant import Circulant
-from federation.plugins.topology_fattree import FatTree
-from federation.plugins.topology_graph_file import GraphFile
-from federation.plugins.topology_random_shortcut import RandomShortcut
-from federation.plugins.topology_torus import Hypercube, Torus
-from federation.routing_tables import _spread, graph_stats, hop_distances, shortest_path_routes
+from federation.network.routes import _spread, graph_stats, hop_distances, shortest_path_routes
+from federation.plugin.components import VC_COUNTER
+from federation.plugins.topologies.circulant import Circulant
+from federation.plugins.topologies.fattree import FatTree
+from federation.plugins.topologies.graph_file import GraphFile
+from federation.plugins.topologies.random_shortcut import RandomShortcut
+from federation.plugins.topologies.torus import Hypercube, Torus
 
 MACHINES = Path(__file__).resolve().parent.parent / "schemas" / "machines"
 
@@ -388,8 +388,8 @@ def test_fattree_spreads_uniform_traffic_evenly(params):
 
 
 def test_too_few_vcs_is_refused_before_the_run(tmp_path):
-    from federation.loader import load_experiment
-    from federation.runner import prepare
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import prepare
 
     cases = [({"kind": "circulant", "preset": {"k": 6}}, 2, 3),
              ({"kind": "torus", "dims": [4, 4]}, 1, 2),
@@ -496,7 +496,7 @@ PAPER_MACHINES = [
 
 @pytest.mark.parametrize(("name", "routers", "nodes", "links", "vcs"), PAPER_MACHINES)
 def test_paper_machine_files(name, routers, nodes, links, vcs):
-    from federation.loader import load_machine
+    from federation.pipeline.load import load_machine
 
     rm = load_machine(MACHINES / f"{name}.yaml")
     assert rm.machine.name == name and rm.machine.description
@@ -531,8 +531,8 @@ SMALL = [
 
 @pytest.mark.parametrize(("topology", "vcs"), SMALL)
 def test_native_run_delivers_every_packet(tmp_path, topology, vcs):
-    from federation.loader import load_experiment
-    from federation.runner import run_experiment
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import run_experiment
 
     if topology.get("path") == "GRAPH":
         g = tmp_path / "g.txt"

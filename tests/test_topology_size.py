@@ -21,18 +21,18 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from federation.checks import check_machine_memory, check_memory, estimate_network
-from federation.components import Topology, TopologySize
 from federation.errors import ConfigError, TopologyError
-from federation.loader import load_machine
-from federation.plugins.topology_aries import Aries
-from federation.plugins.topology_circulant import Circulant
-from federation.plugins.topology_dragonfly import Dragonfly
-from federation.plugins.topology_fattree import FatTree
-from federation.plugins.topology_graph_file import GraphFile
-from federation.plugins.topology_megafly import Megafly
-from federation.plugins.topology_random_shortcut import RandomShortcut
-from federation.plugins.topology_torus import Hypercube, Torus
+from federation.pipeline.bounds import check_machine_memory, check_memory, estimate_network
+from federation.pipeline.load import load_machine
+from federation.plugin.components import Topology, TopologySize
+from federation.plugins.topologies.aries import Aries
+from federation.plugins.topologies.circulant import Circulant
+from federation.plugins.topologies.dragonfly import Dragonfly
+from federation.plugins.topologies.fattree import FatTree
+from federation.plugins.topologies.graph_file import GraphFile
+from federation.plugins.topologies.megafly import Megafly
+from federation.plugins.topologies.random_shortcut import RandomShortcut
+from federation.plugins.topologies.torus import Hypercube, Torus
 
 MACHINES_DIR = Path(__file__).resolve().parent.parent / "schemas" / "machines"
 MACHINES = sorted(MACHINES_DIR.glob("*.yaml"))

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from federation.units import parse_rate, parse_size, parse_time
+from federation.models.units import parse_rate, parse_size, parse_time
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,8 +51,8 @@ def test_bad_units_are_refused_with_a_hint(bad, parse):
 
 
 def test_machine_with_only_a_topology_is_complete(plugins):
-    from federation.loader import resolve_machine
     from federation.models.machine import Machine
+    from federation.pipeline.load import resolve_machine
 
     m = Machine.model_validate({"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}})
     assert m.packet_size == 512 and m.router.vcs == 3 and m.router.delay == 50e-9
@@ -69,8 +69,8 @@ def test_component_round_trips_flat(plugins):
 
 
 def generated_schemas():
-    from federation.jsonschema import experiment_schema, machine_schema
-    from federation.manager import FederationPlugins
+    from federation.plugin.jsonschema import experiment_schema, machine_schema
+    from federation.plugin.registry import FederationPlugins
 
     p = FederationPlugins()
     return machine_schema(p), experiment_schema(p)
@@ -124,7 +124,7 @@ def test_duplicate_component_names_the_plugins():
     import federation
     from federation import Topology, hookimpl
     from federation.errors import PluginError
-    from federation.manager import FederationPlugins
+    from federation.plugin.registry import FederationPlugins
 
     class Fake(Topology):
         name = "dragonfly"
@@ -144,7 +144,7 @@ def test_duplicate_component_names_the_plugins():
 
 
 def test_sweep_runs_one_point_per_value(tmp_path):
-    from federation.loader import load_experiment
+    from federation.pipeline.load import load_experiment
 
     (tmp_path / "e.yaml").write_text(
         "machine: {topology: {kind: dragonfly, p: 1, a: 2, h: 1}}\n"

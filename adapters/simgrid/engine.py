@@ -59,11 +59,11 @@ from federation.adapters.simgrid.platform import (
 )
 from federation.adapters.simgrid.program_run import Flows
 from federation.engine.native import NativeRun, PortCounters, RawResult
+from federation.engine.packet_stats import stats_of_packets
 from federation.engine.reports import stuck_report
 from federation.engine.state import Prog
 from federation.errors import ConfigError, SimulationError
-from federation.packet_stats import stats_of_packets
-from federation.units import PositiveTime, format_time
+from federation.models.units import PositiveTime, format_time
 
 #: SimGrid configuration for comparison with a packet engine (see the module docstring)
 NETWORK_CONFIG = (
@@ -145,7 +145,7 @@ class SimGrid(Engine):
 
     def check(self, point: Any, built: Any) -> None:
         """Refuse, before anything runs, what the flow model cannot represent."""
-        from federation.checks import figure_origin
+        from federation.pipeline.points import figure_origin
 
         src = point.source
         qos = point.machine.qos

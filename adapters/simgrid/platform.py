@@ -31,10 +31,10 @@ from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
-from federation.components import RouteTables
 from federation.engine.native import LinkFigures
 from federation.errors import TopologyError
 from federation.network import Network
+from federation.plugin.components import RouteTables
 
 #: most hosts plus routers in one platform: the Full zone's pointer table is this squared
 #: (2048^2 pointers = 32 MiB)
@@ -128,7 +128,7 @@ def shortest_flow(network: Network, links: dict[str, LinkFigures], nic_bandwidth
     in words: every route starts with a NIC link and ends with an ejection link, and moves at
     least one byte at most at the fastest link's bandwidth.  (Two nodes on one router meet
     the bound's latency part exactly.)"""
-    from federation.units import format_time
+    from federation.models.units import format_time
 
     pt = network.ports
     bw, lat = port_figures(network, links, nic_bandwidth, router_delay)

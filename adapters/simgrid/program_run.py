@@ -103,7 +103,7 @@ def flows(t: ProgramTraffic, rec: dict[str, np.ndarray]) -> Flows:
 def program_state(t: ProgramTraffic, rec: dict[str, np.ndarray], rank_finish: np.ndarray,
                   fl: Flows, hops: np.ndarray) -> Prog:
     """The native engine's final program state, filled from the worker's records: what
-    :func:`federation.summary.program_summary`, ``program_message_table`` and
+    :func:`federation.pipeline.summary.program_summary`, ``program_message_table`` and
     :func:`federation.engine.native.stuck_report` read (arrays keep the native lengths)."""
     pg = t.prog
 

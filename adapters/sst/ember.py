@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from federation.loader import ResolvedPoint
-from federation.units import seconds_to_ps
+from federation.models.units import seconds_to_ps
+from federation.pipeline.points import ResolvedPoint
 
 from .topologies import Refusal
 
@@ -349,7 +349,7 @@ def build(point: ResolvedPoint, sst_net: Any, router: dict[str, Any],
           figures: dict[str, dict[str, float]], nic_bw: float, notes: list[str]) -> Any:
     """The :class:`~.config.SstConfig` of a closed-loop point: merlin routers and cables as
     for open-loop points, ember/firefly endpoints instead of ``merlin.offered_load``."""
-    from . import config as c
+    from . import script as c  # noqa: I001
 
     machine = point.machine.machine
     n_nodes = len(sst_net.hosts)

@@ -13,7 +13,7 @@ from pydantic import Field, field_validator, model_validator
 
 from federation.adapters.process import MAX_TIMEOUT_S
 from federation.models.base import Params
-from federation.units import ByteCount, PositiveTime
+from federation.models.units import ByteCount, PositiveTime
 
 
 class SstOptions(Params):

@@ -1,10 +1,10 @@
 """Every point of an experiment through SST: configuration, ``sst``, results document.
 
-The native runner (:mod:`federation.runner`) summarises per-packet arrays, which SST's endpoints
-do not report, so SST points go through this driver instead (``federation sst run``): it
-shares the runner's checks (:func:`federation.prepare.preflight`), its output folder
-(:class:`federation.outputs.OutputDir`: written whole at the end, nothing left on failure) and
-its results document, with ``engine: sst`` and a summary read from SST's statistics.
+The native runner (:mod:`federation.pipeline.run`) summarises per-packet arrays, which SST's
+endpoints do not report, so SST points go through this driver instead (``federation sst run``): it
+shares the runner's checks (:func:`federation.pipeline.point.preflight`), its output folder
+(:class:`federation.results.outputs.OutputDir`: written whole at the end, nothing left on failure)
+and its results document, with ``engine: sst`` and a summary read from SST's statistics.
 
 Per point the output folder keeps ``sst-N/config.py`` (what ran), ``sst-N/stats.csv``,
 ``sst-N/sst.stdout`` and ``sst-N/sst.stderr``, and ``ports-N`` (the window statistics per router
@@ -22,20 +22,21 @@ from typing import Any
 
 import numpy as np
 
-import federation
-from federation.checks import default_max_memory
+from federation._version import __version__
 from federation.errors import SimulationError
-from federation.loader import LoadedExperiment, ResolvedPoint
-from federation.models.results import PointResult, ProgramSummary, RunResult
-from federation.outputs import OutputDir
-from federation.prepare import BuildCache, preflight
+from federation.pipeline.bounds import default_max_memory
+from federation.pipeline.point import BuildCache, preflight
+from federation.pipeline.points import LoadedExperiment, ResolvedPoint
+from federation.results.model import PointResult, ProgramSummary, RunResult
+from federation.results.outputs import OutputDir
 
-from .config import STATS_FILE, SstConfig, build_config
+from .config import build_config
 from .ember import is_closed_loop
 from .ember_output import MOTIF_LOG, program_summary, read_motif_logs, summarize_programs
 from .launch import command, require_sst, run_sst, sst_version
 from .options import SstOptions
 from .results import SstOutputError, parse_stats_csv, parse_stdout, port_table, summarize
+from .script import STATS_FILE, SstConfig
 
 
 def options_of(point: ResolvedPoint) -> SstOptions:
@@ -82,7 +83,7 @@ def _swap(writer: OutputDir) -> None:
 def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = False,
                    max_memory: int | None = None) -> RunResult:
     """Run every point with sst and write the results folder; sst must be installed."""
-    from federation.runner import component_origins, machine_summary, resolved_document
+    from federation.pipeline.point import component_origins, machine_summary, resolved_document
 
     for point in loaded.points:
         require_sst(options_of(point))
@@ -99,7 +100,7 @@ def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fa
             perf.append({"wall_seconds": wall})
             msum = msum or machine_summary(point, cache.get(point).network)
         assert msum is not None
-        result = RunResult(federation_version=federation.__version__,
+        result = RunResult(federation_version=__version__,
                            experiment=loaded.experiment.name,
                            source=str(Path(loaded.source).resolve()), machine=msum,
                            points=points)
@@ -169,8 +170,8 @@ def _programs(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path) -> P
     """Completion and per-rank finish from ember's motif log; the operation and message
     counts are those of the program our workload builds with the same parameters (ember
     reports neither; the motifs issue the same MPI calls by construction)."""
-    from federation.limits import TIME_LIMIT_PS
-    from federation.messages import workload_context
+    from federation.models.limits import TIME_LIMIT_PS
+    from federation.pipeline.messages import workload_context
     from federation.programs.model import SEND
 
     progs = point.workload.programs(workload_context(

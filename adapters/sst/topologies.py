@@ -142,7 +142,7 @@ def map_dragonfly(params: Any, net: Network, routing: str) -> SstNetwork:
     (group ``i - d - 1``) is ``relative`` with rank ``g - 2 - d``.  The map is written from our
     own wiring and then checked against every global cable of the built network.
     """
-    from federation.plugins.topology_dragonfly import global_wiring
+    from federation.network.wiring import global_wiring
 
     p, a, h, g = params.p, params.a, params.h, params.groups
     if g < 2:

@@ -37,7 +37,7 @@ from federation import (
     Topology,
     hookimpl,
 )
-from federation.components import VC_DATELINE
+from federation.plugin.components import VC_DATELINE
 
 
 class RingParams(Params):

@@ -3,40 +3,20 @@
 Data goes to stdout (tables, JSON); progress and diagnostics go to stderr, progress only when
 stderr is a terminal.  A user error (:class:`~federation.errors.FederationError`) ends with one
 message on stderr and exit status 2, never a traceback.
+
+Owns the commands, one module each, registered on :data:`~federation.cli.app.app` when
+:func:`main` starts.  May import: everything (it is the top layer); nothing imports it but the
+console script and plugins that add commands.
 """
 
 from __future__ import annotations
 
 import sys
 
-import typer
-
+from federation.cli.app import app
 from federation.errors import FederationError
 
-app = typer.Typer(
-    name="federation",
-    help="Simulate HPC interconnection networks from typed machine and experiment files.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
-
-
-def _version(value: bool) -> None:
-    if value:
-        import federation
-
-        print(f"federation {federation.__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="print the version and exit"),
-) -> None:
-    """Simulate HPC interconnection networks from typed machine and experiment files."""
+__all__ = ["app", "entry", "error", "main"]
 
 
 def _register_commands() -> None:
@@ -67,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     _register_commands()
     try:
         with interrupts.handling(to_the_end=True):
-            from federation.manager import get_plugins
+            from federation.plugin.registry import get_plugins
 
             try:
                 get_plugins().add_commands(app)

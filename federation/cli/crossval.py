@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 
 #: exit status when a check failed (a bad file is 2, like every user error)
 EXIT_VIOLATION = 1
@@ -37,7 +37,7 @@ def crossval(
     """Run every scenario of a suite on every engine and compare the figures within tolerance."""
     from federation.crossval.report import print_report
     from federation.crossval.run import SuiteRunner, load_suite
-    from federation.outputs import OutputFile
+    from federation.results.outputs import OutputFile
 
     suite = load_suite(file)
     # checked, and its temporary file made beside it, before any scenario runs: a place that

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 
 if TYPE_CHECKING:
-    from federation.loader import ResolvedMachine
     from federation.network import Network
+    from federation.pipeline.points import ResolvedMachine
 
 
 @app.command()
@@ -25,11 +25,11 @@ def validate(
 ) -> None:
     """Check a machine or experiment file without running it: every sweep point's fields,
     engine limits, memory estimate, network and routing (including its VC needs)."""
-    from federation.checks import default_max_memory
     from federation.cli.run import parse_max_memory
-    from federation.loader import is_machine_document, load_experiment, load_machine
     from federation.models.base import read_document
-    from federation.prepare import preflight
+    from federation.pipeline.bounds import default_max_memory
+    from federation.pipeline.load import is_machine_document, load_experiment, load_machine
+    from federation.pipeline.point import preflight
 
     limit = parse_max_memory(max_memory) or default_max_memory()
     doc = read_document(file)
@@ -48,7 +48,7 @@ def validate(
 
 def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
     """Build a machine file's network after the memory check its topology's counts allow."""
-    from federation.checks import check_machine_memory, check_network_memory
+    from federation.pipeline.bounds import check_machine_memory, check_network_memory
 
     known = check_machine_memory(rm, limit)
     net = rm.topology.build()
@@ -64,8 +64,8 @@ def schema(
         "--out", help="directory for machine.schema.json and experiment.schema.json")] = None,
 ) -> None:
     """Write the JSON Schema of machine and experiment files for the plugins installed now."""
-    from federation.jsonschema import experiment_schema, machine_schema
-    from federation.manager import get_plugins
+    from federation.plugin.jsonschema import experiment_schema, machine_schema
+    from federation.plugin.registry import get_plugins
 
     plugins = get_plugins()
     docs = {"machine.schema.json": machine_schema(plugins),
@@ -75,7 +75,7 @@ def schema(
                           "experiment": docs["experiment.schema.json"]}, indent=2))
         return
     from federation.errors import ConfigError
-    from federation.outputs import check_out_path, write_file
+    from federation.results.outputs import check_out_path, write_file
 
     check_out_path(out, "--out")
     try:
@@ -94,7 +94,7 @@ def plugins(
     as_json: Annotated[bool, typer.Option("--json/--text", help="JSON (default) or text")] = True,
 ) -> None:
     """List loaded plugins, where each came from and the components it provides."""
-    from federation.manager import get_plugins
+    from federation.plugin.registry import get_plugins
 
     listing = get_plugins().listing()
     if as_json:

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 from federation.cli.plot import SaturationMargin, check_margin
 from federation.plots import DEFAULT_SATURATION_MARGIN
 
@@ -27,9 +27,9 @@ def report(
     """Write one HTML page with the figures embedded, the resolved machine and experiment, the
     summary table, the busiest links and the plugins behind the numbers; it loads nothing from
     elsewhere, so it can be attached to a message."""
-    from federation.outputs import OutputFile
     from federation.plots.data import load_folders
     from federation.plots.report import render_report
+    from federation.results.outputs import OutputFile
 
     check_margin(margin)
     folders = load_folders(results)

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 from federation.cli.terminal import progress_reporter
-from federation.models.results import LinkUse, PointResult, RunResult
+from federation.results.model import LinkUse, PointResult, RunResult
 
 if TYPE_CHECKING:
-    from federation.loader import LoadedExperiment
+    from federation.pipeline.points import LoadedExperiment
 
 
 @app.command()
@@ -51,9 +51,9 @@ def run(
     Stopped by Ctrl-C, SIGTERM or SIGHUP, it keeps the finished points (results.json marked
     incomplete) and exits 128 + the signal's number; an incomplete run never replaces a
     complete one (--overwrite): it is written beside it, as OUT.incomplete-N."""
-    from federation.distributed import check_options
-    from federation.loader import load_experiment
-    from federation.runner import run_experiment
+    from federation.pipeline.distributed import check_options
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import run_experiment
 
     check_options(workers, scheduler, worker_timeout)  # before the file is read: usage first
     limit = parse_max_memory(max_memory)
@@ -70,7 +70,7 @@ def run(
                                     worker_timeout=worker_timeout, placed=placed.append)
         except KeyboardInterrupt as exc:  # before the run started
             from federation import interrupts
-            from federation.runner import Interrupted
+            from federation.pipeline.point import Interrupted
 
             raise Interrupted(f"interrupted by {interrupts.signal_name(exc)} before the run "
                               "started; nothing was written", exc) from None
@@ -92,8 +92,8 @@ def output_folder(loaded: LoadedExperiment, out: Path | None) -> tuple[Path, str
     """Where the run writes, and what to name in a refusal: ``--out``, else ``outputs.dir``
     (relative to the experiment file), else ``results/<name>`` (the experiment's ``name``, or
     the file's stem), each checked as a name every file system and reader takes
-    (:func:`federation.outputs.check_out_path`)."""
-    from federation.outputs import check_name, check_out_path
+    (:func:`federation.results.outputs.check_out_path`)."""
+    from federation.results.outputs import check_name, check_out_path
 
     exp = loaded.experiment
     if out is not None:
@@ -115,7 +115,7 @@ def output_folder(loaded: LoadedExperiment, out: Path | None) -> tuple[Path, str
 
 def parse_max_memory(text: str | None) -> int | None:
     """``--max-memory`` as bytes, or ``None`` for the default."""
-    from federation.checks import parse_memory_limit
+    from federation.pipeline.bounds import parse_memory_limit
 
     return None if text is None else parse_memory_limit(text, "--max-memory")
 

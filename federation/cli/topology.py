@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 
 
 @app.command()
@@ -20,9 +20,9 @@ def topology(
     """Build and validate a machine's network; print routers, nodes, links per class, port
     use, diameter, average shortest path length and the Moore bound (exact)."""
     from federation.errors import TopologyError
-    from federation.loader import is_machine_document, load_experiment, load_machine
-    from federation.metrics import topology_metrics
     from federation.models.base import read_document
+    from federation.network.metrics import topology_metrics
+    from federation.pipeline.load import is_machine_document, load_experiment, load_machine
 
     doc = read_document(file)
     note = None
@@ -34,8 +34,8 @@ def topology(
         if len(loaded.points) > 1 and any(
                 k.startswith("machine.") for k in loaded.points[0].sweep):
             note = "the sweep changes the machine: showing its first point"
-    from federation.checks import default_max_memory
     from federation.cli.inspect import checked_machine_network
+    from federation.pipeline.bounds import default_max_memory
 
     try:
         net = checked_machine_network(rm, default_max_memory())
@@ -57,7 +57,7 @@ def topology(
 
 
 def format_metrics(head: dict[str, Any], m: Any, note: str | None = None) -> str:
-    """The readable summary (``m`` is a :class:`~federation.metrics.TopologyMetrics`)."""
+    """The readable summary (``m`` is a :class:`~federation.network.metrics.TopologyMetrics`)."""
     topo = dict(head["topology"])
     kind = topo.pop("kind", "?")
     params = ", ".join(f"{k}={v}" for k, v in topo.items())

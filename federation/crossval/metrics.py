@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from federation.crossval.models import MetricSpec
-from federation.models.results import PointResult
+from federation.results.model import PointResult
 
 
 def figure(metric: MetricSpec, point: PointResult, messages: dict[str, np.ndarray]) -> float | None:

@@ -2,7 +2,7 @@
 
 :class:`SuiteRunner` runs a (scenario, engine) pair at most once and keeps its figures, so the
 CLI (every check in order) and the pytest plugin (one test per check, any order, any subset)
-share the same code.  A run goes through :func:`federation.runner.run_experiment` exactly as
+share the same code.  A run goes through :func:`federation.pipeline.run.run_experiment` exactly as
 ``federation run`` would, into a temporary folder, with the experiment's engine replaced by the
 suite's.
 
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-import federation
+from federation._version import __version__
 from federation.crossval.metrics import figure
 from federation.crossval.models import Check, EngineRun, Suite, SuiteResult
 from federation.errors import ConfigError, FederationError
@@ -44,7 +44,7 @@ INLINE = "experiment.yaml"
 
 def load_suite(path: str | Path) -> Suite:
     """Read and validate a suite file; unknown engines are refused naming ``engines``."""
-    from federation.manager import get_plugins
+    from federation.plugin.registry import get_plugins
 
     source = str(path)
     if not Path(path).is_file():
@@ -60,7 +60,7 @@ def load_suite(path: str | Path) -> Suite:
 
 def not_installed_reason(engine: str) -> str | None:
     """Why ``engine`` cannot run here, or ``None`` when it can."""
-    from federation.manager import get_plugins
+    from federation.plugin.registry import get_plugins
 
     cls = get_plugins().engines.items[engine].cls
     if cls.found():
@@ -121,7 +121,7 @@ class SuiteRunner:
 
     def _load(self, index: int, engine: str, tmp: Path) -> Any:
         """The scenario's experiment with the suite's engine, as a one-point experiment."""
-        from federation.loader import load_experiment
+        from federation.pipeline.load import load_experiment
 
         scenario = self.suite.scenarios[index]
         overrides = [f"engine={{kind: {engine}}}", OUTPUTS]
@@ -144,7 +144,7 @@ class SuiteRunner:
         """An inline experiment, written to ``tmp`` with every relative path in it anchored
         to the suite file's folder (:func:`anchor_paths`), so that it means what it says in
         the suite file wherever the suite is run from; errors name the suite's field."""
-        from federation.loader import load_experiment
+        from federation.pipeline.load import load_experiment
 
         doc = anchor_paths(self.suite.scenarios[index].experiment,  # type: ignore[arg-type]
                            self.path.absolute().parent)
@@ -209,7 +209,7 @@ class SuiteRunner:
                   for s in ("pass", "fail", "error", "not run")}
         bad = counts["fail"] or counts["error"] or (require_all_engines and counts["not run"])
         return SuiteResult(
-            federation_version=federation.__version__, suite=self.suite.name,
+            federation_version=__version__, suite=self.suite.name,
             source=str(self.path.resolve()), engines=self.suite.engines,
             reference_engine=self.suite.reference_engine,
             status="failed" if bad else "passed", counts=counts, runs=runs, checks=checks)
@@ -273,7 +273,7 @@ def _get(doc: dict[str, Any], where: str) -> Any:
 
 def _path_fields(registry: str, kind: Any) -> set[str]:
     """The parameters of plugin ``kind`` (of ``registry``) that are document paths."""
-    from federation.manager import get_plugins
+    from federation.plugin.registry import get_plugins
 
     items = getattr(get_plugins(), registry).items
     if not isinstance(kind, str) or kind not in items:
@@ -310,7 +310,7 @@ def _driver(engine: str) -> Callable[..., Any]:
         from federation.adapters.sst.run import run_experiment as run_sst
 
         return run_sst
-    from federation.runner import run_experiment
+    from federation.pipeline.run import run_experiment
 
     return run_experiment
 

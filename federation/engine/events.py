@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from federation.limits import HEAP_SEQ_BITS
-from federation.limits import TIME_LIMIT_PS as _TIME_LIMIT_PS
+from federation.models.limits import HEAP_SEQ_BITS
+from federation.models.limits import TIME_LIMIT_PS as _TIME_LIMIT_PS
 
 # event types
 EV_ARRIVE = 0  # a = packet, b = input port (tail arrived)
@@ -80,7 +80,7 @@ INF_CREDIT = np.int64(1) << 60
 # lifts the last element into it (Floyd's bottom-up variant).
 SEQ_BITS = HEAP_SEQ_BITS
 SEQ_MASK = (1 << SEQ_BITS) - 1
-TIME_LIMIT_PS = _TIME_LIMIT_PS  # 8.8 simulated seconds (see federation.limits)
+TIME_LIMIT_PS = _TIME_LIMIT_PS  # 8.8 simulated seconds (see federation.models.limits)
 KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 
 

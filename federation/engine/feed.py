@@ -8,7 +8,7 @@ PacketChunk`) and :func:`load_chunk` queues the chunk's packets in the *feed* (o
 row each) behind each NIC's backlog.  A packet takes a row of the packet state when it
 reaches the head of its NIC (:func:`born`); when it is delivered the loop writes one record
 of it into ``Sim.rec`` (:func:`record`) and frees its row, and the driver drains the records
-into a :class:`~federation.packet_stats.PacketSink` when the buffer fills or the run ends.
+into a :class:`~federation.engine.packet_stats.PacketSink` when the buffer fills or the run ends.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The loop runs in slices of ``budget`` events so that a caller can show progress 
 event heap can grow without the loop allocating; state lives in the arrays created here.  It
 also stops at the start of each chunk of open-loop traffic, which the driver then loads into
 free packet rows (:mod:`federation.engine.feed`), and whenever its buffer of delivery records
-is full, which the driver drains into a :class:`~federation.packet_stats.PacketSink`: memory
+is full, which the driver drains into a :class:`~federation.engine.packet_stats.PacketSink`: memory
 follows the packets in flight, not the run's total.
 """
 
@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 from numba.core.errors import NumbaError
 
-from federation.components import RouteTables, RoutingProgram
 from federation.engine import api as A
 from federation.engine import events as E
 from federation.engine.arbiters import oldest_first
@@ -35,6 +34,7 @@ from federation.engine.feed import (
     undelivered,
     waiting,
 )
+from federation.engine.packet_stats import PacketSink, PacketStats
 from federation.engine.program_arrays import ProgramTraffic, no_programs
 from federation.engine.reports import (
     CLOCK_RANGE,
@@ -56,10 +56,10 @@ from federation.engine.traffic import (
     whole_chunk,
 )
 from federation.errors import RoutingError, SimulationError
-from federation.limits import MAX_PACKET_BYTES, TIME_LIMIT_PS
+from federation.models.limits import MAX_PACKET_BYTES, TIME_LIMIT_PS
+from federation.models.units import PS_PER_S, format_time
 from federation.network import Network
-from federation.packet_stats import PacketSink, PacketStats
-from federation.units import PS_PER_S, format_time
+from federation.plugin.components import RouteTables, RoutingProgram
 
 __all__ = ["CLOCK_RANGE", "LinkFigures", "NativeRun", "Packets", "RawResult", "run_native"]
 
@@ -75,7 +75,8 @@ class LinkFigures:
 
 @dataclass
 class NativeRun:
-    """What the runner hands an engine for one point (see :func:`federation.prepare.prepare`):
+    """What the runner hands an engine for one point (see
+    :func:`federation.pipeline.point.prepare`):
     the network and its figures, the routing, the arbiter, the rank programs and the
     open-loop traffic.  The open-loop packets are made on the engine side
     (:mod:`federation.engine.traffic`) when :attr:`packets` is first read, and the loop's
@@ -177,7 +178,7 @@ class PortCounters:
 @dataclass
 class RawResult:
     """What an engine hands back for one point: per-port counters, the open-loop packets'
-    figures (:class:`~federation.packet_stats.PacketStats`) and the rank programs' state."""
+    figures (:class:`~federation.engine.packet_stats.PacketStats`) and the rank programs' state."""
 
     packets: PacketStats
     port_bytes: np.ndarray
@@ -519,8 +520,8 @@ def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.nda
     That check is only sound if no operand has wrapped already, so each operand must be a
     finite number of picoseconds below ``TIME_LIMIT_PS`` (a sum of a few of them then stays
     far inside int64).  Packet sizes and creation times are checked as each chunk of
-    packets is loaded.  The preflight (:func:`federation.checks.check_clock`) refuses such
-    inputs naming the file; this is the engine's own guard for callers that bypass it.
+    packets is loaded.  The preflight (:func:`federation.pipeline.bounds.check_clock`) refuses
+    such inputs naming the file; this is the engine's own guard for callers that bypass it.
     """
     pt = net.ports
     if largest_packet <= 0:

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from federation.components import RouteTables
 from federation.engine import api as A
 from federation.engine import events as E
 from federation.engine.program_arrays import ProgramTraffic
 from federation.engine.state import Prog
+from federation.models.units import PS_PER_S, format_time
 from federation.network import Network
-from federation.units import PS_PER_S, format_time
+from federation.plugin.components import RouteTables
 
 #: the clock range as messages state it
 CLOCK_RANGE = f"the engine's clock range [0, {format_time(E.TIME_LIMIT_PS / PS_PER_S)}) (2^43 ps)"

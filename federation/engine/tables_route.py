@@ -1,11 +1,11 @@
-"""The per-hop routing of :class:`~federation.components.RouteTables`, as a compiled routing.
+"""The per-hop routing of :class:`~federation.plugin.components.RouteTables`, as a compiled routing.
 
 Every routing that returns ``RouteTables`` (the built-in ``minimal``, ``valiant`` and ``ugal``,
 and third-party routings written against the table contract) runs through :func:`route`:
 hierarchical tables (``gnext[router, group]`` across groups, ``lnext[router, local index]``
 inside one), an intermediate group per packet for Valiant (``F_VIA``, drawn by the routing's
 ``intermediates``), UGAL-L at the source router, and the VC rules of
-:mod:`federation.components`.  :func:`program_tables` packs the tables into the tuple the
+:mod:`federation.plugin.components`.  :func:`program_tables` packs the tables into the tuple the
 loop passes back here.
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from federation.components import RouteTables, RoutingProgram
 from federation.engine.api import (
     P_DIM,
     P_DST,
@@ -25,6 +24,10 @@ from federation.engine.api import (
     P_VIA,
     used_credit_all,
 )
+from federation.network import Network
+from federation.network.equal_cost import equal_cost_ports
+from federation.network.tables import RouteTables
+from federation.plugin.components import RoutingProgram
 
 
 def program_tables(t: RouteTables, n_ports: int) -> tuple:
@@ -146,3 +149,15 @@ def table_program(route_fn, t: RouteTables, n_ports: int, inject_fn=None) -> Rou
     return RoutingProgram(route=route_fn, inject=inject_fn or inject,
                           tables=program_tables(t, n_ports), vcs_required=t.vcs_required,
                           description=t.description)
+
+
+def mask_program(route_fn, network: Network, tables: RouteTables, owner: str,
+                 cfg: np.ndarray, description: str | None = None) -> RoutingProgram:
+    """A compiled routing reading the tables and their equal-cost masks: its ``tables`` are
+    ``(packed RouteTables, gmask, lmask, first, port, cfg)``."""
+    ec = equal_cost_ports(network, tables, owner)
+    packed = (program_tables(tables, network.ports.n_ports), ec.gmask, ec.lmask, ec.first,
+              ec.port, cfg)
+    return RoutingProgram(route=route_fn, inject=inject, tables=packed,
+                          vcs_required=tables.vcs_required,
+                          description=description or tables.description)

@@ -1,6 +1,6 @@
 """Open-loop traffic as the runner hands it to an engine, and its packets, a chunk at a time.
 
-The runner (``federation/prepare.py``) decides nothing per packet: it hands an engine one
+The runner (``federation/pipeline/traffic.py``) decides nothing per packet: it hands an engine one
 description (network, routing, arbiter, rank programs and this :class:`OpenTraffic`), and the
 engine side turns the workload's message batches into packets here, drawing each packet's
 routing choices as it goes (:func:`packet_chunks`).  The native engine loads one chunk into
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from federation.components import Messages
-from federation.limits import TIME_LIMIT_PS
+from federation.models.limits import TIME_LIMIT_PS
+from federation.plugin.components import Messages
 
 #: packets per chunk the native engine loads at once (a 4 MB feed)
 CHUNK_PACKETS = 1 << 16

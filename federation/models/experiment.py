@@ -9,7 +9,7 @@ from pydantic import Discriminator, Field, Tag, model_validator
 
 from federation.models.base import DocumentModel, SchemaVersion
 from federation.models.machine import AlgorithmSpec, ComponentSpec, Machine
-from federation.units import PositiveTime, Time
+from federation.models.units import PositiveTime, Time
 
 
 def _machine_tag(value: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_serializer, model_validator
 
 from federation.models.base import DocumentModel, SchemaVersion
-from federation.units import ByteCount, PacketSize, PositiveSize, Rate, Size, Time
+from federation.models.units import ByteCount, PacketSize, PositiveSize, Rate, Size, Time
 
 DEFAULT_BANDWIDTH = 5.25 * 2**30  # bytes/s (CODES, Edison-like)
 DEFAULT_LATENCY = 10e-9  # s
@@ -25,8 +25,8 @@ class ComponentSpec(DocumentModel):
     """``{kind: <name>, <params>...}``: which plugin component to use and its parameters.
 
     The parameters are validated later by the ``Params`` model of the plugin that provides
-    ``kind`` (see :func:`federation.loader.resolve_component`).  ``params`` holds the raw mapping
-    until then and the plugin's validated model afterwards.
+    ``kind`` (see :func:`federation.pipeline.load.resolve_component`).  ``params`` holds the raw
+    mapping until then and the plugin's validated model afterwards.
     """
 
     kind: str

@@ -20,6 +20,10 @@ fast as before.  Modules:
 
 Every drawing function returns the data it plotted (a small dataclass), so tests and callers can
 check a figure against the result tables without reading pixels.
+
+Stage: after *outputs*, reading them.  May import: :mod:`federation.results` (the validating
+reader's models), :mod:`federation.pipeline` (a machine rebuilt from a point's ``resolved``
+document), :mod:`federation.adapters` and everything below; never the CLI.
 """
 
 #: Default saturation margin: a point is saturated when its accepted load is below its offered

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from federation.models.results import PointResult
 from federation.plots import DEFAULT_SATURATION_MARGIN, HEATMAP_MAX_ROUTERS  # noqa: F401
 from federation.plots.reader import (  # noqa: F401 - the folder reader, re-exported
     LOAD_KEY,
@@ -24,6 +23,7 @@ from federation.plots.reader import (  # noqa: F401 - the folder reader, re-expo
     load_folders,
     read_table,
 )
+from federation.results.model import PointResult
 
 #: Swept keys that already show as a series' routing or engine part of its label.
 REDUNDANT = frozenset({"routing.algorithm", "engine.kind"})

@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from federation.models.results import PointResult
 from federation.plots.curves import LoadCurve, load_axis, load_curves
 from federation.plots.data import (
     DEFAULT_SATURATION_MARGIN,
@@ -31,6 +30,7 @@ from federation.plots.style import (
     suptitle,
     wants_log,
 )
+from federation.results.model import PointResult
 
 #: What is compared: (attribute of :class:`LoadCurve`, axis label, summary value of a point).
 METRICS = (

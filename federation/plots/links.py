@@ -16,7 +16,6 @@ import numpy as np
 from matplotlib.patches import Patch
 
 from federation.errors import FederationError
-from federation.models.results import PointResult
 from federation.plots.data import (
     HEATMAP_MAX_ROUTERS,
     ResultFolder,
@@ -24,6 +23,7 @@ from federation.plots.data import (
     figure_title,
 )
 from federation.plots.style import colours, new_figure, save, suptitle
+from federation.results.model import PointResult
 
 INJECTION = "terminal: NIC to router"
 EJECTION = "terminal: router to node"
@@ -178,10 +178,10 @@ def router_groups(folder: ResultFolder, point: PointResult, n_routers: int) -> n
     if not isinstance(machine, dict):
         return None
     try:
-        from federation.loader import resolve_machine
-        from federation.manager import get_plugins
         from federation.models.base import validate_model
         from federation.models.machine import Machine
+        from federation.pipeline.load import resolve_machine
+        from federation.plugin.registry import get_plugins
 
         source = str(folder.path / "results.json")
         rm = resolve_machine(validate_model(Machine, machine, source), source, get_plugins())

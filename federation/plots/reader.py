@@ -9,7 +9,7 @@ the file and the field, anything the figures could not draw truthfully:
 
 * ``results.json``: read like every other document (:func:`~federation.models.base.read_document`:
   a key given twice is refused), then validated *strictly* against
-  :class:`~federation.models.results.RunResult` (``"0.3"`` is not a number); a NaN or infinite
+  :class:`~federation.results.model.RunResult` (``"0.3"`` is not a number); a NaN or infinite
   number anywhere, a negative figure in a summary, a non-numeric load, a point index given twice,
   or ``missing_points`` contradicting the finished points are refused.
 * ``files`` entries: a relative path of plain names that stays inside the folder (no ``..``, no
@@ -41,7 +41,7 @@ import numpy as np
 
 from federation.errors import ConfigError
 from federation.models.base import non_finite, read_document, validation_error
-from federation.models.results import RESULTS_SCHEMA_VERSION, PointResult, RunResult
+from federation.results.model import RESULTS_SCHEMA_VERSION, PointResult, RunResult
 
 #: The swept key that is the x axis of the load figures; every other swept key makes a series.
 LOAD_KEY = "workload.load"

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from federation.models.results import PointResult
 from federation.plots import DEFAULT_SATURATION_MARGIN
 from federation.plots.data import REDUNDANT, ResultFolder, series_of
 from federation.plots.standard import Drawn, draw_all
+from federation.results.model import PointResult
 
 CAPTIONS = {
     "latency": "Mean and 99th-percentile packet latency against measured offered load; the "

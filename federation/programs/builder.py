@@ -23,8 +23,8 @@ from itertools import chain
 import numpy as np
 
 from federation.errors import ConfigError
+from federation.models.units import clock_ps
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
-from federation.units import clock_ps
 
 
 class RankBuilder:
@@ -156,7 +156,7 @@ class RankBuilder:
 
     def compute(self, seconds: float, what: str = "compute time") -> int:
         """Compute for ``seconds`` (rounded to whole picoseconds).  A duration the engine's
-        clock cannot hold is refused (:func:`~federation.units.clock_ps`), ``what`` naming it
+        clock cannot hold is refused (:func:`~federation.models.units.clock_ps`), ``what`` naming it
         in the message."""
         return self._seq(COMPUTE, -1, 0, 0, clock_ps(seconds, what, path="workload"), True)
 

@@ -9,9 +9,9 @@ can be decided from the arrays (and the machine's figures) alone is decided here
 was read from a file, its line (:meth:`RankPrograms.describe`).
 
 :func:`check_programs` is the one set of checks every caller uses: ``federation validate``
-and ``run`` both reach it through :func:`federation.prepare.preflight` for every sweep point,
-and a point built elsewhere (a Dask worker) goes through it in :func:`federation.prepare.
-prepare`.
+and ``run`` both reach it through :func:`federation.pipeline.point.preflight` for every sweep
+point, and a point built elsewhere (a Dask worker) goes through it in
+:func:`federation.pipeline.point.prepare`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from federation.errors import ConfigError
-from federation.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.models.units import PS_PER_S, format_rate, format_time
 from federation.programs.matching import (
     Pairs,
     blocked,
@@ -30,7 +31,6 @@ from federation.programs.matching import (
     truncation,
 )
 from federation.programs.model import COMPUTE, KIND_NAMES, RECV, SEND, RankPrograms
-from federation.units import PS_PER_S, format_rate, format_time
 
 #: largest message (exclusive): sizes are int64 and byte counts times 8 bits must not overflow
 MAX_MESSAGE_BYTES = 2**40

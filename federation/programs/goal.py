@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from federation.errors import ConfigError
-from federation.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.programs.builder import ProgramBuilder
 from federation.programs.checks import MAX_MESSAGE_BYTES
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms

@@ -8,8 +8,9 @@ before any operation was made.  Three bounds hold while reading, each refused as
 * the file must be a regular file (``/dev/zero`` or a pipe in a trace list never ends);
 * a line may hold at most :data:`MAX_LINE_CHARS` characters (a binary file has no line ends);
 * the operations read so far must fit the memory a point may use (:class:`OpBudget`, set by
-  :mod:`federation.prepare` from ``--max-memory`` around a workload's ``programs`` call), so
-  a slip such as ``num_ranks 100000000`` or a huge trace is refused before memory runs out.
+  :mod:`federation.pipeline.rank_programs` from ``--max-memory`` around a workload's
+  ``programs`` call), so a slip such as ``num_ranks 100000000`` or a huge trace is refused
+  before memory runs out.
 """
 
 from __future__ import annotations

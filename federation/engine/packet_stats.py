@@ -1,0 +1,345 @@
+"""A run's per-packet figures, reduced as the packets are delivered.
+
+The native engine hands its driver one record per delivered open-loop packet
+(:mod:`federation.engine.feed`); a :class:`PacketSink` folds them into sums, per-message
+completion and exact latency percentiles, so that a run with 10^8 packets needs memory for
+what is in flight, not for every packet.  Percentiles stay exact: the measured packets'
+latencies go to an in-memory buffer that spills to a temporary file past
+:data:`SPILL_VALUES`, and :func:`order_statistics` finds the k-th smallest value in a few
+histogram passes over it (each pass narrows the value range 65,536-fold), so nothing is ever
+sorted whole.  The per-packet and per-message tables are kept only when asked for (``keep``),
+and then on disk, in order, as the rows come (:mod:`federation.results.spool`).
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from federation.engine.feed import (
+    REC_COLS,
+    REC_CREATED,
+    REC_DELIVER,
+    REC_DST,
+    REC_HOPS,
+    REC_ID,
+    REC_INJECT,
+    REC_MINIMAL,
+    REC_MSG,
+    REC_SIZE,
+    REC_SRC,
+    REC_VIA,
+)
+from federation.engine.traffic import PacketChunk, Packets, whole_chunk
+from federation.results.spool import InOrder, Spool
+
+#: measured latencies held in memory before they spill to a temporary file (8 B each)
+SPILL_VALUES = 1 << 21
+_BINS = 1 << 16
+_NEVER = np.iinfo(np.int64).max
+
+
+class ValueStore:
+    """int64 values appended in batches and read back in batches (memory, then a file)."""
+
+    def __init__(self, spill_at: int = SPILL_VALUES) -> None:
+        self.spill_at = spill_at
+        self.parts: list[np.ndarray] = []
+        self.held = 0
+        self.count = 0
+        self.min = _NEVER
+        self.max = -_NEVER
+        self._file: tempfile._TemporaryFileWrapper | None = None
+
+    def add(self, x: np.ndarray) -> None:
+        if not x.size:
+            return
+        x = np.ascontiguousarray(x, dtype=np.int64)
+        self.count += x.size
+        self.min = min(self.min, int(x.min()))
+        self.max = max(self.max, int(x.max()))
+        self.parts.append(x)
+        self.held += x.size
+        if self.held > self.spill_at:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="federation-latency-")
+            for p in self.parts:
+                p.tofile(self._file)
+            self.parts, self.held = [], 0
+
+    def batches(self, size: int = SPILL_VALUES) -> Iterator[np.ndarray]:
+        if self._file is not None:
+            self._file.flush()
+            self._file.seek(0)
+            while True:
+                x = np.fromfile(self._file, dtype=np.int64, count=size)
+                if not x.size:
+                    break
+                yield x
+        yield from self.parts
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self.parts = []
+
+
+def order_statistics(store: ValueStore, ranks: list[int]) -> dict[int, int]:
+    """The ``k``-th smallest stored value (0-based) for each ``k`` of ``ranks``, exactly.
+
+    Each pass reads the values once and, per rank, counts them into 65,536 equal bins over
+    the value range still in question; the bin holding the rank becomes the new range.
+    Integer values converge to a single value in at most four passes.  Values must lie in
+    ``[0, 2^62]`` (latencies in ps are below 2^43), so that no difference overflows."""
+    state = {k: (store.min, store.max, 0) for k in set(ranks)}  # range [a, b], values below a
+    while any(a < b for a, b, _ in state.values()):
+        todo = [k for k, (a, b, _) in state.items() if a < b]
+        width = {k: -(-(state[k][1] - state[k][0] + 1) // _BINS) for k in todo}
+        counts = {k: np.zeros(_BINS, dtype=np.int64) for k in todo}
+        for x in store.batches():
+            for k in todo:
+                a, b, _ = state[k]
+                sel = x[(x >= a) & (x <= b)]
+                counts[k] += np.bincount((sel - a) // width[k], minlength=_BINS)[:_BINS]
+        for k in todo:
+            a, b, below = state[k]
+            cum = np.cumsum(counts[k])
+            j = int(np.searchsorted(cum, k - below, side="right"))
+            lo = a + j * width[k]
+            state[k] = (lo, min(b, lo + width[k] - 1), below + (int(cum[j - 1]) if j else 0))
+    return {k: a for k, (a, _, _) in state.items()}
+
+
+def percentiles_ns(store: ValueStore, qs: tuple[float, ...]) -> list[float]:
+    """NumPy's default (linear) percentiles of the stored picosecond values, in ns, exactly
+    as ``np.percentile(values / 1e3, q)`` gives them."""
+    n = store.count
+    virtual = [(n - 1) * (float(q) / 100) for q in qs]
+    lo = [min(int(math.floor(v)), n - 1) for v in virtual]
+    ranks = lo + [min(i + 1, n - 1) for i in lo]
+    vals = order_statistics(store, ranks)
+    out = []
+    for v, i in zip(virtual, lo, strict=True):
+        a, b = vals[i] / 1e3, vals[min(i + 1, n - 1)] / 1e3
+        t = v - i
+        diff = b - a
+        out.append(float(b - diff * (1 - t)) if t >= 0.5 else float(a + diff * t))
+    return out
+
+
+@dataclass
+class Latency:
+    """Mean, median, 99th percentile and maximum, ns (``None`` without packets)."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+@dataclass
+class PacketStats:
+    """What a run's open-loop packets add up to (see :class:`PacketSink`)."""
+
+    generated: int = 0
+    generated_bytes: int = 0
+    delivered: int = 0
+    delivered_bytes: int = 0
+    #: created in the measurement window and delivered
+    measured: int = 0
+    measured_bytes: int = 0
+    #: delivered in the measurement window
+    accepted_bytes: int = 0
+    latency: Latency = field(default_factory=Latency)
+    network_latency: Latency = field(default_factory=Latency)
+    hops: int = 0  #: over measured packets
+    nonminimal: int = 0  #: measured packets the routing marked non-minimal
+    #: completion (last packet's delivery minus creation) of the messages created in the
+    #: window whose packets were all delivered
+    message_completion_ps: int = 0
+    messages_measured: int = 0
+    #: the packets table by packet number, spooled to disk (``keep``), else ``None``
+    packets: Spool | None = None
+    #: the open-loop messages' rows by message number, spooled likewise
+    messages: Spool | None = None
+
+
+#: the open-loop messages' columns the sink keeps (:meth:`_Chunk.rows`; the messages table
+#: is made from them)
+MESSAGE_COLUMNS = ["message", "src", "dst", "size", "created_ps", "started_ps",
+                   "completed_ps"]
+
+
+class _Chunk:
+    """Completion state of one loaded chunk's messages."""
+
+    def __init__(self, c: PacketChunk) -> None:
+        m = c.messages
+        self.first = c.first_message
+        self.left = c.npk.copy()
+        self.time, self.src, self.dst, self.size = m.time_ps, m.src, m.dst, m.size
+        self.started = np.full(m.count, _NEVER, dtype=np.int64)
+        self.done = np.full(m.count, -1, dtype=np.int64)
+
+    def rows(self, i: np.ndarray, done: np.ndarray) -> dict[str, np.ndarray]:
+        """Rows ``i`` of the open-loop messages' table (``done``: completion, -1 none)."""
+        return {
+            "message": self.first + i,
+            "src": self.src[i].astype(np.int32), "dst": self.dst[i].astype(np.int32),
+            "size": self.size[i].astype(np.int64),
+            "created_ps": self.time[i].astype(np.int64),
+            "started_ps": np.where(self.started[i] == _NEVER, -1, self.started[i]),
+            "completed_ps": done[i],
+        }
+
+
+class PacketSink:
+    """Folds delivery records into :class:`PacketStats` (``window``: ``[w0, w1)`` ps, or
+    ``None``: every delivered packet is measured)."""
+
+    def __init__(self, window: tuple[int, int] | None, keep: bool = False,
+                 spill_at: int = SPILL_VALUES) -> None:
+        self.w0, self.w1 = window if window is not None else (0, _NEVER)
+        self.s = PacketStats()
+        self.lat, self.net = ValueStore(spill_at), ValueStore(spill_at)
+        self.lat_sum = self.net_sum = 0
+        self.chunks: list[_Chunk] = []
+        # the tables, in packet and message order, on disk as they come (``keep``)
+        self.packet_rows = InOrder("packet", Spool(PACKET_COLUMNS)) if keep else None
+        self.message_rows = InOrder("message", Spool(MESSAGE_COLUMNS)) if keep else None
+        self.end = _NEVER  #: messages created after this never existed (:meth:`ended`)
+
+    def loaded(self, c: PacketChunk) -> None:
+        """A chunk entered the engine: its packets count as generated."""
+        self.s.generated += c.packets.count
+        self.s.generated_bytes += int(c.packets.size.sum())
+        if c.messages.count:
+            self.chunks.append(_Chunk(c))
+
+    def add(self, rec: np.ndarray) -> None:
+        """Records of delivered packets (or, at the end, undelivered ones: delivery -1)."""
+        if not rec.shape[0]:
+            return
+        if self.packet_rows is not None:
+            self.packet_rows.add(_packet_columns(rec, self.w0, self.w1))
+        got = rec[:, REC_DELIVER] >= 0
+        d = rec[got]
+        s = self.s
+        s.delivered += d.shape[0]
+        s.delivered_bytes += int(d[:, REC_SIZE].sum())
+        dv = d[:, REC_DELIVER]
+        s.accepted_bytes += int(d[(dv >= self.w0) & (dv < self.w1), REC_SIZE].sum())
+        cr = d[:, REC_CREATED]
+        m = d[(cr >= self.w0) & (cr < self.w1)]
+        if m.shape[0]:
+            s.measured += m.shape[0]
+            s.measured_bytes += int(m[:, REC_SIZE].sum())
+            lat = m[:, REC_DELIVER] - m[:, REC_CREATED]
+            net = m[:, REC_DELIVER] - m[:, REC_INJECT]
+            self.lat_sum += int(lat.sum())
+            self.net_sum += int(net.sum())
+            self.lat.add(lat)
+            self.net.add(net)
+            s.hops += int(m[:, REC_HOPS].sum())
+            s.nonminimal += int((m[:, REC_MINIMAL] == 0).sum())
+        self._messages(d)
+
+    def ended(self, rec: np.ndarray, end_ps: int) -> None:
+        """The run ended at ``end_ps`` (rank programs finished) with the packets of ``rec``
+        still in rows: those created by then are undelivered; those created later (loaded
+        ahead with their chunk) never existed, and neither did their messages."""
+        self.end = end_ps
+        late = rec[:, REC_CREATED] > end_ps
+        self.s.generated -= int(late.sum())
+        self.s.generated_bytes -= int(rec[late, REC_SIZE].sum())
+        self.add(rec[~late])
+
+    def _messages(self, d: np.ndarray) -> None:
+        if not d.shape[0] or not self.chunks:
+            return
+        firsts = np.array([c.first for c in self.chunks])
+        which = np.searchsorted(firsts, d[:, REC_MSG], side="right") - 1
+        for ci in np.unique(which).tolist():
+            c = self.chunks[ci]
+            part = d[which == ci]
+            i = part[:, REC_MSG] - c.first
+            np.subtract.at(c.left, i, 1)
+            np.maximum.at(c.done, i, part[:, REC_DELIVER])
+            np.minimum.at(c.started, i, part[:, REC_INJECT])
+        finished = [c for c in self.chunks if not (c.left > 0).any()]
+        for c in finished:
+            self._retire(c)
+        self.chunks = [c for c in self.chunks if (c.left > 0).any()]
+
+    def _retire(self, c: _Chunk) -> None:
+        done = np.where(c.left > 0, -1, c.done)
+        inw = (c.time >= self.w0) & (c.time < self.w1) & (done >= 0)
+        self.s.message_completion_ps += int((done - c.time)[inw].sum())
+        self.s.messages_measured += int(inw.sum())
+        if self.message_rows is not None:
+            self.message_rows.add(c.rows(np.nonzero(c.time <= self.end)[0], done))
+
+    def finish(self) -> PacketStats:
+        """Retire what is left (messages with undelivered packets complete at -1) and work
+        out the latency figures."""
+        for c in self.chunks:
+            self._retire(c)
+        self.chunks = []
+        s = self.s
+        for store, total, out in ((self.lat, self.lat_sum, "latency"),
+                                  (self.net, self.net_sum, "network_latency")):
+            if store.count:
+                p50, p99 = percentiles_ns(store, (50, 99))
+                setattr(s, out, Latency(mean=total / store.count / 1e3, p50=p50, p99=p99,
+                                        max=store.max / 1e3))
+            store.close()
+        if self.packet_rows is not None and self.message_rows is not None:
+            s.packets = self.packet_rows.flush()
+            s.messages = self.message_rows.flush()
+        return s
+
+
+def _packet_columns(rec: np.ndarray, w0: int, w1: int) -> dict[str, np.ndarray]:
+    """Rows of the packets table from delivery records."""
+    created, deliver = rec[:, REC_CREATED], rec[:, REC_DELIVER]
+    return {
+        "packet": rec[:, REC_ID].copy(),
+        "message": rec[:, REC_MSG].copy(),
+        "src": rec[:, REC_SRC].astype(np.int32),
+        "dst": rec[:, REC_DST].astype(np.int32),
+        "size": rec[:, REC_SIZE].copy(),
+        "created_ps": created.copy(),
+        "injected_ps": rec[:, REC_INJECT].copy(),
+        "delivered_ps": deliver.copy(),
+        "hops": rec[:, REC_HOPS].astype(np.int32),
+        "minimal": rec[:, REC_MINIMAL].astype(bool),
+        "via_group": rec[:, REC_VIA].astype(np.int32),
+        "measured": (created >= w0) & (created < w1) & (deliver >= 0),
+    }
+
+
+#: the packets table's columns
+PACKET_COLUMNS = list(_packet_columns(np.zeros((0, REC_COLS), dtype=np.int64), 0, 0))
+
+
+def stats_of_packets(pk: Packets, inject: np.ndarray, deliver: np.ndarray, hops: np.ndarray,
+                     minimal: np.ndarray, via: np.ndarray, window: tuple[int, int] | None,
+                     keep: bool) -> PacketStats:
+    """:class:`PacketStats` of packets whose figures an engine has whole (the SimGrid
+    adapter), folded exactly as the native engine's records are."""
+    rec = np.zeros((pk.count, REC_COLS), dtype=np.int64)
+    for col, x in ((REC_ID, np.arange(pk.count)), (REC_MSG, pk.msg), (REC_SRC, pk.src),
+                   (REC_DST, pk.dst), (REC_SIZE, pk.size), (REC_CREATED, pk.time_ps),
+                   (REC_INJECT, inject), (REC_DELIVER, deliver), (REC_HOPS, hops),
+                   (REC_MINIMAL, minimal), (REC_VIA, via)):
+        rec[:, col] = x
+    sink = PacketSink(window, keep)
+    if pk.count:
+        sink.loaded(whole_chunk(pk))
+    sink.add(rec)
+    return sink.finish()

@@ -1,0 +1,32 @@
+"""What the native engine can represent, in one place.
+
+Every figure a run feeds the engine (times, sizes, rates, counts) is checked against these limits
+*before* anything is allocated or simulated (see :mod:`federation.pipeline.preflight`), so that an
+input the engine cannot hold is refused with a message naming the file and field, never wrapped
+silently.
+
+* **Clock.**  Event times are integer picoseconds kept in int64 heap keys ``time << 19 | seq``
+  (see :mod:`federation.engine.events`), so a time must stay below ``2**43`` ps, about 8.8 s of
+  simulated time.
+* **Packet size.**  A packet's size is an int32 column of the engine's per-packet state row, so
+  sizes are whole bytes from 1 to ``2**31 - 1``.
+"""
+
+from __future__ import annotations
+
+#: low bits of an event key that hold the scheduling sequence number
+HEAP_SEQ_BITS = 19
+#: first time (ps) the engine cannot represent: keys are ``time << 19 | seq`` in a signed int64
+TIME_LIMIT_PS = 1 << (63 - HEAP_SEQ_BITS - 1)
+#: the same limit in seconds, for messages
+TIME_LIMIT_S = TIME_LIMIT_PS / 1e12
+#: the clock range as every refusal before a run states it
+CLOCK_LIMIT = (f"the engine's clock range ({TIME_LIMIT_PS} ps = {TIME_LIMIT_S:.4g} s of simulated "
+               "time)")
+#: largest packet, in bytes (int32 field of the packet state row)
+MAX_PACKET_BYTES = 2**31 - 1
+#: most points one sweep may expand to (each is validated and resolved before the run)
+MAX_SWEEP_POINTS = 10_000
+#: most messages one point may generate before the engine starts (a unit slip otherwise
+#: exhausts memory first)
+MAX_MESSAGES = 200_000_000

@@ -1,0 +1,210 @@
+"""From files to validated, resolved experiments.
+
+Two steps, as the open set of plugin kinds requires: the file is first validated against the
+static models (:class:`~federation.models.experiment.Experiment`,
+:class:`~federation.models.machine.Machine`), then each component's parameters are validated by
+the ``Params`` model of the plugin that provides its ``kind``.  Every error names the file and
+the field path, e.g. ``machine.yaml: topology.p: Input should be greater than or equal to 1``.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from pathlib import Path
+from typing import Any
+
+from federation.errors import ConfigError
+from federation.models.base import read_document, validate_model
+from federation.models.experiment import Experiment
+from federation.models.limits import MAX_SWEEP_POINTS
+from federation.models.machine import ComponentSpec, Machine
+from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_path: public here too
+    Assigner,
+    Override,
+    apply_sweep_overrides,
+    blame,
+    check_conflicts,
+    drop_overridden_axes,
+    parse_override,
+    set_path,
+)
+from federation.pipeline.points import LoadedExperiment, ResolvedMachine, ResolvedPoint
+from federation.plugin.components import Workload
+from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
+from federation.schemas import quickstart_path
+
+
+def resolve_component(spec: ComponentSpec, registry: ComponentRegistry[Any], source: str,
+                      path: str) -> Any:
+    """Instantiate the plugin component named by ``spec`` with its validated parameters."""
+    try:
+        cls = registry.get(spec.kind)
+    except KeyError as exc:
+        key = spec.component_key
+        raise ConfigError(exc.args[0], source=source, path=f"{path}.{key}") from None
+    params = spec.params if isinstance(spec.params, cls.Params) else validate_model(
+        cls.Params, spec.params, source, prefix=path
+    )
+    return cls(params)
+
+
+def resolve_machine(machine: Machine, source: str, plugins: FederationPlugins,
+                    prefix: str = "") -> ResolvedMachine:
+    pre = f"{prefix}." if prefix else ""
+    topo = resolve_component(machine.topology, plugins.topologies, source, f"{pre}topology")
+    qos = resolve_component(machine.qos, plugins.qos, source, f"{pre}qos")
+    arbiter = resolve_component(machine.router.arbiter, plugins.arbiters, source,
+                                f"{pre}router.arbiter")
+    known = set(topo.link_defaults) | {"terminal"}
+    if topo.link_defaults:
+        for name in machine.links:
+            if name not in known:
+                raise ConfigError(
+                    f"topology {topo.name!r} has no link class {name!r} "
+                    f"(it has: {', '.join(sorted(known))})",
+                    source=source, path=f"{pre}links.{name}",
+                )
+    return ResolvedMachine(machine, source, topo, qos, arbiter)
+
+
+def load_machine(path: str | Path, plugins: FederationPlugins | None = None) -> ResolvedMachine:
+    """Load and fully validate a machine file."""
+    plugins = plugins or get_plugins()
+    doc = read_document(path)
+    machine = validate_model(Machine, doc, str(path))
+    return resolve_machine(machine, str(path), plugins)
+
+
+def is_machine_document(doc: dict[str, Any]) -> bool:
+    return "topology" in doc and "machine" not in doc
+
+
+def load_experiment(path: str | Path | None = None, overrides: list[str] | None = None,
+                    plugins: FederationPlugins | None = None) -> LoadedExperiment:
+    """Load an experiment file (default: the shipped quickstart), apply ``--set`` overrides and
+    resolve every sweep point (how overrides meet the sweep:
+    :mod:`federation.pipeline.overrides`)."""
+    plugins = plugins or get_plugins()
+    p = Path(path) if path is not None else quickstart_path()
+    source = str(p)
+    doc = read_document(p)
+    if is_machine_document(doc):
+        raise ConfigError(
+            "this is a machine file; an experiment needs 'machine:' (a path or inline) "
+            "plus routing and workload. Use 'federation validate' or 'federation topology' "
+            "for machine files",
+            source=source,
+        )
+    sets = [parse_override(o) for o in overrides or []]
+    check_conflicts(sets)
+    try:
+        return _load(doc, p, sets, plugins)
+    except ConfigError as exc:
+        raise blame(exc, sets, source) from None
+
+
+def _load(doc: dict[str, Any], p: Path, sets: list[Override],
+          plugins: FederationPlugins) -> LoadedExperiment:
+    source = str(p)
+    fields = [o for o in sets if o.key != "sweep" and o.axis is None]
+    given = apply_sweep_overrides(doc, sets)
+    notes = drop_overridden_axes(doc, fields, given, source)
+    assigner = Assigner(p.parent)
+    base_doc = {k: v for k, v in doc.items() if k != "sweep"}
+    whole = copy.deepcopy(doc)
+    machine_source = assigner.assign(whole, [(o.key, o.value) for o in fields], "--set")
+    experiment = _validate(whole, source, machine_source)
+    points: list[ResolvedPoint] = []
+    keys = list(experiment.sweep)
+    _check_sweep_size(experiment, source)
+    combos = list(itertools.product(*(experiment.sweep[k] for k in keys))) if keys else [()]
+    for combo in combos:
+        pdoc = copy.deepcopy(base_doc)
+        sweep = dict(zip(keys, combo, strict=True))
+        items = [(k, v) for k, v in sweep.items()] + [(o.key, o.value) for o in fields]
+        machine_source = assigner.assign(pdoc, items, f"{source}: sweep")
+        exp = _validate(pdoc, source, machine_source)
+        points.append(_resolve_point(exp, source, p.parent, plugins, sweep, machine_source))
+    return LoadedExperiment(experiment, source, points, notes)
+
+
+def _validate(doc: dict[str, Any], source: str, machine_source: str | None) -> Experiment:
+    """The experiment model of ``doc``; an error inside a machine that was inlined from a file
+    (for an override or a sweep) names that file and the field in it, as loading the file
+    itself would."""
+    try:
+        return validate_model(Experiment, doc, source)
+    except ConfigError as exc:
+        if machine_source and exc.source == source and (exc.path or "").startswith("machine."):
+            raise ConfigError(exc.message, source=machine_source,
+                              path=exc.path[len("machine."):]) from None
+        raise
+
+
+def _check_sweep_size(experiment: Experiment, source: str) -> None:
+    """Refuse a sweep whose combinations exceed :data:`MAX_SWEEP_POINTS` before expanding it."""
+    n = math.prod(len(v) for v in experiment.sweep.values())
+    if n > MAX_SWEEP_POINTS:
+        sizes = " x ".join(f"{len(v)} ({k})" for k, v in experiment.sweep.items())
+        raise ConfigError(
+            f"{sizes} = {n} points, more than the {MAX_SWEEP_POINTS} one experiment may run; "
+            "split it into several experiments or sweep fewer values", source=source,
+            path="sweep")
+
+
+def _resolve_point(exp: Experiment, source: str, base: Path, plugins: FederationPlugins,
+                   sweep: dict[str, Any], machine_source: str | None) -> ResolvedPoint:
+    if isinstance(exp.machine, str):
+        mpath = base / exp.machine if not Path(exp.machine).is_absolute() else Path(exp.machine)
+        if not exp.machine.strip() or mpath.is_dir():
+            raise ConfigError(f"{exp.machine!r} is not a machine file (a path to a YAML or JSON "
+                              "file, or an inline mapping)", source=source, path="machine")
+        if not mpath.exists():
+            raise ConfigError(f"machine file {exp.machine!r} not found (looked at {mpath})",
+                              source=source, path="machine")
+        rm = load_machine(mpath, plugins)
+    else:
+        msrc = machine_source or source
+        prefix = "" if machine_source else "machine"
+        rm = resolve_machine(exp.machine, msrc, plugins, prefix=prefix)
+    routing = resolve_component(exp.routing, plugins.routings, source, "routing")
+    workload = resolve_component(exp.workload, plugins.workloads, source, "workload")
+    engine = resolve_component(exp.engine, plugins.engines, source, "engine")
+    background = resolve_background(exp, workload, plugins, source)
+    return ResolvedPoint(exp, source, rm, routing, workload, engine, sweep, background)
+
+
+def resolve_background(exp: Experiment, workload: Workload, plugins: FederationPlugins,
+                       source: str) -> Workload | None:
+    """The ``background`` workload, refused where it has no meaning.
+
+    Background traffic exists to load the network while rank programs run, so it needs a
+    closed-loop ``workload`` (an open-loop one would simply be more traffic of the same kind:
+    it belongs in ``workload``), must itself be open loop (two sets of rank programs would be
+    one program set), and needs ``stop.measure``: it is generated up to ``stop.warmup +
+    stop.measure`` because the programs' completion time is unknown before the run.  These
+    are static facts of the file, checked here so every sweep point is refused before any
+    runs."""
+    if exp.background is None:
+        return None
+    if not workload.closed_loop:
+        raise ConfigError(
+            f"background traffic runs beside rank programs, but workload {workload.name!r} is "
+            "open loop; put all open-loop traffic in 'workload', or make the workload rank "
+            "programs (e.g. pingpong, allreduce, halo3d, program)", source=source,
+            path="background")
+    background = resolve_component(exp.background, plugins.workloads, source, "background")
+    if background.closed_loop:
+        raise ConfigError(
+            f"background {background.name!r} is rank programs (closed loop); background must "
+            "be open-loop traffic (e.g. synthetic, messages); put rank programs in 'workload'",
+            source=source, path="background.kind")
+    if exp.stop.measure is None:
+        raise ConfigError(
+            "background traffic needs a horizon: it is generated over stop.warmup + "
+            "stop.measure, because when the rank programs finish is unknown before the run; "
+            "give stop.measure (a time) instead of stop.messages", source=source,
+            path="stop.measure")
+    return background

@@ -1,0 +1,231 @@
+"""The open-loop messages of a point: generated whole or in batches, and checked before the
+run (nodes, sizes, clock, a window that measures something, memory).
+
+A workload that overrides :meth:`~federation.plugin.components.Workload.batches` is streamed: the
+engine asks for a batch when its clock reaches it, so a long run holds one batch at a time;
+any other gives :meth:`~federation.plugin.components.Workload.generate` whole, cut into batches
+here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from federation.engine.traffic import CHUNK_PACKETS, time_batches
+from federation.errors import ConfigError, located
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.models.units import PS_PER_S, format_time, seconds_to_ps
+from federation.network import Network
+from federation.pipeline.bounds import PER_ROW, check_memory, packets_memory
+from federation.pipeline.points import MemoryEstimate, ResolvedPoint, no_messages
+from federation.plugin.components import Messages, Workload, WorkloadContext
+
+if TYPE_CHECKING:
+    from federation.pipeline.points import Built
+
+
+Batches = Callable[[], Iterator[tuple[int, Messages]]]
+
+
+def whole_batches(msgs: Messages, packet_size: int) -> Batches:
+    """Messages generated whole, handed to the engine in time-ordered batches."""
+    return lambda: time_batches(msgs, packet_size)
+
+
+def stop_field(point: ResolvedPoint) -> str:
+    name = "stop.messages" if point.experiment.stop.measure is None else "stop.measure"
+    return f"sweep.{name}" if name in point.sweep else name
+
+
+def check_messages(point: ResolvedPoint, n_nodes: int, msgs: Messages,
+                   workload: Workload | None = None) -> None:
+    """A workload plugin's messages as the engine needs them: one entry per message in every
+    array, nodes that exist, whole positive sizes, times from 0 in creation order.  The
+    compiled loop indexes by these without bounds checks, so a slip here would read another
+    node's state instead of failing.  ``workload``: the one that made them (default: the
+    point's)."""
+    name = (workload or point.workload).name
+    n = msgs.count
+
+    def refuse(what: str) -> None:
+        raise ConfigError(f"workload {name!r} returned {what}", source=point.source,
+                          path="workload")
+
+    if any(np.asarray(a).shape != (n,) for a in (msgs.src, msgs.dst, msgs.size)):
+        refuse(f"arrays of different lengths ({n} creation times)")
+    if n == 0:
+        return
+    for field, nodes in (("source", msgs.src), ("destination", msgs.dst)):
+        bad = np.nonzero((nodes < 0) | (nodes >= n_nodes))[0]
+        if bad.size:
+            refuse(f"message {int(bad[0])} with {field} node {int(nodes[bad[0]])}; the machine "
+                   f"has nodes 0 to {n_nodes - 1}")
+    if int(msgs.size.min()) < 1:
+        refuse(f"message {int(np.argmin(msgs.size))} of {int(msgs.size.min())} bytes; sizes "
+               "are whole bytes from 1")
+    if int(msgs.time_ps.min()) < 0:
+        refuse(f"message {int(np.argmin(msgs.time_ps))} created before time 0")
+    if n > 1 and bool((np.diff(msgs.time_ps) < 0).any()):
+        refuse("messages out of creation order (return Messages(...).sorted())")
+
+
+def check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
+                  window: tuple[int, int], max_memory: int, kept: bool) -> int:
+    """Refuse traffic that measures nothing, reaches past the clock, or cannot be held;
+    returns its packet count."""
+    check_messages(point, built.network.n_nodes, msgs)
+    w0, w1 = window
+    if msgs.count and int(msgs.time_ps.max()) >= TIME_LIMIT_PS:
+        raise ConfigError(f"a message is created past {CLOCK_LIMIT}",
+                          source=point.source, path="workload")
+    in_window = int(((msgs.time_ps >= w0) & (msgs.time_ps < w1)).sum()) if msgs.count else 0
+    if in_window == 0:
+        raise ConfigError(why_empty(point, built, msgs, window), source=point.source,
+                          path=stop_field(point))
+    packet = int(point.machine.machine.packet_size)
+    n_packets = int(((msgs.size.astype(np.int64) + packet - 1) // packet).sum())
+    check_packets_memory(point, built, n_packets, max_memory, kept)
+    return n_packets
+
+
+def check_packets_memory(point: ResolvedPoint, built: Built, n_packets: int,
+                         max_memory: int, kept: bool, whole: bool = True) -> None:
+    """Messages held whole (``whole``) and kept tables grow with the packet count; the
+    packet rows in existence (a few chunks plus what is in flight) do not."""
+    rows = 4 * CHUNK_PACKETS + 8 * built.network.n_nodes
+
+    def estimate(keep: bool) -> MemoryEstimate:
+        grows = packets_memory(n_packets, keep) - (0 if whole else packets_memory(n_packets))
+        return MemoryEstimate(built.memory.network, built.memory.tables,
+                              grows + rows * PER_ROW)
+
+    est = estimate(kept)
+    field = ("outputs.packets" if kept and estimate(False).total <= max_memory
+             else stop_field(point))
+    tables = (" with its packets and messages tables (outputs.packets, outputs.messages)"
+              if kept else "")
+    check_memory(est, max_memory, f"this point ({n_packets} packets){tables}", point.source,
+                 field)
+
+
+def streams(workload: Workload) -> bool:
+    """Whether ``workload`` generates its messages batch by batch (:meth:`Workload.batches`)
+    rather than whole."""
+    return type(workload).batches is not Workload.batches
+
+
+def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int, int],
+             rng: np.random.Generator, max_memory: int, kept: bool) -> tuple[Batches, int]:
+    """A streaming workload's batches (each checked as it comes, and re-drawn identically
+    when asked again) and its expected packet count, refused up front when its window
+    would measure nothing or its kept tables cannot be held."""
+    net = built.network
+    workload = point.workload
+    if horizon >= TIME_LIMIT_PS:
+        raise ConfigError(f"stop.warmup + stop.measure reach past {CLOCK_LIMIT}",
+                          source=point.source, path=stop_field(point))
+    state = rng.bit_generator.state
+
+    def batches() -> Iterator[tuple[int, Messages]]:
+        fresh = np.random.default_rng()
+        fresh.bit_generator.state = state
+        ctx = workload_context(point, net, horizon, built.nic_bandwidth, fresh)
+        last = 0
+        for end, msgs in workload.batches(ctx, CHUNK_PACKETS):
+            check_messages(point, net.n_nodes, msgs)
+            if msgs.count and (int(msgs.time_ps[0]) < last or int(msgs.time_ps[-1]) >= end
+                               or int(msgs.time_ps[-1]) >= TIME_LIMIT_PS):
+                raise ConfigError(f"workload {workload.name!r} returned a batch of messages "
+                                  "out of time order or past its end", source=point.source,
+                                  path="workload")
+            last = end
+            yield end, msgs
+
+    first = batches()
+    try:  # the workload's own checks (its fields against this machine) before the run
+        next(first, None)
+    except ConfigError as exc:
+        raise located(exc, point.source) from None
+    rate = packet_rate(point, built)  # None: the workload states no load
+    if rate is not None and rate * (window[1] - window[0]) / PS_PER_S < 1:
+        raise ConfigError(why_empty(point, built, no_messages(), window),
+                          source=point.source, path=stop_field(point))
+    n = int(rate * horizon / PS_PER_S) if rate is not None else 0
+    check_packets_memory(point, built, n, max_memory, kept, whole=False)
+    return batches, n
+
+
+def message_rate(point: ResolvedPoint, built: Built) -> tuple[float, float, float] | None:
+    """``(load, message bytes, messages per second per node)`` of a workload that states
+    an offered load (``None`` for one that does not)."""
+    load = point.workload.offered_load()
+    if load is None:
+        return None
+    size = float(getattr(point.workload.params, "message_size", None)
+                 or point.machine.machine.packet_size)
+    return load, size, load * built.nic_bandwidth / size
+
+
+def packet_rate(point: ResolvedPoint, built: Built) -> float | None:
+    """Packets per second the whole machine creates, for a workload with an offered load."""
+    rate = message_rate(point, built)
+    if rate is None:
+        return None
+    _, size, per_node = rate
+    packet = float(point.machine.machine.packet_size)
+    return per_node * built.network.n_nodes * max(1.0, size / packet)
+
+
+def why_empty(point: ResolvedPoint, built: Built, msgs: Messages,
+              window: tuple[int, int]) -> str:
+    w0, w1 = window
+    span = f"[{format_time(w0 / PS_PER_S)}, {format_time(w1 / PS_PER_S)})"
+    head = f"no packet was generated in the measurement window {span}"
+    if msgs.count:
+        t0, t1 = (format_time(int(x) / PS_PER_S) for x in (msgs.time_ps.min(), msgs.time_ps.max()))
+        return (f"{head}: the workload's {msgs.count} message(s) are created between {t0} and "
+                f"{t1}, outside it; move the window (stop.warmup, stop.measure)")
+    rate = message_rate(point, built)
+    if rate is None:
+        return f"{head}: the workload created no message at all"
+    load, size, per_node = rate
+    expected = per_node * built.network.n_nodes * (w1 - w0) / PS_PER_S
+    return (f"{head}: at load {load:g} of a {built.nic_bandwidth:g} B/s NIC with {size:g} B "
+            f"messages, the {built.network.n_nodes} nodes create about {expected:.3g} messages "
+            f"in it; raise the load or the NIC bandwidth, or lengthen stop.measure")
+
+
+def workload_context(point: ResolvedPoint, net: Network, horizon: int, nic_bw: float,
+                     rng: np.random.Generator) -> WorkloadContext:
+    """What a workload reads to generate traffic before ``horizon`` ps."""
+    return WorkloadContext(net, point.machine.machine, point.experiment, horizon, nic_bw, rng)
+
+
+def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm: int, n: int,
+                         rng: np.random.Generator) -> tuple[Messages, tuple[int, int]]:
+    """Generate until ``n`` messages exist after the warm-up; the window closes at the n-th."""
+    load = point.workload.offered_load() or 0.5
+    size = float(point.machine.machine.packet_size)
+    per_node_rate = load * nic_bw / size  # messages per second per node (estimate)
+    span = seconds_to_ps(1.5 * n / max(per_node_rate * net.n_nodes, 1e-30)) + 1
+    span = min(span, TIME_LIMIT_PS - 1 - warm)
+    state = rng.bit_generator.state
+    while True:
+        rng.bit_generator.state = state
+        msgs = point.workload.generate(workload_context(point, net, warm + span, nic_bw, rng))
+        after = np.nonzero(msgs.time_ps >= warm)[0]
+        if after.size >= n:
+            cut = after[n - 1]
+            end = int(msgs.time_ps[cut]) + 1
+            keep = np.arange(msgs.count) <= cut
+            m = Messages(msgs.time_ps[keep], msgs.src[keep], msgs.dst[keep], msgs.size[keep])
+            return m, (warm, end)
+        if warm + span >= TIME_LIMIT_PS - 1:
+            raise ConfigError(
+                f"the workload creates only {after.size} of the {n} messages before the end of "
+                f"{CLOCK_LIMIT}; lower stop.messages or raise the "
+                "load", path=stop_field(point))
+        span = min(2 * span, TIME_LIMIT_PS - 1 - warm)

@@ -1,0 +1,262 @@
+"""A point's raw engine arrays reduced to its summary and its packet, port and message tables.
+
+Every figure is over the measurement window (for rank programs: the whole run, which ends when
+the programs finish); the per-port whole-run totals are kept beside them.  Rank programs'
+packets are born and recycled in the loop, so they come as sums (``Prog.pstat``), not rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from federation.engine.native import RawResult
+from federation.engine.packet_stats import MESSAGE_COLUMNS, Latency
+from federation.engine.state import Prog
+from federation.models.units import PS_PER_S
+from federation.pipeline.points import PreparedPoint
+from federation.results.model import LatencyStats, LinkUse, PointSummary, ProgramSummary
+from federation.results.spool import Table
+
+
+def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[str, np.ndarray],
+                                                            dict[str, np.ndarray]]:
+    """Reduce raw results to the summary plus the per-packet and per-port tables (the
+    packets table is empty unless the run kept its packets: ``outputs.packets``)."""
+    net = prep.network
+    pt = net.ports
+    st = raw.packets
+    w0, w1 = window_of(prep, raw)
+    span_s = (w1 - w0) / PS_PER_S
+    capacity = span_s * prep.job.nic_bandwidth * net.n_nodes  # bytes the NICs could inject
+
+    def stats(x: Latency) -> LatencyStats:
+        return LatencyStats(mean=x.mean, p50=x.p50, p99=x.p99, max=x.max)
+
+    # messages created in the window whose packets all arrived (a background packet still in
+    # flight when the rank programs finished is not measured: its latency is unknown)
+    mct_sum, mct_n = st.message_completion_ps / 1e3, st.messages_measured
+    if raw.programs is not None and prep.job.programs is not None:
+        # a program message is created when its send starts
+        pg, n = raw.programs, prep.job.programs.msg_src.shape[0]
+        fin, post = pg.msg_finish[:n], pg.msg_post[:n]
+        mct_sum += float(((fin - post)[fin >= 0] / 1e3).sum())
+        mct_n += int((fin >= 0).sum())
+
+    # ports: over the window the engine measured (the job's), and over the whole run
+    pw = raw.window_ports
+    util_run = raw.port_busy / max(raw.end_ps, 1)
+    util_window = pw.busy / max(raw.window[1] - raw.window[0], 1)
+    order = np.lexsort((np.arange(util_window.size), -util_window))[:5]
+    busiest = []
+    for p in order.tolist():
+        if pw.busy[p] == 0:
+            continue
+        peer = int(pt.port_peer[p])
+        pr = int(pt.port_router[peer])
+        busiest.append(LinkUse(
+            router=int(pt.port_router[p]) if pt.port_router[p] >= 0 else None,
+            port=p,
+            link_class=net.link_classes[int(pt.port_class[p])],
+            peer=f"router {pr}" if pr >= 0 else f"node {int(pt.port_node[peer])}",
+            utilization_window=float(util_window[p]),
+            bytes_window=int(pw.bytes[p]),
+            utilization_run=float(util_run[p]),
+            bytes=int(raw.port_bytes[p]),
+        ))
+    measured = st.measured
+    fields = dict(
+        offered_load=float(st.measured_bytes / capacity) if capacity > 0 else None,
+        accepted_load=float(st.accepted_bytes / capacity) if capacity > 0 else 0.0,
+        packets_generated=st.generated,
+        packets_measured=measured,
+        packets_delivered=st.delivered,
+        bytes_injected=st.generated_bytes,
+        bytes_delivered=st.delivered_bytes,
+        latency_ns=stats(st.latency),
+        network_latency_ns=stats(st.network_latency),
+        mean_hops=st.hops / measured if measured else None,
+        nonminimal_fraction=st.nonminimal / measured if measured else None,
+        message_completion_ns_mean=mct_sum / mct_n if mct_n else None,
+        simulated_time_ns=raw.end_ps / 1e3,
+        events=raw.events,
+        packet_hops=raw.packet_hops,
+        busiest_links=busiest,
+        programs=program_summary(raw),
+    )
+    if raw.programs is not None:
+        with_program_packets(fields, raw.programs.pstat, capacity)
+    summary = PointSummary(**fields)
+    packets = st.packets if st.packets is not None else {}
+    local = np.where(pt.port_router >= 0,
+                     np.arange(pt.n_ports) - pt.router_port_start[np.maximum(pt.port_router, 0)], 0)
+    ports = {
+        "port": np.arange(pt.n_ports, dtype=np.int64),
+        "router": pt.port_router,
+        "local_port": local.astype(np.int32),
+        "node": pt.port_node,
+        "link_class": np.array(net.link_classes, dtype=object)[pt.port_class],
+        "peer_router": pt.port_router[pt.port_peer],
+        "utilization_window": util_window,
+        "bytes_window": pw.bytes,
+        "packets_window": pw.packets,
+        "busy_ps_window": pw.busy,
+        "stall_ps_window": pw.stall,
+        "utilization_run": util_run,
+        "bytes": raw.port_bytes,
+        "packets": raw.port_pkts,
+        "busy_ps": raw.port_busy,
+        "stall_ps": raw.port_stall,
+        "peak_input_occupancy_bytes": raw.port_peak,
+        **class_columns(raw),
+    }
+    return summary, packets, ports
+
+
+def with_program_packets(fields: dict[str, Any], pstat: np.ndarray, capacity: float) -> None:
+    """Add the packets of rank programs to the summary's packet figures.
+
+    They are born and recycled inside the loop and summed as they arrive (``Prog.pstat``), so
+    means, maxima and totals are exact but there is no per-packet list to take percentiles
+    from: with rank programs ``p50`` and ``p99`` are null, and the packets table lists only
+    open-loop (background) packets."""
+    from federation.engine.programs import (
+        PSTAT_BYTES,
+        PSTAT_HOPS,
+        PSTAT_LATENCY,
+        PSTAT_MAX,
+        PSTAT_NETWORK,
+        PSTAT_NONMINIMAL,
+        PSTAT_PACKETS,
+    )
+
+    n, nbytes = int(pstat[PSTAT_PACKETS]), int(pstat[PSTAT_BYTES])
+    if n == 0:
+        return
+    m = fields["packets_measured"]
+
+    def mean(old: float | None, total_ps: int) -> float:
+        return ((old or 0.0) * m + total_ps / 1e3) / (m + n)
+
+    lat, net = fields["latency_ns"], fields["network_latency_ns"]
+    fields["latency_ns"] = LatencyStats(
+        mean=mean(lat.mean, int(pstat[PSTAT_LATENCY])), p50=None, p99=None,
+        max=max(lat.max or 0.0, int(pstat[PSTAT_MAX]) / 1e3))
+    fields["network_latency_ns"] = LatencyStats(
+        mean=mean(net.mean, int(pstat[PSTAT_NETWORK])), p50=None, p99=None, max=None)
+    fields["mean_hops"] = ((fields["mean_hops"] or 0.0) * m + int(pstat[PSTAT_HOPS])) / (m + n)
+    fields["nonminimal_fraction"] = (((fields["nonminimal_fraction"] or 0.0) * m
+                                      + int(pstat[PSTAT_NONMINIMAL])) / (m + n))
+    for key, add in (("packets_generated", n), ("packets_measured", n),
+                     ("packets_delivered", n), ("bytes_injected", nbytes),
+                     ("bytes_delivered", nbytes)):
+        fields[key] += add
+    if capacity > 0:
+        fields["offered_load"] = (fields["offered_load"] or 0.0) + nbytes / capacity
+        fields["accepted_load"] += nbytes / capacity
+
+
+def window_of(prep: PreparedPoint, raw: RawResult) -> tuple[int, int]:
+    """The measurement window: the point's, or the whole run for rank programs."""
+    return prep.window if prep.window is not None else raw.window
+
+
+def program_summary(raw: RawResult) -> ProgramSummary | None:
+    """Completion and per-rank finish times of the rank programs (``None``: open loop)."""
+    pg = raw.programs
+    if pg is None:
+        return None
+    finish = pg.rank_finish[:pg.rank_left.shape[0]]
+    return ProgramSummary(
+        ranks=int(finish.shape[0]), operations=int(pg.n_ops),
+        messages=int((pg.msg_post >= 0).sum()),
+        completion_ns=float(finish.max()) / 1e3 if finish.size else 0.0,
+        rank_finish_ns=[float(x) / 1e3 for x in finish.tolist()])
+
+
+def class_columns(raw: RawResult) -> dict[str, np.ndarray]:
+    """``bytes_class_K``: whole-run bytes per port of each traffic class, when there are
+    several (a QoS policy's classes)."""
+    per = raw.port_class_bytes
+    if per is None or per.shape[1] < 2:
+        return {}
+    return {f"bytes_class_{k}": per[:, k].copy() for k in range(per.shape[1])}
+
+
+def message_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.ndarray]:
+    """Per-message completion: the last packet's delivery minus the message's creation (a
+    :class:`~federation.results.spool.Table` read chunk by chunk when written).
+
+    With rank programs: the background's messages first, then the programs' (see
+    :func:`program_message_table`)."""
+    if raw.programs is not None:  # rank programs: their messages' own times
+        return program_message_table(prep, raw, raw.programs)
+    w0, w1 = window_of(prep, raw)
+
+    def rows(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        done, created = m["completed_ps"], m["created_ps"]
+        return {
+            "message": m["message"], "src": m["src"], "dst": m["dst"], "size": m["size"],
+            "created_ps": created, "completed_ps": done,
+            "completion_ps": np.where(done >= 0, done - created, -1),
+            "measured": (created >= w0) & (created < w1),
+        }
+
+    none = rows({k: np.zeros(0, dtype=np.int64) for k in MESSAGE_COLUMNS})
+    m = raw.packets.messages
+    return m.mapped(rows, list(none)) if m is not None else none
+
+
+def program_message_table(prep: PreparedPoint, raw: RawResult,
+                          pg: Prog) -> Table | dict[str, np.ndarray]:
+    """Per message of a rank-program run: the background's first (``message`` indexes the
+    packets table), then the programs' (``message`` indexes their state).  Created: the
+    background message's creation or the send's start; started: its first data packet left
+    the NIC; completed: its last one arrived (-1, not ``measured``: still in flight when the
+    programs finished).  Background rows have rank and tag -1, no rendezvous."""
+    t = prep.job.programs
+    assert t is not None
+    n = t.msg_src.shape[0]  # the state's tables may have a spare row
+    post, done = pg.msg_post[:n], pg.msg_finish[:n]
+    programs = {
+        "message": np.arange(post.shape[0], dtype=np.int64),
+        "background": np.zeros(post.shape[0], dtype=bool),
+        "src": t.msg_src.astype(np.int32),
+        "dst": t.msg_dst.astype(np.int32),
+        "size": t.msg_size.astype(np.int64),
+        "created_ps": post.copy(),
+        "started_ps": pg.msg_start[:n].copy(),
+        "completed_ps": done.copy(),
+        "completion_ps": np.where(done >= 0, done - post, -1),
+        "measured": done >= 0,
+        "src_rank": t.msg_src_rank.astype(np.int32),
+        "dst_rank": t.msg_dst_rank.astype(np.int32),
+        "tag": t.msg_tag.astype(np.int32),
+        "rendezvous": t.msg_rdv.astype(bool),
+    }
+    def background(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        n = m["message"].shape[0]
+        done_bg, created = m["completed_ps"], m["created_ps"]
+        none = np.full(n, -1, dtype=np.int32)
+        return {
+            "message": m["message"],
+            "background": np.ones(n, dtype=bool),
+            "src": m["src"].astype(np.int32),
+            "dst": m["dst"].astype(np.int32),
+            "size": m["size"].astype(np.int64),
+            "created_ps": created,
+            "started_ps": m["started_ps"],
+            "completed_ps": done_bg,
+            "completion_ps": np.where(done_bg >= 0, done_bg - created, -1),
+            "measured": done_bg >= 0,
+            "src_rank": none,
+            "dst_rank": none,
+            "tag": none,
+            "rendezvous": np.zeros(n, dtype=bool),
+        }
+
+    m = raw.packets.messages
+    if m is None or not m.rows:
+        return programs
+    return m.mapped(background, list(programs)).then(programs)

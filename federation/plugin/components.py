@@ -1,0 +1,302 @@
+"""Base classes of the components that plugins contribute.
+
+A component class carries ``name`` (what files write as ``kind:`` or ``algorithm:``) and a nested
+``Params`` model (a :class:`federation.models.base.Params` subclass) that validates its parameters,
+so a third-party component gets the same checking and error messages as a built-in one.
+
+The contracts are deliberately *data* contracts: a topology returns a
+:class:`~federation.network.Network` (flat arrays), a routing returns :class:`RouteTables`
+(flat arrays plus a VC rule), a workload returns :class:`Messages` (flat arrays).  The native
+engine's compiled loop consumes only arrays, which is why plugins written in plain Python run at
+full engine speed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from federation.models.base import Params
+from federation.network.tables import VC_COUNTER as VC_COUNTER  # the routing contract
+from federation.network.tables import VC_DATELINE as VC_DATELINE
+from federation.network.tables import RouteTables
+
+if TYPE_CHECKING:
+    from federation.models.experiment import Experiment
+    from federation.models.machine import Machine
+    from federation.network import Network
+    from federation.programs.model import RankPrograms
+
+
+class Component:
+    """Common part of every pluggable component."""
+
+    #: Name used in files (``kind: <name>`` / ``algorithm: <name>``).
+    name: ClassVar[str] = ""
+    #: Parameter model; subclasses override with their own nested ``class Params(Params)``.
+    Params: ClassVar[type[Params]] = Params
+
+    def __init__(self, params: Params) -> None:
+        self.params = params
+
+    @classmethod
+    def describe(cls) -> str:
+        doc = (cls.__doc__ or "").strip().splitlines()
+        return doc[0] if doc else ""
+
+
+# --------------------------------------------------------------------------- topology
+
+
+@dataclass(frozen=True)
+class LinkDefaults:
+    """A topology's suggested figures for one link class (overridden by the machine file)."""
+
+    bandwidth: float | None = None  # bytes/s
+    latency: float | None = None  # s
+    buffer: float | None = None  # bytes per VC
+
+
+@dataclass(frozen=True)
+class TopologySize:
+    """What a topology will build, known from its parameters alone.
+
+    The runner estimates a point's memory from these counts *before* building anything, so a
+    slip such as ``a: 100000`` is refused with an estimate instead of exhausting memory.
+    """
+
+    routers: int
+    nodes: int
+    cables: int  #: router-to-router cables (parallel cables counted each)
+    groups: int  #: routing groups (``routers`` on topologies without groups)
+
+
+class Topology(Component):
+    """Builds the router graph.  Subclasses implement :meth:`build`.
+
+    ``link_defaults`` maps each link class the topology emits to its default figures; a machine
+    file overrides any of them under ``links:``.
+    """
+
+    link_defaults: ClassVar[dict[str, LinkDefaults]] = {}
+
+    def build(self) -> Network:
+        raise NotImplementedError
+
+    def size(self) -> TopologySize | None:
+        """Counts :meth:`build` will produce, computed from the parameters without building.
+
+        ``None`` (the default) means unknown: the runner then builds the network first and
+        checks the memory of the rest of the run afterwards.  Built-ins return exact counts.
+        """
+        return None
+
+    def minimal_routes(self, network: Network) -> RouteTables:
+        """Minimal routing tables for this topology.
+
+        The default is shortest paths over the router graph (BFS tables; equal-cost next hops
+        shared by a deterministic hash of the destination, see
+        :mod:`federation.network.routes`) with VC = hop index, which is deadlock-free on any graph
+        given
+        ``diameter`` VCs.  Topologies with structure (dragonfly, torus, fat tree) override this
+        with their own minimal paths and cheaper VC rules.
+        """
+        from federation.network.routes import shortest_path_routes
+
+        return shortest_path_routes(network)
+
+
+# --------------------------------------------------------------------------- routing
+
+@dataclass
+class RoutingProgram:
+    """A routing compiled into the engine's loop (see :mod:`federation.engine.api`).
+
+    ``route(sim, tables, r, ip, pk) -> (port, vc)`` runs at every router when packet ``pk``
+    reaches the head of its input queue on port ``ip`` of router ``r`` (not its destination
+    router: the loop ejects packets itself); ``inject(sim, tables, node, pk)`` runs when the
+    NIC of ``node`` sends ``pk`` (decisions at the source, e.g. an intermediate router in a
+    routing field).  Both are numba ``@njit`` functions defined at module level.  ``tables``
+    is any tuple of NumPy arrays and numbers, built once per run in ordinary Python.
+    """
+
+    route: Any
+    tables: tuple
+    vcs_required: int
+    description: str = ""
+    inject: Any = None  #: default: decide nothing at the NIC
+    #: bound of the routing's ``intermediates`` (checked before the run); ``None``: the
+    #: tables' group count
+    via_limit: int | None = None
+
+
+class Routing(Component):
+    """Chooses output port and VC per hop.
+
+    Two ways to write one.  The table contract: :meth:`tables` returns :class:`RouteTables`
+    (hierarchical next-hop tables and a VC rule) and :meth:`intermediates` draws per-packet
+    random choices with the run's seeded generator; the engine's built-in table routing
+    follows them.  The compiled contract: :meth:`program` returns a :class:`RoutingProgram`
+    whose ``route`` function the engine calls at every hop, with the router's credits and
+    queues in view; :meth:`tables` then still supplies the minimal tables the checks and
+    summaries use (the default: the topology's).
+    """
+
+    def tables(self, network: Network, topology: Topology, machine: Machine) -> RouteTables:
+        raise NotImplementedError
+
+    def program(self, network: Network, topology: Topology, machine: Machine,
+                tables: RouteTables) -> RoutingProgram | None:
+        """A compiled per-hop routing, or ``None`` (the default) to follow :meth:`tables`."""
+        return None
+
+    def intermediates(self, tables: RouteTables, src_router: np.ndarray, dst_router: np.ndarray,
+                      rng: np.random.Generator) -> np.ndarray:
+        """Per-packet intermediate group, -1 for none.  Minimal routings return all -1."""
+        return np.full(src_router.shape[0], -1, dtype=np.int32)
+
+    def intermediate_rule(self, tables: RouteTables) -> str:
+        """What :meth:`intermediates` draws, for packets born inside the compiled loop (rank
+        programs), where Python cannot run: ``"none"`` (all -1), ``"group"`` (a uniform group
+        other than the source's and destination's) or ``"router"`` (a uniform router of such
+        a group).  A routing that overrides :meth:`intermediates` must override this too, or
+        rank programs are refused with it (the engine will not route them without)."""
+        return "none"
+
+
+# --------------------------------------------------------------------------- arbitration
+
+
+class Arbiter(Component):
+    """Chooses which waiting packet an idle output port sends next (see
+    :mod:`federation.engine.arbiters` for the compiled function's contract)."""
+
+    #: ``arbitrate(sim, state, o) -> (qi, prev)``, a module-level numba ``@njit`` function
+    function: ClassVar[Any] = None
+
+    def state(self, network: Network, n_vcs: int) -> tuple:
+        """The arbiter's own arrays, built once per run (default: none)."""
+        return (np.zeros(1, dtype=np.int64),)
+
+
+# --------------------------------------------------------------------------- QoS
+
+
+class QosPolicy(Component):
+    """Maps traffic to classes and VCs.  The foundation ships only ``none`` (one class)."""
+
+    def traffic_class(self, messages: Messages) -> np.ndarray:
+        """The class of each message (int16, ``0 .. n_classes() - 1``); packets inherit it.
+        ``strict_priority`` arbitration serves class 0 first, and the ports table counts bytes
+        per class when there are several."""
+        return np.zeros(messages.count, dtype=np.int16)
+
+    def n_classes(self) -> int:
+        return 1
+
+
+# --------------------------------------------------------------------------- workload
+
+
+@dataclass
+class Messages:
+    """Messages to inject, sorted by creation time (picoseconds)."""
+
+    time_ps: np.ndarray  # int64
+    src: np.ndarray  # int32 node
+    dst: np.ndarray  # int32 node
+    size: np.ndarray  # int64 bytes
+
+    @property
+    def count(self) -> int:
+        return int(self.time_ps.shape[0])
+
+    def sorted(self) -> Messages:
+        o = np.lexsort((self.src, self.time_ps))
+        return Messages(self.time_ps[o], self.src[o], self.dst[o], self.size[o])
+
+
+@dataclass(frozen=True)
+class WorkloadContext:
+    """What a workload may read to generate traffic."""
+
+    network: Network
+    machine: Machine
+    experiment: Experiment
+    horizon_ps: int  # generate messages created before this time
+    nic_bandwidth: float  # bytes/s
+    rng: np.random.Generator
+
+
+class Workload(Component):
+    """Generates the traffic of a run: open-loop messages (:meth:`generate`), or MPI-style
+    rank programs that run closed-loop in the engine (:meth:`programs`, with
+    ``closed_loop = True``)."""
+
+    #: True: the workload gives rank programs (:meth:`programs`), not messages
+    closed_loop: ClassVar[bool] = False
+
+    def generate(self, ctx: WorkloadContext) -> Messages:
+        raise NotImplementedError
+
+    def batches(self, ctx: WorkloadContext,
+                target_packets: int) -> Iterator[tuple[int, Messages]]:
+        """Optional: the messages in time order, a batch at a time, for runs too long to hold
+        whole.  Yield ``(end_ps, messages)``: the batch's messages sorted by creation time,
+        all before ``end_ps``, and every later batch's at or after it; about
+        ``target_packets`` packets per batch.  The engine asks for the next batch only when
+        its clock reaches ``end_ps``, so memory follows one batch, not the run.  A workload
+        that does not override this gives :meth:`generate` whole.  Called again, it must
+        give the same batches (``ctx.rng`` is reset each time)."""
+        raise NotImplementedError
+
+    def programs(self, ctx: WorkloadContext) -> RankPrograms:
+        """The rank programs of a closed-loop workload (see :mod:`federation.programs`).
+
+        Called once per point; ``ctx.horizon_ps`` is meaningless here (a program runs until
+        it finishes).  Rank i runs on node i unless ``RankPrograms.rank_node`` says otherwise.
+        """
+        raise NotImplementedError
+
+    def offered_load(self) -> float | None:
+        """Offered load as a fraction of NIC bandwidth, when the workload defines one."""
+        return None
+
+
+# --------------------------------------------------------------------------- engine
+
+
+class Engine(Component):
+    """Runs a prepared experiment point and returns raw results (see
+    :mod:`federation.pipeline.run`)."""
+
+    #: how to install what the engine drives, for messages when :meth:`found` is false
+    install_hint: ClassVar[str | None] = None
+
+    #: True when the engine can run here (library importable, program on PATH).
+    @classmethod
+    def found(cls) -> bool:
+        return True
+
+    def check(self, point: Any, built: Any) -> None:
+        """Refuse, before any point runs, what this engine cannot represent.
+
+        Called by :func:`federation.pipeline.point.preflight` for every point with its
+        :class:`~federation.pipeline.load.ResolvedPoint` and
+        :class:`~federation.pipeline.points.Built` (network, link figures, route tables).  Raise a
+        :class:`~federation.errors.ConfigError` naming the file and field (e.g. an external
+        engine without a QoS model refusing ``qos``), so a sweep never stops half-way on
+        something visible at the start.  The native engine represents everything: no check.
+        """
+
+    def program(self) -> str | None:
+        """The external program or library this engine drives and its version (e.g.
+        ``'SimGrid 3.32.0'``), recorded in ``results.json``; ``None`` for in-process engines."""
+        return None
+
+    def run(self, job: Any, progress: Any = None) -> Any:
+        """Run ``job``; call ``progress(done, total)`` now and then if it is given."""
+        raise NotImplementedError

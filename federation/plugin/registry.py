@@ -1,0 +1,274 @@
+"""Plugin manager: loads built-in and third-party plugins the same way and keeps the registry.
+
+Plugins are modules named in the ``federation`` entry-point group.  The built-in ones are listed
+there by hpc-federation's own ``pyproject.toml``; :data:`BUILTIN_PLUGINS` repeats them so that a
+source checkout without installed metadata still works (a module is never registered twice).
+
+Environment switches (as in pytest, datasette and llm):
+
+* ``FEDERATION_DISABLE_PLUGINS=a,b``: do not load these entry points (essential ones excepted);
+* ``FEDERATION_LOAD_PLUGINS=a,b``: load only these third-party entry points;
+* ``FEDERATION_DISABLE_PLUGIN_AUTOLOAD=1``: load no third-party entry point at all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from types import ModuleType
+from typing import Any, Generic, TypeVar
+
+import pluggy
+
+from federation.errors import PluginError
+from federation.models.base import Params
+from federation.plugin import hookspecs
+from federation.plugin.components import (
+    Arbiter,
+    Component,
+    Engine,
+    QosPolicy,
+    Routing,
+    Topology,
+    Workload,
+)
+
+GROUP = "federation"
+
+#: entry-point name -> module of the plugins that ship with hpc-federation
+BUILTIN_PLUGINS: dict[str, str] = {
+    "dragonfly": "federation.plugins.topologies.dragonfly",
+    "aries": "federation.plugins.topologies.aries",
+    "megafly": "federation.plugins.topologies.megafly",
+    "circulant": "federation.plugins.topologies.circulant",
+    "random_shortcut": "federation.plugins.topologies.random_shortcut",
+    "torus": "federation.plugins.topologies.torus",
+    "fattree": "federation.plugins.topologies.fattree",
+    "graph_file": "federation.plugins.topologies.graph_file",
+    "minimal": "federation.plugins.routings.minimal",
+    "valiant": "federation.plugins.routings.valiant",
+    "ugal": "federation.plugins.routings.ugal",
+    "par": "federation.plugins.routings.par",
+    "ugal_global": "federation.plugins.routings.ugal_global",
+    "aries_routing": "federation.plugins.routings.aries",
+    "prog_adaptive": "federation.plugins.routings.prog_adaptive",
+    "synthetic": "federation.plugins.workloads.synthetic",
+    "messages": "federation.plugins.workloads.messages",
+    "rank_programs": "federation.plugins.workloads.programs",
+    "program_file": "federation.plugins.workloads.program_file",
+    "qos_none": "federation.plugins.qos.none",
+    "arbiters": "federation.plugins.arbiters",
+    "native": "federation.plugins.engines.native",
+    "sst": "federation.plugins.engines.sst",
+    "simgrid": "federation.plugins.engines.simgrid",
+}
+#: plugins that cannot be disabled: without them nothing runs
+ESSENTIAL_PLUGINS = ("native",)
+
+T = TypeVar("T", bound=Component)
+
+
+@dataclass
+class Registered(Generic[T]):
+    cls: type[T]
+    plugin: str
+
+
+@dataclass
+class ComponentRegistry(Generic[T]):
+    """``name -> class`` for one component kind, remembering the plugin that supplied each."""
+
+    what: str
+    base: type[T]
+    items: dict[str, Registered[T]] = field(default_factory=dict)
+
+    def register(self, cls: Any, plugin: str) -> None:
+        if not isinstance(cls, type) or not issubclass(cls, self.base):
+            raise PluginError(
+                f"registered {cls!r} as a {self.what}, but it is not a subclass of "
+                f"federation.plugin.components.{self.base.__name__}",
+                plugin,
+            )
+        name = getattr(cls, "name", "")
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"{self.what} class {cls.__name__} has no 'name'", plugin)
+        params = getattr(cls, "Params", None)
+        if not (isinstance(params, type) and issubclass(params, Params)):
+            raise PluginError(
+                f"{self.what} {name!r}: Params must subclass federation.Params", plugin
+            )
+        if name in self.items:
+            other = self.items[name]
+            raise PluginError(
+                f"{self.what} {name!r} ({cls.__module__}.{cls.__qualname__}) is already "
+                f"registered by plugin {other.plugin!r} ({other.cls.__module__}."
+                f"{other.cls.__qualname__})",
+                plugin,
+            )
+        self.items[name] = Registered(cls, plugin)
+
+    def get(self, name: str) -> type[T]:
+        try:
+            return self.items[name].cls
+        except KeyError:
+            known = ", ".join(sorted(self.items)) or "none"
+            raise KeyError(f"unknown {self.what} {name!r} (installed: {known})") from None
+
+    def names(self) -> list[str]:
+        return sorted(self.items)
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    module: str
+    source: str  # "builtin" or the distribution "name version"
+    hooks: list[str]
+
+
+class FederationPlugins:
+    """Typed facade over the pluggy manager (host code never calls ``pm.hook.*`` directly)."""
+
+    def __init__(self, load_entrypoints: bool = True) -> None:
+        self.pm = pluggy.PluginManager(GROUP)
+        self.pm.add_hookspecs(hookspecs)
+        self.topologies: ComponentRegistry[Topology] = ComponentRegistry("topology", Topology)
+        self.routings: ComponentRegistry[Routing] = ComponentRegistry("routing", Routing)
+        self.qos: ComponentRegistry[QosPolicy] = ComponentRegistry("QoS policy", QosPolicy)
+        self.arbiters: ComponentRegistry[Arbiter] = ComponentRegistry("arbiter", Arbiter)
+        self.workloads: ComponentRegistry[Workload] = ComponentRegistry("workload", Workload)
+        self.engines: ComponentRegistry[Engine] = ComponentRegistry("engine", Engine)
+        self.info: dict[str, PluginInfo] = {}
+        self._load(load_entrypoints)
+
+    # ------------------------------------------------------------------ loading
+    def _load(self, load_entrypoints: bool) -> None:
+        disabled = _env_list("FEDERATION_DISABLE_PLUGINS")
+        allow = _env_list("FEDERATION_LOAD_PLUGINS")
+        no_auto = os.environ.get("FEDERATION_DISABLE_PLUGIN_AUTOLOAD", "") not in ("", "0")
+        for name in disabled & set(ESSENTIAL_PLUGINS):
+            raise PluginError(f"plugin {name} is essential and cannot be disabled")
+        eps = sorted(_entry_points(), key=lambda e: e.name) if load_entrypoints else []
+        by_name = {ep.name: ep for ep in eps}
+        # built-ins first (through their entry points when installed), so that a third-party
+        # plugin that reuses a built-in name is the one blamed for the duplicate
+        for name, modname in BUILTIN_PLUGINS.items():
+            if name in disabled:
+                continue
+            ep = by_name.get(name)
+            if ep is not None and ep.value == modname:
+                self.add(_load_entry_point(ep), name, "builtin")
+            else:
+                self.add(importlib.import_module(modname), name, "builtin")
+        for ep in eps:
+            if BUILTIN_PLUGINS.get(ep.name) == ep.value or ep.name in disabled:
+                continue
+            if no_auto or (allow and ep.name not in allow):
+                continue
+            dist = getattr(ep, "dist", None)
+            source = f"{dist.name} {dist.version}" if dist is not None else "entry point"
+            self.add(_load_entry_point(ep), ep.name, source)
+
+    def add(self, plugin: ModuleType | object, name: str, source: str = "local") -> None:
+        """Register ``plugin`` (a module or object with hookimpls) and collect its components."""
+        try:
+            self.pm.register(plugin, name=name)
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            self.pm.unregister(name=name)
+            raise PluginError(str(exc), name) from None
+        except ValueError as exc:
+            raise PluginError(str(exc), name) from None
+        hooks = sorted(h.name for h in self.pm.get_hookcallers(plugin) or [])
+        self.info[name] = PluginInfo(name, getattr(plugin, "__name__", repr(plugin)), source, hooks)
+        self._collect(plugin, name)
+
+    def _collect(self, plugin: object, name: str) -> None:
+        pairs: list[tuple[str, ComponentRegistry[Any]]] = [
+            ("federation_register_topologies", self.topologies),
+            ("federation_register_routings", self.routings),
+            ("federation_register_qos", self.qos),
+            ("federation_register_arbiters", self.arbiters),
+            ("federation_register_workloads", self.workloads),
+            ("federation_register_engines", self.engines),
+        ]
+        for hook, registry in pairs:
+            fn: Callable[..., Any] | None = getattr(plugin, hook, None)
+            if fn is None or not hasattr(fn, f"{GROUP}_impl"):
+                continue  # only functions marked @federation.hookimpl are hooks
+
+            def register(cls: Any, _registry: ComponentRegistry[Any] = registry) -> None:
+                _registry.register(cls, name)
+
+            try:
+                fn(register=register)
+            except PluginError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                raise PluginError(f"{hook} failed: {type(exc).__name__}: {exc}", name) from None
+
+    def add_commands(self, app: Any) -> None:
+        self.pm.hook.federation_add_commands(app=app)
+
+    # ------------------------------------------------------------------ listing
+    def listing(self) -> list[dict[str, Any]]:
+        """What ``federation plugins`` prints: each plugin, where it came from, what it adds."""
+        out = []
+        regs = {
+            "topologies": self.topologies,
+            "routings": self.routings,
+            "qos": self.qos,
+            "arbiters": self.arbiters,
+            "workloads": self.workloads,
+            "engines": self.engines,
+        }
+        for name, info in sorted(self.info.items()):
+            provides = {
+                kind: sorted(n for n, r in reg.items.items() if r.plugin == name)
+                for kind, reg in regs.items()
+            }
+            out.append({
+                "name": name,
+                "module": info.module,
+                "source": info.source,
+                "hooks": info.hooks,
+                "provides": {k: v for k, v in provides.items() if v},
+            })
+        return out
+
+
+def _load_entry_point(ep: metadata.EntryPoint) -> Any:
+    try:
+        return ep.load()
+    except Exception as exc:  # noqa: BLE001 - any import failure names the plugin
+        raise PluginError(
+            f"error importing {ep.value}: {type(exc).__name__}: {exc}", ep.name
+        ) from None
+
+
+def _entry_points() -> list[metadata.EntryPoint]:
+    return list(metadata.entry_points(group=GROUP))
+
+
+def _env_list(var: str) -> set[str]:
+    return {x.strip() for x in os.environ.get(var, "").split(",") if x.strip()}
+
+
+_MANAGER: FederationPlugins | None = None
+
+
+def get_plugins(reload: bool = False) -> FederationPlugins:
+    """The process-wide plugin manager, loaded on first use."""
+    global _MANAGER
+    if _MANAGER is None or reload:
+        _MANAGER = FederationPlugins()
+    return _MANAGER
+
+
+def reset_plugins() -> None:
+    """Forget the loaded plugins (tests use this after installing a plugin distribution)."""
+    global _MANAGER
+    _MANAGER = None

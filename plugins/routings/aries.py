@@ -1,0 +1,181 @@
+"""Routing ``aries``: Cray Aries' adaptive routing and its routing modes.
+
+From De Sensi, Di Girolamo, Hoefler, SC'19, §2.2 (digest aries-routing-noise.md §2): for each
+packet two minimal and two non-minimal paths are picked at random; the congestion of each is
+estimated from local queue occupancy and from far-end congestion inferred from credits; a
+*bias* is added to the non-minimal estimates; the packet takes the least congested.  Here:
+
+* minimal candidates: two ports drawn from the router's equal-cost minimal ports towards the
+  destination (:mod:`federation.network.equal_cost`); non-minimal candidates: the first ports
+  towards two intermediate groups drawn among the others (Valiant paths);
+* cost of a port: bytes of the packets waiting for it at this router (``queued x packet
+  size``) plus bytes sent on it whose credit has not returned (far-end congestion);
+* the choice is made again at every router of the source group until the packet commits to a
+  non-minimal path (as Aries routes adaptively hop by hop); it then follows the tables through
+  its intermediate group, like ``valiant``;
+* modes (``MPICH_GNI_ROUTING_MODE``): ``ADAPTIVE_0`` no bias; ``ADAPTIVE_1`` a bias towards
+  minimal that grows as the packet nears its destination (``bias_step`` at the source router,
+  one ``bias_step`` more for every hop made); ``ADAPTIVE_2`` low bias (``bias_low``);
+  ``ADAPTIVE_3`` high bias (``bias_high``); ``MIN_HASH`` always minimal, the port hashed from
+  the destination among the equal-cost ones; ``NMIN_HASH`` always non-minimal, the
+  intermediate group hashed from source and destination; ``IN_ORDER`` always minimal on the
+  tables' single path (packets of a pair stay in order).
+
+The bias values are not public.  Defaults, in packets of the machine (64 B on the shipped
+Aries machine): ``bias_step`` 1, ``bias_low`` 2, ``bias_high`` 8, so that at the source router
+the modes order ADAPTIVE_0 < ADAPTIVE_1 < ADAPTIVE_2 < ADAPTIVE_3.  Costs move in whole packets,
+so a bias below one packet acts like none.
+
+VC plan as ``par``: VC = global hops so far, plus one for a commitment after a minimal hop in
+the source group (4 VCs on a dragonfly-family machine).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from numba import njit
+from pydantic import Field
+
+from federation import Params, RouteTables, hookimpl
+from federation.engine.api import (
+    P_DST,
+    P_HOPS,
+    P_PHASE,
+    P_SIZE,
+    P_SRC,
+    P_VIA,
+    congestion,
+    random_below,
+    skip_past,
+)
+from federation.engine.tables_route import (
+    follow,
+    mask_program,
+    table_port,
+    turn_nonminimal,
+    vc_rule,
+)
+from federation.models.units import PositiveSize
+from federation.network.equal_cost import mask_count, mask_nth, mix_hash
+from federation.plugin.components import RoutingProgram
+from federation.plugins.routings.par import par_extra_vcs
+from federation.plugins.routings.valiant import Valiant
+
+MODES = ["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH", "NMIN_HASH",
+         "IN_ORDER"]
+
+
+@njit(cache=True, inline="always")
+def route(sim, tables, r, ip, pk):
+    """Aries routing at router ``r`` (see the module docstring)."""
+    base, gmask, lmask, first, port, cfg = tables
+    mode, bias_low, bias_high, bias_step = cfg[0], cfg[1], cfg[2], cfg[3]
+    rgroup = base[2]
+    ps = sim.ps
+    dr = sim.node_router[ps[pk, P_DST]]
+    G = base[0].shape[1]
+    src_group = rgroup[sim.node_router[ps[pk, P_SRC]]]
+    committed = ps[pk, P_VIA] >= 0
+    if mode == 6 or committed or rgroup[r] != src_group or rgroup[dr] == src_group:
+        return follow(sim, base, r, pk, dr, np.int64(ps[pk, P_VIA]))  # tables from here
+    m = gmask[r, rgroup[dr]]
+    n = mask_count(m)
+    if n == 0:
+        return np.int64(-1), np.int64(0)
+    if mode == 4:  # MIN_HASH
+        o = port[first[r] + mask_nth(m, np.int64(mix_hash(dr, r) % np.uint64(n)))]
+        return o, vc_rule(sim, base, pk, o)
+    choices = G - 2
+    if mode == 5:  # NMIN_HASH: the intermediate group from source and destination
+        if choices < 1:
+            return follow(sim, base, r, pk, dr, np.int64(-1))
+        x = np.int64(mix_hash(ps[pk, P_SRC], ps[pk, P_DST]) % np.uint64(choices))
+        return _commit(sim, base, r, pk, dr, skip_past(x, src_group, rgroup[dr]))
+    size = np.int64(ps[pk, P_SIZE])
+    best = np.int64(-1)
+    best_cost = np.int64(1) << 62
+    for _ in range(2):  # two random minimal candidates
+        o = port[first[r] + mask_nth(m, random_below(sim, n))]
+        c = congestion(sim, o, size)
+        if c < best_cost:
+            best, best_cost = o, c
+    bias = np.int64(0)
+    if mode == 1:
+        bias = bias_step * (ps[pk, P_HOPS] + 1)
+    elif mode == 2:
+        bias = bias_low
+    elif mode == 3:
+        bias = bias_high
+    via = np.int64(-1)
+    for _ in range(2 if choices >= 1 else 0):  # two random non-minimal candidates
+        g = skip_past(random_below(sim, choices), src_group, rgroup[dr])
+        o = table_port(base, r, dr, g, 0)
+        if o >= 0:
+            c = congestion(sim, o, size) + bias
+            if c < best_cost:
+                best_cost, via = c, g
+    if via >= 0:
+        return _commit(sim, base, r, pk, dr, via)
+    return best, vc_rule(sim, base, pk, best)
+
+
+@njit(cache=True, inline="always")
+def _commit(sim, base, r, pk, dr, via):
+    """Take the non-minimal path through group ``via`` from here on."""
+    ps = sim.ps
+    ps[pk, P_VIA] = via
+    ps[pk, P_PHASE] = 0
+    turn_nonminimal(sim, pk)
+    return follow(sim, base, r, pk, dr, via)
+
+
+class AriesParams(Params):
+    mode: Literal["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH",
+                  "NMIN_HASH", "IN_ORDER"] = Field(
+        "ADAPTIVE_0", description="MPICH_GNI_ROUTING_MODE: ADAPTIVE_0 (no bias), ADAPTIVE_1 "
+        "(bias towards minimal growing as the packet nears its destination), ADAPTIVE_2 (low "
+        "bias), ADAPTIVE_3 (high bias), MIN_HASH, NMIN_HASH, IN_ORDER")
+    bias_step: PositiveSize | None = Field(
+        None, description="ADAPTIVE_1: bytes added to non-minimal costs at the source router "
+        "and again for every hop made; not public, default one packet")
+    bias_low: PositiveSize | None = Field(
+        None, description="bytes added to non-minimal costs in ADAPTIVE_2; not public, "
+        "default two packets")
+    bias_high: PositiveSize | None = Field(
+        None, description="bytes added to non-minimal costs in ADAPTIVE_3; not public, "
+        "default eight packets")
+
+
+class Aries(Valiant):
+    """Cray Aries adaptive routing (2 minimal + 2 non-minimal random candidates) and its modes."""
+
+    name = "aries"
+    Params = AriesParams
+    params: AriesParams
+
+    def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
+        t = super().tables(network, topology, machine)
+        t.vcs_required += par_extra_vcs(t)  # a commitment after a minimal hop
+        t.description = f"Aries {self.params.mode}, {t.description}"
+        return t
+
+    def intermediates(self, tables, src_router, dst_router, rng):  # noqa: ANN001
+        return np.full(src_router.shape[0], -1, dtype=np.int32)  # drawn in the loop
+
+    def intermediate_rule(self, tables: RouteTables) -> str:
+        return "none"
+
+    def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
+        p = self.params
+        packet = int(machine.packet_size)
+        cfg = np.array([MODES.index(p.mode), int(p.bias_low or 2 * packet),
+                        int(p.bias_high or 8 * packet), int(p.bias_step or packet)],
+                       dtype=np.int64)
+        return mask_program(route, network, tables, f"routing 'aries' ({p.mode})", cfg)
+
+
+@hookimpl
+def federation_register_routings(register) -> None:  # noqa: ANN001
+    register(Aries)

@@ -1,0 +1,64 @@
+"""Workload ``messages``: an explicit list of messages (ping tests, closed-form checks, replays).
+
+::
+
+    workload:
+      kind: messages
+      messages:
+        - {at: 0ns, src: 0, dst: 5, size: 512B}
+        - {at: 1us, src: 3, dst: 0, size: 4KiB}
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pydantic import Field
+
+from federation import Messages, Params, Workload, WorkloadContext, hookimpl
+from federation.errors import ConfigError
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_S
+from federation.models.units import ByteCount, Time, format_time, seconds_to_ps
+
+
+class MessageSpec(Params):
+    at: Time = Field(0.0, description="creation time at the source NIC")
+    src: int = Field(ge=0, description="source node")
+    dst: int = Field(ge=0, description="destination node")
+    size: ByteCount = Field(description="whole bytes")
+
+
+class MessagesParams(Params):
+    messages: list[MessageSpec] = Field(min_length=1)
+
+
+class ExplicitMessages(Workload):
+    """A fixed list of messages given in the file."""
+
+    name = "messages"
+    Params = MessagesParams
+    params: MessagesParams
+
+    def generate(self, ctx: WorkloadContext) -> Messages:
+        n = ctx.network.n_nodes
+        for i, m in enumerate(self.params.messages):
+            for field in ("src", "dst"):
+                if getattr(m, field) >= n:
+                    raise ConfigError(
+                        f"node {getattr(m, field)} does not exist (the machine has {n} nodes)",
+                        path=f"workload.messages[{i}].{field}",
+                    )
+            if m.at >= TIME_LIMIT_S:
+                raise ConfigError(
+                    f"{format_time(m.at)} is past {CLOCK_LIMIT}", path=f"workload.messages[{i}].at")
+        ms = self.params.messages
+        return Messages(
+            time_ps=np.array([seconds_to_ps(m.at) for m in ms], dtype=np.int64),
+            src=np.array([m.src for m in ms], dtype=np.int32),
+            dst=np.array([m.dst for m in ms], dtype=np.int32),
+            size=np.array([int(m.size) for m in ms], dtype=np.int64),
+        ).sorted()
+
+
+@hookimpl
+def federation_register_workloads(register) -> None:  # noqa: ANN001
+    register(ExplicitMessages)
