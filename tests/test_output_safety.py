@@ -61,6 +61,7 @@ def test_name_must_be_one_folder_name(tmp_path, name, why):
     experiment(work, name)
     line = one_error(run_cli("run", "e.yaml", "--overwrite", cwd=work))
     assert line.startswith("error: e.yaml: name: ") and why in line
+    assert one_error(run_cli("validate", "e.yaml", cwd=work)) == line  # validate says so too
     assert listing(precious) == ["thesis.tex"]
     assert listing(work) == ["e.yaml", "m.yaml"]  # no results/ folder either
 

@@ -195,6 +195,20 @@ def test_stop_messages_is_refused_for_rank_programs(tmp_path):
         "background, give stop.measure: its horizon)")
 
 
+def test_a_stop_window_set_for_rank_programs_alone_is_noted(tmp_path):
+    """stop.warmup and stop.measure change nothing for rank programs without a background:
+    the file still runs (they are harmless), and the loader says so rather than ignore them
+    without a word; with a background they give its horizon, and nothing is said."""
+    e = experiment(tmp_path, {"kind": "pingpong"}, stop={"warmup": "1us", "measure": "5us"})
+    assert load_experiment(e).notes == [
+        "stop.measure and stop.warmup change nothing here: rank programs run until they finish "
+        "and the whole run is measured (the stop rule gives a background's horizon)"]
+    assert load_experiment(experiment(tmp_path, {"kind": "pingpong"}, name="f.yaml")).notes == []
+    bg = experiment(tmp_path, {"kind": "pingpong"}, name="g.yaml", stop={"measure": "5us"},
+                    background={"kind": "synthetic", "load": 0.1})
+    assert load_experiment(bg).notes == []
+
+
 # --------------------------------------------------------------------------- case 10
 
 

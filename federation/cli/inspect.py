@@ -25,7 +25,7 @@ def validate(
 ) -> None:
     """Check a machine or experiment file without running it: every sweep point's fields,
     engine limits, memory estimate, network and routing (including its VC needs)."""
-    from federation.cli.run import parse_max_memory
+    from federation.cli.run import output_folder, parse_max_memory
     from federation.models.base import read_document
     from federation.pipeline.bounds import default_max_memory
     from federation.pipeline.load import is_machine_document, load_experiment, load_machine
@@ -42,6 +42,7 @@ def validate(
     loaded = load_experiment(file, set_ or [])
     for note in loaded.notes:  # e.g. a sweep axis that an override replaced
         print(f"note: {note}", file=sys.stderr)
+    output_folder(loaded, None)  # the folder run would write by default: name, outputs.dir
     preflight(loaded, limit)
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")
 

@@ -127,7 +127,23 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
         machine_source = assigner.assign(pdoc, items, f"{source}: sweep")
         exp = _validate(pdoc, source, machine_source)
         points.append(_resolve_point(exp, source, p.parent, plugins, sweep, machine_source))
+    notes += _unused_stop(points)
     return LoadedExperiment(experiment, source, points, notes)
+
+
+def _unused_stop(points: list[ResolvedPoint]) -> list[str]:
+    """A note when the file sets ``stop.warmup`` or ``stop.measure`` for rank programs without
+    a background: the programs run until they finish and the whole run is measured, so those
+    fields change nothing (``stop.messages`` is refused by the preflight instead)."""
+    fields = sorted({f"stop.{name}" for point in points
+                     if point.workload.closed_loop and point.background is None
+                     for name in ("warmup", "measure")
+                     if name in point.experiment.stop.model_fields_set
+                     or f"stop.{name}" in point.sweep})
+    if not fields:
+        return []
+    return [f"{' and '.join(fields)} change nothing here: rank programs run until they finish "
+            "and the whole run is measured (the stop rule gives a background's horizon)"]
 
 
 def _validate(doc: dict[str, Any], source: str, machine_source: str | None) -> Experiment:

@@ -38,7 +38,7 @@ from federation.pipeline.points import (
 from federation.pipeline.preflight import check_point, machine_estimate
 from federation.pipeline.rank_programs import ProgramCache
 from federation.pipeline.summary import message_table, summarize
-from federation.pipeline.traffic import prepare_traffic
+from federation.pipeline.traffic import as_background, prepare_traffic
 from federation.plugin.registry import get_plugins
 from federation.results.model import ComponentOrigin, MachineSummary, Performance, PointResult
 from federation.results.outputs import OutputDir, write_table
@@ -241,11 +241,25 @@ def preflight(loaded: LoadedExperiment, max_memory: int) -> BuildCache:
             check_point(point)
             built = cache.get(point)
             point.engine.check(point, built)
+            check_workloads(point, built)
             if point.workload.closed_loop:
                 cache.programs.check(point, built)
         except FederationError as exc:
             raise in_point(exc, point, i, len(loaded.points)) from None
     return cache
+
+
+def check_workloads(point: ResolvedPoint, built: Built) -> None:
+    """The workload's and the background's own checks on the built machine
+    (:meth:`~federation.plugin.components.Workload.check`); a background's fields are named
+    ``background.x``, where the file wrote them."""
+    machine = point.machine.machine
+    point.workload.check(built.network, machine)
+    if point.background is not None:
+        try:
+            point.background.check(built.network, machine)
+        except ConfigError as exc:
+            raise as_background(exc) from None
 
 
 def prepare(point: ResolvedPoint, cache: BuildCache | None = None,

@@ -256,7 +256,10 @@ class Workload(Component):
     def programs(self, ctx: WorkloadContext) -> RankPrograms:
         """The rank programs of a closed-loop workload (see :mod:`federation.programs`).
 
-        Called once per point; ``ctx.horizon_ps`` is meaningless here (a program runs until
+        Called once per (workload, machine, seed): the preflight builds and checks the
+        programs of every point before any runs, and keeps them for the run
+        (:mod:`federation.pipeline.rank_programs`), so they may depend on nothing else;
+        ``ctx.horizon_ps`` is meaningless here (a program runs until
         it finishes).  Rank i runs on node i unless ``RankPrograms.rank_node`` says otherwise.
         """
         raise NotImplementedError
@@ -264,6 +267,16 @@ class Workload(Component):
     def offered_load(self) -> float | None:
         """Offered load as a fraction of NIC bandwidth, when the workload defines one."""
         return None
+
+    def check(self, network: Network, machine: Machine) -> None:
+        """Optional: refuse parameters this machine cannot serve (a pattern that needs two
+        groups on a machine of one, a node that does not exist), raising
+        :class:`~federation.errors.ConfigError` with ``path="workload.<field>"``.
+
+        Called by the preflight of every point on its built machine, before any point runs,
+        so ``federation validate`` refuses what the run would (an open-loop workload's
+        messages are generated only when its point runs).  The default checks nothing; rank
+        programs are checked whole by the preflight anyway."""
 
 
 # --------------------------------------------------------------------------- engine

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
@@ -25,6 +25,14 @@ class MessageSpec(Params):
     src: int = Field(ge=0, description="source node")
     dst: int = Field(ge=0, description="destination node")
     size: ByteCount = Field(description="whole bytes")
+
+    @field_validator("at")
+    @classmethod
+    def _in_clock(cls, at: float) -> float:
+        """Refused by the loader (so ``validate`` says so), not when the run generates it."""
+        if at >= TIME_LIMIT_S:
+            raise ValueError(f"{format_time(at)} is past {CLOCK_LIMIT}")
+        return at
 
 
 class MessagesParams(Params):

@@ -59,6 +59,20 @@ class Synthetic(Workload):
     def offered_load(self) -> float:
         return self.params.load
 
+    def check(self, network, machine) -> None:  # noqa: ANN001
+        """The pattern needs two nodes (a node does not send to itself) and, for
+        ``group_shift``, two groups."""
+        n = network.n_nodes
+        if n < 2:
+            raise ConfigError(
+                f"{self.params.pattern} traffic needs at least 2 nodes (a node does not send to "
+                f"itself); this machine has {n}", path="workload.pattern")
+        if self.params.pattern == "group_shift" and int(network.node_group.max()) < 1:
+            raise ConfigError(
+                "group_shift traffic needs at least 2 groups (routers on topologies without "
+                "groups) so that a node sends outside its own; this machine has 1",
+                path="workload.pattern")
+
     def generate(self, ctx: WorkloadContext) -> Messages:
         """Every message at once (a background, or ``stop.messages``): the batches joined."""
         size = int(self.params.message_size or ctx.machine.packet_size)
@@ -80,17 +94,8 @@ class Synthetic(Workload):
         drawn a span of slots at a time: a Bernoulli process restarted at a span's edge is
         the same process, so spans only bound memory.  Each node's phase within the slot is
         drawn once, first."""
-        net = ctx.network
-        n = net.n_nodes
-        if n < 2:
-            raise ConfigError(
-                f"{self.params.pattern} traffic needs at least 2 nodes (a node does not send to "
-                f"itself); this machine has {n}", path="workload.pattern")
-        if self.params.pattern == "group_shift" and int(net.node_group.max()) < 1:
-            raise ConfigError(
-                "group_shift traffic needs at least 2 groups (routers on topologies without "
-                "groups) so that a node sends outside its own; this machine has 1",
-                path="workload.pattern")
+        self.check(ctx.network, ctx.machine)
+        n = ctx.network.n_nodes
         size = int(self.params.message_size or ctx.machine.packet_size)
         slot_ps = max(1, int(round(size / ctx.nic_bandwidth * PS_PER_S)))
         n_slots = int(ctx.horizon_ps // slot_ps)
