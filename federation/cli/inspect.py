@@ -40,10 +40,10 @@ def validate(
               f"{net.n_nodes} nodes, {net.n_links} cables)")
         return
     loaded = load_experiment(file, set_ or [])
-    for note in loaded.notes:  # e.g. a sweep axis that an override replaced
-        print(f"note: {note}", file=sys.stderr)
     output_folder(loaded, None)  # the folder run would write by default: name, outputs.dir
     preflight(loaded, limit)
+    for note in loaded.notes:  # after the checks: a refusal stays one line
+        print(f"note: {note}", file=sys.stderr)
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")
 
 

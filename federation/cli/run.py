@@ -58,16 +58,20 @@ def run(
     check_options(workers, scheduler, worker_timeout)  # before the file is read: usage first
     limit = parse_max_memory(max_memory)
     loaded = load_experiment(file, set_ or [])
-    for note in loaded.notes:  # e.g. a sweep axis that an override replaced
-        print(f"note: {note}", file=sys.stderr)
     out_dir, out_source = output_folder(loaded, out)
+
+    def print_notes() -> None:  # once the run is sure to start: a refusal stays one line
+        for note in loaded.notes:  # e.g. a sweep axis that an override replaced
+            print(f"note: {note}", file=sys.stderr)
+
     placed: list[Path] = []
     with progress_reporter() as cb:
         try:
             result = run_experiment(loaded, out_dir, progress=cb, overwrite=overwrite,
                                     max_memory=limit, out_source=out_source,
                                     workers=workers, scheduler=scheduler,
-                                    worker_timeout=worker_timeout, placed=placed.append)
+                                    worker_timeout=worker_timeout, placed=placed.append,
+                                    checked=print_notes)
         except KeyboardInterrupt as exc:  # before the run started
             from federation import interrupts
             from federation.pipeline.point import Interrupted

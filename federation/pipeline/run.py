@@ -47,7 +47,8 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
                    max_memory: int | None = None, out_source: str = "--out",
                    workers: int | None = None, scheduler: str | None = None,
                    worker_timeout: float | None = None,
-                   placed: Callable[[Path], None] | None = None) -> RunResult:
+                   placed: Callable[[Path], None] | None = None,
+                   checked: Callable[[], None] | None = None) -> RunResult:
     """Run every point of ``loaded``; write results into ``out_dir`` when given.
 
     Every point is checked before the first one runs.  Tables are written as each point
@@ -63,7 +64,8 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
     ``placed`` is told where the folder went (``out_dir``, or beside it when a folder appeared
     there during the run, see :class:`~federation.results.outputs.OutputDir`).  A
     local cluster starts its processes with multiprocessing's ``spawn``, so a script calling
-    this needs the usual ``if __name__ == "__main__":`` guard.
+    this needs the usual ``if __name__ == "__main__":`` guard.  ``checked`` is called once every
+    point has passed the preflight (the CLI prints its notes then: a refused run prints one line).
     """
     from federation.pipeline.bounds import default_max_memory
 
@@ -79,6 +81,8 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
         cache = distributed.preflight_shared(loaded, limit, workers, scheduler)
     else:
         cache = preflight(loaded, limit)
+    if checked is not None:
+        checked()
     writer = (OutputDir(Path(out_dir), loaded.experiment.outputs.format, overwrite, out_source)
               if out_dir is not None else None)
     done: dict[int, tuple[PointResult, MachineSummary]] = {}
