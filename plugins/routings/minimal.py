@@ -26,7 +26,7 @@ from federation import Params, RouteTables, Routing, hookimpl
 from federation.engine.api import P_DST, random_below
 from federation.engine.tables_route import mask_program, vc_rule
 from federation.network.equal_cost import mask_count, mask_nth, mix_hash
-from federation.plugin.components import RoutingProgram
+from federation.plugin.components import RoutingProgram, TablePlan
 
 SPREADS = {"lowest": 0, "hash": 1, "random": 2}
 
@@ -75,10 +75,12 @@ class Minimal(Routing):
         spread = self.params.spread
         if spread == "table":
             return None
-        return mask_program(route_spread, network, tables,
+        prog = mask_program(route_spread, network, tables,
                             f"routing 'minimal' (spread: {spread})",
                             np.array([SPREADS[spread]], dtype=np.int64),
                             f"{tables.description}, {spread} among equal-cost minimal ports")
+        prog.vc_plan = TablePlan(spread="all")  # any equal-cost minimal port, at every hop
+        return prog
 
 
 @hookimpl
