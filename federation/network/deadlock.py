@@ -148,10 +148,11 @@ def plan_problem(plan: object, network: Network, n_vcs: int) -> str | None:
 
 
 def prove(network: Network, tables: RouteTables, n_vcs: int, plan: TablePlan | ClassPlan,
-          owner: str = "the routing") -> DeadlockProof:
+          owner: str = "the routing", declared: bool = True) -> DeadlockProof:
     """The channel dependency graph of ``plan`` (with ``tables`` for a :class:`TablePlan`) on
     ``network`` with ``n_vcs`` VCs per port, and one of its cycles if it has any.  ``owner``
-    names the routing in refusals of the equal-cost port sets (``spread``).  Raises
+    names the routing in refusals of the equal-cost port sets (``spread``); ``declared``
+    false says the plan is the engine's table routing, not a routing's declaration.  Raises
     ``ValueError`` for a plan :func:`plan_problem` refuses."""
     why = plan_problem(plan, network, n_vcs)
     if why:
@@ -170,7 +171,7 @@ def prove(network: Network, tables: RouteTables, n_vcs: int, plan: TablePlan | C
         from federation.network.dependencies import table_edges
 
         src, dst, n, states = table_edges(network, tables, n_vcs, plan, owner)
-        method = "route tables" + ("" if plan == TablePlan() else " and declared plan")
+        method = "route tables and declared plan" if declared else "route tables"
     used = np.zeros(n_ch, bool)
     used[src[src < n_ch]] = True
     used[dst[dst < n_ch]] = True

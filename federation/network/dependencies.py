@@ -29,11 +29,13 @@ VR_G/VR_L group/  heads for its intermediate router: its group, then the router
           local
 UND0/UND  group   is undecided between minimal and Valiant at its source router / at
                   another router of its source group (``decide: source_group``)
+CMT       group   commits to a Valiant path here (its destination group: the intermediate is
+                  another one)
 ========= ======= ===========================================================================
 
 Fan-out states, one per (router, level): ``ENTER`` (reached the destination group: any
 router of it carrying nodes), ``START1`` (Valiant's second phase begins: any destination),
-``VIASTART`` (commits to a Valiant path: any intermediate group or router), ``VRENTER``
+``VIASTART`` (a Valiant path begins at the source router: any intermediate), ``VRENTER``
 (reached the intermediate router's group: any router of it).  The intermediate is any group
 other than the packet's source and destination groups (``intermediates: other_groups``,
 what every built-in draw gives: so a Valiant phase never starts in the source group, and the
@@ -57,8 +59,8 @@ if TYPE_CHECKING:
     from federation.network import Network
     from federation.network.tables import RouteTables, TablePlan
 
-MIN_G, MIN_L, P1_G, P1_L, VIA, VR_G, VR_L, UND0, UND = range(9)
-G_KINDS = (MIN_G, P1_G, VIA, VR_G, UND0, UND)
+MIN_G, MIN_L, P1_G, P1_L, VIA, VR_G, VR_L, UND0, UND, CMT = range(10)
+G_KINDS = (MIN_G, P1_G, VIA, VR_G, UND0, UND, CMT)
 #: most bytes the walk's visited-state table may take
 MAX_STATE_BYTES = 1 << 30
 #: bits of one slot's word: at most this many (VC level, dimension) pairs
@@ -139,14 +141,14 @@ class Walk:
         self.all_ptr, self.all_local = csr(self.group, self.local[rid], self.G)
         self.kinds = [MIN_G, MIN_L]
         # the second phase is the minimal one where its VCs are not shifted
-        self.alias = {k: k for k in range(9)} | {P1_G: MIN_G, P1_L: MIN_L}
+        self.alias = {k: k for k in range(10)} | {P1_G: MIN_G, P1_L: MIN_L}
         if plan.valiant != "none":
             if self.offset:
                 self.kinds += [P1_G, P1_L]
                 self.alias.update({P1_G: P1_G, P1_L: P1_L})
             self.kinds += [VIA] if plan.valiant == "group" else [VR_G, VR_L]
             if plan.decide == "source_group":
-                self.kinds += [UND0, UND]
+                self.kinds += [UND0, UND, CMT]
         self.kidx = {k: i for i, k in enumerate(self.kinds)}
         self.masks = None
         if plan.spread != "none":
@@ -229,7 +231,8 @@ class Walk:
         self.edge_set = EdgeSet(self)
         frontier = self.admit(self.fresh())
         fanout = max(self.G, self.L, 1)
-        expanders = ((self.base_dec, self.base_ent, self.expand_dec, 4),
+        dec_width = fanout if CMT in self.kinds else 4
+        expanders = ((self.base_dec, self.base_ent, self.expand_dec, dec_width),
                      (self.base_ent, self.base_s1, self.expand_enter, self.L),
                      (self.base_s1, self.base_vs, self.expand_start1, fanout),
                      (self.base_vs, self.base_vr, self.expand_viastart, fanout),
@@ -279,7 +282,7 @@ class Walk:
         """Decision states of ``kind`` have one hop (the table's) and nothing else."""
         spread = self.masks is not None and (
             self.plan.spread == "all" and kind in (MIN_G, MIN_L, P1_G, P1_L))
-        return kind not in (UND0, UND) and not spread
+        return kind not in (UND0, UND, CMT) and not spread
 
     def resolve(self, codes: np.ndarray) -> np.ndarray:
         """``codes`` with every single-hop decision state replaced by its hop's channel
@@ -395,8 +398,28 @@ class Walk:
         for i, kind in enumerate(self.kinds):
             m = kc == i
             if m.any():
-                out.append(self.hop(kind, codes[m], col[m], y[m], s[m]))
+                fn = self.commit if kind == CMT else self.hop
+                out.append(fn(kind, codes[m], col[m], y[m], s[m]))
         return np.concatenate(out)
+
+    def commit(self, kind: int, codes: np.ndarray, col: np.ndarray, y: np.ndarray,
+               s: np.ndarray) -> np.ndarray:
+        """A packet for group ``col`` commits to a Valiant path here: any intermediate group
+        other than this one and ``col`` (``any_group``: any group at all)."""
+        i, g = fan(np.arange(y.size + 1) * self.G, np.tile(self.all_groups, y.size),
+                   np.arange(y.size))
+        keep = g != self.group[y[i]]
+        anyg = self.plan.intermediates == "any_group"
+        if not anyg:
+            keep &= g != col[i]
+        via = VIA if self.plan.valiant == "group" else VR_G
+        src, tgt = [codes[i][keep]], [self.dec(via, g[keep], y[i][keep], s[i][keep])]
+        if anyg:  # this router's own group too
+            src.append(codes)
+            tgt.append(self.node(self.base_s1 if via == VIA else self.base_vr, y, s))
+        tgt = np.concatenate(tgt)
+        self.edges(np.concatenate(src), tgt)
+        return tgt
 
     def ports(self, kind: int, col: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(i, port)``: the ports state ``i`` may leave on (the table's, or every equal-cost
@@ -443,9 +466,9 @@ class Walk:
         out = []
         if kind in (UND0, UND):  # the commitment, at this router, before any hop
             s2, ok = self.bumped(s, self.plan.commit_bump if kind == UND else 0)
-            vs = self.node(self.base_vs, y[ok], s2[ok])
-            self.edges(codes[ok], vs)
-            out.append(vs)
+            cmt = self.dec(CMT, col[ok], y[ok], s2[ok])
+            self.edges(codes[ok], cmt)
+            out.append(cmt)
         i, o = self.ports(kind, col, y)
         codes, col, y, s = codes[i], col[i], y[i], s[i]
         vc, s2, ok = self.step(s, o, self.offset if kind in (P1_G, P1_L) else 0)
@@ -506,7 +529,7 @@ class EdgeSet:
         self.block = (w.base_s1 - w.base_ent) // 2  # one fan-out kind's code range
         self.fan_w = 5 * self.ss  # fan-out states of one router
         n_fan = w.end - w.base_ent
-        sizes = (w.n_ch * self.out_w, n_fan // self.ss * self.out_w, w.n_ch * self.fan_w)
+        sizes = (w.n_ch * self.out_w, n_fan * self.out_w, w.n_ch * self.fan_w)
         self.dense = sum(sizes) <= MAX_EDGE_BYTES
         if self.dense:
             self.cc, self.fc, self.cf = (np.zeros(n, bool) for n in sizes)
@@ -524,14 +547,18 @@ class EdgeSet:
             m = ch_a & ch_b
             self.cc[a[m] * self.out_w + out[m]] = True
             k = fan_a & ch_b
-            self.fc[((a[k] - w.base_ent) >> w.sb) * self.out_w + out[k]] = True
+            self.fc[(a[k] - w.base_ent) * self.out_w + out[k]] = True
             f = ch_a & fan_b
             rel = b[f] - w.base_ent
             self.cf[a[f] * self.fan_w + rel // self.block * self.ss + (rel & (self.ss - 1))] = True
             rest = ~(m | k | f)
         if rest.any():
-            self.src.append(a[rest])
-            self.dst.append(b[rest])
+            a, b = a[rest], b[rest]
+            if a.size > 4096 and self.w.end < 2**31:  # a fan-out's repeats: keep one of each
+                pair = distinct(a * self.w.end + b)
+                a, b = np.divmod(pair, self.w.end)
+            self.src.append(a)
+            self.dst.append(b)
 
     def arrays(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Every edge as (from, to) vertex codes, in parts."""
@@ -547,8 +574,8 @@ class EdgeSet:
         idx = np.nonzero(self.fc)[0]
         fan, rest = np.divmod(idx, self.out_w)
         lp, vc = np.divmod(rest, w.V)
-        y = fan & ((1 << w.rb) - 1)
-        out.append((w.base_ent + (fan << w.sb), (self.first_port[y] + lp) * w.V + vc))
+        y = (fan >> w.sb) & ((1 << w.rb) - 1)
+        out.append((w.base_ent + fan, (self.first_port[y] + lp) * w.V + vc))
         idx = np.nonzero(self.cf)[0]
         a, rest = np.divmod(idx, self.fan_w)
         kind, s = np.divmod(rest, self.ss)

@@ -162,7 +162,8 @@ def prove_deadlock_free(point: ResolvedPoint, built: Built) -> Built:
     if why:
         raise refuse(f"declared an unusable VC plan: {why}")
     try:
-        proof = prove(built.network, built.tables, n_vcs, plan, owner)
+        proof = prove(built.network, built.tables, n_vcs, plan, owner,
+                      declared=built.program is not None)
     except (RoutingError, ProofTooLarge) as exc:
         raise refuse(f"cannot be proved deadlock-free: {exc}") from None
     if proof.cycle:
