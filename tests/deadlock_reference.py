@@ -132,12 +132,15 @@ def reference_dependencies(net, t, n_vcs: int, plan) -> set[tuple[int, int]]:  #
     return edges
 
 
-def projected_dependencies(src: np.ndarray, dst: np.ndarray, n: int,
+def projected_dependencies(src: np.ndarray, dst: np.ndarray,
                            n_channels: int) -> set[tuple[int, int]]:
-    """The channel dependencies of the walk's graph: ``c -> c'`` when a path of states (no
-    channel in between) joins them."""
+    """The channel dependencies of the walk's graph (vertex codes, channels below
+    ``n_channels``): ``c -> c'`` when a path of states (no channel in between) joins them."""
+    codes = np.union1d(np.union1d(src, dst), np.arange(n_channels))
+    n = codes.size
+    src, dst = np.searchsorted(codes, src), np.searchsorted(codes, dst)
     m = sp.csr_matrix((np.ones(src.size, bool), (src, dst)), shape=(n, n)).astype(np.int32)
-    ch = np.arange(n) < n_channels
+    ch = codes < n_channels
     cc = m[ch][:, ch]
     cs, ss, sc = m[ch][:, ~ch], m[~ch][:, ~ch], m[~ch][:, ch]
     reach = sc.copy()  # states -> channels through states

@@ -198,8 +198,8 @@ def test_the_walk_has_exactly_the_dependencies_of_every_packet(tmp_path, topo, r
     point, b = built(tmp_path, {"topology": SMALL[topo], "router": {"vcs": 6}}, routing,
                      check=False)
     plan = routing_plan(point, b)
-    src, dst, n, _ = table_edges(b.network, b.tables, 6, plan, "test")
-    walk = projected_dependencies(src, dst, n, b.network.ports.n_ports * 6)
+    src, dst, _ = table_edges(b.network, b.tables, 6, plan, "test")
+    walk = projected_dependencies(src, dst, b.network.ports.n_ports * 6)
     ref = reference_dependencies(b.network, b.tables, 6, plan)
     assert ref and walk == ref
 

@@ -50,6 +50,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
+from federation.network.dependencies import distinct, table_edges
 from federation.network.routes import cable_ports
 from federation.network.tables import VC_COUNTER, ClassPlan, TablePlan
 
@@ -161,21 +162,19 @@ def prove(network: Network, tables: RouteTables, n_vcs: int, plan: TablePlan | C
     n_ch = network.ports.n_ports * n_vcs
     if isinstance(plan, ClassPlan):
         src, dst = class_edges(network, plan, n_vcs)
-        method, states, n = "declared class transitions", 0, n_ch
+        method, states = "declared class transitions", 0
     elif rising_vcs(network, tables):
         cables = int((network.ports.port_link >= 0).sum())
         return DeadlockProof("every cable raises the VC (VC = hops so far): every dependency "
                              "goes to a higher VC", cables * n_vcs, 0, 0,
                              time.perf_counter() - t0)
     else:
-        from federation.network.dependencies import table_edges
-
-        src, dst, n, states = table_edges(network, tables, n_vcs, plan, owner)
+        src, dst, states = table_edges(network, tables, n_vcs, plan, owner)
         method = "route tables and declared plan" if declared else "route tables"
     used = np.zeros(n_ch, bool)
     used[src[src < n_ch]] = True
     used[dst[dst < n_ch]] = True
-    cycle = find_cycle(src, dst, n, n_ch)
+    cycle = find_cycle(src, dst, n_ch)
     return DeadlockProof(method, int(used.sum()), states, int(src.size),
                          time.perf_counter() - t0,
                          tuple(channel(network, int(c), n_vcs) for c in cycle))
@@ -234,15 +233,17 @@ def class_edges(network: Network, plan: ClassPlan, n_vcs: int) -> tuple[np.ndarr
 # --------------------------------------------------------------------------- cycles
 
 
-def find_cycle(src: np.ndarray, dst: np.ndarray, n: int, n_channels: int) -> list[int]:
-    """The channel vertices (ids below ``n_channels``) of one cycle of the graph of ``n``
-    vertices with edges ``src -> dst``, in order; empty when it has none.  Every cycle passes
+def find_cycle(src: np.ndarray, dst: np.ndarray, n_channels: int) -> list[int]:
+    """The channel vertices (ids below ``n_channels``) of one cycle of the graph with edges
+    ``src -> dst``, in order; empty when it has none.  Every cycle passes
     through a channel (routing states at one router form none), so the cycle printed is the
     shortest one through the lowest channel of a strongly connected component with a cycle."""
     if src.size == 0:
         return []
-    a, b = src, dst
-    nodes = np.arange(n)
+    # only vertices with an edge (most routing states were contracted into their channel)
+    nodes = distinct(np.concatenate([src, dst]))
+    a, b = np.searchsorted(nodes, src), np.searchsorted(nodes, dst)
+    n = nodes.size
     graph = sp.csr_matrix((np.ones(a.size, np.int8), (a, b)), shape=(n, n))
     _, labels = csgraph.connected_components(graph, directed=True, connection="strong")
     size = np.bincount(labels)

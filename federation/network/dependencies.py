@@ -43,8 +43,9 @@ second phase never heads for a router of the intermediate group) or any group at
 (``any_group``).
 
 Visited states are kept as one bit per (slot, level) -- a slot is one (mode, column, router)
-or (fan-out kind, router) -- so a vertex's dense id is the count of set bits before it, and
-the graph reaches :func:`federation.network.deadlock.find_cycle` without a sort.
+or (fan-out kind, router); the edges between neighbouring channels and states as bits of small
+dense bitmaps (:class:`EdgeSet`), so that the many destinations sharing one dependency cost no
+more than one.
 """
 
 from __future__ import annotations
@@ -126,8 +127,7 @@ class Walk:
         self.peer = pt.port_router[pt.port_peer].astype(np.int64)
         self.group = tables.router_group.astype(np.int64)
         self.local = tables.router_local.astype(np.int64)
-        self.gnext = tables.gnext.astype(np.int64)
-        self.lnext = tables.lnext.astype(np.int64)
+        self.gnext, self.lnext = tables.gnext, tables.lnext  # read as they are (no copy)
         self.G, self.L = self.gnext.shape[1], self.lnext.shape[1]
         self.NCOL = max(self.G, self.L)
         self._rule(tables, pt)
@@ -225,11 +225,11 @@ class Walk:
 
     # ---------------------------------------------------------------- the walk
 
-    def run(self) -> tuple[np.ndarray, np.ndarray, int, int]:
-        """Every edge among channels and reachable states as dense vertex ids (channels
-        first, as ``port * n_vcs + vc``), the number of vertices and of states."""
+    def run(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """Every edge among channels and reachable states (vertex codes; channels first, as
+        ``port * n_vcs + vc``), and the number of states walked."""
         self.edge_set = EdgeSet(self)
-        frontier = self.admit(self.fresh())
+        frontier = self.fresh()
         fanout = max(self.G, self.L, 1)
         dec_width = fanout if CMT in self.kinds else 4
         expanders = ((self.base_dec, self.base_ent, self.expand_dec, dec_width),
@@ -245,31 +245,18 @@ class Walk:
                 for k in range(0, sel.size, step):
                     nxt.append(self.admit(fn(sel[k:k + step])))
             frontier = np.concatenate(nxt)
-        count = popcount(self.seen)
-        states = int(count.sum())
-        self.first = np.cumsum(count) - count  # dense id of each slot's first state
-        n = self.n_ch + states
-        parts = [(self.ids(a), self.ids(b)) for a, b in self.edge_set.arrays()]
-        dtype = np.int32 if n < 2**31 else np.int64
+        states = int(popcount(self.seen).sum())
+        parts = self.edge_set.arrays()
         if not parts:
-            return np.zeros(0, dtype), np.zeros(0, dtype), n, states
-        return (np.concatenate([a for a, _ in parts]).astype(dtype),
-                np.concatenate([b for _, b in parts]).astype(dtype), n, states)
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), states
+        return (np.concatenate([a for a, _ in parts]), np.concatenate([b for _, b in parts]),
+                states)
 
     def split(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """State codes as (slot, the state's bit in the slot's word)."""
         rel = codes - self.n_ch
         slot, s = rel >> self.sb, rel & ((1 << self.sb) - 1)
         return slot, np.left_shift(np.ones(1, self.word), s.astype(self.word))
-
-    def ids(self, codes: np.ndarray) -> np.ndarray:
-        """Dense vertex ids: channels keep their code, states follow in code order."""
-        out = codes.copy()
-        st = codes >= self.n_ch
-        slot, bit = self.split(codes[st])
-        below = popcount(self.seen[slot] & (bit - np.ones(1, self.word)))
-        out[st] = self.n_ch + self.first[slot] + below
-        return out
 
     def edges(self, a: np.ndarray, b: np.ndarray) -> None:
         """Edges ``a -> b``; a decision state with a single hop is not a vertex: an edge to
@@ -297,7 +284,7 @@ class Walk:
             m = np.nonzero(kc == i)[0]
             if m.size == 0 or not self.single(kind):
                 continue
-            o = (self.gnext if kind in G_KINDS else self.lnext)[y[m], col[m]]
+            o = (self.gnext if kind in G_KINDS else self.lnext)[y[m], col[m]].astype(np.int64)
             vc, _, ok = self.step(s[m], np.maximum(o, 0),
                                   self.offset if kind in (P1_G, P1_L) else 0)
             out[at[m]] = np.where((o >= 0) & ok, np.maximum(o, 0) * self.V + vc, -1)
@@ -312,18 +299,25 @@ class Walk:
         return codes
 
     def fresh(self) -> np.ndarray:
-        """The states packets start in at their source routers (VC level 0, no dimension)."""
-        x = self.carriers
-        s0 = np.full(x.size, self.dim0 * 1, np.int64)
-        i, g = fan(np.arange(x.size + 1) * self.carrier_groups.size,
-                   np.tile(self.carrier_groups, x.size), np.arange(x.size))
-        other = g != self.group[x[i]]
-        out = [self.dec(MIN_G, g[other], x[i][other], s0[i][other]), self.ent(0, x, s0)]
-        if self.plan.valiant != "none":
-            if self.plan.decide == "source":
-                out.append(self.node(self.base_vs, x, s0))
-            else:
-                out.append(self.dec(UND0, g[other], x[i][other], s0[i][other]))
+        """The states packets start in at their source routers (VC level 0, no dimension),
+        admitted (a chunk of sources at a time)."""
+        cg = self.carrier_groups
+        out = []
+        for k in range(0, self.carriers.size, max(1, CHUNK // max(cg.size, 1))):
+            x = self.carriers[k:k + max(1, CHUNK // max(cg.size, 1))]
+            s0 = np.full(x.size, self.dim0, np.int64)
+            xs = np.repeat(x, cg.size)
+            g = np.tile(cg, x.size)
+            other = g != self.group[xs]
+            xs, g = xs[other], g[other]
+            zero = np.full(xs.size, self.dim0, np.int64)
+            part = [self.dec(MIN_G, g, xs, zero), self.ent(0, x, s0)]
+            if self.plan.valiant != "none":
+                if self.plan.decide == "source":
+                    part.append(self.node(self.base_vs, x, s0))
+                else:
+                    part.append(self.dec(UND0, g, xs, zero))
+            out.append(self.admit(np.concatenate(part)))
         return np.concatenate(out)
 
     def decode(self, codes: np.ndarray, base: int) -> tuple[np.ndarray, ...]:
@@ -440,7 +434,7 @@ class Walk:
             if not idx:
                 return np.zeros(0, np.int64), np.zeros(0, np.int64)
             return np.concatenate(idx), np.concatenate(out).astype(np.int64)
-        o = (self.gnext if g else self.lnext)[y, col]
+        o = (self.gnext if g else self.lnext)[y, col].astype(np.int64)
         i = np.nonzero(o >= 0)[0]  # no entry: the engine stops the run there ("no route")
         return i, o[i]
 
@@ -585,7 +579,7 @@ class EdgeSet:
 
 
 def table_edges(network: Network, tables: RouteTables, n_vcs: int, plan: TablePlan,
-                owner: str) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Edges (dense vertex ids, channels first: ``port * n_vcs + vc``) of the tables'
-    dependency graph under ``plan``, the number of vertices and of routing states walked."""
+                owner: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Edges (vertex codes, channels first: ``port * n_vcs + vc``) of the tables' dependency
+    graph under ``plan``, and the number of routing states walked."""
     return Walk(network, tables, n_vcs, plan, owner).run()

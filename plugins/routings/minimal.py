@@ -10,8 +10,11 @@ tables name: ``table`` (the default, the tables' own choice, itself spread over 
 on most topologies), ``lowest`` (the lowest-numbered equal-cost port: every destination through
 the first of several global links, a deterministic worst case to compare with), ``hash`` (a
 fixed hash of the destination router and the current router picks one) or ``random`` (drawn
-per packet and hop from the run's seeded stream).  The VC plan is the tables' in every case.
-Dimension-order tori have one minimal port per hop and take ``table`` only.
+per packet and hop from the run's seeded stream).  The VC plan is the tables' in every case
+(declared to the deadlock proof as ``TablePlan(spread="all")``); where the tables keep an order
+inside one VC level that the equal-cost ports do not (the Aries XC's groups, routed
+intra-chassis first) the proof finds a cycle and refuses the run.  Dimension-order tori have one
+minimal port per hop and take ``table`` only.
 """
 
 from __future__ import annotations
