@@ -35,7 +35,8 @@ CMT       group   commits to a Valiant path here (its destination group: the int
 
 Fan-out states, one per (router, level): ``ENTER`` (reached the destination group: any
 router of it carrying nodes), ``START1`` (Valiant's second phase begins: any destination),
-``VIASTART`` (a Valiant path begins at the source router: any intermediate), ``VRENTER``
+``VIASTART`` (a Valiant path begins at the source router, chosen there or committed to there:
+any intermediate), ``VRENTER``
 (reached the intermediate router's group: any router of it).  The intermediate is any group
 other than the packet's source and destination groups (``intermediates: other_groups``,
 what every built-in draw gives: so a Valiant phase never starts in the source group, and the
@@ -458,8 +459,13 @@ class Walk:
             s: np.ndarray) -> np.ndarray:
         """Every hop of these decision states: ``state -> channel -> next state``."""
         out = []
-        if kind in (UND0, UND):  # the commitment, at this router, before any hop
-            s2, ok = self.bumped(s, self.plan.commit_bump if kind == UND else 0)
+        if kind == UND0:  # the commitment at the source router: no channel leads here, so
+            # the start shared by every destination is exact (as for ``decide: source``)
+            vs = self.node(self.base_vs, y, s)
+            self.edges(codes, vs)
+            out.append(vs)
+        elif kind == UND:  # after a hop: the intermediate is not the destination's group
+            s2, ok = self.bumped(s, self.plan.commit_bump)
             cmt = self.dec(CMT, col[ok], y[ok], s2[ok])
             self.edges(codes[ok], cmt)
             out.append(cmt)
