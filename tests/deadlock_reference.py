@@ -23,113 +23,128 @@ from federation.network.equal_cost import equal_cost_ports
 from federation.network.tables import VC_COUNTER
 
 
-def reference_dependencies(net, t, n_vcs: int, plan) -> set[tuple[int, int]]:  # noqa: ANN001
-    """Every ``(channel, next channel)`` pair, channels as ``port * n_vcs + vc``."""
-    pt = net.ports
-    peer = pt.port_router[pt.port_peer].astype(int)
-    group, local = t.router_group.astype(int), t.router_local.astype(int)
-    G = t.gnext.shape[1]
-    counter = t.vc_mode == VC_COUNTER
-    bump = (np.zeros(pt.n_ports, int) if t.port_vc_bump is None
-            else np.asarray(t.port_vc_bump, int))
-    pdim = np.full(pt.n_ports, -1) if t.port_dim is None else np.asarray(t.port_dim, int)
-    dline = np.zeros(pt.n_ports, int) if t.port_dateline is None else np.asarray(t.port_dateline)
-    masks = equal_cost_ports(net, t, "reference") if plan.spread != "none" else None
-    carriers = sorted(set(net.node_router.tolist()))
-    routers_of = {g: [r for r in range(net.n_routers) if group[r] == g] for g in range(G)}
-    edges: set[tuple[int, int]] = set()
-    seen: set[tuple] = set()
+class Reference:
+    """One routing's packets on one machine, followed one by one (see the module docstring)."""
 
-    def table_port(r: int, d: int) -> int:
-        return int(t.gnext[r, group[d]] if group[r] != group[d] else t.lnext[r, local[d]])
+    def __init__(self, net, t, n_vcs: int, plan) -> None:  # noqa: ANN001
+        pt = net.ports
+        self.t, self.V, self.plan = t, n_vcs, plan
+        self.peer = pt.port_router[pt.port_peer].astype(int)
+        self.group, self.local = t.router_group.astype(int), t.router_local.astype(int)
+        self.G = t.gnext.shape[1]
+        self.counter = t.vc_mode == VC_COUNTER
+        self.bump = (np.zeros(pt.n_ports, int) if t.port_vc_bump is None
+                     else np.asarray(t.port_vc_bump, int))
+        self.pdim = (np.full(pt.n_ports, -1) if t.port_dim is None
+                     else np.asarray(t.port_dim, int))
+        self.dline = (np.zeros(pt.n_ports, int) if t.port_dateline is None
+                      else np.asarray(t.port_dateline))
+        self.masks = equal_cost_ports(net, t, "reference") if plan.spread != "none" else None
+        self.carriers = sorted(set(net.node_router.tolist()))
+        self.routers_of = {g: [r for r in range(net.n_routers) if self.group[r] == g]
+                           for g in range(self.G)}
+        self.edges: set[tuple[int, int]] = set()
+        self.seen: set[tuple] = set()
 
-    def equal_cost(r: int, d: int) -> list[int]:
-        m = int(masks.gmask[r, group[d]] if group[r] != group[d] else masks.lmask[r, local[d]])
-        return [int(masks.port[masks.first[r] + k]) for k in range(64) if m >> k & 1]
+    def table_port(self, r: int, d: int) -> int:
+        g, t = self.group, self.t
+        return int(t.gnext[r, g[d]] if g[r] != g[d] else t.lnext[r, self.local[d]])
 
-    def hop(o: int, level: int, dim: int, off: int) -> tuple[int, int, int] | None:
+    def equal_cost(self, r: int, d: int) -> list[int]:
+        g, m = self.group, self.masks
+        bits = int(m.gmask[r, g[d]] if g[r] != g[d] else m.lmask[r, self.local[d]])
+        return [int(m.port[m.first[r] + k]) for k in range(64) if bits >> k & 1]
+
+    def hop(self, o: int, level: int, dim: int, off: int) -> tuple[int, int, int] | None:
         """``tables_route.vc_rule``: (vc, level, dim) after leaving on ``o``."""
-        if counter:
-            vc, level = level + off, level + int(bump[o])
+        if self.counter:
+            vc, level = level + off, level + int(self.bump[o])
         else:
-            if pdim[o] != dim:
-                dim, level = int(pdim[o]), 0
-            if dline[o]:
+            if self.pdim[o] != dim:
+                dim, level = int(self.pdim[o]), 0
+            if self.dline[o]:
                 level = 1
             vc = level + off
-        return (vc, level, dim) if vc < n_vcs else None
+        return (vc, level, dim) if vc < self.V else None
 
-    def walk(r: int, d: int, via: int, phase: int, level: int, dim: int, hops: int,
+    def moves(self, r: int, d: int, via: int, phase: int, hops: int, undecided: bool,
+              src_group: int) -> list[tuple[int, int, int, bool, bool]]:
+        """(via, phase, level bump, undecided after, equal-cost ports allowed) per choice."""
+        plan = self.plan
+        if not undecided:
+            return [(via, phase, 0, False, plan.spread == "all")]
+        out = [(-1, 0, 0, True, plan.spread != "none")]  # one more minimal hop
+        for g in range(self.G):  # or a commitment to another group
+            if g not in (src_group, self.group[d]):
+                out.append((g, 0, plan.commit_bump if hops > 0 else 0, False, False))
+        return out
+
+    def walk(self, r: int, d: int, via: int, phase: int, level: int, dim: int, hops: int,
              undecided: bool, src_group: int, prev: int) -> None:
         key = (r, d, via, phase, level, dim, hops > 0, undecided, src_group, prev)
-        if r == d and (via < 0 or phase == 1) or key in seen or level >= n_vcs:
+        if r == d and (via < 0 or phase == 1) or key in self.seen or level >= self.V:
             return
-        seen.add(key)
-        moves = []  # (port, via, phase, level bump, undecided after, spread allowed)
-        if undecided:  # progressive: a minimal hop, or a commitment to any other group
-            moves.append((None, -1, 0, 0, True, plan.spread != "none"))
-            for g in range(G):
-                if g not in (src_group, group[d]):
-                    bumped = plan.commit_bump if hops > 0 else 0
-                    moves.append((None, g, 0, bumped, False, False))
-        else:
-            moves.append((None, via, phase, 0, False, plan.spread == "all"))
-        for _, v, ph, extra, und, spread in moves:
+        self.seen.add(key)
+        plan, group, t = self.plan, self.group, self.t
+        for v, ph, extra, und, spread in self.moves(r, d, via, phase, hops, undecided,
+                                                     src_group):
             lvl = level + extra
-            if lvl >= n_vcs:
-                continue
             turned = False
             if plan.valiant == "router" and v >= 0:
                 if ph == 0 and r == v:  # route_via_router: the turn
                     ph, lvl, turned = 1, lvl + plan.turn_bump, True
             elif v >= 0 and ph == 0 and group[r] == v:  # follow: reached the group
                 ph, turned = 1, True
-            if turned:  # the second phase: any destination outside this group
-                for d2 in carriers:
-                    if group[d2] != group[r]:
-                        walk(r, d2, v, ph, lvl, dim, hops, False, src_group, prev)
+            if lvl >= self.V:
                 continue
-            target = d if v < 0 or ph == 1 else v
+            if turned:  # the second phase: any destination outside this group
+                for d2 in self.carriers:
+                    if group[d2] != group[r]:
+                        self.walk(r, d2, v, ph, lvl, dim, hops, False, src_group, prev)
+                continue
             if plan.valiant == "group" and v >= 0 and ph == 0:
                 ports = [int(t.gnext[r, v])]
             elif spread and (v < 0 or ph == 1):
-                ports = equal_cost(r, target)
+                ports = self.equal_cost(r, d)
             else:
-                ports = [table_port(r, target)]
+                ports = [self.table_port(r, d if v < 0 or ph == 1 else v)]
             off = t.phase_vc_offset if v >= 0 and ph == 1 else 0
             for o in ports:
-                if o < 0 or lvl >= n_vcs:
-                    continue
-                h = hop(o, lvl, dim, off)
+                h = self.hop(o, lvl, dim, off) if o >= 0 else None
                 if h is None:
                     continue
-                vc, lvl2, dim2 = h
-                ch = o * n_vcs + vc
+                ch = o * self.V + h[0]
                 if prev >= 0:
-                    edges.add((prev, ch))
-                z = int(peer[o])
-                still = und and group[z] == src_group
-                walk(z, d, v, ph, lvl2, dim2, hops + 1, still, src_group, ch)
+                    self.edges.add((prev, ch))
+                z = int(self.peer[o])
+                self.walk(z, d, v, ph, h[1], h[2], hops + 1, und and group[z] == src_group,
+                          src_group, ch)
 
-    others = range(G)
-    for s in carriers:
-        for d in carriers:
-            if s == d:
-                continue
-            gs, gd = group[s], group[d]
-            walk(s, d, -1, 0, 0, -1, 0, False, gs, -1)  # minimal
-            if plan.valiant == "none":
-                continue
-            if plan.decide == "source_group":
-                if gs != gd:
-                    walk(s, d, -1, 0, 0, -1, 0, True, gs, -1)
-                continue
-            for g in others:
-                if g in (gs, gd):
+    def run(self) -> set[tuple[int, int]]:
+        plan, group = self.plan, self.group
+        for s in self.carriers:
+            for d in self.carriers:
+                if s == d:
                     continue
-                for v in ([g] if plan.valiant == "group" else routers_of[g]):
-                    walk(s, d, v, 0, 0, -1, 0, False, gs, -1)
-    return edges
+                gs, gd = group[s], group[d]
+                self.walk(s, d, -1, 0, 0, -1, 0, False, gs, -1)  # minimal
+                if plan.valiant == "none":
+                    continue
+                if plan.decide == "source_group":
+                    if gs != gd:
+                        self.walk(s, d, -1, 0, 0, -1, 0, True, gs, -1)
+                    continue
+                for g in range(self.G):
+                    if g in (gs, gd):
+                        continue
+                    for v in ([g] if plan.valiant == "group" else self.routers_of[g]):
+                        self.walk(s, d, v, 0, 0, -1, 0, False, gs, -1)
+        return self.edges
+
+
+def reference_dependencies(net, t, n_vcs: int, plan) -> set[tuple[int, int]]:  # noqa: ANN001
+    """Every ``(channel, next channel)`` pair, channels as ``port * n_vcs + vc``."""
+    return Reference(net, t, n_vcs, plan).run()
 
 
 def projected_dependencies(src: np.ndarray, dst: np.ndarray,

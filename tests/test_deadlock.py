@@ -318,11 +318,13 @@ PLUGIN = textwrap.dedent('''\
             if self.params.case == "one_vc":  # every hop on VC 0
                 t.port_vc_bump = np.zeros_like(t.port_vc_bump)
                 t.vcs_required = 1
+            if self.params.case == "no_dateline":  # a torus whose rings never change VC
+                t.port_dateline = np.zeros_like(t.port_dateline)
             return t
 
         def program(self, network, topology, machine, tables):
             case = self.params.case
-            if case == "one_vc":
+            if case in ("one_vc", "no_dateline"):
                 return None
             plans = {"no_plan": None,
                      "cyclic": ClassPlan((("local", 0, "global", 0), ("global", 0, "local", 0))),
@@ -343,10 +345,11 @@ def cases_site(tmp_path_factory) -> Path:
     return fake_distribution(tmp_path_factory.mktemp("cdg") / "site", "cdgcases", PLUGIN)
 
 
-def case_file(tmp_path: Path, case: str, vcs: int = 2) -> Path:
+def case_file(tmp_path: Path, case: str, vcs: int = 2,
+              topology: str = "{kind: dragonfly, p: 2, a: 4, h: 2}") -> Path:
     path = tmp_path / f"{case}.yaml"
     path.write_text(textwrap.dedent(f"""\
-        machine: {{topology: {{kind: dragonfly, p: 2, a: 4, h: 2}}, router: {{vcs: {vcs}}}}}
+        machine: {{topology: {topology}, router: {{vcs: {vcs}}}}}
         routing: {{algorithm: cdgcases, case: {case}}}
         workload: {{kind: messages, messages: [{{at: 0ns, src: 0, dst: 71, size: 512}}]}}
         stop: {{warmup: 0ns, measure: 2us}}
@@ -373,6 +376,16 @@ def test_a_third_party_routing_on_one_vc_is_refused_with_its_cycle(cases_site, t
                    sites=[cases_site], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "o" / "results.json").exists()
+
+
+def test_a_torus_without_dateline_is_refused_before_the_run(cases_site, tmp_path):
+    path = case_file(tmp_path, "no_dateline", topology="{kind: torus, dims: [4, 4]}")
+    line = one_error(federation("run", str(path), "--out", str(tmp_path / "o"),
+                                sites=[cases_site], cwd=tmp_path))
+    cycle = re.findall(r"router (\d+) port \d+ \(torus to router (\d+)\) VC 0", line)
+    assert "has a cycle of 4 channels" in line and len(cycle) == 5, line
+    assert all(a[1] == b[0] for a, b in zip(cycle, cycle[1:], strict=False)), cycle
+    assert not (tmp_path / "o").exists()
 
 
 def test_a_third_party_cyclic_plan_is_refused_naming_its_plugin(cases_site, tmp_path):
