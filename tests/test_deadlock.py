@@ -269,6 +269,37 @@ def test_the_proof_is_kept_with_the_build_and_made_when_a_cached_build_lacks_it(
     assert cache.proofs == {next(iter(cache.proofs)): ("minimal", proof)}
 
 
+def test_the_plan_of_a_table_routing_follows_its_draws():
+    """Table routings declare nothing: the plan is the engine's table routing, with Valiant
+    phases where the routing draws intermediates (whatever the tables' flag says), outside the
+    source and destination groups only when the draw is a built-in one."""
+    from types import SimpleNamespace
+
+    from federation.plugin.components import Routing
+    from federation.plugins.routings.minimal import Minimal
+    from federation.plugins.routings.valiant import Valiant
+
+    class Mine(Routing):
+        name = "mine"
+
+        def intermediates(self, tables, src_router, dst_router, rng):  # noqa: ANN001, ANN202
+            return np.zeros(src_router.shape[0], np.int32)  # group 0, even its own
+
+    class Inherits(Valiant):
+        name = "inherits"
+
+    def plan(routing: Routing, valiant: bool = False) -> TablePlan:
+        tables = SimpleNamespace(valiant=valiant)
+        return routing_plan(SimpleNamespace(routing=routing),
+                            SimpleNamespace(program=None, tables=tables))
+
+    assert plan(Minimal(Minimal.Params())) == TablePlan()
+    assert plan(Valiant(Valiant.Params())) == TablePlan(valiant="group")
+    assert plan(Inherits(Valiant.Params())) == TablePlan(valiant="group")
+    assert plan(Mine(Mine.Params())) == TablePlan(valiant="group", intermediates="any_group")
+    assert plan(Minimal(Minimal.Params()), valiant=True) == TablePlan()  # draws nothing
+
+
 def test_validate_prints_the_proof(tmp_path, capsys):
     from federation.cli import main
 

@@ -133,11 +133,22 @@ def check_program(program: RoutingProgram, n_vcs: int, owner: str) -> None:
 def routing_plan(point: ResolvedPoint, built: Built) -> TablePlan | ClassPlan | None:
     """What the deadlock proof walks: a compiled routing's declared ``vc_plan`` (``None``
     when it declares none), else the engine's table routing on the tables, with Valiant
-    phases where the routing draws intermediates (or its tables say Valiant)."""
+    phases where the routing draws intermediates (the only source of a packet's
+    intermediate, whatever the tables' ``valiant`` flag says): outside the packet's source
+    and destination groups when the draw is a built-in routing's (they all draw so), anywhere
+    when it is the plugin's own."""
     if built.program is not None:
         return built.program.vc_plan
-    draws = type(point.routing).intermediates is not Routing.intermediates
-    return TablePlan(valiant="group" if built.tables.valiant or draws else "none")
+    draw = type(point.routing).intermediates
+    if draw is Routing.intermediates:
+        return TablePlan()
+    own = not draw.__module__.startswith(BUILTIN_ROUTINGS)
+    return TablePlan(valiant="group", intermediates="any_group" if own else "other_groups")
+
+
+#: the package of the built-in routings, whose draws keep intermediates out of the packet's
+#: source and destination groups
+BUILTIN_ROUTINGS = "federation.plugins.routings."
 
 
 def prove_deadlock_free(point: ResolvedPoint, built: Built) -> Built:
