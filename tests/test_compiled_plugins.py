@@ -142,8 +142,10 @@ def test_a_faulty_routing_ends_with_one_message_naming_it(faulty_site, tmp_path,
         workload: {{kind: messages, messages: [{{at: 0ns, src: 0, dst: 2, size: 64}}]}}
         stop: {{warmup: 0ns, measure: 1us}}
         """))
+    # the faults are the engine's to catch: the routing declares no VC plan, so the proof
+    # before the run is switched off (tests/test_deadlock.py covers it)
     r = cli("run", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "out"),
-            sites=[faulty_site], cwd=tmp_path)
+            "--no-deadlock-check", sites=[faulty_site], cwd=tmp_path)
     line = one_error(r)
     assert "routing 'faulty' (plugin faulty)" in line, line
     assert words in line, line

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from federation.cli.app import app
+from federation.cli.run import NO_DEADLOCK_CHECK_HELP
 
 if TYPE_CHECKING:
     from federation.network import Network
@@ -22,9 +23,12 @@ def validate(
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
     max_memory: Annotated[str | None, typer.Option(
         "--max-memory", help="as for 'run': the memory a point may need")] = None,
+    no_deadlock_check: Annotated[bool, typer.Option(
+        "--no-deadlock-check", help=NO_DEADLOCK_CHECK_HELP)] = False,
 ) -> None:
     """Check a machine or experiment file without running it: every sweep point's fields,
-    engine limits, memory estimate, network and routing (including its VC needs)."""
+    engine limits, memory estimate, network and routing (its VC needs, and the proof that it
+    cannot deadlock: a cycle of channels is refused and printed)."""
     from federation.cli.run import output_folder, parse_max_memory
     from federation.models.base import read_document
     from federation.pipeline.bounds import default_max_memory
@@ -41,10 +45,12 @@ def validate(
         return
     loaded = load_experiment(file, set_ or [])
     output_folder(loaded, None)  # the folder run would write by default: name, outputs.dir
-    preflight(loaded, limit)
+    cache = preflight(loaded, limit, deadlock_check=not no_deadlock_check)
     for note in loaded.notes:  # after the checks: a refusal stays one line
         print(f"note: {note}", file=sys.stderr)
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")
+    for routing, proof in cache.proofs.values():
+        print(f"  deadlock-free: routing {routing!r}: {proof.describe()}")
 
 
 def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:

@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from federation.pipeline.points import LoadedExperiment
 
 
+#: the help of ``--no-deadlock-check`` (``run`` and ``validate``)
+NO_DEADLOCK_CHECK_HELP = (
+    "skip the proof, before anything is simulated, that the routing cannot deadlock (its "
+    "channel dependency graph has no cycle; a cycle is refused and printed): for routings "
+    "whose cycles you mean to study, or compiled routings without a declared VC plan")
+
+
 @app.command()
 def run(
     file: Annotated[Path | None, typer.Argument(
@@ -45,6 +52,8 @@ def run(
         "--worker-timeout", metavar="SECONDS", help="with --workers or --scheduler: stop the "
         "sweep, keeping the finished points, when the cluster has had no worker for this long "
         "(none joined, or all left)  [default: 60]")] = None,
+    no_deadlock_check: Annotated[bool, typer.Option(
+        "--no-deadlock-check", help=NO_DEADLOCK_CHECK_HELP)] = False,
 ) -> None:
     """Run an experiment on its engine and write results.json plus per-port/per-packet tables.
 
@@ -71,7 +80,8 @@ def run(
                                     max_memory=limit, out_source=out_source,
                                     workers=workers, scheduler=scheduler,
                                     worker_timeout=worker_timeout, placed=placed.append,
-                                    checked=print_notes)
+                                    checked=print_notes,
+                                    deadlock_check=not no_deadlock_check)
         except KeyboardInterrupt as exc:  # before the run started
             from federation import interrupts
             from federation.pipeline.point import Interrupted

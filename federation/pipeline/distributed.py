@@ -122,14 +122,14 @@ def check_options(workers: int | None, scheduler: str | None,
 
 
 def preflight_shared(loaded: LoadedExperiment, limit: int, workers: int | None,
-                     scheduler: str | None) -> BuildCache:
+                     scheduler: str | None, deadlock_check: bool = True) -> BuildCache:
     """:func:`~federation.pipeline.point.preflight` with each point's share of ``limit``.
 
     A local cluster of N workers holds N points in memory at once on this machine, so each
     point gets 1/N of the limit; an existing cluster's workers have memory of their own."""
     share = limit // workers if scheduler is None and workers else limit
     try:
-        return preflight(loaded, share)
+        return preflight(loaded, share, deadlock_check)
     except ConfigError as exc:
         raise _memory_note(exc, workers) from None
 
@@ -178,7 +178,8 @@ def run_task(index: int, point: ResolvedPoint, max_memory: int,
     _sync_env(env)
     cache = getattr(_worker_state, "cache", None)
     if cache is None or cache.max_memory != max_memory:
-        cache = _worker_state.cache = BuildCache(max_memory)
+        # the client's preflight proved every point deadlock-free (or was told not to)
+        cache = _worker_state.cache = BuildCache(max_memory, deadlock_check=False)
     try:
         result, msum, tables = compute_point(index, point, cache, None, origins)
     except ConfigError as exc:

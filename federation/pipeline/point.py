@@ -25,8 +25,15 @@ from federation._version import __version__
 from federation.engine.native import RawResult
 from federation.errors import ConfigError, FederationError, located
 from federation.network import Network
+from federation.network.deadlock import DeadlockProof
 from federation.pipeline.bounds import default_max_memory
-from federation.pipeline.build import build, build_key, build_network, resolve_links
+from federation.pipeline.build import (
+    build,
+    build_key,
+    build_network,
+    prove_deadlock_free,
+    resolve_links,
+)
 from federation.pipeline.points import (
     Built,
     LoadedExperiment,
@@ -210,13 +217,17 @@ def run_point(index: int, point: ResolvedPoint, cache: BuildCache, writer: Outpu
 
 class BuildCache:
     """What a sweep's points reuse: the last :class:`Built` (a sweep over loads builds its
-    machine once) and the rank programs the preflight built
-    (:class:`~federation.pipeline.rank_programs.ProgramCache`)."""
+    machine once) with its deadlock proof, and the rank programs the preflight built
+    (:class:`~federation.pipeline.rank_programs.ProgramCache`).  ``deadlock_check`` false
+    (``--no-deadlock-check``) builds without the proof; :attr:`proofs` keeps each distinct
+    build's proof for ``federation validate`` to show."""
 
-    def __init__(self, max_memory: int) -> None:
+    def __init__(self, max_memory: int, deadlock_check: bool = True) -> None:
         self.max_memory = max_memory
+        self.deadlock_check = deadlock_check
         self._last: Built | None = None
         self.programs = ProgramCache(max_memory)
+        self.proofs: dict[str, tuple[str, DeadlockProof]] = {}
 
     def get(self, point: ResolvedPoint) -> Built:
         """``point``'s built machine: the last one when the machine and routing are the same,
@@ -225,17 +236,23 @@ class BuildCache:
         if self._last is None or self._last.key != key:
             self._last = None  # free the previous machine before building the next
             estimate = machine_estimate(point, self.max_memory)
-            self._last = build(point, self.max_memory, estimate)
+            self._last = build(point, self.max_memory, estimate, self.deadlock_check)
+        elif self.deadlock_check and self._last.deadlock is None:
+            self._last = prove_deadlock_free(point, self._last)
+        if self._last.deadlock is not None:
+            self.proofs.setdefault(key, (point.routing.name, self._last.deadlock))
         return self._last
 
 
-def preflight(loaded: LoadedExperiment, max_memory: int) -> BuildCache:
+def preflight(loaded: LoadedExperiment, max_memory: int,
+              deadlock_check: bool = True) -> BuildCache:
     """Every check of every point before any point runs (what ``federation validate`` does):
-    the preflight stage's, the build stage's on the built machine, the engine's own
+    the preflight stage's, the build stage's on the built machine (the deadlock proof unless
+    ``deadlock_check`` is false), the engine's own
     (:meth:`federation.plugin.components.Engine.check`: what an external engine cannot
     represent), and a closed-loop point's rank programs, built and checked against its
     machine and the clock (kept for the run)."""
-    cache = BuildCache(max_memory)
+    cache = BuildCache(max_memory, deadlock_check)
     for i, point in enumerate(loaded.points):
         try:
             check_point(point)

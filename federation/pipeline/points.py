@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from federation.models.experiment import Experiment
     from federation.models.machine import Machine
     from federation.network import Network
+    from federation.network.deadlock import DeadlockProof
     from federation.network.tables import RouteTables
     from federation.plugin.components import (
         Arbiter,
@@ -190,6 +191,9 @@ class Built:
     memory: MemoryEstimate
     program: RoutingProgram | None = None
     owner: str = ""
+    #: the proof that the routing cannot deadlock (``None``: not checked,
+    #: ``--no-deadlock-check``)
+    deadlock: DeadlockProof | None = None
 
 
 def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int) -> FederationError:

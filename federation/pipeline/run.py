@@ -48,7 +48,8 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
                    workers: int | None = None, scheduler: str | None = None,
                    worker_timeout: float | None = None,
                    placed: Callable[[Path], None] | None = None,
-                   checked: Callable[[], None] | None = None) -> RunResult:
+                   checked: Callable[[], None] | None = None,
+                   deadlock_check: bool = True) -> RunResult:
     """Run every point of ``loaded``; write results into ``out_dir`` when given.
 
     Every point is checked before the first one runs.  Tables are written as each point
@@ -62,7 +63,9 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
     one point is always run here); the results document is the same, byte for byte.
     ``worker_timeout`` bounds how long the sweep waits while the cluster has no worker.
     ``placed`` is told where the folder went (``out_dir``, or beside it when a folder appeared
-    there during the run, see :class:`~federation.results.outputs.OutputDir`).  A
+    there during the run, see :class:`~federation.results.outputs.OutputDir`).
+    ``deadlock_check`` false (``--no-deadlock-check``) skips the proof that each point's
+    routing cannot deadlock (:mod:`federation.network.deadlock`).  A
     local cluster starts its processes with multiprocessing's ``spawn``, so a script calling
     this needs the usual ``if __name__ == "__main__":`` guard.  ``checked`` is called once every
     point has passed the preflight (the CLI prints its notes then: a refused run prints one line).
@@ -78,9 +81,9 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
         workers = min(workers, len(loaded.points))
     spread = workers is not None and workers > 1 or scheduler is not None
     if spread:
-        cache = distributed.preflight_shared(loaded, limit, workers, scheduler)
+        cache = distributed.preflight_shared(loaded, limit, workers, scheduler, deadlock_check)
     else:
-        cache = preflight(loaded, limit)
+        cache = preflight(loaded, limit, deadlock_check)
     if checked is not None:
         checked()
     writer = (OutputDir(Path(out_dir), loaded.experiment.outputs.format, overwrite, out_source)

@@ -22,7 +22,9 @@ import numpy as np
 from federation.models.base import Params
 from federation.network.tables import VC_COUNTER as VC_COUNTER  # the routing contract
 from federation.network.tables import VC_DATELINE as VC_DATELINE
+from federation.network.tables import ClassPlan as ClassPlan  # a compiled routing's VC plan
 from federation.network.tables import RouteTables
+from federation.network.tables import TablePlan as TablePlan
 
 if TYPE_CHECKING:
     from federation.models.experiment import Experiment
@@ -121,6 +123,14 @@ class RoutingProgram:
     NIC of ``node`` sends ``pk`` (decisions at the source, e.g. an intermediate router in a
     routing field).  Both are numba ``@njit`` functions defined at module level.  ``tables``
     is any tuple of NumPy arrays and numbers, built once per run in ordinary Python.
+
+    ``vc_plan`` declares every move ``route`` may make, for the deadlock proof before the run
+    (:mod:`federation.network.deadlock`): a :class:`TablePlan` (the route tables' paths with
+    their VC rule, plus declared liberties: Valiant phases, where minimal or Valiant is
+    decided, equal-cost ports, VC levels added) or a :class:`ClassPlan` (transitions between
+    (link class, VC) pairs).  The proof is about the plan, not the code: a routing that
+    leaves its plan is not caught.  Without a plan the run is refused unless
+    ``--no-deadlock-check``.
     """
 
     route: Any
@@ -131,6 +141,8 @@ class RoutingProgram:
     #: bound of the routing's ``intermediates`` (checked before the run); ``None``: the
     #: tables' group count
     via_limit: int | None = None
+    #: the moves ``route`` may make (see above); ``None``: undeclared, cannot be proved
+    vc_plan: TablePlan | ClassPlan | None = None
 
 
 class Routing(Component):
