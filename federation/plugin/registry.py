@@ -59,6 +59,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "messages": "federation.plugins.workloads.messages",
     "rank_programs": "federation.plugins.workloads.programs",
     "program_file": "federation.plugins.workloads.program_file",
+    "collective": "federation.plugins.workloads.collective",
     "qos_none": "federation.plugins.qos.none",
     "arbiters": "federation.plugins.arbiters",
     "native": "federation.plugins.engines.native",

@@ -1,5 +1,6 @@
-"""Helpers the built-in program workloads share: the allreduce they have always used, and
-ember's choice of a process grid.
+"""Helpers the built-in program workloads share: the checks they make before building
+anything (operation count, message sizes, compute sums, ranks against nodes), the allreduce
+they have always used, and ember's choice of a process grid.
 
 The assembler these workloads write with now lives in
 :mod:`federation.programs.assembler` (collectives use it too) and is re-exported here;
@@ -12,12 +13,55 @@ from __future__ import annotations
 
 import numpy as np
 
+from federation import WorkloadContext
+from federation.errors import ConfigError
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.programs.assembler import ProgramAssembler
+from federation.programs.checks import check_message_size
 from federation.programs.collective_algorithms import allreduce_recursive_doubling
 from federation.programs.collective_ctx import Ctx
+from federation.programs.reading import op_budget
 
-__all__ = ["ProgramAssembler", "ember_decomposition", "recursive_doubling",
-           "recursive_doubling_ops"]
+__all__ = ["MAX_PROGRAM_OPS", "ProgramAssembler", "check_compute", "check_ops", "check_ranks",
+           "check_size", "ember_decomposition", "recursive_doubling", "recursive_doubling_ops"]
+
+
+#: most operations one workload may build (about 60 bytes each with their dependencies, so
+#: a slip such as ``iterations: 1e9`` is refused before anything is allocated); the memory
+#: limit's operation budget (:mod:`federation.programs.reading`) may allow fewer
+MAX_PROGRAM_OPS = 100_000_000
+
+
+def check_ops(n_ops: int, field: str) -> None:
+    """The operation count, known before building, against the fixed limit and the point's
+    budget from ``--max-memory``."""
+    if n_ops > MAX_PROGRAM_OPS:
+        raise ConfigError(f"this program would have {n_ops:,} operations (limit "
+                          f"{MAX_PROGRAM_OPS:,}); lower workload.{field}",
+                          path=f"workload.{field}")
+    budget = op_budget()
+    if budget is not None and n_ops > budget.max_ops:
+        raise budget.refuse(n_ops, None, "this program would have ", f"workload.{field}")
+
+
+def check_size(nbytes: int, ctx: WorkloadContext, what: str, field: str) -> None:
+    """A message size the workload sends, before anything is built: below the largest message
+    and, at the NIC's bandwidth, within the clock range (an 80 GB halo face once simulated for
+    116 s before the clock guard stopped it, blaming the link latencies)."""
+    check_message_size(nbytes, int(ctx.machine.packet_size), ctx.nic_bandwidth, what,
+                       f"workload.{field}")
+
+
+def check_compute(per_rank_ps: int, field: str) -> None:
+    if per_rank_ps >= TIME_LIMIT_PS:
+        raise ConfigError(f"a rank would compute for {per_rank_ps} ps in all, past "
+                          f"{CLOCK_LIMIT}", path=f"workload.{field}")
+
+
+def check_ranks(n_ranks: int, n_nodes: int, field: str) -> None:
+    if n_ranks > n_nodes:
+        raise ConfigError(f"{n_ranks} ranks need {n_ranks} nodes (one rank per node); this "
+                          f"machine has {n_nodes}", path=f"workload.{field}")
 
 
 def recursive_doubling_ops(n_ranks: int) -> np.ndarray:
