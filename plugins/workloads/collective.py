@@ -5,8 +5,12 @@
     workload: {kind: collective, op: alltoall, algorithm: bruck, size: 1KiB, ranks: 64,
                iterations: 10, compute: 1us}
     workload: {kind: collective, op: allreduce, size: 1MiB, group_size: 8}   # 8-rank groups
+    workload: {kind: collective, op: barrier, compute: {dist: normal, mean: 1ms, std: 0.1ms},
+               sampling: variable, iterations: 50}
 
-Each iteration: ``compute`` on every rank (left out when 0), then the collective on every
+Each iteration: ``compute`` on every rank (left out when 0; a distribution is drawn per rank
+and iteration, or its mean with ``sampling: constant``: :mod:`federation.programs.
+compute_time`), then the collective on every
 communicator: all ``ranks`` together, or consecutive groups of ``group_size`` ranks (the
 rows of a process grid), each doing the same collective at once.  The expansion into
 messages, the algorithms, their sources and ``auto`` (MPICH 3.3's choice) are
@@ -24,7 +28,7 @@ from pydantic import Field, model_validator
 
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
-from federation.models.units import ByteCount, Time, clock_ps
+from federation.models.units import PS_PER_S, ByteCount
 from federation.plugins.workloads.programs_build import (
     ProgramAssembler,
     check_compute,
@@ -39,6 +43,7 @@ from federation.programs.collectives import (
     max_messages,
     select_algorithm,
 )
+from federation.programs.compute_time import ComputeDraws, ComputeTime, Sampling
 from federation.programs.model import COMPUTE, RankPrograms
 
 Op = Literal["barrier", "bcast", "reduce", "allreduce", "allgather", "alltoall", "alltoallv",
@@ -63,7 +68,11 @@ class CollectiveParams(Params):
     root: int = Field(0, ge=0, description="root position in each communicator (bcast, "
                       "reduce, scatter, gather)")
     iterations: int = Field(1, ge=1, description="collectives in sequence")
-    compute: Time = Field(0.0, description="compute before each collective")
+    compute: ComputeTime = Field(default_factory=lambda: ComputeTime(dist="constant", value=0.0),
+                                 description="compute before each collective: a time or a "
+                                 "distribution (federation.programs.compute_time)")
+    sampling: Sampling = Field("variable", description="variable: a seeded draw per rank and "
+                               "call; constant: the distribution's mean everywhere")
     datatype_size: int = Field(1, ge=1, description="bytes per element: buffers are split "
                                "into whole elements, and MPICH's auto counts elements")
 
@@ -123,9 +132,10 @@ class Collective(Workload):
         biggest = size * g if p.op in _GATHERING else size
         check_size(biggest, ctx, f"the largest message ({g} blocks of size)"
                    if biggest != size else "size", "size")
-        compute_ps = clock_ps(p.compute, "compute", path="workload.compute")
-        check_compute(compute_ps * p.iterations, "compute")
-        per_iter = 2 * groups * max_messages(p.op, alg, g) + n * (compute_ps > 0)
+        compute = ComputeDraws(ctx.rng, p.sampling, n).phase(p.compute, "compute")
+        has_compute = not p.compute.is_zero()
+        check_compute(int(float(compute.mean_s.max()) * PS_PER_S) * p.iterations, "compute")
+        per_iter = 2 * groups * max_messages(p.op, alg, g) + n * has_compute
         check_ops(per_iter * p.iterations, "iterations")
         sizes = None
         if p.op == "alltoallv":
@@ -135,8 +145,8 @@ class Collective(Workload):
         asm = ProgramAssembler(n)
         everyone = np.arange(n, dtype=np.int64)
         for _ in range(p.iterations):
-            if compute_ps > 0:
-                asm.op(everyone, COMPUTE, time_ps=compute_ps)
+            if has_compute:
+                asm.op(everyone, COMPUTE, time_ps=compute.draw(everyone))
             collective(asm, p.op, comm, int(p.size), algorithm=alg, root=p.root,
                        datatype_size=p.datatype_size, sizes=sizes)
         return asm.build(meta={"workload": "collective", "op": p.op, "algorithm": alg,
