@@ -37,6 +37,7 @@ class ProgramAssembler:
         self.n_ranks = int(n_ranks)
         # per rank, ops whose finish the next op waits for (-1: none); one array per source
         self._finish: list[np.ndarray] = []
+        self._live: list[int] = []  # entries (>= 0) of each column of _finish
         # per rank, the last op if it was non-blocking (-1: none)
         self._start = np.full(self.n_ranks, -1, dtype=np.int64)
         self._chunks: list[tuple[np.ndarray, ...]] = []
@@ -68,17 +69,22 @@ class ProgramAssembler:
             return ids
         start = self._start[ranks]
         implied = np.zeros(k, dtype=bool)
-        for col in self._finish:
+        for i, col in enumerate(self._finish):
             before = col[ranks]
             has = before >= 0
-            if has.any():
+            used = int(np.count_nonzero(has))
+            if used:
                 self._edges.append((before[has], ids[has], FINISH))
                 implied |= has & (before == start)
-            col[ranks] = -1
+                col[ranks] = -1
+                self._live[i] -= used
         has = (start >= 0) & ~implied
         if has.any():
             self._edges.append((start[has], ids[has], START))
-        self._finish = [c for c in self._finish if (c >= 0).any()]
+        if 0 in self._live:  # drop the columns nobody waits on any more (order kept)
+            keep = [i for i, v in enumerate(self._live) if v]
+            self._finish = [self._finish[i] for i in keep]
+            self._live = [self._live[i] for i in keep]
         if blocking:
             self._start[ranks] = -1
             self._add_finish(ranks, ids)
@@ -96,6 +102,7 @@ class ProgramAssembler:
         col = np.full(self.n_ranks, -1, dtype=np.int64)
         col[ranks] = ids
         self._finish.append(col)
+        self._live.append(int(ranks.shape[0]))
 
     @property
     def n_ops(self) -> int:

@@ -106,8 +106,20 @@ def alltoall_bruck(ctx: Ctx, nbytes: int, dt: int) -> None:
 def _scattered(ctx: Ctx, send_bytes: np.ndarray, throttle: int) -> None:
     """MPICH's scattered exchange (``MPIR_Alltoall_intra_scattered`` and its alltoallv): in
     blocks of ``throttle`` partners (0: all at once), irecv from ``r + i``, then isend to
-    ``r - i``, then wait for all of the block; ``send_bytes[a, b]`` from a to b, a zero
-    size posts nothing (alltoallv), and a rank's own block is a local copy (left out)."""
+    ``r - i``, then wait for all of the block; ``send_bytes[a, b]`` from a to b (or
+    ``[comm, a, b]``), a zero size posts nothing (alltoallv), and a rank's own block is a
+    local copy (left out).  Communicators whose zero sizes differ are written by groups."""
+    if send_bytes.ndim == 3 and ctx.m > 1:
+        zero = send_bytes == 0
+        if not (zero == zero[:1]).all():  # by groups of communicators with the same zeros
+            _, group = np.unique(zero.reshape(ctx.m, -1), axis=0, return_inverse=True)
+            for g in range(int(group.max()) + 1):
+                sel = np.flatnonzero(group.reshape(-1) == g)
+                sub = Ctx(ctx.sink, ctx.comm[sel], ctx.tag0, ctx.trace)
+                _scattered(sub, send_bytes[sel], throttle)
+                ctx.top = max(ctx.top, sub.top)
+            return
+    sb = send_bytes if send_bytes.ndim == 3 else send_bytes[None]
     p = ctx.p
     ctx.note_blocks(p)
     r = np.arange(p)
@@ -117,14 +129,14 @@ def _scattered(ctx: Ctx, send_bytes: np.ndarray, throttle: int) -> None:
         handles = []
         for i in range(ss):
             src = (r + i + ii) % p
-            size = send_bytes[src, r]
-            go = (src != r) & (size > 0)
-            handles.append((r[go], ctx.op(RECV, r[go], src[go], size[go], bi, False)))
+            size = sb[:, src, r]
+            go = (src != r) & (size[0] > 0)
+            handles.append((r[go], ctx.op(RECV, r[go], src[go], size[:, go], bi, False)))
         for i in range(ss):
             dst = (r - i - ii) % p
-            size = send_bytes[r, dst]
-            go = (dst != r) & (size > 0)
-            handles.append((r[go], ctx.op(SEND, r[go], dst[go], size[go], bi, False,
+            size = sb[:, r, dst]
+            go = (dst != r) & (size[0] > 0)
+            handles.append((r[go], ctx.op(SEND, r[go], dst[go], size[:, go], bi, False,
                                           _masks((dst[go] - r[go]) % p, 1, p))))
         for who, h in handles:
             ctx.wait(who, h)

@@ -225,7 +225,8 @@ def collective(builder: Any, op: str, comm: Sequence[int] | np.ndarray | None = 
     """Write one ``op`` collective by ``algorithm`` into ``builder`` on ``comm`` (see the
     module docstring); return the next free tag.
 
-    ``sizes`` is alltoallv's ``p x p`` byte matrix.  An algorithm that cannot run this case
+    ``sizes`` is alltoallv's ``p x p`` byte matrix (or ``m x p x p``, one per communicator of a
+2-D ``comm``).  An algorithm that cannot run this case
     (a power of two needed, too few elements to split) is refused as a
     :class:`~federation.errors.ConfigError` naming ``path`` and the reason.  ``trace`` records
     what each message carries (for data-flow checks).
@@ -239,8 +240,9 @@ def collective(builder: Any, op: str, comm: Sequence[int] | np.ndarray | None = 
         if sizes is None:
             raise ValueError("alltoallv needs sizes, the p x p byte matrix")
         sizes = np.asarray(sizes, dtype=np.int64)
-        if sizes.shape != (p, p) or (sizes < 0).any():
-            raise ValueError(f"alltoallv sizes must be a {p} x {p} matrix of bytes >= 0")
+        if sizes.shape not in ((p, p), (c.shape[0], p, p)) or (sizes < 0).any():
+            raise ValueError(f"alltoallv sizes must be a {p} x {p} matrix of bytes >= 0, or "
+                             f"one per communicator ({c.shape[0]} x {p} x {p})")
     if nbytes < 0:
         raise ValueError(f"nbytes {nbytes} is negative")
     if algorithm == "auto":
