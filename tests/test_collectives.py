@@ -458,3 +458,20 @@ def test_max_messages_bounds_every_algorithm():
             if runnable(op, alg, n):
                 p, _ = build(op, alg, n, 0)
                 assert int((p.op_kind == SEND).sum()) <= max_messages(op, alg, n), (op, alg, n)
+
+
+def test_alltoallv_one_matrix_per_communicator():
+    """A 2-D comm with a size matrix per communicator equals each communicator alone, also
+    when their zero entries differ (written by groups)."""
+    rng = np.random.default_rng(3)
+    grid = np.arange(15).reshape(3, 5)
+    sizes = rng.integers(0, 4, size=(3, 5, 5)) * 100
+    sizes[1] = 0
+    a = ProgramAssembler(15)
+    collective(a, "alltoallv", grid, 0, sizes=sizes, algorithm="scattered")
+    b = ProgramBuilder(15)
+    for row, m in zip(grid, sizes, strict=True):
+        collective(b, "alltoallv", row.tolist(), 0, sizes=m, algorithm="scattered")
+    assert as_sets(a.build()) == as_sets(b.build())
+    with pytest.raises(ValueError, match="one per communicator"):
+        collective(ProgramAssembler(15), "alltoallv", grid, 0, sizes=sizes[:2])
