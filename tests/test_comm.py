@@ -106,7 +106,7 @@ def test_command_on_a_goal_schedule(tmp_path):
 
 @pytest.mark.parametrize("args,words", [
     (["e.yaml", "--point", "3"], "--point: the experiment has 1 point(s)"),
-    (["e.yaml", "--format", "otf2"], "--format: must be one of auto, goal, ti"),
+    (["e.yaml", "--format", "otf2"], "--format: must be one of auto, goal, ti, dumpi"),
     (["e.yaml", "--plot", "x.jpg"], "--plot: the file name must end in .png, .svg or .pdf"),
     (["missing.goal"], "missing.goal: no such GOAL schedule file"),
 ])

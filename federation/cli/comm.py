@@ -1,7 +1,8 @@
 """``federation comm``: what a program communicates, without simulating it.
 
 The programs come from an experiment file's point (its closed-loop workload, built and
-checked as ``run`` would) or straight from a schedule file (GOAL, a SimGrid TI trace).
+checked as ``run`` would) or straight from a schedule file (GOAL, a SimGrid TI trace, a
+DUMPI trace).
 The summary is :func:`federation.programs.analysis.communication`.
 """
 
@@ -20,7 +21,7 @@ from federation.errors import ConfigError
 if TYPE_CHECKING:
     from federation.programs.model import RankPrograms
 
-SCHEDULE_FORMATS = ("auto", "goal", "ti")
+SCHEDULE_FORMATS = ("auto", "goal", "ti", "dumpi")
 
 
 def experiment_programs(file: Path, overrides: list[str], index: int,
@@ -57,7 +58,14 @@ def experiment_programs(file: Path, overrides: list[str], index: int,
 def schedule_programs(file: Path, fmt: str) -> tuple[RankPrograms, str]:
     """A schedule file read whole (its own rank count, rank i on node i)."""
     if fmt == "auto":
-        fmt = "goal" if file.suffix.lower() == ".goal" else "ti"
+        if file.is_dir() or file.name.endswith(".dumpi.txt"):
+            fmt = "dumpi"
+        else:
+            fmt = "goal" if file.suffix.lower() == ".goal" else "ti"
+    if fmt == "dumpi":
+        from federation.programs.dumpi import read_dumpi
+
+        return read_dumpi(file), f"{file} (dumpi)"
     if fmt == "goal":
         from federation.programs.goal import read_goal
 
@@ -74,7 +82,7 @@ def is_experiment(file: Path) -> bool:
 @app.command()
 def comm(
     file: Annotated[Path, typer.Argument(help="an experiment file (its closed-loop workload), "
-                                              "or a schedule: GOAL, TI trace")],
+                                              "or a schedule: GOAL, TI trace, DUMPI folder")],
     as_json: Annotated[bool, typer.Option("--json", help="the whole summary as JSON, per-rank "
                                           "figures and the matrix's non-zero entries")] = False,
     plot: Annotated[Path | None, typer.Option(
@@ -84,7 +92,8 @@ def comm(
     point: Annotated[int, typer.Option("--point", help="the sweep point of an experiment")] = 0,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
     fmt: Annotated[str, typer.Option(
-        "--format", help="schedule format: auto (.goal: GOAL, else TI), goal, ti")] = "auto",
+        "--format", help="schedule format: auto (.goal: GOAL, a folder or .dumpi.txt: DUMPI, "
+        "else TI), goal, ti, dumpi")] = "auto",
     max_memory: Annotated[str | None, typer.Option(
         "--max-memory", help="as for 'run': the memory the programs may need")] = None,
 ) -> None:
