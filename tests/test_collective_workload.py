@@ -155,3 +155,13 @@ def test_sub_communicators_do_not_cross():
     collective(asm, "allgather", grid.T, 16, algorithm="ring", tag=t)
     p = asm.build()
     check_programs(p, 12)
+
+
+def test_a_power_of_two_algorithm_on_twelve_ranks_is_one_message(tmp_path):
+    from conftest import one_error, run_cli
+
+    e = write(tmp_path, {"kind": "collective", "op": "allgather", "ranks": 12,
+                         "algorithm": "recursive_doubling"})
+    line = one_error(run_cli("validate", e, cwd=tmp_path))
+    assert "e.yaml" in line and "workload.algorithm" in line
+    assert "needs a power-of-two number of ranks, got 12" in line

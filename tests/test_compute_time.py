@@ -160,6 +160,8 @@ def experiment(tmp_path, compute, n: int = 16, iterations: int = 40,  # noqa: AN
     ({"profile": "missing.yaml", "phase": "mg"}, "workload.compute.profile",
      "no such profile file"),
     ({"profile": "p.yaml", "phase": "cg"}, "workload.compute.phase", "has no phase 'cg'"),
+    ({"profile": "bad.yaml", "phase": "mg"}, "bad.yaml: phases.mg",
+     "pattern[1] names cluster 5, but the phase has 3"),
     ({"dist": "normal", "mean": "1us"}, "workload.compute", "std is required"),
     ({"dist": "empirical", "cdf": [[1e-6, 0], [2e-6, 0.8], [3e-6, 0.7], [4e-6, 1]]},
      "workload.compute.cdf", "not monotone"),
@@ -168,6 +170,9 @@ def experiment(tmp_path, compute, n: int = 16, iterations: int = 40,  # noqa: AN
 ])
 def test_bad_compute_is_refused_before_the_run(tmp_path, change, path, words):
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(PROFILE))
+    bad = yaml.safe_load(yaml.safe_dump(PROFILE))
+    bad["phases"]["mg"]["pattern"] = [0, 5]
+    (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
     line = one_error(run_cli("validate", experiment(tmp_path, change), cwd=tmp_path))
     assert path in line and words in line
 
