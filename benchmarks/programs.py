@@ -22,6 +22,7 @@ programs' measure what running closed-loop costs, with the traffic held equal.
 
     python benchmarks/programs.py [--sizes 8B 64KiB] [--ranks 1024] [--iterations 50]
                                   [--repeat 3] [--open-loop] [--replay]
+    python benchmarks/programs.py --skeletons   # the skeletons (benchmarks/skeletons.py)
 """
 
 from __future__ import annotations
@@ -156,8 +157,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the open-loop codes scenario and print the hops ratio")
     ap.add_argument("--replay", action="store_true",
                     help="also run the programs' own packets open-loop and print the ratios")
+    ap.add_argument("--skeletons", action="store_true",
+                    help="instead: the application skeletons' build times at 4,096 ranks "
+                    "and their closed-loop rates (benchmarks/skeletons.py)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: one size, JSON out
     args = ap.parse_args(argv)
+    if args.skeletons:
+        from skeletons import report
+
+        report(CODES)
+        return 0
     if args.one:
         print(json.dumps(run_point(args.one, args.ranks, args.iterations, args.repeat,
                                    args.replay)))
