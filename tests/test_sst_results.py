@@ -51,7 +51,7 @@ def config_error(tmp_path: Path, machine: str | dict, **exp: object) -> str:
     ("manynode-fattree-96-96-48.yaml", {}, "manynode-fattree-96-96-48.yaml: topology",
      "12 parallel cables"),
     ("quickstart-dragonfly.yaml", {"workload": {"kind": "synthetic", "pattern": "group_shift"}},
-     "e.yaml: workload.pattern", "next group"),
+     "e.yaml: workload.pattern", "only the default 'uniform'"),
     ("quickstart-dragonfly.yaml", {"workload": {"kind": "synthetic", "message_size": 2048}},
      "e.yaml: workload.message_size", "single-packet"),
     ("quickstart-dragonfly.yaml", {"workload": {"kind": "messages", "messages": [

@@ -124,11 +124,15 @@ def _check_experiment(point: ResolvedPoint) -> None:
                       "own traffic and none replays an explicit message list (rank-program "
                       "workloads pingpong, allreduce, halo3d map to ember motifs)",
                       document="experiment")
-    if wl.params.pattern != "uniform":
-        raise Refusal("workload.pattern", f"pattern {wl.params.pattern!r}: merlin's target "
-                      "generators (uniform, shift, bit_complement) have none that picks a "
-                      "random node of the next group; only 'uniform' maps "
-                      "(merlin.targetgen.uniform)", document="experiment")
+    if wl.params.pattern.kind != "uniform" or wl.params.pattern.params != type(
+            wl.params.pattern.params)():
+        raise Refusal("workload.pattern", f"pattern {wl.params.pattern.kind!r}: this adapter "
+                      "maps only the default 'uniform' pattern (merlin.targetgen.uniform)",
+                      document="experiment")
+    if wl.params.injection.kind != "bernoulli":
+        raise Refusal("workload.injection", f"injection {wl.params.injection.kind!r}: "
+                      "merlin.offered_load injects by its own Bernoulli process; only "
+                      "'bernoulli' maps", document="experiment")
     ms = wl.params.message_size
     if ms is not None and int(ms) != int(machine.packet_size):
         raise Refusal("workload.message_size", f"message_size {int(ms)} B differs from "

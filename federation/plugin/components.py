@@ -229,6 +229,19 @@ class WorkloadContext:
     horizon_ps: int  # generate messages created before this time
     nic_bandwidth: float  # bytes/s
     rng: np.random.Generator
+    #: the machine node of each of the job's nodes (``network`` is then the job's view: the
+    #: machine's routers and cables with the job's nodes only, node ``i`` = ``nodes[i]``);
+    #: ``None``: the workload has the whole machine
+    nodes: np.ndarray | None = None
+    #: the whole machine when ``network`` is a job's view (``None``: ``network`` is it)
+    machine_network: Network | None = None
+    #: the job's name (``None``: the experiment's one workload)
+    job: str | None = None
+
+    @property
+    def whole_network(self) -> Network:
+        """The whole machine, whether or not the workload runs as a job."""
+        return self.machine_network if self.machine_network is not None else self.network
 
 
 class Workload(Component):
@@ -264,6 +277,13 @@ class Workload(Component):
     def offered_load(self) -> float | None:
         """Offered load as a fraction of NIC bandwidth, when the workload defines one."""
         return None
+
+    def check(self, ctx: WorkloadContext) -> None:
+        """Optional: refuse, before any point runs, what this open-loop workload cannot do on
+        ``ctx.network`` (a job's nodes, or the whole machine), raising a
+        :class:`~federation.errors.ConfigError` whose path starts with ``workload.``.  The
+        preflight calls it for every open-loop workload (``federation validate`` too); the
+        default checks nothing."""
 
 
 # --------------------------------------------------------------------------- engine
