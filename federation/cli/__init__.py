@@ -26,7 +26,10 @@ def _register_commands() -> None:
         from federation.cli import topology  # noqa: F401
     except ImportError:  # pragma: no cover - optional until the topology command exists
         pass
-    from federation.cli import crossval  # noqa: F401 - validation suites
+    from federation.cli import (
+        comm,  # noqa: F401 - communication summaries
+        crossval,  # noqa: F401 - validation suites
+    )
 
 
 def error(message: str) -> None:

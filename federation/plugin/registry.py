@@ -60,6 +60,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "messages": "federation.plugins.workloads.messages",
     "rank_programs": "federation.plugins.workloads.programs",
     "program_file": "federation.plugins.workloads.program_file",
+    "collective": "federation.plugins.workloads.collective",
     "placements": "federation.plugins.placements",
     "patterns": "federation.plugins.patterns",
     "injections": "federation.plugins.injections",

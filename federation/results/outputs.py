@@ -371,11 +371,15 @@ class OutputFile:
             self._remove_created()
             raise ConfigError(f"cannot write {p}: {os_reason(exc)}", source=source) from None
 
-    def commit(self, text: str) -> None:
-        """Write ``text`` and put the file in place (``OutputError`` naming it on failure)."""
+    def commit(self, text: str | bytes) -> None:
+        """Write ``text`` (or bytes: a figure) and put the file in place (``OutputError``
+        naming it on failure)."""
         with held():
             try:
-                self.tmp.write_text(text, encoding="utf-8")
+                if isinstance(text, bytes):
+                    self.tmp.write_bytes(text)
+                else:
+                    self.tmp.write_text(text, encoding="utf-8")
                 os.replace(self.tmp, self.path)
             except OSError as exc:
                 self.abort()
