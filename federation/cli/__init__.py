@@ -29,6 +29,7 @@ def _register_commands() -> None:
     from federation.cli import (
         comm,  # noqa: F401 - communication summaries
         crossval,  # noqa: F401 - validation suites
+        hops,  # noqa: F401 - hops and contention of placed jobs
     )
 
 

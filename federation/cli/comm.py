@@ -1,7 +1,8 @@
 """``federation comm``: what a program communicates, without simulating it.
 
 The programs come from an experiment file's point (its closed-loop workload, built and
-checked as ``run`` would) or straight from a schedule file (GOAL, a SimGrid TI trace).  The summary is :func:`federation.programs.analysis.communication`.
+checked as ``run`` would) or straight from a schedule file (GOAL, a SimGrid TI trace).  The
+summary is :func:`federation.programs.analysis.communication`.
 """
 
 from __future__ import annotations

@@ -180,7 +180,8 @@ def run_task(index: int, point: ResolvedPoint, max_memory: int,
     if cache is None or cache.max_memory != max_memory:
         cache = _worker_state.cache = BuildCache(max_memory)
     try:
-        result, msum, tables = compute_point(index, point, cache, None, origins)
+        result, msum, tables = compute_point(index, point, cache, None, origins,
+                                             folder=out[0] if out is not None else None)
     except ConfigError as exc:
         raise _memory_note(exc, local_workers) from None
     if out is not None:

@@ -44,6 +44,7 @@ from federation.pipeline.preflight import check_point, machine_estimate
 from federation.pipeline.rank_programs import ProgramCache, program_key
 from federation.pipeline.summary import message_table, summarize
 from federation.pipeline.traffic import prepare_traffic
+from federation.plugin.components import Engine
 from federation.plugin.registry import get_plugins
 from federation.programs.model import RankPrograms
 from federation.results.model import (
@@ -185,15 +186,21 @@ def component_origins(point: ResolvedPoint) -> dict[str, ComponentOrigin]:
 def compute_point(index: int, point: ResolvedPoint, cache: BuildCache,
                   progress: Progress | None = None,
                   origins: dict[str, ComponentOrigin] | None = None,
+                  folder: Path | None = None,
                   ) -> tuple[PointResult, MachineSummary, dict[str, Tables]]:
-    """One point through every stage; returns its result (no files yet), the machine summary
-    and the tables the experiment asks for, by name.
+    """One point through every stage; returns its result (no tables written yet), the
+    machine summary and the tables the experiment asks for, by name.
 
     Split from writing so that a distributed sweep can run this on a worker and write the
     tables on the client (:mod:`federation.pipeline.distributed`).  ``origins`` lets the
     caller give the component origins it resolved itself (they depend on the process's
-    plugin manager).
+    plugin manager).  ``folder``: where an engine that runs points its own way
+    (:meth:`~federation.plugin.components.Engine.run_point`, SST) keeps its files.
     """
+    if type(point.engine).run_point is not Engine.run_point:
+        own = engine_point(index, point, cache, folder, origins)
+        if own is not None:
+            return own
     prep = prepare(point, cache)                             # preflight, build, traffic
     label = point_label(point)
 
@@ -228,6 +235,33 @@ def compute_point(index: int, point: ResolvedPoint, cache: BuildCache,
     return result, machine_summary(point, prep.network), tables
 
 
+def engine_point(index: int, point: ResolvedPoint, cache: BuildCache, folder: Path | None,
+                 origins: dict[str, ComponentOrigin] | None,
+                 ) -> tuple[PointResult, MachineSummary, dict[str, Tables]] | None:
+    """A point its engine runs its own way (:meth:`Engine.run_point`), on the jobs placed and
+    ordered as for any engine; ``None`` when the engine declines."""
+    try:
+        check_point(point)
+        built = cache.get(point)
+        placed = place_jobs(point, built)
+        placed = cache.ordered(point, built, placed)
+        ran = point.engine.run_point(index, point, built, placed, folder)
+    except ConfigError as exc:
+        raise located(exc, point.source) from None
+    if ran is None:
+        return None
+    exp = point.experiment
+    result = PointResult(
+        index=index, sweep=point.sweep, seed=exp.seed, engine=point.engine.name,
+        routing=point.routing.name, routing_description=ran.routing_description,
+        workload=workload_document(point), resolved=resolved_document(point, built),
+        components=origins if origins is not None else component_origins(point),
+        summary=ran.summary, files=dict(ran.files),
+        performance=Performance(wall_seconds=ran.wall_seconds, events_per_second=0.0,
+                                packet_hops_per_second=0.0))
+    return result, machine_summary(point, built.network), dict(ran.tables)
+
+
 def write_point_tables(folder: Path, fmt: str, result: PointResult,
                        tables: dict[str, Tables]) -> PointResult:
     """Write a point's tables into ``folder`` now (``packets-N``, ``ports-N``, ``messages-N``,
@@ -242,13 +276,14 @@ def write_point_tables(folder: Path, fmt: str, result: PointResult,
             for path in folder.glob(f"{stem}.*"):
                 path.unlink(missing_ok=True)
         raise
-    return result.model_copy(update={"files": files})
+    return result.model_copy(update={"files": {**result.files, **files}})
 
 
 def run_point(index: int, point: ResolvedPoint, cache: BuildCache, writer: OutputDir | None,
               progress: Progress | None = None) -> tuple[PointResult, MachineSummary]:
     """Prepare, simulate and summarise one point; its tables are written at once."""
-    result, msum, tables = compute_point(index, point, cache, progress)
+    result, msum, tables = compute_point(index, point, cache, progress,
+                                         folder=writer.tmp if writer is not None else None)
     if writer is not None:
         result = write_point_tables(writer.tmp, writer.fmt, result, tables)
     return result, msum
@@ -325,7 +360,7 @@ def prepare(point: ResolvedPoint, cache: BuildCache | None = None,
         cache = cache or BuildCache(limit)
         built = cache.get(point)
         placed = place_jobs(point, built)                   # jobs: placements
-        programs = cache.programs.get(point, built, placed)
+        programs = cache.programs.jobs(point, built, placed)
         placed = cache.ordered(point, built, placed, programs)  # jobs: two-opt orders
         return prepare_traffic(point, built, limit, programs, placed)
     except ConfigError as exc:
@@ -370,7 +405,8 @@ def with_slowdown(summary: PointSummary, prep: PreparedPoint, cache: BuildCache,
         if not job.closed_loop:
             continue
         alone = dataclasses.replace(point, jobs=(job,), workload=job.workload, background=None)
-        programs = cache.programs.get(alone, prep.built, Placed((pj,)))
+        assert prep.job_programs is not None
+        programs = {job.index: prep.job_programs[job.index]}
         run = prepare_traffic(alone, prep.built, cache.max_memory, programs, Placed((pj,)))
 
         def cb(done: int, total: int, name: str = job.name) -> None:

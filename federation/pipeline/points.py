@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         Workload,
     )
     from federation.plugin.jobs import Placement
+    from federation.programs.model import RankPrograms
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,8 @@ class PreparedPoint:
     placed: Placed | None = None
     #: where each closed-loop job's ranks are among the run's (``None``: no rank programs)
     layout: JobLayout | None = None
+    #: each closed-loop job's own programs (its ranks and nodes), by job index
+    job_programs: dict[int, RankPrograms] | None = None
 
     @property
     def messages(self) -> Messages:

@@ -203,8 +203,13 @@ class ProgramCache:
                 self._kept[key] = progs
                 self._bytes += size if key != self._first else 0
 
-    def get(self, point: ResolvedPoint, built: Built,
-            placed: Placed | None = None) -> dict[int, RankPrograms]:
+    def get(self, point: ResolvedPoint, built: Built) -> RankPrograms:
+        """The programs of a point's first closed-loop job (the one workload of the old
+        form), as :meth:`jobs` gives them."""
+        return self.jobs(point, built)[closed_jobs(point)[0].index]
+
+    def jobs(self, point: ResolvedPoint, built: Built,
+             placed: Placed | None = None) -> dict[int, RankPrograms]:
         """The programs of a point about to run, by job: kept ones, else built and checked
         now; a key's programs are let go after the last job of the preflight that uses
         them."""

@@ -83,7 +83,8 @@ def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
         if programs is None or any(j.index not in programs for j in closed):
             raise ValueError("a closed-loop point's traffic needs its rank programs")
         merged, layout = merge_programs(placed, programs)
-        return _prepare_programs(point, built, max_memory, rng_route, merged, placed, layout)
+        return _prepare_programs(point, built, max_memory, rng_route, merged, placed, layout,
+                                 programs)
     if len(jobs) > 1:
         return _prepare_open_jobs(point, built, max_memory, rng_route, placed)
     job = jobs[0]
@@ -245,7 +246,8 @@ def _max_rows(built: Built, max_memory: int, other: int) -> int:
 
 def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
                       rng_route: np.random.Generator, progs: RankPrograms, placed: Placed,
-                      layout: JobLayout) -> PreparedPoint:
+                      layout: JobLayout, programs_by_job: dict[int, RankPrograms]
+                      ) -> PreparedPoint:
     """A closed-loop point: the jobs' rank programs, checked
     (:func:`~federation.pipeline.rank_programs.build_programs`) and merged, and their packets
     (known before the run; only their times are not), beside the open-loop jobs' messages.
@@ -274,7 +276,7 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
     traffic = build_traffic(progs, net.n_nodes, fig, built.tables.router_group)
     job = _job(point, built, opened, None, rng_route, n_classes,
                _max_rows(built, max_memory, est.packets), traffic)
-    return PreparedPoint(point, net, job, None, built, placed, layout)
+    return PreparedPoint(point, net, job, None, built, placed, layout, programs_by_job)
 
 
 def background_rngs(point: ResolvedPoint) -> tuple[np.random.Generator, np.random.Generator]:

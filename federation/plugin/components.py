@@ -14,7 +14,7 @@ full engine speed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -320,3 +320,25 @@ class Engine(Component):
     def run(self, job: Any, progress: Any = None) -> Any:
         """Run ``job``; call ``progress(done, total)`` now and then if it is given."""
         raise NotImplementedError
+
+    def run_point(self, index: int, point: Any, built: Any, placed: Any,
+                  folder: Any) -> EnginePoint | None:
+        """Optional: run a whole point the engine's own way, for an engine whose output is
+        not the native engine's per-packet arrays (SST reports window statistics).  Return
+        an :class:`EnginePoint` (its summary, with ``null`` for what the engine does not
+        report, its tables and the files it kept in ``folder``, the run's output folder or
+        ``None``), or ``None`` (the default) to have the runner prepare the traffic, call
+        :meth:`run` and summarise its result.  ``placed``: the point's jobs on their
+        nodes."""
+        return None
+
+
+@dataclass
+class EnginePoint:
+    """What :meth:`Engine.run_point` reports of a point it ran itself."""
+
+    summary: Any  #: a :class:`~federation.results.model.PointSummary`
+    tables: dict[str, Any] = field(default_factory=dict)  #: written as ``<name>-<index>``
+    files: dict[str, str] = field(default_factory=dict)  #: kept in the folder, by role
+    routing_description: str = ""
+    wall_seconds: float = 0.0
