@@ -255,3 +255,25 @@ def test_results_name_every_job_and_its_nodes(tmp_path):
     rows = [ln.split() for ln in r3.stdout.splitlines()]
     assert any(x[:2] == ["ar", "allreduce"] for x in rows)
     assert any(x[:2] == ["bg", "synthetic"] for x in rows)
+
+
+def test_plot_draws_each_jobs_completion_and_slowdown(tmp_path):
+    """``federation plot`` draws the jobs figure from summary.jobs: the bars are the
+    summary's completion, alone and slowdown."""
+    from federation.plots.data import series_of
+    from federation.plots.jobs import draw_jobs
+    from federation.plots.reader import load_folder
+
+    point, folder = run(tmp_path, mixed(slowdown=True))
+    fig = draw_jobs(series_of([load_folder(folder)]), [load_folder(folder)], tmp_path / "p",
+                    "png")
+    jobs = {j.name: j for j in point.summary.jobs}
+    assert [b.job for b in fig.bars] == ["ar", "pp"]  # the closed-loop ones
+    for b in fig.bars:
+        j = jobs[b.job]
+        assert (b.completion_ns, b.alone_ns, b.slowdown) == (
+            j.completion_ns, j.completion_alone_ns, j.slowdown)
+    assert fig.path.is_file()
+    r = run_cli("plot", str(folder), "--out", str(tmp_path / "all"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "all" / "jobs.png").is_file()
