@@ -218,14 +218,16 @@ def job_columns(prep: PreparedPoint) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     net = prep.network
     placed = prep.placed or everywhere(point, net.n_nodes)
-    names = np.array([pj.job.name for pj in placed.jobs] + ["", ""], dtype=object)
+    name_of = {pj.job.index: pj.job.name for pj in placed.jobs}
+    top = max(name_of) + 1
+    names = np.array([name_of.get(i, "") for i in range(top)] + [""], dtype=object)
     open_owner = owners(placed, net.n_nodes, [pj for pj in placed.jobs
                                               if not pj.job.closed_loop])
-    by_node = names[np.where(open_owner >= 0, open_owner, len(placed.jobs))]
+    by_node = names[np.where(open_owner >= 0, open_owner, top)]
     ranks = np.zeros(0, dtype=object)
     if prep.layout is not None and prep.layout.ranks:
         n = max(b for _, b in prep.layout.ranks.values())
         ranks = np.full(n, "", dtype=object)
         for j, (a, b) in prep.layout.ranks.items():
-            ranks[a:b] = placed.jobs[j].job.name
+            ranks[a:b] = name_of[j]
     return by_node, ranks

@@ -354,7 +354,11 @@ class Placed:
     jobs: tuple[PlacedJob, ...]
 
     def of(self, job: ResolvedJob) -> PlacedJob:
-        return self.jobs[job.index]
+        """The placed job of ``job`` (by its position among the point's jobs)."""
+        for pj in self.jobs:
+            if pj.job.index == job.index:
+                return pj
+        raise KeyError(f"job {job.name!r} is not placed")
 
 
 def job_view(network: Network, nodes: np.ndarray) -> Network:
