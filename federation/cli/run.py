@@ -156,6 +156,19 @@ def format_summary(result: RunResult, out_dir: Path | None) -> str:
     return "\n".join(lines)
 
 
+#: widest a swept value prints in the tables (a swept mapping, e.g. a job's whole workload)
+CELL_WIDTH = 40
+
+
+def _cell(value: object) -> str:
+    """A swept value as a table cell: numbers and names as they are, a mapping or list as
+    compact JSON, cut at :data:`CELL_WIDTH` characters (results.json has it whole)."""
+    if not isinstance(value, dict | list):
+        return str(value)
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    return text if len(text) <= CELL_WIDTH else text[:CELL_WIDTH - 3] + "..."
+
+
 def _num(x: float | None, spec: str = ".1f") -> str:
     return "-" if x is None else format(x, spec)
 
@@ -180,7 +193,7 @@ def _open_loop_rows(keys: list[str], points: list[PointResult]
     for p in points:
         s = p.summary
         lat = s.latency_ns
-        rows.append([*(str(p.sweep.get(k, "-")) for k in keys), p.routing,
+        rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), p.routing,
                      _num(s.offered_load, ".3f"), _num(s.accepted_load, ".3f"), _num(lat.mean),
                      _num(lat.p50), _num(lat.p99), _num(s.mean_hops, ".2f"),
                      _num(s.nonminimal_fraction, ".2f"), str(s.packets_measured), _wall(p)])
@@ -200,7 +213,7 @@ def _program_rows(keys: list[str], points: list[PointResult]
         pg = s.programs
         assert pg is not None
         fin = pg.rank_finish_ns
-        rows.append([*(str(p.sweep.get(k, "-")) for k in keys), p.routing, str(pg.ranks),
+        rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), p.routing, str(pg.ranks),
                      str(pg.operations), str(pg.messages), _num(pg.completion_ns),
                      _num(min(fin) if fin else None), _num(sum(fin) / len(fin) if fin else None),
                      _num(max(fin) if fin else None), _num(s.message_completion_ns_mean),
@@ -217,7 +230,7 @@ def _job_rows(keys: list[str], points: list[PointResult]) -> tuple[list[str], li
     for p in points:
         for j in p.summary.jobs or []:
             lat = j.latency_ns
-            rows.append([*(str(p.sweep.get(k, "-")) for k in keys), j.name, j.workload,
+            rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), j.name, j.workload,
                          str(len(j.nodes)), _num(j.completion_ns),
                          _num(j.completion_alone_ns), _num(j.slowdown, ".3f"),
                          _num(j.message_completion_ns_mean),
