@@ -6,12 +6,13 @@ of the degree-19 random shortcut network of 1,024 switches (the circulant thesis
 with each objective (``hops``, ``contention``), 200,000 iterations, random mapping.  Target:
 200,000 iterations in seconds.
 
-Two jobs: the same traffic run as one job and as two, on the 72-node quickstart dragonfly:
+Two jobs: the same amount of traffic run as one job and as two, on the 72-node quickstart
+dragonfly:
 
-* open loop: uniform traffic at load 0.4 on every node, against two jobs of half the nodes each
-  at the same load (the same packets per second);
-* closed loop: a 16-rank allreduce alone, against the same allreduce beside a uniform background
-  job on the other nodes.
+* open loop: uniform traffic at load 0.4 on every node for 400 us, against two jobs of half the
+  nodes each at the same load (the same packets per second);
+* closed loop: a 16-rank allreduce (16 KiB, 40 iterations) on 16 nodes, against two of them on
+  16 nodes each (twice the packets, the same per rank).
 
 For each it prints the best of ``--repeat`` runs' wall seconds of the engine, packet hops and
 nanoseconds per packet hop.  Target: a two-job run costs no more per packet hop than one job
@@ -32,7 +33,7 @@ import numpy as np
 import yaml
 
 from federation.network.mapping import edges_of, router_paths, two_opt
-from federation.pipeline.jobs import message_units
+from federation.pipeline.jobs import message_units, place_jobs
 from federation.pipeline.load import load_experiment
 from federation.pipeline.point import BuildCache, prepare
 from federation.schemas import quickstart_path
@@ -58,7 +59,7 @@ def two_opt_rows(folder: Path, repeat: int) -> list[dict]:
             "workload": {"kind": "collective", "op": op, "algorithm": alg, "size": 1024}}]})
         cache = BuildCache(2**33)
         built = cache.get(point)
-        progs = cache.programs.jobs(point, built)[0]
+        progs = cache.programs.jobs(point, built, place_jobs(point, built))[0]
         nodes = np.random.default_rng(0).choice(built.network.n_nodes, 512, replace=False)
         routers, slot_router = np.unique(built.network.node_router[nodes],
                                          return_inverse=True)
@@ -80,22 +81,23 @@ def two_opt_rows(folder: Path, repeat: int) -> list[dict]:
     return rows
 
 
+AR = {"kind": "allreduce", "size": "16KiB", "iterations": 40}
 RUNS = {
     "open loop, one job": {"workload": {"kind": "synthetic", "load": 0.4},
-                           "stop": {"warmup": "1us", "measure": "20us"}},
+                           "stop": {"warmup": "1us", "measure": "400us"}},
     "open loop, two jobs": {"jobs": [
         {"name": "a", "workload": {"kind": "synthetic", "load": 0.4},
          "placement": {"kind": "random_nodes", "count": 36}},
         {"name": "b", "workload": {"kind": "synthetic", "load": 0.4}, "placement": "rest"}],
-        "stop": {"warmup": "1us", "measure": "20us"}},
+        "stop": {"warmup": "1us", "measure": "400us"}},
     "closed loop, one job": {"jobs": [
-        {"name": "ar", "workload": {"kind": "allreduce", "size": "16KiB", "iterations": 20},
-         "placement": {"kind": "random_nodes", "count": 16}}]},
+        {"name": "a", "workload": {**AR, "ranks": 16},
+         "placement": {"kind": "contiguous", "count": 16}}]},
     "closed loop, two jobs": {"jobs": [
-        {"name": "ar", "workload": {"kind": "allreduce", "size": "16KiB", "iterations": 20},
-         "placement": {"kind": "random_nodes", "count": 16}},
-        {"name": "bg", "workload": {"kind": "synthetic", "load": 0.4}, "placement": "rest"}],
-        "stop": {"warmup": "0us", "measure": "200us"}},
+        {"name": "a", "workload": {**AR, "ranks": 16},
+         "placement": {"kind": "contiguous", "count": 16}},
+        {"name": "b", "workload": {**AR, "ranks": 16},
+         "placement": {"kind": "contiguous", "count": 16}}]},
 }
 
 
