@@ -136,6 +136,11 @@ REFUSALS = {
         [{"name": "pp", "placement": {"kind": "list", "nodes": [4, 70]},
           "workload": {"kind": "pingpong", "nodes": [0, 5]}}],
         "jobs[0].workload.nodes[1]", ["node 5", "'pp' has 2 nodes"]),
+    "a message's node beyond the job": (
+        [{"name": "m", "placement": {"kind": "list", "nodes": [4, 70, 9]},
+          "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 2, "size": 64},
+                                                        {"src": 3, "dst": 1, "size": 64}]}}],
+        "jobs[0].workload.messages[1].src", ["node 3", "the job has 3 nodes"]),
     "two_opt on open-loop traffic": ([job("a", "rest", ranks={"order": "two_opt"})],
                                      "jobs[0].ranks.order", ["'a'", "open loop"]),
     "jobs and workload": (None, "workload", ["either 'jobs' or 'workload'"]),
