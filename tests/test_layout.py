@@ -43,8 +43,9 @@ PIPELINE_STAGES: dict[str, tuple[str, ...]] = {
     "load": ("load", "overrides"),
     "preflight": ("preflight",),
     "build": ("build", "tables_check"),
+    "jobs": ("jobs",),
     "traffic": ("traffic", "messages", "rank_programs"),
-    "summary": ("summary",),
+    "summary": ("summary", "job_figures"),
 }
 PIPELINE_DRIVERS = ("point", "distributed", "run")
 

@@ -361,7 +361,7 @@ def test_the_preflight_builds_each_program_once_and_the_run_uses_it(tmp_path):
     e = experiment(tmp_path, {"kind": "program", "path": "s.goal"},
                    sweep={"routing.algorithm": ["minimal", "valiant"]})
     loaded = load_experiment(e)
-    from federation.plugins import workload_program_file as wpf
+    from federation.plugins.workloads import program_file as wpf
 
     with mock.patch.object(wpf, "read_goal", wraps=wpf.read_goal) as reads:
         cache = preflight(loaded, LIMIT)

@@ -130,7 +130,7 @@ def test_ancestor_override_keeps_the_axes_it_does_not_give(tmp_path):
     e = _files(tmp_path)
     loaded = load_experiment(e, ["workload={kind: synthetic, pattern: group_shift}"])
     assert _loads(loaded) == [0.1, 0.2, 0.3] and not loaded.notes
-    assert {p.workload.params.pattern for p in loaded.points} == {"group_shift"}
+    assert {p.workload.params.pattern.kind for p in loaded.points} == {"group_shift"}
     loaded = load_experiment(e, ["workload={kind: synthetic, pattern: group_shift, load: 0.05}"])
     assert _loads(loaded) == [0.05] and len(loaded.notes) == 1
 

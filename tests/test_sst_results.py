@@ -3,7 +3,6 @@ engine plugin without SST installed, and a real run where ``sst`` is on PATH."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from pathlib import Path
@@ -51,7 +50,7 @@ def config_error(tmp_path: Path, machine: str | dict, **exp: object) -> str:
     ("manynode-fattree-96-96-48.yaml", {}, "manynode-fattree-96-96-48.yaml: topology",
      "12 parallel cables"),
     ("quickstart-dragonfly.yaml", {"workload": {"kind": "synthetic", "pattern": "group_shift"}},
-     "e.yaml: workload.pattern", "next group"),
+     "e.yaml: workload.pattern", "only the default 'uniform'"),
     ("quickstart-dragonfly.yaml", {"workload": {"kind": "synthetic", "message_size": 2048}},
      "e.yaml: workload.message_size", "single-packet"),
     ("quickstart-dragonfly.yaml", {"workload": {"kind": "messages", "messages": [
@@ -357,17 +356,27 @@ def test_engine_not_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
 
 
-def test_federation_run_points_to_the_sst_driver(tmp_path: Path) -> None:
-    """With an sst on PATH, `federation run` still cannot summarise SST's output: one message
-    naming the command that can, exit 2, nothing written."""
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    prog = fake_program(bindir, "sys.exit(0)")
-    prog.rename(bindir / "sst")
-    e = write_exp(tmp_path, "quickstart-dragonfly.yaml")
-    line = one_error(run_cli("run", str(e), "--out", "o", cwd=tmp_path,
-                             env={"PATH": f"{bindir}:{os.environ['PATH']}"}))
-    assert "federation sst run FILE --out DIR" in line and not (tmp_path / "o").exists()
+def test_federation_run_runs_sst_like_any_engine(tmp_path: Path) -> None:
+    """Issue 21 item 7: `federation run` with engine sst runs it (no pointer to another
+    command): the same results.json, tables and kept files as `federation sst run`."""
+    import json
+
+    body = ("open('stats.csv', 'w').write('''" + CSV + "''')\n"
+            "print('''" + STDOUT + "''')")
+    prog = fake_program(tmp_path, body)
+    e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
+                  engine={"kind": "sst", "sst_binary": str(prog)})
+    for args in (("run", str(e), "--out", "a"), ("sst", "run", str(e), "--out", "b")):
+        r = run_cli(*args, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    docs = [json.loads((tmp_path / d / "results.json").read_text()) for d in "ab"]
+    assert docs[0] == docs[1]
+    (pt,) = docs[0]["points"]
+    assert pt["engine"] == "sst" and pt["summary"]["latency_ns"]["mean"] == 412.5
+    assert pt["summary"]["latency_ns"]["p50"] is None  # merlin does not report it
+    assert pt["files"] == {"ports": "ports-0.parquet", "sst_config": "sst-0/config.py"}
+    for f in ("sst-0/config.py", "sst-0/stats.csv", "ports-0.parquet"):
+        assert (tmp_path / "a" / f).exists(), f
 
 
 def test_run_with_a_stand_in_sst(tmp_path: Path) -> None:

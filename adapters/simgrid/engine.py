@@ -13,7 +13,8 @@ RTT bias in the sharing), latency and bandwidth factors 1 and no cross-traffic.
 What the flow model cannot represent is refused before anything runs (:meth:`SimGrid.check`,
 exit status 2, naming the field): QoS policies, routings whose path is not a function of source
 and destination (Valiant, UGAL), platforms beyond :data:`.platform.MAX_NETPOINTS`, rank
-programs with background traffic, and a ``precision`` too coarse for the machine
+programs with open-loop traffic beside them (a ``background``, or open-loop jobs beside
+closed-loop ones), and a ``precision`` too coarse for the machine
 (:func:`precision_limit`: SimGrid merges events closer than it).  The worker runs in a process
 group of its own, stopped whole on its time limit, Ctrl-C or an error; when it fails its
 folder is kept and named (:func:`_run_worker`).
@@ -154,12 +155,7 @@ class SimGrid(Engine):
             raise ConfigError(f"the simgrid engine has no QoS model; qos {qos.name!r} cannot be "
                               "represented (use qos: none, or the native engine)",
                               source=o.source, path=o.path)
-        if getattr(point.workload, "closed_loop", False) and point.background is not None:
-            raise ConfigError(
-                "the simgrid engine runs rank programs without background traffic: its open-"
-                "loop messages would need their own actors beside the ranks' and a window cut "
-                "at the programs' end, which it does not do (drop background, or use the "
-                "native engine)", source=src, path=_experiment_field(point, "background"))
+        self._check_jobs(point)
         t = built.tables
         if t.valiant or t.adaptive or getattr(built, "program", None) is not None:
             what = ("adaptive" if t.adaptive or built.program is not None
@@ -186,6 +182,27 @@ class SimGrid(Engine):
         if not self.found():
             raise ConfigError(f"engine 'simgrid' is not installed here: {locate.INSTALL_HINT}",
                               source=src, path=_experiment_field(point, "engine.kind"))
+
+    def _check_jobs(self, point: Any) -> None:
+        """Jobs are node numbers to SimGrid (hosts): several closed-loop jobs run as one set
+        of rank actors, several open-loop ones as one message list, and a closed-loop job's
+        ``start`` is a compute before its ranks' first operations.  What it cannot do is run
+        open-loop traffic beside rank programs."""
+        from federation.pipeline.points import point_jobs
+
+        jobs = point_jobs(point)
+        if any(j.closed_loop for j in jobs):
+            beside = next((j for j in jobs if not j.closed_loop), None)
+            if beside is not None:
+                what = ("background" if point.experiment.jobs is None
+                        else f"the open-loop job {beside.name!r}")
+                raise ConfigError(
+                    "the simgrid engine runs rank programs without background traffic (open-"
+                    "loop traffic beside them): its messages would need their own actors "
+                    "beside the ranks' and a window cut at the programs' end, which it does "
+                    "not do (drop "
+                    f"{what}, or use the native engine)", source=point.source,
+                    path=_experiment_field(point, beside.field))
 
     def _check_precision(self, point: Any, built: Any) -> None:
         """Refuse a ``precision`` too coarse for the machine (see :func:`precision_limit`)."""

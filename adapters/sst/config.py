@@ -18,7 +18,13 @@ from typing import Any
 from federation.errors import ConfigError
 from federation.models.units import seconds_to_ps
 from federation.network import Network
-from federation.pipeline.points import ResolvedPoint, figure_origin, link_figure
+from federation.pipeline.points import (
+    Placed,
+    ResolvedPoint,
+    figure_origin,
+    link_figure,
+    point_jobs,
+)
 
 from . import ember
 from .options import SstOptions
@@ -43,31 +49,67 @@ MERLIN_UGAL_BIAS_FLITS = 50
 
 
 def refusal_error(point: ResolvedPoint, r: Refusal) -> ConfigError:
-    """The :class:`ConfigError` for a :class:`Refusal`, located in the file that set the field."""
+    """The :class:`ConfigError` for a :class:`Refusal`, located in the file that set the field
+    (a workload field of a job: the job's)."""
     if r.document == "experiment":
-        return ConfigError(f"engine sst: {r.message}", source=point.source, path=r.field)
+        field_ = r.field
+        if point.experiment.jobs is not None and (field_ == "workload"
+                                                  or field_.startswith("workload.")):
+            field_ = point_jobs(point)[0].workload_field + field_[len("workload"):]
+        return ConfigError(f"engine sst: {r.message}", source=point.source, path=field_)
     o = figure_origin(point, r.field)
     return ConfigError(f"engine sst: {r.message}", source=o.source, path=o.path)
 
 
 def build_config(point: ResolvedPoint, network: Network,
-                 options: SstOptions | None = None) -> SstConfig:
-    """The SST configuration of ``point`` on its built ``network``, or a ConfigError naming the
-    field that merlin cannot express."""
+                 options: SstOptions | None = None, placed: Placed | None = None) -> SstConfig:
+    """The SST configuration of ``point`` on its built ``network`` (``placed``: its jobs on
+    their nodes, in rank order), or a ConfigError naming the field that merlin cannot
+    express."""
     opts = options or SstOptions()
     try:
-        return _build(point, network, opts)
+        return _build(point, network, opts, placed)
     except Refusal as r:
         raise refusal_error(point, r) from None
 
 
-def _build(point: ResolvedPoint, net: Network, opts: SstOptions) -> SstConfig:
+def job_nodes(point: ResolvedPoint, net: Network, placed: Placed | None) -> Any:
+    """The machine nodes of the point's one job (``None``: every node in order), or a
+    Refusal naming what ember and merlin's endpoints cannot express: several jobs, a job's
+    start, slowdown runs, and an open-loop job on part of the machine."""
+    if point.experiment.jobs is None:
+        return None
+    jobs = point_jobs(point)
+    if len(jobs) > 1:
+        raise Refusal(jobs[1].field, f"engine sst runs one job per point; job {jobs[1].name!r}"
+                      " would be a second (ember's jobs and merlin's endpoints are not mapped "
+                      "together by this adapter)", document="experiment")
+    job = jobs[0]
+    if point.experiment.slowdown:
+        raise Refusal("slowdown", "engine sst does not run jobs alone for slowdown",
+                      document="experiment")
+    if job.start_ps:
+        raise Refusal(job.at("start"), "engine sst starts its endpoints at 0; a job's start "
+                      "is not mapped", document="experiment")
+    pj = placed.of(job) if placed is not None else None
+    if pj is None or pj.whole:
+        return None
+    if not job.closed_loop:
+        raise Refusal(job.at("placement"), "merlin.offered_load endpoints send over the whole "
+                      f"machine; job {job.name!r} has {pj.nodes.size} of its {net.n_nodes} "
+                      "nodes", document="experiment")
+    return pj.nodes
+
+
+def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
+           placed: Placed | None = None) -> SstConfig:
     machine = point.machine.machine
     exp = point.experiment
     kind = point.machine.topology.name
     closed = ember.is_closed_loop(point)
+    nodes = job_nodes(point, net, placed)
     if closed:  # rank programs: ember motifs on firefly endpoints (adapters/sst/ember.py)
-        ember.ember_job(point, net.n_nodes)
+        ember.ember_job(point, net.n_nodes, nodes)
     else:
         _check_experiment(point)
     sst_net = map_network(kind, point.machine.topology.params, net, point.routing.name)
@@ -93,7 +135,7 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions) -> SstConfig:
     nic_bw = float(machine.nic.bandwidth or figures["terminal"]["bandwidth"])
     if closed:
         notes = list(sst_net.notes) + _standing_notes(opts, flit, packet)[:1]
-        return ember.build(point, sst_net, router, figures, nic_bw, notes)
+        return ember.build(point, sst_net, router, figures, nic_bw, notes, nodes)
     stop = exp.stop
     w0 = seconds_to_ps(stop.warmup)
     w1 = w0 + seconds_to_ps(float(stop.measure or 0))
@@ -124,11 +166,15 @@ def _check_experiment(point: ResolvedPoint) -> None:
                       "own traffic and none replays an explicit message list (rank-program "
                       "workloads pingpong, allreduce, halo3d map to ember motifs)",
                       document="experiment")
-    if wl.params.pattern != "uniform":
-        raise Refusal("workload.pattern", f"pattern {wl.params.pattern!r}: merlin's target "
-                      "generators (uniform, shift, bit_complement) have none that picks a "
-                      "random node of the next group; only 'uniform' maps "
-                      "(merlin.targetgen.uniform)", document="experiment")
+    if wl.params.pattern.kind != "uniform" or wl.params.pattern.params != type(
+            wl.params.pattern.params)():
+        raise Refusal("workload.pattern", f"pattern {wl.params.pattern.kind!r}: this adapter "
+                      "maps only the default 'uniform' pattern (merlin.targetgen.uniform)",
+                      document="experiment")
+    if wl.params.injection.kind != "bernoulli":
+        raise Refusal("workload.injection", f"injection {wl.params.injection.kind!r}: "
+                      "merlin.offered_load injects by its own Bernoulli process; only "
+                      "'bernoulli' maps", document="experiment")
     ms = wl.params.message_size
     if ms is not None and int(ms) != int(machine.packet_size):
         raise Refusal("workload.message_size", f"message_size {int(ms)} B differs from "

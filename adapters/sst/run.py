@@ -25,8 +25,10 @@ import numpy as np
 from federation._version import __version__
 from federation.errors import SimulationError
 from federation.pipeline.bounds import default_max_memory
-from federation.pipeline.point import BuildCache, preflight
-from federation.pipeline.points import LoadedExperiment, ResolvedPoint
+from federation.pipeline.jobs import place_jobs
+from federation.pipeline.point import BuildCache, preflight, workload_document
+from federation.pipeline.points import LoadedExperiment, Placed, ResolvedPoint, point_jobs
+from federation.plugin.components import EnginePoint
 from federation.results.model import PointResult, ProgramSummary, RunResult
 from federation.results.outputs import OutputDir
 
@@ -45,12 +47,19 @@ def options_of(point: ResolvedPoint) -> SstOptions:
     return params if isinstance(params, SstOptions) else SstOptions()
 
 
+def placed_of(cache: BuildCache, point: ResolvedPoint) -> Placed:
+    """The point's jobs on their nodes, in rank order, as any engine's run places them."""
+    built = cache.get(point)
+    return cache.ordered(point, built, place_jobs(point, built))
+
+
 def generate(loaded: LoadedExperiment, max_memory: int | None = None,
              ) -> list[tuple[ResolvedPoint, SstConfig]]:
     """The configuration of every point, after the checks of a native run; refuses (one
     ConfigError naming the field) before returning any."""
     cache = preflight(loaded, max_memory or default_max_memory())
-    return [(p, build_config(p, cache.get(p).network, options_of(p))) for p in loaded.points]
+    return [(p, build_config(p, cache.get(p).network, options_of(p), placed_of(cache, p)))
+            for p in loaded.points]
 
 
 def write_configs(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = False) -> list[Path]:
@@ -113,21 +122,37 @@ def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fa
 
 def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
                writer: OutputDir) -> tuple[PointResult, float]:
-    """Run one point with sst and read its output.
+    """Run one point with sst (:func:`run_point`) into the output folder."""
+    ran = run_point(index, point, cache.get(point), placed_of(cache, point), writer.tmp)
+    table = {k: np.asarray(v) for k, v in ran.tables["ports"].items()}
+    files = {"ports": writer.write_table(f"ports-{index}", table, {"point": index}),
+             **ran.files}
+    exp = point.experiment
+    res = PointResult(
+        index=index, sweep=point.sweep, seed=exp.seed, engine="sst",
+        routing=point.routing.name, routing_description=ran.routing_description,
+        workload=workload_document(point), summary=ran.summary, files=files)
+    return res, ran.wall_seconds
 
-    sst runs in a folder of its own in the system's temporary folder, moved into the output
-    folder as ``sst-N`` once its output has been read: when sst fails (exit status, signal,
-    time limit) or its output cannot be read, that folder is **kept** and the message names it
-    (the output folder of a failed run is removed, so a path inside it would name nothing)."""
+
+def run_point(index: int, point: ResolvedPoint, built: Any, placed: Placed | None,
+              folder: Path | None) -> EnginePoint:
+    """Run one point with sst and read its output: its summary (what merlin and ember report,
+    ``null`` for the rest), its ports table, and the files kept in ``folder``.
+
+    sst runs in a folder of its own in the system's temporary folder, moved into ``folder`` as
+    ``sst-N`` once its output has been read (removed when there is no ``folder``): when sst
+    fails (exit status, signal, time limit) or its output cannot be read, that folder is
+    **kept** and the message names it (the output folder of a failed run is removed, so a path
+    inside it would name nothing)."""
     opts = options_of(point)
     sst = require_sst(opts)
-    built = cache.get(point)
-    cfg = build_config(point, built.network, opts)
+    cfg = build_config(point, built.network, opts, placed)
     work = Path(tempfile.mkdtemp(prefix=f"federation-sst-{index}-"))
     try:
         (work / "config.py").write_text(cfg.text)
         done = run_sst(command(opts, sst, "config.py"), work, opts.timeout)
-        summary, rows = _read_output(point, built, cfg, work, done.stdout)
+        summary, rows = _read_output(point, built, cfg, work, done.stdout, placed)
     except (SimulationError, SstOutputError) as exc:  # the folder is kept: name it
         if str(work) in str(exc):
             raise
@@ -135,48 +160,49 @@ def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    shutil.move(work, writer.tmp / f"sst-{index}")
-    table = {k: np.asarray(v) for k, v in port_table(cfg, rows).items()}
-    files = {"ports": writer.write_table(f"ports-{index}", table, {"point": index}),
-             "sst_config": f"sst-{index}/config.py"}
-    exp = point.experiment
-    if is_closed_loop(point):
-        files["motif_log"] = f"sst-{index}/{MOTIF_LOG}.log"
+    files: dict[str, str] = {}
+    if folder is not None:
+        shutil.move(work, folder / f"sst-{index}")
+        files["sst_config"] = f"sst-{index}/config.py"
+        if is_closed_loop(point):
+            files["motif_log"] = f"sst-{index}/{MOTIF_LOG}.log"
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     tp = cfg.network.topo_params
     algorithm = tp.get("algorithm", tp.get("routing_alg", "dimension-order"))
-    res = PointResult(
-        index=index, sweep=point.sweep, seed=exp.seed, engine="sst",
-        routing=point.routing.name,
-        routing_description=f"merlin {cfg.network.topology}, routing {algorithm}",
-        workload=exp.workload.model_dump(mode="json"), summary=summary, files=files)
-    return res, done.wall_s
+    return EnginePoint(summary, {"ports": port_table(cfg, rows)}, files,
+                       f"merlin {cfg.network.topology}, routing {algorithm}", done.wall_s)
 
 
 def _read_output(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path,
-                 stdout: str) -> tuple[Any, list[Any]]:
+                 stdout: str, placed: Placed | None = None) -> tuple[Any, list[Any]]:
     """The point's summary and the statistics rows, from what sst wrote into ``work``."""
     stats_path = work / STATS_FILE
     rows = parse_stats_csv(stats_path.read_text() if stats_path.exists() else "",
                            str(stats_path))
     out = parse_stdout(stdout)
     if is_closed_loop(point):
-        summary = summarize_programs(cfg, rows, out, _programs(point, built, cfg, work))
+        summary = summarize_programs(cfg, rows, out, _programs(point, built, cfg, work, placed))
     else:
         summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size))
     return summary, rows
 
 
-def _programs(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path) -> ProgramSummary:
+def _programs(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path,
+              placed: Placed | None = None) -> ProgramSummary:
     """Completion and per-rank finish from ember's motif log; the operation and message
-    counts are those of the program our workload builds with the same parameters (ember
-    reports neither; the motifs issue the same MPI calls by construction)."""
+    counts are those of the program our workload builds with the same parameters on the same
+    nodes (ember reports neither; the motifs issue the same MPI calls by construction)."""
     from federation.models.limits import TIME_LIMIT_PS
     from federation.pipeline.messages import workload_context
     from federation.programs.model import SEND
 
-    progs = point.workload.programs(workload_context(
+    job = point_jobs(point)[0]
+    pj = placed.of(job) if placed is not None else None
+    nodes = None if pj is None or pj.whole else pj.nodes
+    progs = job.workload.programs(workload_context(
         point, built.network, TIME_LIMIT_PS - 1, built.nic_bandwidth,
-        np.random.default_rng(point.experiment.seed)))
+        np.random.default_rng(point.experiment.seed), job, nodes))
     return program_summary(read_motif_logs(work), progs.n_ranks, cfg.motifs, progs.n_ops,
                            int((progs.op_kind == SEND).sum()), str(work / f"{MOTIF_LOG}.log"))
 

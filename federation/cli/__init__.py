@@ -30,6 +30,7 @@ def _register_commands() -> None:
         comm,  # noqa: F401 - communication summaries
         crossval,  # noqa: F401 - validation suites
         export,  # noqa: F401 - programs as GOAL
+        hops,  # noqa: F401 - hops and contention of placed jobs
     )
 
 

@@ -156,12 +156,31 @@ def format_summary(result: RunResult, out_dir: Path | None) -> str:
         if open_loop:
             lines.append("")
         lines += _table(*_program_rows(keys, closed))
+    with_jobs = [p for p in result.points if p.summary.jobs]
+    if with_jobs:
+        lines += ["", *_table(*_job_rows(keys, with_jobs))]
+        late = _outlived(with_jobs)
+        if late:
+            lines += ["", late]
     last = result.points[-1] if result.points else None
     if last is not None and last.summary.busiest_links:
         lines += ["", *_busiest_links(last)]
     if out_dir is not None:
         lines += ["", f"results: {out_dir}/results.json"]
     return "\n".join(lines)
+
+
+#: widest a swept value prints in the tables (a swept mapping, e.g. a job's whole workload)
+CELL_WIDTH = 40
+
+
+def _cell(value: object) -> str:
+    """A swept value as a table cell: numbers and names as they are, a mapping or list as
+    compact JSON, cut at :data:`CELL_WIDTH` characters (results.json has it whole)."""
+    if not isinstance(value, dict | list):
+        return str(value)
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    return text if len(text) <= CELL_WIDTH else text[:CELL_WIDTH - 3] + "..."
 
 
 def _num(x: float | None, spec: str = ".1f") -> str:
@@ -188,7 +207,7 @@ def _open_loop_rows(keys: list[str], points: list[PointResult]
     for p in points:
         s = p.summary
         lat = s.latency_ns
-        rows.append([*(str(p.sweep.get(k, "-")) for k in keys), p.routing,
+        rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), p.routing,
                      _num(s.offered_load, ".3f"), _num(s.accepted_load, ".3f"), _num(lat.mean),
                      _num(lat.p50), _num(lat.p99), _num(s.mean_hops, ".2f"),
                      _num(s.nonminimal_fraction, ".2f"), str(s.packets_measured), _wall(p)])
@@ -208,12 +227,55 @@ def _program_rows(keys: list[str], points: list[PointResult]
         pg = s.programs
         assert pg is not None
         fin = pg.rank_finish_ns
-        rows.append([*(str(p.sweep.get(k, "-")) for k in keys), p.routing, str(pg.ranks),
+        rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), p.routing, str(pg.ranks),
                      str(pg.operations), str(pg.messages), _num(pg.completion_ns),
                      _num(min(fin) if fin else None), _num(sum(fin) / len(fin) if fin else None),
                      _num(max(fin) if fin else None), _num(s.message_completion_ns_mean),
                      _num(s.mean_hops, ".2f"), str(s.packets_delivered), _wall(p)])
     return head, rows
+
+
+def _job_rows(keys: list[str], points: list[PointResult]) -> tuple[list[str], list[list[str]]]:
+    """Per job of each point: its nodes, its completion (closed loop; alone and the slowdown
+    with ``slowdown: true``), how its messages and packets fared."""
+    head = [*keys, "job", "workload", "nodes", "completion ns", "alone ns", "slowdown",
+            "msg mean ns", "lat mean ns", "p99", "hops", "pkts"]
+    rows = []
+    for p in points:
+        for j in p.summary.jobs or []:
+            lat = j.latency_ns
+            rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), j.name, j.workload,
+                         str(len(j.nodes)), _num(j.completion_ns),
+                         _num(j.completion_alone_ns), _num(j.slowdown, ".3f"),
+                         _num(j.message_completion_ns_mean),
+                         _num(lat.mean if lat else None), _num(lat.p99 if lat else None),
+                         _num(j.mean_hops, ".2f"),
+                         "-" if j.packets_delivered is None else str(j.packets_delivered)])
+    return head, rows
+
+
+def _outlived(points: list[PointResult]) -> str | None:
+    """A note when a closed-loop job ran past the open-loop jobs' traffic, which stops at
+    stop.warmup + stop.measure: its slowdown is then measured partly on a quieter machine."""
+    for p in points:
+        jobs = p.summary.jobs or []
+        if not any(not j.closed_loop for j in jobs):
+            continue
+        stop = p.resolved.get("stop", {}) if p.resolved else {}
+        try:
+            from federation.models.units import parse_time
+
+            horizon = (parse_time(stop.get("warmup", 0)) + parse_time(stop.get("measure", 0)))
+        except (TypeError, ValueError):
+            continue
+        for j in jobs:
+            if j.closed_loop and j.completion_ns is not None and \
+                    (j.start_ns + j.completion_ns) * 1e-9 > horizon:
+                return (f"note: job {j.name!r} ran until {(j.start_ns + j.completion_ns):.1f} "
+                        f"ns, past the open-loop jobs' traffic (stop.warmup + stop.measure = "
+                        f"{horizon * 1e9:.1f} ns); lengthen stop.measure for them to run as "
+                        "long as it does")
+    return None
 
 
 def _busiest_links(p: PointResult) -> list[str]:

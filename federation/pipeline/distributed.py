@@ -181,7 +181,8 @@ def run_task(index: int, point: ResolvedPoint, max_memory: int,
         # the client's preflight proved every point deadlock-free (or was told not to)
         cache = _worker_state.cache = BuildCache(max_memory, deadlock_check=False)
     try:
-        result, msum, tables = compute_point(index, point, cache, None, origins)
+        result, msum, tables = compute_point(index, point, cache, None, origins,
+                                             folder=out[0] if out is not None else None)
     except ConfigError as exc:
         raise _memory_note(exc, local_workers) from None
     if out is not None:

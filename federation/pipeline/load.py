@@ -18,8 +18,9 @@ from typing import Any
 from federation.errors import ConfigError
 from federation.models.base import read_document, validate_model
 from federation.models.experiment import Experiment
-from federation.models.limits import MAX_SWEEP_POINTS
+from federation.models.limits import CLOCK_LIMIT, MAX_SWEEP_POINTS, TIME_LIMIT_PS
 from federation.models.machine import ComponentSpec, Machine
+from federation.models.units import format_time, seconds_to_ps
 from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_path: public here too
     Assigner,
     Override,
@@ -30,7 +31,13 @@ from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_
     parse_override,
     set_path,
 )
-from federation.pipeline.points import LoadedExperiment, ResolvedMachine, ResolvedPoint
+from federation.pipeline.points import (
+    LoadedExperiment,
+    ResolvedJob,
+    ResolvedMachine,
+    ResolvedPoint,
+    point_jobs,
+)
 from federation.plugin.components import Workload
 from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
 from federation.schemas import quickstart_path
@@ -47,7 +54,13 @@ def resolve_component(spec: ComponentSpec, registry: ComponentRegistry[Any], sou
     params = spec.params if isinstance(spec.params, cls.Params) else validate_model(
         cls.Params, spec.params, source, prefix=path
     )
-    return cls(params)
+    try:
+        return cls(params)
+    except ConfigError as exc:  # a nested component (synthetic's pattern): relative paths
+        if exc.source is not None:
+            raise
+        where = f"{path}.{exc.path}" if exc.path else path
+        raise ConfigError(exc.message, source=source, path=where) from None
 
 
 def resolve_machine(machine: Machine, source: str, plugins: FederationPlugins,
@@ -132,11 +145,12 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
 
 
 def _unused_stop(points: list[ResolvedPoint]) -> list[str]:
-    """A note when the file sets ``stop.warmup`` or ``stop.measure`` for rank programs without
-    a background: the programs run until they finish and the whole run is measured, so those
-    fields change nothing (``stop.messages`` is refused by the preflight instead)."""
+    """A note when the file sets ``stop.warmup`` or ``stop.measure`` where every job is rank
+    programs (no background, no open-loop job): the programs run until they finish and the
+    whole run is measured, so those fields change nothing (``stop.messages`` is refused by
+    the preflight instead)."""
     fields = sorted({f"stop.{name}" for point in points
-                     if point.workload.closed_loop and point.background is None
+                     if all(job.workload.closed_loop for job in point_jobs(point))
                      for name in ("warmup", "measure")
                      if name in point.experiment.stop.model_fields_set
                      or f"stop.{name}" in point.sweep})
@@ -186,10 +200,46 @@ def _resolve_point(exp: Experiment, source: str, base: Path, plugins: Federation
         prefix = "" if machine_source else "machine"
         rm = resolve_machine(exp.machine, msrc, plugins, prefix=prefix)
     routing = resolve_component(exp.routing, plugins.routings, source, "routing")
-    workload = resolve_component(exp.workload, plugins.workloads, source, "workload")
     engine = resolve_component(exp.engine, plugins.engines, source, "engine")
+    if exp.jobs is not None:
+        jobs = resolve_jobs(exp, plugins, source)
+        return ResolvedPoint(exp, source, rm, routing, jobs[0].workload, engine, sweep, None,
+                             jobs)
+    workload = resolve_component(exp.workload, plugins.workloads, source, "workload")
     background = resolve_background(exp, workload, plugins, source)
     return ResolvedPoint(exp, source, rm, routing, workload, engine, sweep, background)
+
+
+def resolve_jobs(exp: Experiment, plugins: FederationPlugins,
+                 source: str) -> tuple[ResolvedJob, ...]:
+    """The ``jobs`` of ``exp``, each component resolved; names must differ, ``workload`` and
+    ``background`` must not be given beside them (they are the one-job form), and the
+    statically visible conflicts between jobs are refused here, before any machine is built
+    (:func:`check_jobs_static`)."""
+    given = exp.model_fields_set
+    for old in ("workload", "background"):
+        if old in given:
+            raise ConfigError(f"give either 'jobs' or '{old}' (one job is the old form: move "
+                              f"'{old}' into a job)", source=source, path=old)
+    jobs = []
+    seen: dict[str, int] = {}
+    for i, job in enumerate(exp.jobs or []):
+        at = f"jobs[{i}]"
+        if job.name in seen:
+            raise ConfigError(f"{job.name!r} is also the name of jobs[{seen[job.name]}]; each "
+                              "job needs its own name", source=source, path=f"{at}.name")
+        seen[job.name] = i
+        workload = resolve_component(job.workload, plugins.workloads, source,
+                                     f"{at}.workload")
+        placement = resolve_component(job.placement, plugins.placements, source,
+                                      f"{at}.placement")
+        start = seconds_to_ps(job.start)
+        if start >= TIME_LIMIT_PS:
+            raise ConfigError(f"{format_time(job.start)} is past {CLOCK_LIMIT}", source=source,
+                              path=f"{at}.start")
+        jobs.append(ResolvedJob(job.name, i, workload, placement, job.ranks, start, job.shared,
+                                at, f"{at}.workload"))
+    return tuple(jobs)
 
 
 def resolve_background(exp: Experiment, workload: Workload, plugins: FederationPlugins,

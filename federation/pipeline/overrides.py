@@ -190,20 +190,48 @@ class Assigner:
 
 
 def set_path(doc: dict[str, Any], key: str, value: Any, source: str) -> None:
-    """Set ``a.b.c`` in a nested mapping, creating mappings on the way."""
+    """Set ``a.b.c`` in a nested mapping, creating mappings on the way.  A part that meets a
+    list picks one of its items: by position (``jobs.1.workload.load``) or, for a list of
+    named mappings such as ``jobs``, by name (``jobs.background.workload.load``)."""
     parts = key.split(".")
     cur: Any = doc
     for i, part in enumerate(parts[:-1]):
-        nxt = cur.get(part) if isinstance(cur, dict) else None
-        if nxt is None:
-            nxt = {}
-            cur[part] = nxt
-        if not isinstance(nxt, dict):
+        if isinstance(cur, list):
+            at = list_item(cur, part)
+            nxt = cur[at] if at is not None else None
+            if nxt is None:
+                raise ConfigError(f"cannot set {key!r}: {'.'.join(parts[:i])} has no item "
+                                  f"{part!r} (give its position from 0, or the name of one "
+                                  "of its items)", source=source)
+        else:
+            nxt = cur.get(part)
+            if nxt is None:
+                nxt = {}
+                cur[part] = nxt
+        if not isinstance(nxt, dict | list):
             raise ConfigError(
                 f"cannot set {key!r}: {'.'.join(parts[: i + 1])} is not a mapping", source=source
             )
         cur = nxt
-    cur[parts[-1]] = value
+    last = parts[-1]
+    if isinstance(cur, list):
+        at = list_item(cur, last)
+        if at is None:
+            raise ConfigError(f"cannot set {key!r}: {'.'.join(parts[:-1])} has no item "
+                              f"{last!r}", source=source)
+        cur[at] = value
+        return
+    cur[last] = value
+
+
+def list_item(items: list[Any], part: str) -> int | None:
+    """The position in ``items`` a dotted-key part names: ``3`` (a position) or the ``name``
+    of one item; ``None`` when there is no such item."""
+    if part.isdigit():
+        k = int(part)
+        return k if k < len(items) else None
+    named = [k for k, x in enumerate(items) if isinstance(x, dict) and x.get("name") == part]
+    return named[0] if len(named) == 1 else None
 
 
 def blame(exc: ConfigError, sets: list[Override], source: str) -> ConfigError:

@@ -24,7 +24,7 @@ from federation.plugin.components import Messages
 
 if TYPE_CHECKING:
     from federation.engine.native import LinkFigures, NativeRun
-    from federation.models.experiment import Experiment
+    from federation.models.experiment import Experiment, RankOrder
     from federation.models.machine import Machine
     from federation.network import Network
     from federation.network.deadlock import DeadlockProof
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
         Topology,
         Workload,
     )
+    from federation.plugin.jobs import Placement
+    from federation.programs.model import RankPrograms
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,35 @@ class ResolvedMachine:
     topology: Topology
     qos: QosPolicy
     arbiter: Arbiter
+
+
+@dataclass(frozen=True)
+class ResolvedJob:
+    """One job of a point: its workload, placement and rank order, resolved.
+
+    The old form (``workload`` and ``background``) is jobs too: ``workload`` on every node,
+    and ``background`` on every node beside it (``shared``), their fields named as the user
+    wrote them (``workload.x``, ``background.x``)."""
+
+    name: str
+    index: int  #: position among the point's jobs (its random streams depend on it)
+    workload: Workload
+    placement: Placement
+    order: RankOrder
+    start_ps: int = 0
+    shared: bool = False
+    #: where the job is in the file (``jobs[1]``; ``workload`` or ``background`` in the old
+    #: form), and where its workload is (``jobs[1].workload``)
+    field: str = "workload"
+    workload_field: str = "workload"
+
+    @property
+    def closed_loop(self) -> bool:
+        return bool(self.workload.closed_loop)
+
+    def at(self, sub: str) -> str:
+        """The dotted path of ``sub`` (``placement.count``) in the file."""
+        return f"{self.field}.{sub}" if sub else self.field
 
 
 @dataclass(frozen=True)
@@ -62,6 +93,47 @@ class ResolvedPoint:
     sweep: dict[str, Any] = field(default_factory=dict)
     #: open-loop traffic beside the rank programs of a closed-loop ``workload`` (``None``: none)
     background: Workload | None = None
+    #: the point's jobs (the loader fills them for both forms; empty: derived from
+    #: ``workload`` and ``background``, see :func:`point_jobs`)
+    jobs: tuple[ResolvedJob, ...] = ()
+
+    @property
+    def given_jobs(self) -> bool:
+        """Whether the file gave ``jobs:`` (the summary then reports them)."""
+        return self.experiment.jobs is not None or self.experiment.slowdown
+
+
+def old_form_jobs(workload: Workload, background: Workload | None) -> tuple[ResolvedJob, ...]:
+    """``workload`` (and ``background``) as jobs: each on every node, in node order."""
+    from federation.models.experiment import RankOrder
+
+    everywhere = _every_node()
+    jobs = [ResolvedJob("workload", 0, workload, everywhere, RankOrder(), shared=True)]
+    if background is not None:
+        jobs.append(ResolvedJob("background", 1, background, everywhere, RankOrder(),
+                                shared=True, field="background", workload_field="background"))
+    return tuple(jobs)
+
+
+_EVERY_NODE: list[Placement] = []
+
+
+def _every_node() -> Placement:
+    """The placement ``all`` (every node, in node order), made once."""
+    if not _EVERY_NODE:
+        from federation.plugin.registry import get_plugins
+
+        cls = get_plugins().placements.get("all")
+        _EVERY_NODE.append(cls(cls.Params()))
+    return _EVERY_NODE[0]
+
+
+def point_jobs(point: ResolvedPoint) -> tuple[ResolvedJob, ...]:
+    """The point's jobs: those of ``jobs:``, else ``workload`` (and ``background``) as jobs
+    (made from the fields each time, so a point whose workload was replaced stays whole)."""
+    if point.jobs:
+        return point.jobs
+    return old_form_jobs(point.workload, point.background)
 
 
 @dataclass(frozen=True)
@@ -165,6 +237,12 @@ class PreparedPoint:
     window: tuple[int, int] | None
     #: the build stage's value the traffic was made on
     built: Built
+    #: the jobs on their nodes (``None``: the old form's one workload on every node)
+    placed: Placed | None = None
+    #: where each closed-loop job's ranks are among the run's (``None``: no rank programs)
+    layout: JobLayout | None = None
+    #: each closed-loop job's own programs (its ranks and nodes), by job index
+    job_programs: dict[int, RankPrograms] | None = None
 
     @property
     def messages(self) -> Messages:
@@ -216,3 +294,111 @@ def no_messages() -> Messages:
 def point_label(point: ResolvedPoint) -> str:
     """``workload.load=0.3, seed=2`` (or ``run`` for an experiment without a sweep)."""
     return ", ".join(f"{k}={v}" for k, v in point.sweep.items()) or "run"
+
+
+# --------------------------------------------------------------------------- jobs
+
+#: spawn keys of the jobs' own random streams (beside the run's children 0 to 3)
+PLACEMENT_STREAM = 1 << 20
+ORDER_STREAM = (1 << 20) + 1
+
+
+def job_traffic_stream(point: ResolvedPoint, index: int) -> np.random.Generator:
+    """Job ``index``'s traffic (or program-building) stream: child 0 of the seed's sequence for
+    the first job, ``2 x index`` for the others.  So the first job draws what the one workload
+    of the old form drew, and the second what its ``background`` drew (child 2); children 1
+    and 3 stay the routing streams of the run and of its open-loop packets."""
+    return np.random.default_rng(np.random.SeedSequence(
+        point.experiment.seed, spawn_key=(0 if index == 0 else 2 * index,)))
+
+
+def job_stream(point: ResolvedPoint, index: int, purpose: int,
+               seed: int | None = None) -> np.random.Generator:
+    """Job ``index``'s stream for a ``purpose`` (:data:`PLACEMENT_STREAM`,
+    :data:`ORDER_STREAM`), from the experiment's seed (or ``seed``, a job's own)."""
+    base = point.experiment.seed if seed is None else seed
+    return np.random.default_rng(np.random.SeedSequence(base, spawn_key=(purpose, index)))
+
+
+@dataclass(frozen=True)
+class TwoOptFigures:
+    """What a job's two-opt search did (``ranks: {order: two_opt}``)."""
+
+    objective: str
+    iterations: int
+    before: int  #: the objective of the starting order
+    after: int  #: and of the order found
+    accepted: int  #: swaps kept
+
+
+@dataclass(frozen=True)
+class PlacedJob:
+    """A job on its nodes: ``nodes[i]`` is the machine node of the job's node ``i`` (where its
+    workload's node ``i``, or rank ``i``, runs), after the rank order; ``placed`` the nodes in
+    the placement's own order."""
+
+    job: ResolvedJob
+    nodes: np.ndarray
+    placed: np.ndarray
+    n_machine_nodes: int
+    two_opt: TwoOptFigures | None = None
+
+    @property
+    def whole(self) -> bool:
+        """The job is every node of the machine in node order (the old form): its node
+        numbers are the machine's."""
+        n = self.nodes.shape[0]
+        return n == self.n_machine_nodes and bool((self.nodes == np.arange(n)).all())
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Every job of a point on its nodes (the value of the *jobs* stage)."""
+
+    jobs: tuple[PlacedJob, ...]
+
+    def of(self, job: ResolvedJob) -> PlacedJob:
+        """The placed job of ``job`` (by its position among the point's jobs)."""
+        for pj in self.jobs:
+            if pj.job.index == job.index:
+                return pj
+        raise KeyError(f"job {job.name!r} is not placed")
+
+
+def job_view(network: Network, nodes: np.ndarray) -> Network:
+    """The machine as a job sees it: every router and cable, only the job's nodes (node ``i``
+    is machine node ``nodes[i]``)."""
+    import dataclasses
+
+    return dataclasses.replace(network, node_router=network.node_router[nodes])
+
+
+def in_job(exc: ConfigError, point: ResolvedPoint, job: ResolvedJob,
+           n_nodes: int | None = None) -> ConfigError:
+    """A workload's refusal (paths ``workload.x``) where the user wrote the workload:
+    ``jobs[1].workload.x`` or ``background.x``; in a job on part of the machine, the message
+    says that the workload's node numbers are the job's."""
+    path = exc.path or ""
+    if path == "workload" or path.startswith("workload."):
+        path = job.workload_field + path[len("workload"):]
+    message = exc.message
+    if point.experiment.jobs is not None and n_nodes is not None:
+        message += (f" (job {job.name!r} has {n_nodes} nodes; its workload's node numbers "
+                    "are the job's)")
+    return ConfigError(message, source=exc.source or point.source, path=path or None)
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    """Where each closed-loop job is in the merged rank programs of a run: its ranks
+    ``[first, last)`` by job index, and the ``start`` (ps) of the jobs whose ranks begin with
+    a delay (a compute of that length, each rank's first operation)."""
+
+    ranks: dict[int, tuple[int, int]]
+    delays: dict[int, int]
+
+
+def everywhere(point: ResolvedPoint, n_nodes: int) -> Placed:
+    """Every job of the point on every node, in node order (the old form)."""
+    nodes = np.arange(n_nodes, dtype=np.int64)
+    return Placed(tuple(PlacedJob(j, nodes, nodes, n_nodes) for j in point_jobs(point)))

@@ -14,15 +14,26 @@ from __future__ import annotations
 
 from federation.errors import ConfigError
 from federation.pipeline.bounds import check_clock, check_machine_memory
-from federation.pipeline.points import MemoryEstimate, ResolvedPoint, machine_prefix
+from federation.pipeline.points import (
+    MemoryEstimate,
+    ResolvedJob,
+    ResolvedPoint,
+    machine_prefix,
+    point_jobs,
+)
 
 
 def check_point(point: ResolvedPoint) -> None:
-    """The checks of ``point`` that need no allocation: the clock range of its figures and
-    its stop rule."""
+    """The checks of ``point`` that need no allocation: the clock range of its figures, its
+    stop rule and its jobs."""
     check_clock(point)
-    if point.workload.closed_loop:
-        check_stop(point)
+    if point.experiment.jobs is None:
+        if point.workload.closed_loop:
+            check_stop(point)
+        if point.experiment.slowdown:
+            check_jobs(point)
+        return
+    check_jobs(point)
 
 
 def machine_estimate(point: ResolvedPoint, max_memory: int) -> MemoryEstimate | None:
@@ -30,6 +41,8 @@ def machine_estimate(point: ResolvedPoint, max_memory: int) -> MemoryEstimate | 
     ``max_memory`` before anything is allocated; ``None`` when the topology cannot count
     before building (the build then checks the network it made)."""
     return check_machine_memory(point.machine, max_memory, machine_prefix(point))
+
+
 def check_stop(point: ResolvedPoint) -> None:
     """``stop.messages`` counts open-loop messages; rank programs run until they finish and
     would ignore it without a word, so it is refused."""
@@ -40,3 +53,86 @@ def check_stop(point: ResolvedPoint) -> None:
                           f"workload {point.workload.name!r} is rank programs, which run until "
                           "they finish; drop stop.messages (with a background, give "
                           "stop.measure: its horizon)", source=point.source, path=path)
+
+
+def check_jobs(point: ResolvedPoint) -> None:
+    """What the jobs of a point say about each other, visible without building the machine:
+    the stop rule against their kinds, ``slowdown`` without a closed-loop job, two ``rest``
+    placements, a two-opt order on an open-loop job, listed nodes that overlap or do not
+    exist, placements that ask for more nodes than the machine has, and a workload's ``ranks``
+    beyond its placement.  Each refusal names the job's field."""
+    jobs = point_jobs(point)
+    src = point.source
+    closed = [j for j in jobs if j.closed_loop]
+    open_loop = [j for j in jobs if not j.closed_loop]
+    stop = point.experiment.stop
+    if stop.messages is not None and (closed or len(open_loop) > 1):
+        what = (f"job {closed[0].name!r} is rank programs, which run until they finish" if closed
+                else f"{len(open_loop)} open-loop jobs share the machine")
+        path = "sweep.stop.messages" if "stop.messages" in point.sweep else "stop.messages"
+        raise ConfigError(f"stop.messages ({stop.messages}) counts the messages of one "
+                          f"open-loop workload, but {what}; give stop.measure instead",
+                          source=src, path=path)
+    if point.experiment.slowdown and not closed:
+        raise ConfigError("slowdown compares a closed-loop job's completion with and without "
+                          "the others, but no job is rank programs", source=src,
+                          path="slowdown")
+    rest = [j for j in jobs if j.placement.takes_rest]
+    if len(rest) > 1:
+        raise ConfigError(f"job {rest[1].name!r} takes the rest of the machine, as job "
+                          f"{rest[0].name!r} ({rest[0].field}) does; only one job can",
+                          source=src, path=rest[1].at("placement"))
+    for j in jobs:
+        if j.order.order == "two_opt" and not j.closed_loop:
+            raise ConfigError(f"job {j.name!r}: two_opt places ranks by the job's messages, "
+                              f"which only rank programs give before the run; workload "
+                              f"{j.workload.name!r} is open loop", source=src,
+                              path=j.at("ranks.order"))
+    size = point.machine.topology.size()
+    _check_sizes(point, list(jobs), size.nodes if size else None)
+
+
+def _check_sizes(point: ResolvedPoint, every: list[ResolvedJob], n: int | None) -> None:
+    """Listed nodes and node counts of the unshared jobs against each other and ``n``, and
+    each job's ``ranks`` against its count."""
+    src = point.source
+    owner: dict[int, ResolvedJob] = {}
+    jobs = [j for j in every if not j.shared]
+    for j in jobs:
+        for i, x in enumerate(j.placement.listed() or []):
+            where = j.at(f"placement.nodes[{i}]")
+            if n is not None and x >= n:
+                raise ConfigError(f"job {j.name!r}: node {x} does not exist (the machine has "
+                                  f"{n} nodes)", source=src, path=where)
+            if x in owner:
+                raise ConfigError(f"job {j.name!r} and job {owner[x].name!r} "
+                                  f"({owner[x].field}) both list node {x}; jobs share nodes "
+                                  "only when one of them says shared: true", source=src,
+                                  path=where)
+            owner[x] = j
+    taken = 0
+    counted = []
+    for j in jobs:
+        c = j.placement.count()
+        if c is None:
+            continue
+        taken += c
+        counted.append(j)
+        if n is not None and taken > n:
+            names = ", ".join(repr(x.name) for x in counted)
+            raise ConfigError(f"job {j.name!r} asks for {c} nodes; with the others' "
+                              f"(jobs {names}) that is {taken}, but the machine has {n}",
+                              source=src, path=j.at("placement.count"))
+    for j in every:
+        c = j.placement.count()
+        if c is None and j.placement.name == "all":
+            c = n
+        if c is None and j.placement.takes_rest and not j.shared and n is not None \
+                and len(counted) == len(jobs) - 1:
+            c = n - taken
+        ranks = getattr(getattr(j.workload, "params", None), "ranks", None)
+        if isinstance(ranks, int) and not isinstance(ranks, bool) and c is not None \
+                and ranks > c:
+            raise ConfigError(f"job {j.name!r}: {ranks} ranks need {ranks} nodes (one rank "
+                              f"per node), but its placement gives it {c}", source=src,
+                              path=f"{j.workload_field}.ranks")

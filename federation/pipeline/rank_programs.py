@@ -22,6 +22,7 @@ oversized program as they reach its size, not after allocating it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,15 @@ from federation.errors import ConfigError
 from federation.models.limits import TIME_LIMIT_PS
 from federation.models.units import clock_ps
 from federation.pipeline.bounds import check_memory
-from federation.pipeline.points import MemoryEstimate, figure_origin
+from federation.pipeline.points import (
+    MemoryEstimate,
+    Placed,
+    ResolvedJob,
+    figure_origin,
+    in_job,
+    job_traffic_stream,
+    point_jobs,
+)
 from federation.programs.checks import MAX_MESSAGE_BYTES, MachineFigures, check_programs
 from federation.programs.model import RankPrograms
 from federation.programs.reading import OpBudget, limited_ops
@@ -47,26 +56,47 @@ PROGRAM_BYTES_PER_OP = 400
 CACHE_SHARE = 16
 
 
-def program_key(point: ResolvedPoint) -> str:
-    """What a point's programs depend on: the workload's class and parameters, the machine
-    (``ctx.network``, ``ctx.machine``; also the checks' figures) and the seed (``ctx.rng``).
-    Rank-program workloads must not depend on anything else (docs/plugins.md)."""
-    w = point.workload
+def program_key(point: ResolvedPoint, job: ResolvedJob | None = None,
+                nodes: np.ndarray | None = None) -> str:
+    """What a job's programs depend on: the workload's class and parameters, the machine
+    (``ctx.network``, ``ctx.machine``; also the checks' figures), the seed and the job's
+    position (``ctx.rng``), and the job's nodes in order (``ctx.network``, the job's view;
+    ``None``: every node).  Rank-program workloads must not depend on anything else
+    (docs/plugins.md)."""
+    job = job or closed_jobs(point)[0]
+    w = job.workload
     params = w.params.model_dump(mode="json") if getattr(w, "params", None) is not None \
         else None
+    where = None if nodes is None else hashlib.sha1(
+        np.ascontiguousarray(nodes, dtype=np.int64).tobytes()).hexdigest()
     return json.dumps([f"{type(w).__module__}.{type(w).__qualname__}", params,
-                       point.machine.machine.model_dump(mode="json"), point.experiment.seed],
-                      sort_keys=True, default=str)
+                       point.machine.machine.model_dump(mode="json"), point.experiment.seed,
+                       job.index, where], sort_keys=True, default=str)
 
 
-def machine_figures(point: ResolvedPoint, built: Built) -> MachineFigures:
-    """The machine's figures :func:`check_programs` compares programs with."""
+def closed_jobs(point: ResolvedPoint) -> list[ResolvedJob]:
+    """The point's closed-loop jobs (rank programs)."""
+    return [j for j in point_jobs(point) if j.closed_loop]
+
+
+def job_nodes(placed: Placed | None, job: ResolvedJob) -> np.ndarray | None:
+    """The job's machine nodes in order, ``None`` for a job on every node in node order."""
+    if placed is None:
+        return None
+    pj = placed.of(job)
+    return None if pj.whole else pj.nodes
+
+
+def machine_figures(point: ResolvedPoint, built: Built,
+                    n_nodes: int | None = None) -> MachineFigures:
+    """The machine's figures :func:`check_programs` compares programs with (``n_nodes``: the
+    job's nodes; default every node)."""
     machine = point.machine.machine
     nic = figure_origin(point, "nic.bandwidth" if machine.nic.bandwidth else
                         "links.terminal.bandwidth")
     term = figure_origin(point, "links.terminal.bandwidth")
     return MachineFigures(
-        built.network.n_nodes, int(machine.packet_size),
+        built.network.n_nodes if n_nodes is None else n_nodes, int(machine.packet_size),
         min(int(machine.nic.eager_threshold), MAX_MESSAGE_BYTES),
         float(built.nic_bandwidth), float(built.links["terminal"].bandwidth),
         nic_field=nic.path, terminal_field=term.path)
@@ -102,26 +132,36 @@ def op_budget(built: Built, max_memory: int) -> OpBudget:
                     "operation")
 
 
-def build_programs(point: ResolvedPoint, built: Built, max_memory: int) -> RankPrograms:
-    """The point's rank programs, built within the operation budget and checked: every
-    refusal names the file (and line) or the workload field."""
+def build_programs(point: ResolvedPoint, built: Built, max_memory: int,
+                   job: ResolvedJob | None = None,
+                   nodes: np.ndarray | None = None) -> RankPrograms:
+    """A closed-loop job's rank programs (default: the point's first), built within the
+    operation budget on the job's nodes (``nodes``, in order; ``None``: every node) and
+    checked: every refusal names the file (and line) or the workload field.  Their ranks and
+    nodes are the job's own; :mod:`.traffic` puts them on the machine's."""
     from federation.pipeline.messages import workload_context
 
+    job = job or closed_jobs(point)[0]
     program_figures(point, built)  # the overheads' clock range, before anything is built
-    rng = np.random.default_rng(np.random.SeedSequence(point.experiment.seed).spawn(2)[0])
-    ctx = workload_context(point, built.network, TIME_LIMIT_PS - 1, built.nic_bandwidth, rng)
-    with limited_ops(op_budget(built, max_memory)):
-        progs = point.workload.programs(ctx)
-    if not isinstance(progs, RankPrograms):
-        raise ConfigError(f"workload {point.workload.name!r} returned "
-                          f"{type(progs).__name__}, not RankPrograms", source=point.source,
-                          path="workload")
-    check_programs(progs, built.network.n_nodes, source=progs.source or point.source,
-                   path="workload", machine=machine_figures(point, built))
+    rng = job_traffic_stream(point, job.index)
+    m = built.network.n_nodes if nodes is None else int(nodes.shape[0])
+    ctx = workload_context(point, built.network, TIME_LIMIT_PS - 1, built.nic_bandwidth, rng,
+                           job=job, nodes=nodes)
+    try:
+        with limited_ops(op_budget(built, max_memory)):
+            progs = job.workload.programs(ctx)
+        if not isinstance(progs, RankPrograms):
+            raise ConfigError(f"workload {job.workload.name!r} returned "
+                              f"{type(progs).__name__}, not RankPrograms", source=point.source,
+                              path="workload")
+        check_programs(progs, m, source=progs.source or point.source,
+                       path="workload", machine=machine_figures(point, built, m))
+    except ConfigError as exc:
+        raise in_job(exc, point, job, m) from None
     est = MemoryEstimate(built.memory.network, built.memory.tables,
                          PROGRAM_BYTES_PER_OP * progs.n_ops)
     check_memory(est, max_memory, f"this point ({progs.n_ops} operations)", point.source,
-                 "workload")
+                 job.workload_field)
     return progs
 
 
@@ -143,31 +183,60 @@ class ProgramCache:
         self.max_memory = max_memory
         self._kept: dict[str, RankPrograms] = {}
         self._bytes = 0
-        self._uses: dict[str, int] = {}  # points of the preflight not yet run, per key
+        self._uses: dict[str, int] = {}  # jobs of the preflight's points not yet run, per key
         self._first: str | None = None
 
-    def check(self, point: ResolvedPoint, built: Built) -> None:
-        """The preflight of one point: build and check its programs (once per key), and
-        keep them for its run when they fit."""
-        key = program_key(point)
-        seen = key in self._uses
-        self._uses[key] = self._uses.get(key, 0) + 1
-        if seen:
-            return
-        progs = build_programs(point, built, self.max_memory)
-        size = nbytes(progs)
-        if self._first is None or self._bytes + size <= self.max_memory // CACHE_SHARE:
-            self._first = self._first or key
-            self._kept[key] = progs
-            self._bytes += size if key != self._first else 0
+    def check(self, point: ResolvedPoint, built: Built, placed: Placed | None = None) -> None:
+        """The preflight of one point: build and check its closed-loop jobs' programs (once
+        per key), and keep them for its run when they fit."""
+        for job in closed_jobs(point):
+            nodes = job_nodes(placed, job)
+            key = program_key(point, job, nodes)
+            seen = key in self._uses
+            self._uses[key] = self._uses.get(key, 0) + 1
+            if seen:
+                continue
+            progs = build_programs(point, built, self.max_memory, job, nodes)
+            size = nbytes(progs)
+            if self._first is None or self._bytes + size <= self.max_memory // CACHE_SHARE:
+                self._first = self._first or key
+                self._kept[key] = progs
+                self._bytes += size if key != self._first else 0
 
     def get(self, point: ResolvedPoint, built: Built) -> RankPrograms:
-        """The programs of a point about to run: kept ones, else built and checked now; a
-        key's programs are let go after the last point of the preflight that uses them."""
-        key = program_key(point)
+        """The programs of a point's first closed-loop job (the one workload of the old
+        form), as :meth:`jobs` gives them."""
+        return self.jobs(point, built)[closed_jobs(point)[0].index]
+
+    def jobs(self, point: ResolvedPoint, built: Built,
+             placed: Placed | None = None) -> dict[int, RankPrograms]:
+        """The programs of a point about to run, by job: kept ones, else built and checked
+        now; a key's programs are let go after the last job of the preflight that uses
+        them."""
+        out = {}
+        for job in closed_jobs(point):
+            nodes = job_nodes(placed, job)
+            out[job.index] = self._one(point, built, job, nodes)
+        return out
+
+    def peek(self, point: ResolvedPoint, built: Built,
+             placed: Placed | None = None) -> dict[int, RankPrograms]:
+        """The programs of a point's closed-loop jobs, kept or built, without counting a use
+        (the two-opt search of the preflight reads them before the run does)."""
+        out = {}
+        for job in closed_jobs(point):
+            nodes = job_nodes(placed, job)
+            progs = self._kept.get(program_key(point, job, nodes))
+            out[job.index] = progs if progs is not None else build_programs(
+                point, built, self.max_memory, job, nodes)
+        return out
+
+    def _one(self, point: ResolvedPoint, built: Built, job: ResolvedJob,
+             nodes: np.ndarray | None) -> RankPrograms:
+        key = program_key(point, job, nodes)
         progs = self._kept.get(key)
         if progs is None:
-            progs = build_programs(point, built, self.max_memory)
+            progs = build_programs(point, built, self.max_memory, job, nodes)
         left = self._uses.get(key)
         if left is not None:
             if left <= 1:

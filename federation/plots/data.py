@@ -139,10 +139,13 @@ def workload_title(points: list[PointResult]) -> str:
     """The workload as a figure title names it: ``synthetic uniform`` (kind and pattern)."""
     names = []
     for p in points:
-        w = p.workload
-        text = " ".join(str(x) for x in (w.get("kind"), w.get("pattern")) if x)
-        if text not in names:
-            names.append(text)
+        for w in p.workload.get("jobs") or [p.workload]:
+            pattern = w.get("pattern")
+            if isinstance(pattern, dict):
+                pattern = pattern.get("kind")
+            text = " ".join(str(x) for x in (w.get("name"), w.get("kind"), pattern) if x)
+            if text not in names:
+                names.append(text)
     return ", ".join(names) or "?"
 
 

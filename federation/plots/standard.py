@@ -45,7 +45,7 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
              margin: float = DEFAULT_SATURATION_MARGIN,
              heatmap_limit: int = HEATMAP_MAX_ROUTERS) -> Drawn:
     """Draw the standard figures of ``folders`` into ``out_dir`` as ``fmt`` files."""
-    from federation.plots import curves, distributions, engines, links
+    from federation.plots import curves, distributions, engines, jobs, links
 
     if not 0 <= margin < 1:
         raise ValueError("the saturation margin is a fraction of the offered load in [0, 1)")
@@ -62,6 +62,9 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
         drawn.add("engines", engines.draw_engines(series, folders, out_dir, fmt, margin), "")
     drawn.add("utilisation", links.draw_utilisation(series, folders, out_dir, fmt),
               "no ports tables (outputs.ports was off)")
+    if any(p.summary.jobs for s in series for p in s.points):
+        drawn.add("jobs", jobs.draw_jobs(series, folders, out_dir, fmt),
+                  "no closed-loop job (completion and slowdown are of rank programs)")
     used: set[str] = set()
     for s in series:
         suffix = "" if len(series) == 1 else f"-{s.slug}"

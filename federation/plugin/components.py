@@ -14,7 +14,7 @@ full engine speed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -241,6 +241,19 @@ class WorkloadContext:
     horizon_ps: int  # generate messages created before this time
     nic_bandwidth: float  # bytes/s
     rng: np.random.Generator
+    #: the machine node of each of the job's nodes (``network`` is then the job's view: the
+    #: machine's routers and cables with the job's nodes only, node ``i`` = ``nodes[i]``);
+    #: ``None``: the workload has the whole machine
+    nodes: np.ndarray | None = None
+    #: the whole machine when ``network`` is a job's view (``None``: ``network`` is it)
+    machine_network: Network | None = None
+    #: the job's name (``None``: the experiment's one workload)
+    job: str | None = None
+
+    @property
+    def whole_network(self) -> Network:
+        """The whole machine, whether or not the workload runs as a job."""
+        return self.machine_network if self.machine_network is not None else self.network
 
 
 class Workload(Component):
@@ -280,15 +293,12 @@ class Workload(Component):
         """Offered load as a fraction of NIC bandwidth, when the workload defines one."""
         return None
 
-    def check(self, network: Network, machine: Machine) -> None:
-        """Optional: refuse parameters this machine cannot serve (a pattern that needs two
-        groups on a machine of one, a node that does not exist), raising
-        :class:`~federation.errors.ConfigError` with ``path="workload.<field>"``.
-
-        Called by the preflight of every point on its built machine, before any point runs,
-        so ``federation validate`` refuses what the run would (an open-loop workload's
-        messages are generated only when its point runs).  The default checks nothing; rank
-        programs are checked whole by the preflight anyway."""
+    def check(self, ctx: WorkloadContext) -> None:
+        """Optional: refuse, before any point runs, what this open-loop workload cannot do on
+        ``ctx.network`` (a job's nodes, or the whole machine), raising a
+        :class:`~federation.errors.ConfigError` whose path starts with ``workload.``.  The
+        preflight calls it for every open-loop workload (``federation validate`` too); the
+        default checks nothing."""
 
 
 # --------------------------------------------------------------------------- engine
@@ -325,3 +335,25 @@ class Engine(Component):
     def run(self, job: Any, progress: Any = None) -> Any:
         """Run ``job``; call ``progress(done, total)`` now and then if it is given."""
         raise NotImplementedError
+
+    def run_point(self, index: int, point: Any, built: Any, placed: Any,
+                  folder: Any) -> EnginePoint | None:
+        """Optional: run a whole point the engine's own way, for an engine whose output is
+        not the native engine's per-packet arrays (SST reports window statistics).  Return
+        an :class:`EnginePoint` (its summary, with ``null`` for what the engine does not
+        report, its tables and the files it kept in ``folder``, the run's output folder or
+        ``None``), or ``None`` (the default) to have the runner prepare the traffic, call
+        :meth:`run` and summarise its result.  ``placed``: the point's jobs on their
+        nodes."""
+        return None
+
+
+@dataclass
+class EnginePoint:
+    """What :meth:`Engine.run_point` reports of a point it ran itself."""
+
+    summary: Any  #: a :class:`~federation.results.model.PointSummary`
+    tables: dict[str, Any] = field(default_factory=dict)  #: written as ``<name>-<index>``
+    files: dict[str, str] = field(default_factory=dict)  #: kept in the folder, by role
+    routing_description: str = ""
+    wall_seconds: float = 0.0

@@ -26,6 +26,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from federation.plugin.components import Arbiter, Engine, QosPolicy, Routing, Topology, Workload
+    from federation.plugin.jobs import InjectionProcess, Placement, TrafficPattern
 
 hookspec = pluggy.HookspecMarker("federation")
 
@@ -70,6 +71,24 @@ def federation_register_workloads(register: Callable[[type[Workload]], None]) ->
 @hookspec
 def federation_register_engines(register: Callable[[type[Engine]], None]) -> None:
     """Register :class:`~federation.plugin.components.Engine` subclasses (``engine.kind``)."""
+
+
+@hookspec
+def federation_register_placements(register: Callable[[type[Placement]], None]) -> None:
+    """Register :class:`~federation.plugin.jobs.Placement` subclasses (a job's
+    ``placement.kind``)."""
+
+
+@hookspec
+def federation_register_patterns(register: Callable[[type[TrafficPattern]], None]) -> None:
+    """Register :class:`~federation.plugin.jobs.TrafficPattern` subclasses (``synthetic``'s
+    ``pattern``)."""
+
+
+@hookspec
+def federation_register_injections(register: Callable[[type[InjectionProcess]], None]) -> None:
+    """Register :class:`~federation.plugin.jobs.InjectionProcess` subclasses (``synthetic``'s
+    ``injection``)."""
 
 
 # ---------------------------------------------------------------------------
