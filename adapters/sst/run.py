@@ -1,16 +1,17 @@
-"""Every point of an experiment through SST: configuration, ``sst``, results document.
+"""A point through SST: configuration, ``sst``, its statistics read back.
 
-The native runner (:mod:`federation.pipeline.run`) summarises per-packet arrays, which SST's
-endpoints do not report, so SST points go through this driver instead (``federation sst run``): it
-shares the runner's checks (:func:`federation.pipeline.point.preflight`), its output folder
-(:class:`federation.results.outputs.OutputDir`: written whole at the end, nothing left on failure)
-and its results document, with ``engine: sst`` and a summary read from SST's statistics.
+SST runs whole points its own way (the engine's ``run_point``, :func:`run_point`), so
+federation's one runner (:mod:`federation.pipeline.run`) runs them like any other: the same
+checks, the same output folder (a failing or stopped sweep keeps its finished points, marked
+incomplete) and results document, with ``engine: sst`` and a summary read from SST's
+statistics (``null`` where merlin and ember report nothing).  ``federation run`` and
+``federation sst run`` are the same run.
 
 Per point the output folder keeps ``sst-N/config.py`` (what ran), ``sst-N/stats.csv``,
 ``sst-N/sst.stdout`` and ``sst-N/sst.stderr``, and ``ports-N`` (the window statistics per router
 port, merlin port numbers).  sst runs in a folder of the system's temporary folder that becomes
 ``sst-N`` once read; when sst fails or its output cannot be read, that folder is kept and the
-error names it (:func:`_run_point`).
+error names it (:func:`run_point`).
 """
 
 from __future__ import annotations
@@ -22,20 +23,19 @@ from typing import Any
 
 import numpy as np
 
-from federation._version import __version__
 from federation.errors import SimulationError
 from federation.pipeline.bounds import default_max_memory
 from federation.pipeline.jobs import place_jobs
-from federation.pipeline.point import BuildCache, preflight, workload_document
+from federation.pipeline.point import BuildCache, preflight
 from federation.pipeline.points import LoadedExperiment, Placed, ResolvedPoint, point_jobs
 from federation.plugin.components import EnginePoint
-from federation.results.model import PointResult, ProgramSummary, RunResult
+from federation.results.model import ProgramSummary, RunResult
 from federation.results.outputs import OutputDir
 
 from .config import build_config
 from .ember import is_closed_loop
 from .ember_output import MOTIF_LOG, program_summary, read_motif_logs, summarize_programs
-from .launch import command, require_sst, run_sst, sst_version
+from .launch import command, require_sst, run_sst
 from .options import SstOptions
 from .results import SstOutputError, parse_stats_csv, parse_stdout, port_table, summarize
 from .script import STATS_FILE, SstConfig
@@ -71,68 +71,24 @@ def write_configs(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fal
         for i, (_, cfg) in enumerate(configs):
             (writer.tmp / f"config-{i}.py").write_text(cfg.text)
             names.append(out_dir / f"config-{i}.py")
-        _swap(writer)
+        writer.place()
     except BaseException:
         writer.abort()
         raise
     return names
 
 
-def _swap(writer: OutputDir) -> None:
-    out = writer.out
-    if out.exists():
-        trash = Path(tempfile.mkdtemp(prefix=".federation-old-", dir=writer.tmp.parent))
-        out.rename(trash / "old")
-        writer.tmp.rename(out)
-        shutil.rmtree(trash, ignore_errors=True)
-    else:
-        writer.tmp.rename(out)
-
-
 def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = False,
                    max_memory: int | None = None) -> RunResult:
-    """Run every point with sst and write the results folder; sst must be installed."""
-    from federation.pipeline.point import component_origins, machine_summary, resolved_document
+    """Every point with sst, through federation's one runner
+    (:func:`federation.pipeline.run.run_experiment`, which calls :func:`run_point` through
+    the engine's ``run_point``): a failing or stopped sweep keeps its finished points as any
+    run does.  ``loaded``'s points must have engine sst (``federation sst run`` sets it)."""
+    from federation.pipeline.run import run_experiment as run_points
 
     for point in loaded.points:
         require_sst(options_of(point))
-    cache = preflight(loaded, max_memory or default_max_memory())
-    writer = OutputDir(out_dir, loaded.experiment.outputs.format, overwrite)
-    points, perf = [], []
-    try:
-        msum = None
-        for i, point in enumerate(loaded.points):
-            res, wall = _run_point(i, point, cache, writer)
-            points.append(res.model_copy(update={
-                "resolved": resolved_document(point, cache.get(point)),
-                "components": _with_version(component_origins(point), point)}))
-            perf.append({"wall_seconds": wall})
-            msum = msum or machine_summary(point, cache.get(point).network)
-        assert msum is not None
-        result = RunResult(federation_version=__version__,
-                           experiment=loaded.experiment.name,
-                           source=str(Path(loaded.source).resolve()), machine=msum,
-                           points=points)
-        writer.finish(result, perf)
-    except BaseException:
-        writer.abort()
-        raise
-    return result
-
-
-def _run_point(index: int, point: ResolvedPoint, cache: BuildCache,
-               writer: OutputDir) -> tuple[PointResult, float]:
-    """Run one point with sst (:func:`run_point`) into the output folder."""
-    ran = run_point(index, point, cache.get(point), placed_of(cache, point), writer.tmp)
-    table = {k: np.asarray(v) for k, v in ran.tables["ports"].items()}
-    files = {"ports": writer.write_table(f"ports-{index}", table, {"point": index}),
-             **ran.files}
-    exp = point.experiment
-    res = PointResult(
-        index=index, sweep=point.sweep, seed=exp.seed, engine="sst",
-        routing=point.routing.name, routing_description=ran.routing_description,
-        workload=workload_document(point), summary=ran.summary, files=files)
-    return res, ran.wall_seconds
+    return run_points(loaded, out_dir, overwrite=overwrite, max_memory=max_memory)
 
 
 def run_point(index: int, point: ResolvedPoint, built: Any, placed: Placed | None,
@@ -205,12 +161,3 @@ def _programs(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path,
         np.random.default_rng(point.experiment.seed), job, nodes))
     return program_summary(read_motif_logs(work), progs.n_ranks, cfg.motifs, progs.n_ops,
                            int((progs.op_kind == SEND).sum()), str(work / f"{MOTIF_LOG}.log"))
-
-
-def _with_version(origins: dict[str, Any], point: ResolvedPoint) -> dict[str, Any]:
-    """The engine's origin with the SST version that ran (``sst --version``)."""
-    eng = origins.get("engine")
-    if eng is None:
-        return origins
-    version = sst_version(require_sst(options_of(point)))
-    return {**origins, "engine": eng.model_copy(update={"program": version})}

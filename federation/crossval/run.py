@@ -95,7 +95,7 @@ class SuiteRunner:
                              reason=reason)
         if self.progress is not None:
             self.progress(scenario.name, engine)
-        run_experiment = _driver(engine)
+        from federation.pipeline.run import run_experiment  # every engine, SST too
         with tempfile.TemporaryDirectory(prefix="federation-crossval-") as tmp:
             loaded = self._load(index, engine, Path(tmp))
             try:
@@ -300,19 +300,6 @@ def _is_document_path(annotation: Any) -> bool:
 #: the per-message table of an engine that writes none (SST): metrics that need it give no
 #: figure, and the check says so
 NO_MESSAGES: dict[str, np.ndarray] = {}
-
-
-def _driver(engine: str) -> Callable[..., Any]:
-    """How a run of ``engine`` is made: ``federation run``'s runner, except for SST, whose
-    endpoints report window statistics and which ``federation sst run`` drives
-    (:mod:`federation.adapters.sst.run`; it writes no per-message table)."""
-    if engine == "sst":
-        from federation.adapters.sst.run import run_experiment as run_sst
-
-        return run_sst
-    from federation.pipeline.run import run_experiment
-
-    return run_experiment
 
 
 def _read_messages(path: Path) -> dict[str, np.ndarray]:

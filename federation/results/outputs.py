@@ -258,6 +258,15 @@ class OutputDir:
                               f"points are kept in {dest}, without results.json")
         return result
 
+    def place(self) -> Path:
+        """Put a folder that holds no run (``federation sst config``'s configurations) in place,
+        whole, replacing ``out`` as :meth:`finish` would (the same checks were made when the
+        folder was prepared)."""
+        with held():
+            self._swap(self.out)
+            self.final = self.out
+        return self.out
+
     def _counted(self, result: RunResult) -> tuple[RunResult, list[int]]:
         """The result without the points whose tables are not all in the folder (listed as
         missing instead; results.json never claims a point it does not have), and the
