@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,8 @@ def write_configs(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fal
 
 
 def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = False,
-                   max_memory: int | None = None) -> RunResult:
+                   max_memory: int | None = None,
+                   placed: Callable[[Path], None] | None = None) -> RunResult:
     """Every point with sst, through federation's one runner
     (:func:`federation.pipeline.run.run_experiment`, which calls :func:`run_point` through
     the engine's ``run_point``): a failing or stopped sweep keeps its finished points as any
@@ -88,7 +90,8 @@ def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fa
 
     for point in loaded.points:
         require_sst(options_of(point))
-    return run_points(loaded, out_dir, overwrite=overwrite, max_memory=max_memory)
+    return run_points(loaded, out_dir, overwrite=overwrite, max_memory=max_memory,
+                      placed=placed)
 
 
 def run_point(index: int, point: ResolvedPoint, built: Any, placed: Placed | None,

@@ -100,16 +100,18 @@ def federation_add_commands(app: Any) -> None:
         set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
         overwrite: Annotated[bool, typer.Option("--overwrite")] = False,
     ) -> None:
-        """Run every point with sst: ``federation run FILE --out OUT`` with engine sst (the
-        file's own sst options, else sst's defaults); results.json (engine sst) and per-point
-        files, a stopped or failing sweep keeping its finished points as any run does."""
-        from federation.cli.run import run as run_command
+        """Run every point with sst, as ``federation run FILE --out OUT`` with engine sst does
+        (the file's own sst options, else sst's defaults): results.json (engine sst) and
+        per-point files; a stopped or failing sweep keeps its finished points."""
+        from federation.adapters.sst.run import run_experiment
         from federation.pipeline.load import load_experiment
 
         overrides = list(set_ or [])
         loaded = load_experiment(file, overrides)
         if not all(isinstance(p.engine, Sst) for p in loaded.points):
-            overrides.insert(0, "engine.kind=sst")
-        run_command(file, set_=overrides, out=out, overwrite=overwrite)
+            loaded = load_experiment(file, ["engine.kind=sst", *overrides])
+        placed: list[Path] = []
+        run_experiment(loaded, out, overwrite, placed=placed.append)
+        print((placed[0] if placed else out) / "results.json")
 
     app.add_typer(sst_app, name="sst")
