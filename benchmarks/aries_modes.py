@@ -18,7 +18,8 @@ import numpy as np
 import yaml
 
 from federation.pipeline.load import load_experiment
-from federation.pipeline.run import prepare, summarize
+from federation.pipeline.point import prepare
+from federation.pipeline.summary import summarize
 
 MODES = ["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH", "NMIN_HASH",
          "IN_ORDER"]

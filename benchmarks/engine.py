@@ -139,7 +139,8 @@ def experiment(scenario: str, load: float, routing: str, warmup: str, measure: s
 def run_point(scenario: str, load: float, routing: str, warmup: str, measure: str, seed: int,
               repeat: int = 1, router: dict | None = None) -> dict:
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.run import prepare, summarize
+    from federation.pipeline.point import prepare
+    from federation.pipeline.summary import summarize
 
     doc = experiment(scenario, load, routing, warmup, measure, seed, router)
     with tempfile.TemporaryDirectory() as d:

@@ -46,8 +46,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    ctx = WorkloadContext(SimpleNamespace(n_nodes=1024), None, None, 0, 1e9,  # type: ignore[arg-type]
-                          np.random.default_rng(0))
+    ctx = WorkloadContext(SimpleNamespace(n_nodes=1024), SimpleNamespace(packet_size=4096.0),
+                          None, 0, 1e9, np.random.default_rng(0))  # type: ignore[arg-type]
     rows = []
     for label, cls, params in CASES:
         best = float("inf")

@@ -22,6 +22,7 @@ programs' measure what running closed-loop costs, with the traffic held equal.
 
     python benchmarks/programs.py [--sizes 8B 64KiB] [--ranks 1024] [--iterations 50]
                                   [--repeat 3] [--open-loop] [--replay]
+    python benchmarks/programs.py --skeletons   # the skeletons (benchmarks/skeletons.py)
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from engine import CODES  # noqa: E402
 from federation import Messages, Workload, WorkloadContext, hookimpl  # noqa: E402
 from federation.pipeline.load import load_experiment  # noqa: E402
 from federation.pipeline.messages import workload_context  # noqa: E402
-from federation.pipeline.prepare import prepare  # noqa: E402
+from federation.pipeline.point import prepare  # noqa: E402
 from federation.plugin.registry import get_plugins  # noqa: E402
 
 
@@ -63,7 +64,9 @@ def run_point(size: str, ranks: int, iterations: int, repeat: int,
         wp.engine.run(prepare(wp).job)  # compiles (or loads numba's cache)
         point = load_experiment(path).points[0]
         t0 = time.perf_counter()
-        progs = point.workload.programs(workload_context(point, prepare(wp).network, 0, 1.0, None))
+        job = prepare(wp).job  # the machine's network and NIC bandwidth (workloads check
+        progs = point.workload.programs(  # their message sizes against the latter)
+            workload_context(point, job.network, 0, job.nic_bandwidth, None))
         build = time.perf_counter() - t0
 
         def once() -> tuple:
@@ -154,8 +157,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run the open-loop codes scenario and print the hops ratio")
     ap.add_argument("--replay", action="store_true",
                     help="also run the programs' own packets open-loop and print the ratios")
+    ap.add_argument("--skeletons", action="store_true",
+                    help="instead: the application skeletons' build times at 4,096 ranks "
+                    "and their closed-loop rates (benchmarks/skeletons.py)")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: one size, JSON out
     args = ap.parse_args(argv)
+    if args.skeletons:
+        from skeletons import report
+
+        report(CODES)
+        return 0
     if args.one:
         print(json.dumps(run_point(args.one, args.ranks, args.iterations, args.repeat,
                                    args.replay)))

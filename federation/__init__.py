@@ -32,25 +32,40 @@ from federation.plugin.components import (  # noqa: E402
     Workload,
     WorkloadContext,
 )
+from federation.plugin.jobs import (  # noqa: E402
+    InjectionContext,
+    InjectionProcess,
+    PatternContext,
+    Placement,
+    PlacementContext,
+    TrafficPattern,
+)
 
 __all__ = [
     "DocumentPath",
     "Engine",
     "FederationError",
+    "InjectionContext",
+    "InjectionProcess",
     "LinkDefaults",
     "Messages",
     "Network",
     "NetworkBuilder",
     "Params",
+    "PatternContext",
+    "Placement",
+    "PlacementContext",
     "QosPolicy",
     "RouteTables",
     "Routing",
     "Topology",
+    "TrafficPattern",
     "Workload",
     "WorkloadContext",
     "__version__",
     "hookimpl",
     "load_experiment",
+    "resolve_nested",
     "run_experiment",
 ]
 
@@ -60,6 +75,10 @@ def __getattr__(name: str):  # noqa: ANN202 - lazy imports keep `import federati
         from federation.pipeline.load import load_experiment
 
         return load_experiment
+    if name == "resolve_nested":
+        from federation.plugin.registry import resolve_nested
+
+        return resolve_nested
     if name == "run_experiment":
         from federation.pipeline.run import run_experiment
 

@@ -7,6 +7,8 @@ keeps its traceback.
 
 from __future__ import annotations
 
+import os
+
 
 class FederationError(Exception):
     """Base class of errors that are displayed to the user as one readable message."""
@@ -62,3 +64,15 @@ class SimulationError(FederationError):
 
 class BackendUnavailable(FederationError):
     """An engine is registered but the program or library it drives is not installed."""
+
+
+class OutputError(FederationError):
+    """An output file or folder could not be written (disk full, quota, permissions)."""
+
+
+def os_reason(exc: OSError) -> str:
+    """``No space left on device``: the system's words for the error, without pyarrow's or
+    Python's wrapping."""
+    if exc.errno:
+        return os.strerror(exc.errno)
+    return exc.strerror or str(exc) or type(exc).__name__

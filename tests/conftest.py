@@ -37,23 +37,26 @@ def write(tmp_path):
     return _write
 
 
-def simulate(tmp_path: Path, doc: dict, name: str = "exp.yaml"):
-    """Run the single point of an experiment given as a mapping.
+def simulate(tmp_path: Path, doc: dict, name: str = "exp.yaml", deadlock_check: bool = True):
+    """Run the single point of an experiment given as a mapping (``deadlock_check`` false:
+    as ``--no-deadlock-check``).
 
     Returns ``(prepared, raw, summary, packets, ports)`` with the per-packet and per-port tables
     as dicts of arrays (what the runner writes to Parquet).
     """
     import yaml
 
+    from federation.pipeline.bounds import default_max_memory
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.run import prepare, summarize
+    from federation.pipeline.point import BuildCache, prepare
+    from federation.pipeline.summary import summarize
 
     path = tmp_path / name
     path.write_text(yaml.safe_dump(doc))
     loaded = load_experiment(path)
     assert len(loaded.points) == 1
     point = loaded.points[0]
-    prep = prepare(point)
+    prep = prepare(point, BuildCache(default_max_memory(), deadlock_check))
     raw = point.engine.run(prep.job)
     summary, packets, ports = summarize(prep, raw)
     return prep, raw, summary, packets, ports

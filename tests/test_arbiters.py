@@ -18,7 +18,8 @@ import yaml
 
 from federation import Params, QosPolicy, hookimpl
 from federation.pipeline.load import load_experiment
-from federation.pipeline.run import prepare, summarize
+from federation.pipeline.point import prepare
+from federation.pipeline.summary import summarize
 from federation.plugin.registry import FederationPlugins
 
 

@@ -22,8 +22,9 @@ from test_rank_programs_engine import MACHINE, one_way_ps
 
 from federation.errors import ConfigError
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import prepare
-from federation.pipeline.run import message_table, run_experiment, summarize
+from federation.pipeline.point import prepare
+from federation.pipeline.run import run_experiment
+from federation.pipeline.summary import message_table, summarize
 
 FAR = 8 * 4 * 9 - 1  # node 287, in the last group
 SIZE, ITERS = 512, 3  # one packet per message: the closed form is per packet

@@ -79,6 +79,8 @@ def test_bad_input_is_refused_with_one_line(tmp_path, case):
     for piece in pieces:
         assert piece in line, (piece, line)
     assert not (tmp_path / "o").exists()
+    # validate refuses what run refuses, with the same line (it runs the same preflight)
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == line
 
 
 def test_exponent_notation_is_a_number(tmp_path):

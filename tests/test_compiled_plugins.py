@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -141,8 +142,10 @@ def test_a_faulty_routing_ends_with_one_message_naming_it(faulty_site, tmp_path,
         workload: {{kind: messages, messages: [{{at: 0ns, src: 0, dst: 2, size: 64}}]}}
         stop: {{warmup: 0ns, measure: 1us}}
         """))
+    # the faults are the engine's to catch: the routing declares no VC plan, so the proof
+    # before the run is switched off (tests/test_deadlock.py covers it)
     r = cli("run", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "out"),
-            sites=[faulty_site], cwd=tmp_path)
+            "--no-deadlock-check", sites=[faulty_site], cwd=tmp_path)
     line = one_error(r)
     assert "routing 'faulty' (plugin faulty)" in line, line
     assert words in line, line
@@ -150,6 +153,12 @@ def test_a_faulty_routing_ends_with_one_message_naming_it(faulty_site, tmp_path,
 
 
 def test_docs_show_the_adaptive_example_verbatim():
+    """The docs show the distribution's module as it is, in today's import paths (the
+    distribution itself keeps the paths of release 0.1: it proves they still work)."""
+    from federation._moved import MOVED
+
     source = (DIST / "federation_adaptive.py").read_text()
+    for old in sorted(MOVED, key=len, reverse=True):
+        source = re.sub(rf"(?<![\w.]){re.escape(old)}(?!\w)", MOVED[old], source)
     docs = (Path(__file__).resolve().parent.parent / "docs" / "plugins.md").read_text()
     assert f"```python\n{source}```" in docs

@@ -178,3 +178,53 @@ def test_experiment_files_and_relative_machines_resolve_from_the_suite(tmp_path)
                                                      "sweep": {"seed": [1, 2]}}))
     line = one_error(run_cli("crossval", str(s), "--out", "r2.json", cwd=elsewhere, env=env))
     assert line.startswith(f"error: {tmp_path / 'e.yaml'}: sweep: a scenario is one run")
+
+
+def test_a_suite_given_by_a_relative_path_reads_its_inline_files_beside_it(tmp_path):
+    """Issue 17 case 18: with the suite given as `sub/s.crossval.yaml`, an inline experiment's
+    `machine: m.yaml` and `workload.path: hand.goal` were looked up in the temporary folder
+    the suite runs in.  They are read beside the suite file, as the loader reads them beside
+    an experiment file; a missing one is named there, at the suite's field."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "m.yaml").write_text(yaml.safe_dump(SMALL["machine"]))
+    (sub / "hand.goal").write_text((REPO / "tests/data/programs/hand.goal").read_text())
+    exp = {"machine": "m.yaml", "workload": {"kind": "program", "path": "hand.goal"}}
+    doc = {"name": "t", "engines": ["native", "simgrid"],
+           "scenarios": [{"name": "prog", "experiment": exp, "metrics": [
+               {"metric": "program_completion_ns", "tolerance": {"relative": 0.2}}]}]}
+    write(sub, doc)
+    env = {ENV_MODULE: str(tmp_path / "absent.so")}
+    r = run_cli("crossval", "sub/s.crossval.yaml", "--out", "r.json", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    (run,) = [x for x in json.loads((tmp_path / "r.json").read_text())["runs"]
+              if x["engine"] == "native"]
+    assert run["status"] == "ran" and run["figures"]["program_completion_ns"] > 0
+    (sub / "hand.goal").unlink()
+    line = one_error(run_cli("crossval", "sub/s.crossval.yaml", "--out", "r2.json",
+                             cwd=tmp_path, env=env))
+    assert line.startswith("error: sub/s.crossval.yaml: scenarios[0].experiment.workload.path")
+    assert str(sub / "hand.goal") in line and "federation-crossval-" not in line
+
+
+def test_anchor_paths_moves_only_paths(tmp_path):
+    """Every relative path of an inline experiment, and nothing else, is anchored to the suite
+    folder: the machine file, DocumentPath parameters (also in `params:` form and in an
+    inline machine's topology) and the sweep values that set them."""
+    from federation.crossval.run import anchor_paths
+
+    doc = {"machine": {"topology": {"kind": "graph_file", "path": "g.txt"}},
+           "workload": {"kind": "program", "params": {"path": "a.goal", "format": "goal"}},
+           "background": {"kind": "synthetic", "pattern": "uniform"},
+           "routing": "minimal",
+           "sweep": {"workload.path": ["b.goal", "/abs/c.goal"], "seed": [1]}}
+    got = anchor_paths(doc, tmp_path)
+    assert got["machine"]["topology"]["path"] == str(tmp_path / "g.txt")
+    assert got["workload"]["params"] == {"path": str(tmp_path / "a.goal"), "format": "goal"}
+    assert got["sweep"] == {"workload.path": [str(tmp_path / "b.goal"), "/abs/c.goal"],
+                            "seed": [1]}
+    assert got["background"] == doc["background"] and got["routing"] == "minimal"
+    assert doc["workload"]["params"]["path"] == "a.goal"  # the suite's own document is kept
+    assert anchor_paths({"machine": "m.yaml", "sweep": {"machine": ["n.yaml"]}},
+                        tmp_path) == {"machine": str(tmp_path / "m.yaml"),
+                                      "sweep": {"machine": [str(tmp_path / "n.yaml")]}}

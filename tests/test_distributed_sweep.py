@@ -187,10 +187,10 @@ def test_ctrl_c_cancels_the_points_and_closes_the_cluster(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: interrupted; "), (out, err)
+    assert len(lines) == 1 and lines[0].startswith("error: interrupted by SIGINT; "), (out, err)
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     kept = [p["index"] for p in doc["points"]]
-    assert doc["status"] == "incomplete" and doc["error"] == "interrupted"
+    assert doc["status"] == "incomplete" and doc["error"] == "interrupted by SIGINT"
     assert kept and len(kept) < 16 and sorted(kept + doc["missing_points"]) == list(range(16))
     assert {p.name for p in (tmp_path / "o").iterdir()} == {"results.json", "performance.json"} | {
         f"{t}-{i}.parquet" for t in ("packets", "ports", "messages") for i in kept}

@@ -1,8 +1,8 @@
 """The engine's own clock-range guards, with the preflight bypassed.
 
-``federation.pipeline.preflight.check_clock`` refuses inputs past the clock range before a run, naming the
-file.  These tests hand :func:`~federation.engine.native.run_native` a job directly, as an
-engine-level caller or a plugin's arithmetic could, and check that the engine itself refuses
+``federation.pipeline.bounds.check_clock`` refuses inputs past the clock range before a run,
+naming the file.  These tests hand :func:`~federation.engine.native.run_native` a job directly, as
+an engine-level caller or a plugin's arithmetic could, and check that the engine itself refuses
 to schedule an event past ``TIME_LIMIT_PS`` -- in particular one far enough past it that its
 heap key ``time << 19`` would wrap to an earlier, plausible time -- and refuses operands that
 would make its arithmetic wrap, always with a :class:`SimulationError` naming what and when.

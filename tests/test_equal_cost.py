@@ -1,4 +1,5 @@
-"""Every equal-cost minimal port (federation.network.equal_cost) and ``minimal``'s ``spread`` option.
+"""Every equal-cost minimal port (federation.network.equal_cost) and ``minimal``'s ``spread``
+option.
 
 Facts: on a megafly each group pair is joined by ``spines * global_links_per_spine / (groups -
 1)`` links, from as many spines, so a leaf has that many equal-cost ports towards another group
@@ -16,8 +17,8 @@ from conftest import simulate
 
 from federation.errors import RoutingError
 from federation.network.equal_cost import equal_cost_ports
+from federation.pipeline.build import build_network
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import build_network
 
 MEGAFLY = {"kind": "megafly", "groups": 5, "leaves": 4, "spines": 4, "nodes_per_leaf": 4,
            "global_links_per_spine": 4, "radix": 8}

@@ -22,7 +22,7 @@ SOURCES = {"federation": "federation", "plugins": "federation.plugins",
 #: layer of each top-level part of the package, lowest first; a module may import its own
 #: part and any part of a lower layer, never a higher one or a sibling of its layer
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "_version", "schemas"),
+    ("errors", "interrupts", "_version", "schemas"),
     ("models",),
     ("results", "network", "programs"),
     ("plugin",),
@@ -34,6 +34,20 @@ LAYERS: list[tuple[str, ...]] = [
     ("plots", "crossval"),
     ("cli",),
 ]
+
+
+#: the pipeline's modules: values and bounds below everything, then the stages, which never
+#: import each other, then the drivers that chain them (each may import those before it)
+PIPELINE_BASE = ("points", "bounds")
+PIPELINE_STAGES: dict[str, tuple[str, ...]] = {
+    "load": ("load", "overrides"),
+    "preflight": ("preflight",),
+    "build": ("build", "tables_check"),
+    "jobs": ("jobs",),
+    "traffic": ("traffic", "messages", "rank_programs"),
+    "summary": ("summary", "job_figures"),
+}
+PIPELINE_DRIVERS = ("point", "distributed", "run")
 
 
 def modules() -> dict[str, Path]:
@@ -137,6 +151,42 @@ def test_imports_go_down_the_layers():
             there = part(dep)
             if there != here and layer(there) >= layer(here):
                 bad.append(f"{mod} imports {dep} ({here} may not import {there})")
+    assert not bad, "\n".join(bad)
+
+
+def pipeline_rank(name: str) -> tuple[int, str]:
+    """(order, group) of a pipeline module: base 0, stages 1 (each its own group), drivers
+    2 + their position."""
+    short = name.rpartition(".")[2]
+    if short in PIPELINE_BASE:
+        return 0, "base"
+    for stage, mods in PIPELINE_STAGES.items():
+        if short in mods:
+            return 1, stage
+    if short in PIPELINE_DRIVERS:
+        return 2 + PIPELINE_DRIVERS.index(short), short
+    if name == "federation.pipeline":
+        return 0, "base"
+    raise AssertionError(f"pipeline module {name} is in no group of PIPELINE_*: add it")
+
+
+def test_pipeline_stages_call_only_downwards():
+    """A stage imports the values of ``points`` and the ``bounds`` checks, never another
+    stage; only the drivers chain stages.  So a point's path is read in one place
+    (``pipeline/point.py``) and no stage climbs back into an earlier one."""
+    bad = []
+    for mod, deps in sorted(graph().items()):
+        if part(mod) != "pipeline":
+            continue
+        here = pipeline_rank(mod)
+        for dep in sorted(deps):
+            if part(dep) != "pipeline" or dep == mod:
+                continue
+            there = pipeline_rank(dep)
+            allowed = there[0] == 0 or (there[0] == 1 and (here[0] >= 2 or there == here)) \
+                or (there[0] >= 2 and here[0] > there[0])
+            if not allowed:
+                bad.append(f"{mod} imports {dep}")
     assert not bad, "\n".join(bad)
 
 

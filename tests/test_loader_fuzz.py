@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from federation.errors import ConfigError, FederationError
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import preflight
+from federation.pipeline.point import preflight
 
 EXAMPLES = 300 * max(1, int(os.environ.get("FEDERATION_FUZZ_EXAMPLES", "40")) // 40)
 

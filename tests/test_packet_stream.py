@@ -4,6 +4,8 @@ chunk size invisible in the results)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from conftest import simulate
@@ -121,7 +123,7 @@ def test_a_backlog_past_the_memory_limit_stops_the_run_with_a_message(tmp_path):
 
     from federation.errors import SimulationError
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.prepare import prepare
+    from federation.pipeline.point import prepare
 
     msgs = [{"src": 0, "dst": 9, "size": "64KiB", "at": "0ns"} for _ in range(40)]
     doc = {"machine": QUICK, "routing": {"algorithm": "minimal"},
@@ -185,15 +187,15 @@ def test_a_streamed_workload_without_an_offered_load_runs(tmp_path):
     import yaml
 
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.prepare import prepare
-    from federation.pipeline.run import summarize
+    from federation.pipeline.point import prepare
+    from federation.pipeline.summary import summarize
 
     doc = {"machine": QUICK, "routing": {"algorithm": "minimal"},
            "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
            "stop": {"warmup": "0us", "measure": "5us"}}
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Streamed.make()
+    point = dataclasses.replace(point, workload=Streamed.make())
     prep = prepare(point)
     summary, _, _ = summarize(prep, point.engine.run(prep.job))
     assert summary.packets_generated == summary.packets_delivered == 30

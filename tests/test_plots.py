@@ -204,12 +204,15 @@ def test_distributions_reproduce_the_summary(runs, drawn_qs):
 
 def _as_engine(src: Path, dst: Path, engine: str, scale: float) -> Path:
     """A copy of a result folder as another engine would report it (same schema), with its
-    mean latencies scaled: what the SimGrid adapter's folder looks like to the figures."""
+    mean latencies scaled: what the SimGrid adapter's folder looks like to the figures.  Its
+    packets tables are left out: they would disagree with the scaled means (and the reader
+    refuses a table that disagrees with its point's summary)."""
     shutil.copytree(src, dst)
     doc = _doc(dst)
     for p in doc["points"]:
         p["engine"] = engine
         p["summary"]["latency_ns"]["mean"] *= scale
+        (dst / p["files"].pop("packets")).unlink()
     (dst / "results.json").write_text(json.dumps(doc))
     return dst
 
@@ -389,3 +392,20 @@ def test_incomplete_run_without_tables_draws_what_it_can(runs, tmp_path):
     assert "note: not drawn: utilisation: no ports tables (outputs.ports was off)" in notes
     assert "note: not drawn: hops: minimal: no packets tables (outputs.packets was off)" in notes
     assert len(notes) == 1 + 5  # utilisation, heatmap, latency distribution, hops, messages
+
+
+def test_names_are_text_never_mathtext(runs, tmp_path):
+    """An experiment, machine or routing named with dollar signs is drawn as written (with
+    mathtext on, an unknown command such as ``\\x`` failed the whole figure)."""
+    dst = tmp_path / "dollars"
+    shutil.copytree(runs["two"], dst)
+    doc = _doc(dst)
+    doc["experiment"] = "cost $\\x{1}$ run"
+    for p in doc["points"]:
+        p["routing"] = f"$\\{p['routing']}$"
+    (dst / "results.json").write_text(json.dumps(doc))
+    drawn = _draw([dst], tmp_path / "f")
+    assert [c.label for c in drawn.figures["latency"][0].curves] == ["$\\minimal$",
+                                                                      "$\\valiant$"]
+    for p in drawn.paths:
+        _decodes(p)

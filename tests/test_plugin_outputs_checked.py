@@ -16,7 +16,7 @@ import yaml
 from federation import Messages, Params, Workload, hookimpl
 from federation.errors import ConfigError
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import prepare
+from federation.pipeline.point import prepare
 from federation.plugin.registry import FederationPlugins
 from federation.plugins.routings.valiant import Valiant
 

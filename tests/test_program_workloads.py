@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from federation.errors import ConfigError
+from federation.pipeline.build import build_network
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import build_network
 from federation.plugin.components import WorkloadContext
 from federation.plugins.workloads.programs import (
     MAX_PROGRAM_OPS,
@@ -34,7 +34,9 @@ from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPr
 
 def ctx_for(n_nodes: int) -> WorkloadContext:
     net = SimpleNamespace(n_nodes=n_nodes)
-    return WorkloadContext(net, None, None, 0, 1e9, np.random.default_rng(0))  # type: ignore[arg-type]
+    machine = SimpleNamespace(packet_size=4096.0)  # the workloads check message sizes with it
+    return WorkloadContext(net, machine, None, 0, 1e9,  # type: ignore[arg-type]
+                           np.random.default_rng(0))
 
 
 def make(cls, n_nodes: int = 64, **params) -> RankPrograms:  # noqa: ANN001

@@ -36,9 +36,10 @@ from hypothesis import strategies as st
 from test_rank_programs_engine import MACHINE
 from test_switching import cut_through, store_and_forward
 
+from federation.pipeline.build import build
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import build
-from federation.pipeline.run import message_table, run_experiment
+from federation.pipeline.run import run_experiment
+from federation.pipeline.summary import message_table
 from federation.plugin.components import WorkloadContext
 from federation.programs.goal import write_goal
 from federation.programs.model import RankPrograms

@@ -8,6 +8,8 @@ tests check the engine alone.  One-way latencies come from the single-packet clo
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import yaml
@@ -17,8 +19,8 @@ from federation import Params, Workload
 from federation.errors import ConfigError, SimulationError
 from federation.models.units import PS_PER_S
 from federation.pipeline.load import load_experiment
-from federation.pipeline.prepare import prepare
-from federation.pipeline.run import message_table, summarize
+from federation.pipeline.point import prepare
+from federation.pipeline.summary import message_table, summarize
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
 
 MACHINE = {
@@ -92,7 +94,7 @@ def run(tmp_path, progs: RankPrograms, machine: dict | None = None, engine: str 
            "stop": {"warmup": "0ns", "measure": "1us"}}
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(progs)
+    point = dataclasses.replace(point, workload=Given(progs))
     prep = prepare(point)
     raw = point.engine.run(prep.job)
     summary, packets, _ = summarize(prep, raw)
@@ -203,17 +205,30 @@ def test_unmatched_send_is_refused_before_the_run(tmp_path):
         run(tmp_path, p.build())
 
 
-def test_head_to_head_receives_end_with_the_operations_named(tmp_path):
+def unchecked(monkeypatch) -> None:
+    """Skip the static checks of the point's programs, so that the engine's own report of
+    programs that cannot finish is what a test sees (the checks find these deadlocks first:
+    tests/test_program_preflight.py)."""
+    monkeypatch.setattr("federation.pipeline.rank_programs.check_programs", lambda *a, **k: None)
+
+
+def test_head_to_head_receives_end_with_the_operations_named(tmp_path, monkeypatch):
     p = Prog(2)
     p.chain(0, (RECV, 1, 8), (SEND, 1, 8))
     p.chain(1, (RECV, 0, 8), (SEND, 0, 8))
+    with pytest.raises(ConfigError, match=r"cannot finish \(a deadlock, before any run\).*"
+                       r"rank 0 operation 0 \(recv 8 B from rank 1 tag 0\) waits for rank 1 "
+                       r"operation 1 \(send 8 B to rank 0 tag 0\), which never begins"):
+        run(tmp_path, p.build())
+    unchecked(monkeypatch)
     with pytest.raises(SimulationError, match=r"cannot finish.*rank 0 operation 0 \(recv 8 B "
                        r"from rank 1 tag 0\) started at 0ps: no send on its channel started"):
         run(tmp_path, p.build())
 
 
 @pytest.mark.parametrize("size,stuck", [(1024, False), (200_000, True)])
-def test_send_send_completes_eagerly_and_deadlocks_by_rendezvous(tmp_path, size, stuck):
+def test_send_send_completes_eagerly_and_deadlocks_by_rendezvous(tmp_path, size, stuck,
+                                                                 monkeypatch):
     """Both ranks send first, then receive: fine when sends complete locally (eager); with
     rendezvous each request waits for a receive that is never posted."""
     p = Prog(2)
@@ -223,6 +238,11 @@ def test_send_send_completes_eagerly_and_deadlocks_by_rendezvous(tmp_path, size,
         _, raw, summary, _ = run(tmp_path, p.build())
         assert summary.programs.messages == 2 and (raw.programs.rank_finish > 0).all()
         return
+    with pytest.raises(ConfigError, match=r"rank 0 operation 0 \(send 200000 B to rank 1 tag "
+                       r"0\) is above nic.eager_threshold \(65536 B\), so it waits for its "
+                       r"receive to be posted: rank 1 operation 1"):
+        run(tmp_path, p.build())
+    unchecked(monkeypatch)
     with pytest.raises(SimulationError, match="rendezvous request was never answered"):
         run(tmp_path, p.build())
 
@@ -302,7 +322,7 @@ def test_program_packets_draw_valiant_intermediates_in_the_loop(tmp_path, algori
         "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
         "stop": {"warmup": "0ns", "measure": "1us"}}))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(progs)
+    point = dataclasses.replace(point, workload=Given(progs))
     prep = prepare(point)
     raw = point.engine.run(prep.job)
     summary, _, _ = summarize(prep, raw)
@@ -326,8 +346,8 @@ def test_a_routing_with_its_own_intermediates_and_no_rule_is_refused(tmp_path):
         "workload": {"kind": "messages", "messages": [{"src": 0, "dst": 1, "size": 1}]},
         "stop": {"warmup": "0ns", "measure": "1us"}}))
     point = load_experiment(tmp_path / "e.yaml").points[0]
-    point.workload = Given(pingpong(8, 1).build())
-    point.routing = Mine(point.routing.params)
+    point = dataclasses.replace(point, workload=Given(pingpong(8, 1).build()))
+    point = dataclasses.replace(point, routing=Mine(point.routing.params))
     with pytest.raises(ConfigError, match="intermediates in Python.*intermediate_rule"):
         prepare(point)
 

@@ -68,7 +68,8 @@ def experiments(draw: st.DrawFn) -> dict:
 @given(doc=experiments())
 def test_runs_are_sane_or_refused(tmp_path, doc):
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.run import prepare, summarize
+    from federation.pipeline.point import prepare
+    from federation.pipeline.summary import summarize
 
     path = tmp_path / "e.yaml"
     path.write_text(yaml.safe_dump(doc))

@@ -140,11 +140,11 @@ def test_ctrl_c_keeps_finished_points(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: interrupted; "), (out, err)
+    assert len(lines) == 1 and lines[0].startswith("error: interrupted by SIGINT; "), (out, err)
     assert "points finished and are kept in o (results.json marked incomplete)" in lines[0]
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     done = [p["index"] for p in doc["points"]]
-    assert doc["status"] == "incomplete" and doc["error"] == "interrupted"
+    assert doc["status"] == "incomplete" and doc["error"] == "interrupted by SIGINT"
     assert done == list(range(len(done))) and doc["missing_points"] == list(range(len(done), 12))
     for i in done:
         assert (tmp_path / "o" / f"packets-{i}.parquet").exists()

@@ -23,13 +23,13 @@ import numpy as np
 import pytest
 import yaml
 from conftest import one_error, run_cli
-from test_rank_programs_engine import Prog
+from test_rank_programs_engine import Prog, unchecked
 from test_rank_programs_engine import run as run_programs
 from test_simgrid_adapter import closed_form_ps
 
 from federation.adapters.simgrid.testing import require_simgrid
 from federation.errors import ConfigError, SimulationError
-from federation.pipeline.run import message_table
+from federation.pipeline.summary import message_table
 from federation.programs.model import COMPUTE, RECV, SEND
 
 DRAGONFLY = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}}
@@ -143,12 +143,16 @@ def test_one_channel_does_not_overtake(tmp_path):
     assert msgs["rendezvous"].tolist() == [True, False, False]
 
 
-def test_head_to_head_receives_are_reported_with_the_operation_named(tmp_path):
-    """Both ranks receive first: SimGrid finds nothing left to happen; the report is the
-    native engine's, naming the rank and operation."""
+def test_head_to_head_receives_are_reported_with_the_operation_named(tmp_path, monkeypatch):
+    """Both ranks receive first: refused before the run (for every engine); past that check,
+    SimGrid finds nothing left to happen, and the report is the native engine's, naming the
+    rank and operation."""
     p = Prog(2)
     p.chain(0, (RECV, 1, 8), (SEND, 1, 8))
     p.chain(1, (RECV, 0, 8), (SEND, 0, 8))
+    with pytest.raises(ConfigError, match=r"cannot finish \(a deadlock, before any run\)"):
+        run(tmp_path, p.build())
+    unchecked(monkeypatch)
     with pytest.raises(SimulationError, match=r"cannot finish: at t=0ps nothing is left to "
                        r"happen, and 4 operations on 2 ranks never finished; rank 0 operation 0 "
                        r"\(recv 8 B from rank 1 tag 0\) started at 0ps: no send on its channel "
@@ -156,10 +160,13 @@ def test_head_to_head_receives_are_reported_with_the_operation_named(tmp_path):
         run(tmp_path, p.build())
 
 
-def test_rendezvous_send_send_is_stuck_and_eager_is_not(tmp_path):
+def test_rendezvous_send_send_is_stuck_and_eager_is_not(tmp_path, monkeypatch):
     p = Prog(2)
     p.chain(0, (SEND, 1, 200_000), (RECV, 1, 200_000))
     p.chain(1, (SEND, 0, 200_000), (RECV, 0, 200_000))
+    with pytest.raises(ConfigError, match=r"above nic.eager_threshold \(65536 B\)"):
+        run(tmp_path, p.build())
+    unchecked(monkeypatch)
     with pytest.raises(SimulationError, match="rank 0 operation 0 .* its rendezvous request "
                        "was never answered"):
         run(tmp_path, p.build())

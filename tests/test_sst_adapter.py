@@ -127,7 +127,7 @@ def point_for(tmp_path: Path, machine: str | dict, **exp: object):
 
 def generate(tmp_path: Path, machine: str | dict, **exp: object):
     from federation.adapters.sst import build_config
-    from federation.pipeline.prepare import build_network
+    from federation.pipeline.build import build_network
 
     point = point_for(tmp_path, machine, **exp)
     return point, build_config(point, build_network(point), point.engine.params)
@@ -183,8 +183,8 @@ DRAGONFLIES = {
 def dragonfly_figures(machine: str) -> dict:
     """The figures of any shipped dragonfly from its resolved links (used for the larger ones;
     the two above are also written out by hand)."""
+    from federation.pipeline.build import resolve_links
     from federation.pipeline.load import load_machine
-    from federation.pipeline.prepare import resolve_links
 
     m = load_machine(MACHINES / machine)
     net = m.topology.build()

@@ -42,7 +42,7 @@ ZEROED = {
 
 def generate(tmp_path: Path, machine: str | dict, workload: dict, **exp: object):
     from federation.adapters.sst import build_config
-    from federation.pipeline.prepare import build_network
+    from federation.pipeline.build import build_network
 
     point = point_for(tmp_path, machine, workload=workload, **exp)
     return build_config(point, build_network(point), point.engine.params)

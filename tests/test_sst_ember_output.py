@@ -25,8 +25,8 @@ SST = shutil.which("sst")
 
 def tiny_config():
     from federation.adapters.sst import build_config
+    from federation.pipeline.build import build_network
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.prepare import build_network
 
     point = load_experiment(DATA / "pingpong-tiny.yaml").points[0]
     return point, build_config(point, build_network(point), point.engine.params)

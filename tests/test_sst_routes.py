@@ -80,7 +80,7 @@ def test_dragonfly_minimal_routes(machine: str, tmp_path: Path,
                                   monkeypatch: pytest.MonkeyPatch) -> None:
     point, cfg = generate(tmp_path, machine)
     fake = execute(cfg.text, monkeypatch)
-    from federation.pipeline.prepare import build_network
+    from federation.pipeline.build import build_network
 
     net = build_network(point)
     choose = dragonfly_router(fake)
@@ -130,7 +130,7 @@ def test_torus_dimension_order_routes(tmp_path: Path, monkeypatch: pytest.Monkey
                         dist % width[i] if width[i] > 1 else 0)
             raise AssertionError
 
-        from federation.pipeline.prepare import build_network
+        from federation.pipeline.build import build_network
 
         dist = hops_ours(build_network(point))
         R = prod(dims)
@@ -168,7 +168,7 @@ def test_fattree_up_down_routes(topology: dict, tmp_path: Path,
             return (d - low) // factor
         return downs[lvl] + (d // factor) % ups[lvl]
 
-    from federation.pipeline.prepare import build_network
+    from federation.pipeline.build import build_network
 
     net = build_network(point)
     leaves = per[0]

@@ -235,7 +235,7 @@ def test_ring_routes_are_shortest_with_two_vcs(ring_plugins, n):
 def test_ring_saturated_does_not_deadlock(ring_plugins, tmp_path, n):
     """Far past saturation every packet still arrives: the dateline VCs break the cycle."""
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.run import prepare
+    from federation.pipeline.point import prepare
 
     (tmp_path / "e.yaml").write_text(
         f"machine: {{topology: {{kind: ring, n: {n}, p: 2}}, router: {{vcs: 2}},\n"
@@ -271,7 +271,7 @@ def test_ring_params_are_validated(ring_plugins, params, path, message):
 def test_too_few_vcs_is_refused(ring_plugins, tmp_path):
     from federation.errors import ConfigError
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.run import prepare
+    from federation.pipeline.point import prepare
 
     (tmp_path / "e.yaml").write_text(
         "machine: {topology: {kind: ring, n: 8}, router: {vcs: 1}}\n")

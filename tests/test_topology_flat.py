@@ -390,7 +390,7 @@ def test_fattree_spreads_uniform_traffic_evenly(params):
 
 def test_too_few_vcs_is_refused_before_the_run(tmp_path):
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.run import prepare
+    from federation.pipeline.point import prepare
 
     cases = [({"kind": "circulant", "preset": {"k": 6}}, 2, 3),
              ({"kind": "torus", "dims": [4, 4]}, 1, 2),

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from federation.errors import ConfigError, TopologyError
+from federation.pipeline.bounds import check_machine_memory, check_memory, estimate_network
 from federation.pipeline.load import load_machine
-from federation.pipeline.preflight import check_machine_memory, check_memory, estimate_network
 from federation.plugin.components import Topology, TopologySize
 from federation.plugins.topologies.aries import Aries
 from federation.plugins.topologies.circulant import Circulant

@@ -26,6 +26,18 @@ REPO = Path(__file__).resolve().parent.parent
 GENERIC = ("plugins", "adapters", "schemas")
 
 
+def _ignore(folder: str, names: list[str]) -> set[str]:
+    """What the copy leaves out: build and cache folders anywhere, and the run output folders
+    (``results/``, ``out/``) of the repository's top level only (``federation/results/`` is
+    a package)."""
+    skip = set(shutil.ignore_patterns(
+        ".venv", ".git", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache",
+        ".ruff_cache", "*.nbi", "*.nbc")(folder, names))
+    if Path(folder).resolve() == REPO.resolve():
+        skip |= {"results", "out"} & set(names)
+    return skip
+
+
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment minus anything that would point back at the repository or the test venv."""
     env = {k: v for k, v in os.environ.items()
@@ -40,9 +52,7 @@ def built(tmp_path_factory) -> tuple[Path, Path]:
     """``(wheel, sources)``: the wheel built from a copy of the repository."""
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"
-    shutil.copytree(REPO, src, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache",
-        ".ruff_cache", "results", "out", "*.nbi", "*.nbc"))
+    shutil.copytree(REPO, src, ignore=_ignore)
     dist = tmp / "dist"
     r = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--disable-pip-version-check", "--no-deps",
@@ -65,11 +75,16 @@ def test_wheel_has_no_generic_top_level_package(built):
     # the three folders are there, inside the federation package
     for pkg in GENERIC:
         assert f"federation/{pkg}/__init__.py" in names, pkg
-    assert "federation/plugins/topology_dragonfly.py" in names
-    # every module of the federation package: a subpackage left out of [tool.setuptools]
-    # packages would build a wheel without it (e.g. federation/plots/)
+    assert "federation/plugins/topologies/dragonfly.py" in names
+    # every module of the federation package, plugins and adapters included: a subpackage
+    # left out of [tool.setuptools] packages would build a wheel without it (e.g.
+    # federation/plots/, federation/plugins/routings/)
     modules = sorted(p.relative_to(src).as_posix() for p in (src / "federation").rglob("*.py"))
+    for folder in ("plugins", "adapters"):
+        modules += sorted(f"federation/{p.relative_to(src).as_posix()}"
+                          for p in (src / folder).rglob("*.py"))
     assert "federation/plots/standard.py" in modules
+    assert "federation/plugins/routings/valiant.py" in modules
     assert not [m for m in modules if m not in names], [m for m in modules if m not in names]
     # every shipped machine/experiment file and JSON Schema
     shipped = sorted(p.relative_to(src / "schemas").as_posix()

@@ -12,8 +12,12 @@ RTT bias in the sharing), latency and bandwidth factors 1 and no cross-traffic.
 
 What the flow model cannot represent is refused before anything runs (:meth:`SimGrid.check`,
 exit status 2, naming the field): QoS policies, routings whose path is not a function of source
-and destination (Valiant, UGAL), platforms beyond :data:`.platform.MAX_NETPOINTS`, and rank
-programs with background traffic.
+and destination (Valiant, UGAL), platforms beyond :data:`.platform.MAX_NETPOINTS`, rank
+programs with open-loop traffic beside them (a ``background``, or open-loop jobs beside
+closed-loop ones), and a ``precision`` too coarse for the machine
+(:func:`precision_limit`: SimGrid merges events closer than it).  The worker runs in a process
+group of its own, stopped whole on its time limit, Ctrl-C or an error; when it fails its
+folder is kept and named (:func:`_run_worker`).
 Figures that only a packet model has are ignored and documented: packet size, buffers, VCs.
 
 How results map (``results.json``, ``packets-N``, ``ports-N``, ``messages-N``):
@@ -32,7 +36,7 @@ How results map (``results.json``, ``packets-N``, ``ports-N``, ``messages-N``):
 from __future__ import annotations
 
 import json
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
@@ -44,6 +48,7 @@ import numpy as np
 from pydantic import Field
 
 from federation import Engine, Params
+from federation.adapters import process
 from federation.adapters.simgrid import locate, program_run
 from federation.adapters.simgrid.platform import (
     MAX_NETPOINTS,
@@ -51,6 +56,7 @@ from federation.adapters.simgrid.platform import (
     node_routes,
     platform_xml,
     port_figures,
+    shortest_flow,
 )
 from federation.adapters.simgrid.program_run import Flows
 from federation.engine.native import NativeRun, PortCounters, RawResult
@@ -58,7 +64,7 @@ from federation.engine.packet_stats import stats_of_packets
 from federation.engine.reports import stuck_report
 from federation.engine.state import Prog
 from federation.errors import ConfigError, SimulationError
-from federation.models.units import PositiveTime
+from federation.models.units import PositiveTime, format_time
 
 #: SimGrid configuration for comparison with a packet engine (see the module docstring)
 NETWORK_CONFIG = (
@@ -72,6 +78,11 @@ NETWORK_CONFIG = (
 #: seconds a worker may run before it is stopped (a platform this adapter accepts runs in far
 #: less; a hung SimGrid must not hang a validation suite)
 WORKER_TIMEOUT_S = 3600.0
+#: SimGrid's own time precision, the default where the machine allows it
+DEFAULT_PRECISION_S = 1e-9
+#: the precision may be at most this fraction of the shortest time a message can take (see
+#: :func:`precision_limit`): each event of a flow is then at most 2 % of its duration early
+PRECISION_FRACTION = 1 / 50
 
 
 @cache
@@ -82,11 +93,32 @@ def simgrid_version() -> str | None:
         return None
     code = ("from federation.adapters.simgrid.locate import import_simgrid as i; "
             "print(i().simgrid_version)")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=120)
+    try:
+        r = process.run([sys.executable, "-c", code], 120.0)
+    except (OSError, process.TimedOut):
+        return None
     if r.returncode != 0:
         return None
     return r.stdout.strip() or None
+
+
+def precision_limit(job_or_built: Any, router_delay_s: float) -> tuple[float, str]:
+    """The coarsest ``precision`` that gives a correct answer on this machine, and why.
+
+    SimGrid processes every event that falls within ``precision`` after the current one
+    together with it (``precision/timing``, ``surf/precision`` in 3.x), so an event may happen
+    up to ``precision`` early, and the errors add up along a chain of dependent events.
+    Every message takes at least :func:`.platform.shortest_flow` (a NIC link's latency, an
+    ejection link's, one byte's serialisation); keeping the precision at
+    :data:`PRECISION_FRACTION` of that keeps each event of a flow within 2 % of the flow's
+    duration.  Measured on the 72-node dragonfly (shortest flow 70 ns; a 64-rank allreduce,
+    12 dependent steps): 1 ns (1/70) is 0.03 % off the exact figure, 5 ns 0.75 %, 10 ns
+    1.35 %, and 1 us turns an 8 B ping-pong of 763 ns into 6 ns (a whole latency merged
+    away); with 1 ns links and no router delay (shortest flow 2.18 ns) the same allreduce is
+    2.8 % off at 1 ns and 0.02 % at the limit, 43.55 ps (docs/crossval.md)."""
+    net, links, nic_bw = job_or_built.network, job_or_built.links, job_or_built.nic_bandwidth
+    shortest, why = shortest_flow(net, links, nic_bw, router_delay_s)
+    return shortest * PRECISION_FRACTION, why
 
 
 class SimGrid(Engine):
@@ -96,10 +128,12 @@ class SimGrid(Engine):
     install_hint = locate.INSTALL_HINT
 
     class Params(Params):
-        precision: PositiveTime = Field(
-            1e-9, description="SimGrid's time precision (surf/precision, precision/timing): "
-            "events closer than this are merged.  1ns is SimGrid's default; 1ps is exact to "
-            "our clock but about 5x slower under contention (zero-load figures are the same)")
+        precision: PositiveTime | None = Field(
+            None, description="SimGrid's time precision (precision/timing; surf/precision in "
+            "3.x): events closer than this are merged, each up to this much early.  Default: "
+            "SimGrid's 1ns, or 1/50 of the shortest time a message can take on the machine "
+            "when that is finer; a coarser value is refused.  1ps is exact to our clock but "
+            "slower under contention (zero-load figures are the same)")
 
     @classmethod
     def found(cls) -> bool:
@@ -112,7 +146,7 @@ class SimGrid(Engine):
 
     def check(self, point: Any, built: Any) -> None:
         """Refuse, before anything runs, what the flow model cannot represent."""
-        from federation.pipeline.preflight import figure_origin
+        from federation.pipeline.points import figure_origin
 
         src = point.source
         qos = point.machine.qos
@@ -121,12 +155,7 @@ class SimGrid(Engine):
             raise ConfigError(f"the simgrid engine has no QoS model; qos {qos.name!r} cannot be "
                               "represented (use qos: none, or the native engine)",
                               source=o.source, path=o.path)
-        if getattr(point.workload, "closed_loop", False) and point.background is not None:
-            raise ConfigError(
-                "the simgrid engine runs rank programs without background traffic: its open-"
-                "loop messages would need their own actors beside the ranks' and a window cut "
-                "at the programs' end, which it does not do (drop background, or use the "
-                "native engine)", source=src, path=_experiment_field(point, "background"))
+        self._check_jobs(point)
         t = built.tables
         if t.valiant or t.adaptive or getattr(built, "program", None) is not None:
             what = ("adaptive" if t.adaptive or built.program is not None
@@ -148,10 +177,54 @@ class SimGrid(Engine):
                 f"the simgrid engine builds a Full zone of at most {MAX_NETPOINTS} hosts and "
                 f"routers (a table of their square); this machine has {net.n_nodes} nodes and "
                 f"{net.n_routers} routers", source=o.source, path=o.path)
+        self._check_precision(point, built)
         # last: what the experiment asks for is checked even where SimGrid is missing
         if not self.found():
             raise ConfigError(f"engine 'simgrid' is not installed here: {locate.INSTALL_HINT}",
                               source=src, path=_experiment_field(point, "engine.kind"))
+
+    def _check_jobs(self, point: Any) -> None:
+        """Jobs are node numbers to SimGrid (hosts): several closed-loop jobs run as one set
+        of rank actors, several open-loop ones as one message list, and a closed-loop job's
+        ``start`` is a compute before its ranks' first operations.  What it cannot do is run
+        open-loop traffic beside rank programs."""
+        from federation.pipeline.points import point_jobs
+
+        jobs = point_jobs(point)
+        if any(j.closed_loop for j in jobs):
+            beside = next((j for j in jobs if not j.closed_loop), None)
+            if beside is not None:
+                what = ("background" if point.experiment.jobs is None
+                        else f"the open-loop job {beside.name!r}")
+                raise ConfigError(
+                    "the simgrid engine runs rank programs without background traffic (open-"
+                    "loop traffic beside them): its messages would need their own actors "
+                    "beside the ranks' and a window cut at the programs' end, which it does "
+                    "not do (drop "
+                    f"{what}, or use the native engine)", source=point.source,
+                    path=_experiment_field(point, beside.field))
+
+    def _check_precision(self, point: Any, built: Any) -> None:
+        """Refuse a ``precision`` too coarse for the machine (see :func:`precision_limit`)."""
+        given = self.params.precision
+        if given is None:
+            return
+        limit, why = precision_limit(built, float(point.machine.machine.router.delay))
+        if given > limit:
+            raise ConfigError(_too_coarse(given, limit, why), source=point.source,
+                              path=_experiment_field(point, "engine.precision"))
+
+    def precision_s(self, job: NativeRun) -> float:
+        """The precision the worker runs with: the given one, else SimGrid's 1 ns capped at
+        the machine's limit; a given one above the limit is refused here too (for callers
+        that skip :meth:`check`)."""
+        limit, why = precision_limit(job, job.router_delay_s)
+        given = self.params.precision
+        if given is None:
+            return min(DEFAULT_PRECISION_S, limit)
+        if given > limit:
+            raise ConfigError(_too_coarse(given, limit, why), path="engine.precision")
+        return float(given)
 
     def run(self, job: NativeRun, progress: Any = None) -> RawResult:
         t = job.tables
@@ -169,7 +242,7 @@ class SimGrid(Engine):
         xml, routes, pair_of = _platform(job, msg_src, msg_dst)
         out, info = _run_worker(xml, {"messages.npz": dict(time_ps=msg_time, src=msg_src,
                                                             dst=msg_dst, size=msg_size)},
-                                "result.npz", self.params.precision)
+                                "result.npz", self.precision_s(job))
         self._version = info["version"]
         finish_s = out["finish_s"]
         if (finish_s < 0).any():
@@ -197,7 +270,7 @@ class SimGrid(Engine):
         arrays, figures = program_run.worker_inputs(t, job.nic_bandwidth)
         out, info = _run_worker(xml, {"programs.npz": arrays,
                                       "program-figures.json": figures},
-                                "program-result.npz", self.params.precision)
+                                "program-result.npz", self.precision_s(job))
         self._version = info["version"]
         end_ps = int(round(info["clock_s"] * 1e12))
         rec = {k: out[k] for k in (*program_run.OP_RECORDS, *program_run.MSG_RECORDS)}
@@ -213,6 +286,14 @@ class SimGrid(Engine):
         none = np.zeros(0, dtype=np.int64)
         return _raw_result(job, fl, routes, pair_of, none, end_ps, int(info["comms"]),
                            time.perf_counter() - wall0, programs=pg)
+
+
+def _too_coarse(given: float, limit: float, why: str) -> str:
+    return (f"{format_time(given)} is too coarse for this machine: SimGrid runs events closer "
+            f"than the precision together, so a message may arrive up to that much early.  It "
+            f"must be at most 1/{round(1 / PRECISION_FRACTION)} of the shortest time a message "
+            f"can take here, {why}: at most {format_time(limit)}; leave it out for SimGrid's "
+            "1ns (finer where the machine needs it)")
 
 
 def _experiment_field(point: Any, path: str) -> str:
@@ -249,9 +330,16 @@ def _platform(job: NativeRun, src: np.ndarray, dst: np.ndarray) -> tuple[str, An
 def _run_worker(xml: str, inputs: dict[str, Any], output: str,
                 precision: float) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """Write the platform and ``inputs`` (``.npz``: a dict of arrays; ``.json``: a document),
-    run :mod:`.worker` in a child process, read its ``output`` arrays and ``result.json``."""
-    with tempfile.TemporaryDirectory(prefix="federation-simgrid-") as tmp:
-        folder = Path(tmp)
+    run :mod:`.worker` in a child process, read its ``output`` arrays and ``result.json``.
+
+    The worker runs in a process group of its own (:mod:`federation.adapters.process`),
+    stopped whole on the time limit, Ctrl-C or an error.  Its folder is removed after a
+    success or an interruption; when the worker fails, the folder is kept (with the worker's
+    ``worker.stdout`` and ``worker.stderr``) and the message names it, says how the worker
+    ended (exit status or signal) and quotes its last stderr lines other than SimGrid's log
+    chatter."""
+    folder = Path(tempfile.mkdtemp(prefix="federation-simgrid-"))
+    try:
         (folder / "platform.xml").write_text(xml)
         for name, value in inputs.items():
             if name.endswith(".npz"):
@@ -260,20 +348,37 @@ def _run_worker(xml: str, inputs: dict[str, Any], output: str,
                 (folder / name).write_text(json.dumps(value))
         (folder / "config.json").write_text(json.dumps({"cfg": list(NETWORK_CONFIG),
                                                           "precision": precision}))
+        argv = [sys.executable, "-m", "federation.adapters.simgrid.worker", str(folder)]
         try:
-            r = subprocess.run(
-                [sys.executable, "-m", "federation.adapters.simgrid.worker", str(folder)],
-                capture_output=True, text=True, timeout=WORKER_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise SimulationError(f"SimGrid did not finish within {WORKER_TIMEOUT_S:g} s") \
-                from None
+            r = process.run(argv, WORKER_TIMEOUT_S)
+        except process.TimedOut as exc:
+            _keep_output(folder, exc.stdout, exc.stderr)
+            raise SimulationError(f"SimGrid did not finish within {WORKER_TIMEOUT_S:g} s; its "
+                                  f"worker was stopped; its inputs and output are kept in "
+                                  f"{folder}") from None
         if r.returncode != 0 or not (folder / "result.json").is_file():
-            lines = [ln for ln in r.stderr.strip().splitlines() if ln.strip()]
-            last = lines[-1] if lines else f"exit status {r.returncode}"
-            raise SimulationError(f"SimGrid failed: {last}")
+            _keep_output(folder, r.stdout, r.stderr)
+            ended = process.how_it_ended(r.returncode)
+            if r.returncode == 0:
+                ended += " without writing its results"
+            tail = process.relevant_tail(r.stderr)
+            raise SimulationError(f"SimGrid's worker {ended}" + (f": {tail}" if tail else "")
+                                  + f" (its inputs and output are kept in {folder})")
         with np.load(folder / output) as res:
             out = {k: res[k] for k in res.files}
-        return out, json.loads((folder / "result.json").read_text())
+        info = json.loads((folder / "result.json").read_text())
+    except SimulationError:
+        raise  # the folder is kept: the message names it
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    shutil.rmtree(folder, ignore_errors=True)
+    return out, info
+
+
+def _keep_output(folder: Path, stdout: str, stderr: str) -> None:
+    (folder / "worker.stdout").write_text(stdout)
+    (folder / "worker.stderr").write_text(stderr)
 
 
 def _raw_result(job: NativeRun, fl: Flows, routes: Any, pair_of: np.ndarray,

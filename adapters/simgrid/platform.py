@@ -122,6 +122,25 @@ def port_figures(network: Network, links: dict[str, LinkFigures], nic_bandwidth:
     return bw, lat
 
 
+def shortest_flow(network: Network, links: dict[str, LinkFigures], nic_bandwidth: float,
+                  router_delay: float) -> tuple[float, str]:
+    """A lower bound on the time any message takes on this platform (seconds), and its terms
+    in words: every route starts with a NIC link and ends with an ejection link, and moves at
+    least one byte at most at the fastest link's bandwidth.  (Two nodes on one router meet
+    the bound's latency part exactly.)"""
+    from federation.models.units import format_time
+
+    pt = network.ports
+    bw, lat = port_figures(network, links, nic_bandwidth, router_delay)
+    nic = float(lat[pt.nic_port].min()) if pt.nic_port.size else 0.0
+    eject = float(lat[pt.node_port].min()) if pt.node_port.size else 0.0
+    byte = 1.0 / float(bw.max())
+    why = (f"{format_time(nic + eject + byte)} (NIC link latency {format_time(nic)} with the "
+           f"router delay, ejection link {format_time(eject)}, one byte at the fastest "
+           f"bandwidth {format_time(byte)})")
+    return nic + eject + byte, why
+
+
 def _num(x: float) -> str:
     """A float as SimGrid parses it back exactly (``repr`` round-trips)."""
     return repr(float(x))

@@ -11,8 +11,9 @@ See ``docs/sst.md`` for the parameter mapping, what is refused and why.
 
 from __future__ import annotations
 
-from .config import SstConfig, build_config
+from .config import build_config
 from .options import SstOptions
+from .script import SstConfig
 from .topologies import Refusal, SstNetwork
 
 __all__ = ["Refusal", "SstConfig", "SstNetwork", "SstOptions", "build_config"]

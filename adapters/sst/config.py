@@ -13,95 +13,103 @@ becomes which merlin parameter.
 
 from __future__ import annotations
 
-import pprint
-from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
-from federation._version import __version__
 from federation.errors import ConfigError
 from federation.models.units import seconds_to_ps
 from federation.network import Network
-from federation.pipeline.load import ResolvedPoint
-from federation.pipeline.preflight import figure_origin, link_figure
+from federation.pipeline.points import (
+    Placed,
+    ResolvedPoint,
+    figure_origin,
+    link_figure,
+    point_jobs,
+)
 
 from . import ember
 from .options import SstOptions
+from .script import (
+    BUILD_SCRIPT,
+    NIC_STATS,
+    ROUTER_STATS,
+    STATS_FILE,
+    SstConfig,
+    duration,
+    header,
+    pformat,
+    rate,
+    size,
+)
 from .topologies import Refusal, SstNetwork, map_network
 
-#: file the statistics are written to, relative to the directory sst runs in
-STATS_FILE = "stats.csv"
-#: router statistics enabled (per port), all accumulated over the measurement window
-ROUTER_STATS = ("send_bit_count", "send_packet_count")
-#: NIC (merlin.linkcontrol) statistics enabled, over the measurement window
-NIC_STATS = ("send_bit_count", "packet_latency")
 #: merlin's dragonfly names its port groups; per-class figures go to ``<param>:<group>``
 DRAGONFLY_PORT_GROUP = {"terminal": "host", "local": "group", "global": "global"}
 #: merlin's dragonfly adds this many flits to the Valiant side in ugal (not a parameter)
 MERLIN_UGAL_BIAS_FLITS = 50
 
 
-@dataclass
-class SstConfig:
-    """A generated configuration and what a run needs to read its output back."""
-
-    text: str
-    network: SstNetwork
-    nodes: int
-    window_ps: tuple[int, int]
-    nic_bandwidth: float
-    port_bandwidth: dict[str, float]  # bytes/s per link class
-    notes: list[str] = field(default_factory=list)
-    #: closed-loop points: motifs each rank of the ember job runs (0: offered_load endpoints)
-    motifs: int = 0
-
-
-def rate(bytes_per_s: float) -> str:
-    """A bandwidth as SST reads it, exactly: plain decimal bytes per second."""
-    return f"{_plain(bytes_per_s)}B/s"
-
-
-def size(nbytes: float) -> str:
-    return f"{_plain(nbytes)}B"
-
-
-def duration(seconds: float) -> str:
-    """A time in whole picoseconds, the resolution of our engine's clock and SST's default."""
-    return f"{seconds_to_ps(seconds)}ps"
-
-
-def _plain(x: float) -> str:
-    if float(x).is_integer():
-        return str(int(x))
-    return format(Decimal(repr(float(x))), "f")
-
-
 def refusal_error(point: ResolvedPoint, r: Refusal) -> ConfigError:
-    """The :class:`ConfigError` for a :class:`Refusal`, located in the file that set the field."""
+    """The :class:`ConfigError` for a :class:`Refusal`, located in the file that set the field
+    (a workload field of a job: the job's)."""
     if r.document == "experiment":
-        return ConfigError(f"engine sst: {r.message}", source=point.source, path=r.field)
+        field_ = r.field
+        if point.experiment.jobs is not None and (field_ == "workload"
+                                                  or field_.startswith("workload.")):
+            field_ = point_jobs(point)[0].workload_field + field_[len("workload"):]
+        return ConfigError(f"engine sst: {r.message}", source=point.source, path=field_)
     o = figure_origin(point, r.field)
     return ConfigError(f"engine sst: {r.message}", source=o.source, path=o.path)
 
 
 def build_config(point: ResolvedPoint, network: Network,
-                 options: SstOptions | None = None) -> SstConfig:
-    """The SST configuration of ``point`` on its built ``network``, or a ConfigError naming the
-    field that merlin cannot express."""
+                 options: SstOptions | None = None, placed: Placed | None = None) -> SstConfig:
+    """The SST configuration of ``point`` on its built ``network`` (``placed``: its jobs on
+    their nodes, in rank order), or a ConfigError naming the field that merlin cannot
+    express."""
     opts = options or SstOptions()
     try:
-        return _build(point, network, opts)
+        return _build(point, network, opts, placed)
     except Refusal as r:
         raise refusal_error(point, r) from None
 
 
-def _build(point: ResolvedPoint, net: Network, opts: SstOptions) -> SstConfig:
+def job_nodes(point: ResolvedPoint, net: Network, placed: Placed | None) -> Any:
+    """The machine nodes of the point's one job (``None``: every node in order), or a
+    Refusal naming what ember and merlin's endpoints cannot express: several jobs, a job's
+    start, slowdown runs, and an open-loop job on part of the machine."""
+    if point.experiment.jobs is None:
+        return None
+    jobs = point_jobs(point)
+    if len(jobs) > 1:
+        raise Refusal(jobs[1].field, f"engine sst runs one job per point; job {jobs[1].name!r}"
+                      " would be a second (ember's jobs and merlin's endpoints are not mapped "
+                      "together by this adapter)", document="experiment")
+    job = jobs[0]
+    if point.experiment.slowdown:
+        raise Refusal("slowdown", "engine sst does not run jobs alone for slowdown",
+                      document="experiment")
+    if job.start_ps:
+        raise Refusal(job.at("start"), "engine sst starts its endpoints at 0; a job's start "
+                      "is not mapped", document="experiment")
+    pj = placed.of(job) if placed is not None else None
+    if pj is None or pj.whole:
+        return None
+    if not job.closed_loop:
+        raise Refusal(job.at("placement"), "merlin.offered_load endpoints send over the whole "
+                      f"machine; job {job.name!r} has {pj.nodes.size} of its {net.n_nodes} "
+                      "nodes", document="experiment")
+    return pj.nodes
+
+
+def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
+           placed: Placed | None = None) -> SstConfig:
     machine = point.machine.machine
     exp = point.experiment
     kind = point.machine.topology.name
     closed = ember.is_closed_loop(point)
+    nodes = job_nodes(point, net, placed)
     if closed:  # rank programs: ember motifs on firefly endpoints (adapters/sst/ember.py)
-        ember.ember_job(point, net.n_nodes)
+        ember.ember_job(point, net.n_nodes, nodes)
     else:
         _check_experiment(point)
     sst_net = map_network(kind, point.machine.topology.params, net, point.routing.name)
@@ -127,7 +135,7 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions) -> SstConfig:
     nic_bw = float(machine.nic.bandwidth or figures["terminal"]["bandwidth"])
     if closed:
         notes = list(sst_net.notes) + _standing_notes(opts, flit, packet)[:1]
-        return ember.build(point, sst_net, router, figures, nic_bw, notes)
+        return ember.build(point, sst_net, router, figures, nic_bw, notes, nodes)
     stop = exp.stop
     w0 = seconds_to_ps(stop.warmup)
     w1 = w0 + seconds_to_ps(float(stop.measure or 0))
@@ -158,11 +166,15 @@ def _check_experiment(point: ResolvedPoint) -> None:
                       "own traffic and none replays an explicit message list (rank-program "
                       "workloads pingpong, allreduce, halo3d map to ember motifs)",
                       document="experiment")
-    if wl.params.pattern != "uniform":
-        raise Refusal("workload.pattern", f"pattern {wl.params.pattern!r}: merlin's target "
-                      "generators (uniform, shift, bit_complement) have none that picks a "
-                      "random node of the next group; only 'uniform' maps "
-                      "(merlin.targetgen.uniform)", document="experiment")
+    if wl.params.pattern.kind != "uniform" or wl.params.pattern.params != type(
+            wl.params.pattern.params)():
+        raise Refusal("workload.pattern", f"pattern {wl.params.pattern.kind!r}: this adapter "
+                      "maps only the default 'uniform' pattern (merlin.targetgen.uniform)",
+                      document="experiment")
+    if wl.params.injection.kind != "bernoulli":
+        raise Refusal("workload.injection", f"injection {wl.params.injection.kind!r}: "
+                      "merlin.offered_load injects by its own Bernoulli process; only "
+                      "'bernoulli' maps", document="experiment")
     ms = wl.params.message_size
     if ms is not None and int(ms) != int(machine.packet_size):
         raise Refusal("workload.message_size", f"message_size {int(ms)} B differs from "
@@ -187,6 +199,11 @@ def _check_flits(flit: int, packet: int, figures: dict[str, dict[str, float]],
             raise Refusal(f"links.{c}.buffer", f"buffer {f['buffer']:g} B is not a whole "
                           f"number of {flit} B flits ({field_}); merlin counts buffers in "
                           "flits and would round it")
+    if opts.output_buf_size is not None and int(opts.output_buf_size) < packet:
+        raise Refusal("engine.output_buf_size", f"output_buf_size {int(opts.output_buf_size)} "
+                      f"B is smaller than a packet ({packet} B, packet_size): merlin sends a "
+                      "packet only when the output buffer has room for all of it, so none "
+                      "would ever leave", document="experiment")
     if opts.output_buf_size is not None and int(opts.output_buf_size) % flit:
         raise Refusal("engine.output_buf_size", f"output_buf_size {int(opts.output_buf_size)} "
                       f"B is not a whole number of {flit} B flits", document="experiment")
@@ -266,66 +283,6 @@ def render(point: ResolvedPoint, net: SstNetwork, router: dict[str, Any],
         "STAT_PARAMS": stat, "ROUTER_STATS": list(ROUTER_STATS), "NIC_STATS": list(NIC_STATS),
     }
     body = [f"{k} = {pformat(v)}" for k, v in data.items()]
-    return "\n".join(head + body + ["", _BUILD.strip(), ""])
+    return "\n".join(head + body + ["", BUILD_SCRIPT.strip(), ""])
 
 
-def pformat(value: Any) -> str:
-    """A data table as Python source, the same bytes every time (sorted keys)."""
-    return pprint.pformat(value, width=100, compact=True, sort_dicts=True)
-
-
-def header(point: ResolvedPoint, net: SstNetwork, notes: list[str],
-           endpoints: str | None = None) -> list[str]:
-    """The configuration's comment header (what it is, and the differences that remain)."""
-    machine = point.machine.machine
-    sweep = ", ".join(f"{k}={v}" for k, v in sorted(point.sweep.items())) or "no sweep"
-    return [
-        f"# SST configuration generated by hpc-federation {__version__}.",
-        f"# experiment: {point.experiment.name or '(unnamed)'} ({sweep}); machine: "
-        f"{machine.name or '(unnamed)'}; topology {point.machine.topology.name} -> "
-        f"{net.topology}; routing {point.routing.name}",
-        f"# {len(net.num_ports)} routers, {len(net.hosts)} endpoints, {len(net.cables)} cables"
-        + (f"; endpoints: {endpoints}" if endpoints else ""),
-        "# Differences from the native engine that remain (see docs/sst.md):",
-        *[f"#  - {n}" for n in notes],
-        "import sst",
-        "",
-    ]
-
-
-#: the part of every configuration that builds the model from the tables above it
-_BUILD = '''
-routers = []
-for rid, ports in enumerate(NUM_PORTS):
-    rtr = sst.Component("rtr%d" % rid, "merlin.hr_router")
-    rtr.addParams(ROUTER_PARAMS)
-    rtr.addParams({"id": rid, "num_ports": ports})
-    topo = rtr.setSubComponent("topology", TOPOLOGY)
-    topo.addParams(TOPOLOGY_PARAMS)
-    topo.addParams(ROUTER_EXTRA.get(rid, {}))
-    routers.append(rtr)
-
-for i, (cls, ra, pa, rb, pb) in enumerate(CABLES):
-    link = sst.Link("%s_%d" % (cls, i))
-    link.connect((routers[ra], "port%d" % pa, LATENCY[cls]),
-                 (routers[rb], "port%d" % pb, LATENCY[cls]))
-
-for node, rid, port in HOSTS:
-    ep = sst.Component("nic%d" % node, ENDPOINT)
-    ep.addParams(ENDPOINT_PARAMS)
-    nic = ep.setSubComponent("networkIF", "merlin.linkcontrol")
-    nic.addParams(NIC_PARAMS)
-    link = sst.Link("host_%d" % node)
-    link.connect((nic, "rtr_port", LATENCY["terminal"]),
-                 (routers[rid], "port%d" % port, LATENCY["terminal"]))
-
-sst.setStatisticLoadLevel(1)
-sst.setStatisticOutput("sst.statOutputCSV", {"filepath": STATS_FILE, "separator": ", "})
-# by type: enableStatistics() on each linkcontrol object kept only node 0's (sst 16.0)
-for stat in NIC_STATS:
-    sst.enableStatisticForComponentType("merlin.linkcontrol", stat, STAT_PARAMS)
-for stat in ROUTER_STATS:
-    sst.enableStatisticForComponentType("merlin.hr_router", stat, STAT_PARAMS)
-'''
-#: the routers and cables alone (ember configurations add their own endpoints)
-BUILD_NETWORK = _BUILD.split("\nfor node, rid, port in HOSTS:")[0]

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from federation.models.units import seconds_to_ps
-from federation.pipeline.load import ResolvedPoint
+from federation.pipeline.points import ResolvedPoint
 
 from .topologies import Refusal
 
@@ -61,8 +61,13 @@ def is_closed_loop(point: ResolvedPoint) -> bool:
     return bool(getattr(point.workload, "closed_loop", False))
 
 
-def ember_job(point: ResolvedPoint, n_nodes: int) -> EmberJob:
-    """The ember motif(s) of the point's workload, or a Refusal naming the field."""
+def ember_job(point: ResolvedPoint, n_nodes: int, nodes: Any = None) -> EmberJob:
+    """The ember motif(s) of the point's workload, or a Refusal naming the field; with
+    ``nodes`` (a job's machine nodes in order) its ranks on those nodes (ember's ``indexed``
+    allocation takes any node list)."""
+    if nodes is not None:
+        job = ember_job(point, len(nodes))
+        return EmberJob(job.motifs, [int(nodes[k]) for k in job.rank_node], job.notes)
     if point.machine.qos.name != "none":
         raise Refusal("qos.kind", f"QoS policy {point.machine.qos.name!r} is not mapped to "
                       "merlin's qos_settings by this adapter")
@@ -346,14 +351,16 @@ for stat in ROUTER_STATS:
 
 
 def build(point: ResolvedPoint, sst_net: Any, router: dict[str, Any],
-          figures: dict[str, dict[str, float]], nic_bw: float, notes: list[str]) -> Any:
+          figures: dict[str, dict[str, float]], nic_bw: float, notes: list[str],
+          nodes: Any = None) -> Any:
     """The :class:`~.config.SstConfig` of a closed-loop point: merlin routers and cables as
-    for open-loop points, ember/firefly endpoints instead of ``merlin.offered_load``."""
-    from . import config as c
+    for open-loop points, ember/firefly endpoints instead of ``merlin.offered_load``
+    (``nodes``: the job's machine nodes, in order)."""
+    from . import script as c  # noqa: I001
 
     machine = point.machine.machine
     n_nodes = len(sst_net.hosts)
-    job = ember_job(point, n_nodes)
+    job = ember_job(point, n_nodes, nodes)
     eager = int(machine.nic.eager_threshold)
     buffer = c.size(figures["terminal"]["buffer"])
     nic = nic_params(int(machine.packet_size), c.rate(nic_bw), buffer)

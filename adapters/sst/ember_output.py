@@ -33,9 +33,9 @@ from pathlib import Path
 
 from federation.results.model import LatencyStats, PointSummary, ProgramSummary
 
-from .config import SstConfig
 from .ember import MOTIF_LOG
 from .results import SstOutputError, SstStdout, StatRow, count
+from .script import SstConfig
 
 #: picoseconds per unit of ``toStringBestSI`` (sst-core's SI table; times are in seconds)
 _PS = {"s": Decimal(10) ** 12, "ms": Decimal(10) ** 9, "us": Decimal(10) ** 6,

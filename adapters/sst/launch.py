@@ -1,9 +1,11 @@
 """Finding and running the ``sst`` program.
 
 ``sst`` runs as a subprocess from an argv list, never through a shell, so no path or parameter
-is ever re-parsed by one.  An MPI launch puts the launcher in front (``mpirun -n 4 sst ...``):
-that is how a run too large for one machine is split over ranks.  The run has a wall-clock
-limit; its stdout and stderr are captured and kept beside the configuration.
+is ever re-parsed by one.  It runs in a process group of its own, stopped whole on the time
+limit, on Ctrl-C or on an error (:mod:`federation.adapters.process`).  An MPI launch puts the
+launcher in front (``mpirun -n 4 sst ...``): that is how a run too large for one machine is
+split over ranks.  The run has a wall-clock limit; its stdout and stderr are captured and kept
+beside the configuration.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 import functools
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from federation.adapters import process
 from federation.errors import BackendUnavailable, SimulationError
 
 from .options import SstOptions
@@ -62,35 +64,32 @@ class SstRun:
 
 
 def run_sst(argv: list[str], cwd: Path, timeout_s: float) -> SstRun:
-    """Run ``argv`` in ``cwd``; stdout/stderr go to ``sst.stdout``/``sst.stderr`` there.  A
-    non-zero exit or the time limit is a :class:`SimulationError` quoting stderr's tail."""
-    import time
-
-    start = time.perf_counter()
+    """Run ``argv`` in ``cwd`` in its own process group (:mod:`federation.adapters.process`);
+    stdout/stderr go to ``sst.stdout``/``sst.stderr`` there.  A non-zero exit, a signal or the
+    time limit is a :class:`SimulationError` saying how it ended, quoting stderr's last lines
+    and naming ``cwd`` (the caller keeps that folder when the run fails)."""
     try:
-        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
-                              check=False, shell=False)
-    except subprocess.TimeoutExpired as exc:
+        done = process.run(argv, timeout_s, cwd=cwd)
+    except process.TimedOut as exc:
         _keep(cwd, exc.stdout, exc.stderr)
         raise SimulationError(f"engine sst: {argv[0]} did not finish within {timeout_s:g} s "
-                              f"(engine.timeout); output kept in {cwd}") from None
+                              f"(engine.timeout); it and every process it started were "
+                              f"stopped; its output is kept in {cwd}") from None
     except OSError as exc:
         raise BackendUnavailable(f"engine sst: cannot start {argv[0]}: "
                                  f"{exc.strerror or exc}") from None
-    wall = time.perf_counter() - start
-    _keep(cwd, proc.stdout, proc.stderr)
-    if proc.returncode != 0:
-        tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-5:])
-        raise SimulationError(f"engine sst: {' '.join(argv)} exited with status "
-                              f"{proc.returncode} (output in {cwd}): {tail}")
-    return SstRun(argv, proc.returncode, proc.stdout, proc.stderr, wall)
+    _keep(cwd, done.stdout, done.stderr)
+    if done.returncode != 0:
+        tail = process.relevant_tail(done.stderr) or process.relevant_tail(done.stdout)
+        ended = process.how_it_ended(done.returncode)
+        raise SimulationError(f"engine sst: {' '.join(argv)} {ended} (output kept in {cwd})"
+                              + (f": {tail}" if tail else ""))
+    return SstRun(argv, done.returncode, done.stdout, done.stderr, done.wall_s)
 
 
-def _keep(cwd: Path, out: str | bytes | None, err: str | bytes | None) -> None:
+def _keep(cwd: Path, out: str, err: str) -> None:
     for name, text in (("sst.stdout", out), ("sst.stderr", err)):
-        if isinstance(text, bytes):
-            text = text.decode(errors="replace")
-        (cwd / name).write_text(text or "")
+        (cwd / name).write_text(text)
 
 
 _VERSION = re.compile(r"SST-Core Version \(([^,\s)]+)(?:.*?SHA: ([0-9a-f]+))?")
@@ -102,9 +101,8 @@ def sst_version(sst: str) -> str | None:
     engine origin; ``None`` when the program does not answer in that form (a stand-in).
     Asked once per program path and process, not once per point."""
     try:
-        done = subprocess.run([sst, "--version"], capture_output=True, text=True, timeout=30,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        done = process.run([sst, "--version"], 30.0)
+    except (OSError, process.TimedOut):
         return None
     m = _VERSION.search(done.stdout)
     if m is None:

@@ -21,7 +21,7 @@ from typing import Any
 from federation.errors import FederationError
 from federation.results.model import LatencyStats, PointSummary
 
-from .config import SstConfig
+from .script import SstConfig
 
 #: the columns every statistics row must have (more may follow, e.g. from other stat types)
 REQUIRED_COLUMNS = ("ComponentName", "StatisticName", "StatisticSubId", "StatisticType",

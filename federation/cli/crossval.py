@@ -15,8 +15,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli import app
-from federation.errors import ConfigError
+from federation.cli.app import app
 
 #: exit status when a check failed (a bad file is 2, like every user error)
 EXIT_VIOLATION = 1
@@ -38,21 +37,22 @@ def crossval(
     """Run every scenario of a suite on every engine and compare the figures within tolerance."""
     from federation.crossval.report import print_report
     from federation.crossval.run import SuiteRunner, load_suite
+    from federation.results.outputs import OutputFile
 
     suite = load_suite(file)
-    if out.exists() and not overwrite:
-        raise ConfigError(f"{out} exists; choose another file or pass --overwrite",
-                          source="--out")
-    if out.parent != Path("") and not out.parent.is_dir():
-        raise ConfigError(f"cannot write {out}: {out.parent} is not a folder", source="--out")
+    # checked, and its temporary file made beside it, before any scenario runs: a place that
+    # cannot be written is refused now, not after the whole suite has run
+    target = OutputFile(out, source="--out", overwrite=overwrite, ours=_is_crossval_result,
+                        what="crossval results file")
 
     def progress(scenario: str, engine: str) -> None:
         if sys.stderr.isatty():
             print(f"running {scenario} on {engine} ...", file=sys.stderr)
 
-    result = SuiteRunner(file, suite, progress).run_all(require_all)
-    text = json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
-    out.write_text(text)
+    with target:
+        result = SuiteRunner(file, suite, progress).run_all(require_all)
+        text = json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+        target.commit(text)
     if as_json:
         print(text, end="")
     else:
@@ -60,3 +60,13 @@ def crossval(
         print(f"results: {out}")
     if result.status != "passed":
         raise typer.Exit(EXIT_VIOLATION)
+
+
+def _is_crossval_result(path: Path) -> bool:
+    """Is ``path`` a results file of ``federation crossval`` (what ``--overwrite`` may
+    replace)?"""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("schema_name") == "hpc-federation.crossval"

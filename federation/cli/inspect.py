@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
+from federation.cli.run import NO_DEADLOCK_CHECK_HELP
 
 if TYPE_CHECKING:
     from federation.network import Network
-    from federation.pipeline.load import ResolvedMachine
+    from federation.pipeline.points import ResolvedMachine
 
 
 @app.command()
@@ -21,14 +23,17 @@ def validate(
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
     max_memory: Annotated[str | None, typer.Option(
         "--max-memory", help="as for 'run': the memory a point may need")] = None,
+    no_deadlock_check: Annotated[bool, typer.Option(
+        "--no-deadlock-check", help=NO_DEADLOCK_CHECK_HELP)] = False,
 ) -> None:
     """Check a machine or experiment file without running it: every sweep point's fields,
-    engine limits, memory estimate, network and routing (including its VC needs)."""
-    from federation.cli.run import parse_max_memory
+    engine limits, memory estimate, network and routing (its VC needs, and the proof that it
+    cannot deadlock: a cycle of channels is refused and printed)."""
+    from federation.cli.run import output_folder, parse_max_memory
     from federation.models.base import read_document
+    from federation.pipeline.bounds import default_max_memory
     from federation.pipeline.load import is_machine_document, load_experiment, load_machine
-    from federation.pipeline.preflight import default_max_memory
-    from federation.pipeline.prepare import preflight
+    from federation.pipeline.point import preflight
 
     limit = parse_max_memory(max_memory) or default_max_memory()
     doc = read_document(file)
@@ -39,13 +44,18 @@ def validate(
               f"{net.n_nodes} nodes, {net.n_links} cables)")
         return
     loaded = load_experiment(file, set_ or [])
-    preflight(loaded, limit)
+    output_folder(loaded, None)  # the folder run would write by default: name, outputs.dir
+    cache = preflight(loaded, limit, deadlock_check=not no_deadlock_check)
+    for note in loaded.notes:  # after the checks: a refusal stays one line
+        print(f"note: {note}", file=sys.stderr)
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")
+    for routing, proof in cache.proofs.values():
+        print(f"  deadlock-free: routing {routing!r}: {proof.describe()}")
 
 
 def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
     """Build a machine file's network after the memory check its topology's counts allow."""
-    from federation.pipeline.preflight import check_machine_memory, check_network_memory
+    from federation.pipeline.bounds import check_machine_memory, check_network_memory
 
     known = check_machine_memory(rm, limit)
     net = rm.topology.build()
@@ -72,14 +82,16 @@ def schema(
                           "experiment": docs["experiment.schema.json"]}, indent=2))
         return
     from federation.errors import ConfigError
+    from federation.results.outputs import check_out_path, write_file
 
+    check_out_path(out, "--out")
     try:
         out.mkdir(parents=True, exist_ok=True)
-        for name, d in docs.items():
-            (out / name).write_text(json.dumps(d, indent=2, sort_keys=True) + "\n")
     except OSError as exc:
         raise ConfigError(f"cannot write {out}: {exc.strerror or type(exc).__name__}",
                           source="--out") from None
+    for name, d in docs.items():  # each replaced whole (a rename), never half-written
+        write_file(out / name, json.dumps(d, indent=2, sort_keys=True) + "\n", "--out")
     for name in docs:
         print(out / name)
 

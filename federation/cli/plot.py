@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 from federation.errors import ConfigError
 from federation.plots import DEFAULT_SATURATION_MARGIN
 
@@ -75,5 +75,8 @@ def plot(
     check_margin(margin)
     if out is None:
         out = results[0] / "plots" if len(results) == 1 else Path("plots")
+    from federation.results.outputs import check_out_path
+
+    check_out_path(out, "--out")
     for p in draw_folders(results, out, fmt, margin):
         print(p)

@@ -10,9 +10,8 @@ from typing import Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 from federation.cli.plot import SaturationMargin, check_margin
-from federation.errors import ConfigError
 from federation.plots import DEFAULT_SATURATION_MARGIN
 
 
@@ -30,16 +29,16 @@ def report(
     elsewhere, so it can be attached to a message."""
     from federation.plots.data import load_folders
     from federation.plots.report import render_report
+    from federation.results.outputs import OutputFile
 
     check_margin(margin)
     folders = load_folders(results)
+    source = "--out" if out is not None else "report"
     if out is None:
         out = results[0] / "report.html" if len(results) == 1 else Path("report.html")
-    page, _ = render_report(folders, margin)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot write the report: {exc.strerror or exc}",
-                          source=str(out)) from None
+    # checked, its temporary file made beside it, before the figures are drawn; the page
+    # replaces an earlier one whole (a rename), never half-written
+    with OutputFile(out, source=source, overwrite=True, make_parents=True) as target:
+        page, _ = render_report(folders, margin)
+        target.commit(page)
     print(out)

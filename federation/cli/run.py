@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 from federation.cli.terminal import progress_reporter
 from federation.results.model import LinkUse, PointResult, RunResult
+
+if TYPE_CHECKING:
+    from federation.pipeline.points import LoadedExperiment
+
+
+#: the help of ``--no-deadlock-check`` (``run`` and ``validate``)
+NO_DEADLOCK_CHECK_HELP = (
+    "skip the proof, before anything is simulated, that the routing cannot deadlock (its "
+    "channel dependency graph has no cycle; a cycle is refused and printed): for routings "
+    "whose cycles you mean to study, or compiled routings without a declared VC plan")
 
 
 @app.command()
@@ -37,35 +48,47 @@ def run(
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", metavar="ADDRESS", help="run the sweep points on the existing Dask "
         "cluster whose scheduler is at ADDRESS, e.g. tcp://scheduler-host:8786")] = None,
+    worker_timeout: Annotated[float | None, typer.Option(
+        "--worker-timeout", metavar="SECONDS", help="with --workers or --scheduler: stop the "
+        "sweep, keeping the finished points, when the cluster has had no worker for this long "
+        "(none joined, or all left)  [default: 60]")] = None,
+    no_deadlock_check: Annotated[bool, typer.Option(
+        "--no-deadlock-check", help=NO_DEADLOCK_CHECK_HELP)] = False,
 ) -> None:
-    """Run an experiment on its engine and write results.json plus per-port/per-packet tables."""
+    """Run an experiment on its engine and write results.json plus per-port/per-packet tables.
+
+    Stopped by Ctrl-C, SIGTERM or SIGHUP, it keeps the finished points (results.json marked
+    incomplete) and exits 128 + the signal's number; an incomplete run never replaces a
+    complete one (--overwrite): it is written beside it, as OUT.incomplete-N."""
     from federation.pipeline.distributed import check_options
     from federation.pipeline.load import load_experiment
     from federation.pipeline.run import run_experiment
 
-    check_options(workers, scheduler)  # before the file is read: a usage error comes first
+    check_options(workers, scheduler, worker_timeout)  # before the file is read: usage first
     limit = parse_max_memory(max_memory)
     loaded = load_experiment(file, set_ or [])
-    exp = loaded.experiment
-    if out is not None:
-        out_dir, out_source = out, "--out"
-    elif exp.outputs.dir:
-        out_dir = Path(exp.outputs.dir)
-        if not out_dir.is_absolute():
-            out_dir = Path(loaded.source).parent / out_dir
-        out_source = f"{loaded.source}: outputs.dir"
-    else:
-        out_dir = Path("results") / (exp.name or Path(loaded.source).stem)
-        out_source = "--out"
+    out_dir, out_source = output_folder(loaded, out)
+
+    def print_notes() -> None:  # once the run is sure to start: a refusal stays one line
+        for note in loaded.notes:  # e.g. a sweep axis that an override replaced
+            print(f"note: {note}", file=sys.stderr)
+
+    placed: list[Path] = []
     with progress_reporter() as cb:
         try:
             result = run_experiment(loaded, out_dir, progress=cb, overwrite=overwrite,
                                     max_memory=limit, out_source=out_source,
-                                    workers=workers, scheduler=scheduler)
-        except KeyboardInterrupt:  # before the run started: typer would exit without a word
-            from federation.pipeline.run import Interrupted
+                                    workers=workers, scheduler=scheduler,
+                                    worker_timeout=worker_timeout, placed=placed.append,
+                                    checked=print_notes,
+                                    deadlock_check=not no_deadlock_check)
+        except KeyboardInterrupt as exc:  # before the run started
+            from federation import interrupts
+            from federation.pipeline.point import Interrupted
 
-            raise Interrupted("interrupted before the run started; nothing was written") from None
+            raise Interrupted(f"interrupted by {interrupts.signal_name(exc)} before the run "
+                              "started; nothing was written", exc) from None
+    out_dir = placed[0] if placed else out_dir
     if as_json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
     else:
@@ -79,9 +102,34 @@ def run(
             print(f"plots: {out_dir / 'plots'}/ ({len(paths)} figures)")
 
 
+def output_folder(loaded: LoadedExperiment, out: Path | None) -> tuple[Path, str]:
+    """Where the run writes, and what to name in a refusal: ``--out``, else ``outputs.dir``
+    (relative to the experiment file), else ``results/<name>`` (the experiment's ``name``, or
+    the file's stem), each checked as a name every file system and reader takes
+    (:func:`federation.results.outputs.check_out_path`)."""
+    from federation.results.outputs import check_name, check_out_path
+
+    exp = loaded.experiment
+    if out is not None:
+        out_dir, out_source = out, "--out"
+    elif exp.outputs.dir:
+        out_dir = Path(exp.outputs.dir)
+        if not out_dir.is_absolute():
+            out_dir = Path(loaded.source).parent / out_dir
+        out_source = f"{loaded.source}: outputs.dir"
+    elif exp.name:
+        check_name(exp.name, str(loaded.source))
+        out_dir, out_source = Path("results") / exp.name, f"{loaded.source}: name"
+    else:
+        out_dir = Path("results") / Path(loaded.source).stem
+        out_source = f"{loaded.source} (its name gives the output folder; give --out)"
+    check_out_path(out_dir, out_source)
+    return out_dir, out_source
+
+
 def parse_max_memory(text: str | None) -> int | None:
     """``--max-memory`` as bytes, or ``None`` for the default."""
-    from federation.pipeline.preflight import parse_memory_limit
+    from federation.pipeline.bounds import parse_memory_limit
 
     return None if text is None else parse_memory_limit(text, "--max-memory")
 
@@ -108,12 +156,31 @@ def format_summary(result: RunResult, out_dir: Path | None) -> str:
         if open_loop:
             lines.append("")
         lines += _table(*_program_rows(keys, closed))
+    with_jobs = [p for p in result.points if p.summary.jobs]
+    if with_jobs:
+        lines += ["", *_table(*_job_rows(keys, with_jobs))]
+        late = _outlived(with_jobs)
+        if late:
+            lines += ["", late]
     last = result.points[-1] if result.points else None
     if last is not None and last.summary.busiest_links:
         lines += ["", *_busiest_links(last)]
     if out_dir is not None:
         lines += ["", f"results: {out_dir}/results.json"]
     return "\n".join(lines)
+
+
+#: widest a swept value prints in the tables (a swept mapping, e.g. a job's whole workload)
+CELL_WIDTH = 40
+
+
+def _cell(value: object) -> str:
+    """A swept value as a table cell: numbers and names as they are, a mapping or list as
+    compact JSON, cut at :data:`CELL_WIDTH` characters (results.json has it whole)."""
+    if not isinstance(value, dict | list):
+        return str(value)
+    text = json.dumps(value, separators=(",", ":"), default=str)
+    return text if len(text) <= CELL_WIDTH else text[:CELL_WIDTH - 3] + "..."
 
 
 def _num(x: float | None, spec: str = ".1f") -> str:
@@ -140,7 +207,7 @@ def _open_loop_rows(keys: list[str], points: list[PointResult]
     for p in points:
         s = p.summary
         lat = s.latency_ns
-        rows.append([*(str(p.sweep.get(k, "-")) for k in keys), p.routing,
+        rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), p.routing,
                      _num(s.offered_load, ".3f"), _num(s.accepted_load, ".3f"), _num(lat.mean),
                      _num(lat.p50), _num(lat.p99), _num(s.mean_hops, ".2f"),
                      _num(s.nonminimal_fraction, ".2f"), str(s.packets_measured), _wall(p)])
@@ -160,12 +227,55 @@ def _program_rows(keys: list[str], points: list[PointResult]
         pg = s.programs
         assert pg is not None
         fin = pg.rank_finish_ns
-        rows.append([*(str(p.sweep.get(k, "-")) for k in keys), p.routing, str(pg.ranks),
+        rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), p.routing, str(pg.ranks),
                      str(pg.operations), str(pg.messages), _num(pg.completion_ns),
                      _num(min(fin) if fin else None), _num(sum(fin) / len(fin) if fin else None),
                      _num(max(fin) if fin else None), _num(s.message_completion_ns_mean),
                      _num(s.mean_hops, ".2f"), str(s.packets_delivered), _wall(p)])
     return head, rows
+
+
+def _job_rows(keys: list[str], points: list[PointResult]) -> tuple[list[str], list[list[str]]]:
+    """Per job of each point: its nodes, its completion (closed loop; alone and the slowdown
+    with ``slowdown: true``), how its messages and packets fared."""
+    head = [*keys, "job", "workload", "nodes", "completion ns", "alone ns", "slowdown",
+            "msg mean ns", "lat mean ns", "p99", "hops", "pkts"]
+    rows = []
+    for p in points:
+        for j in p.summary.jobs or []:
+            lat = j.latency_ns
+            rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), j.name, j.workload,
+                         str(len(j.nodes)), _num(j.completion_ns),
+                         _num(j.completion_alone_ns), _num(j.slowdown, ".3f"),
+                         _num(j.message_completion_ns_mean),
+                         _num(lat.mean if lat else None), _num(lat.p99 if lat else None),
+                         _num(j.mean_hops, ".2f"),
+                         "-" if j.packets_delivered is None else str(j.packets_delivered)])
+    return head, rows
+
+
+def _outlived(points: list[PointResult]) -> str | None:
+    """A note when a closed-loop job ran past the open-loop jobs' traffic, which stops at
+    stop.warmup + stop.measure: its slowdown is then measured partly on a quieter machine."""
+    for p in points:
+        jobs = p.summary.jobs or []
+        if not any(not j.closed_loop for j in jobs):
+            continue
+        stop = p.resolved.get("stop", {}) if p.resolved else {}
+        try:
+            from federation.models.units import parse_time
+
+            horizon = (parse_time(stop.get("warmup", 0)) + parse_time(stop.get("measure", 0)))
+        except (TypeError, ValueError):
+            continue
+        for j in jobs:
+            if j.closed_loop and j.completion_ns is not None and \
+                    (j.start_ns + j.completion_ns) * 1e-9 > horizon:
+                return (f"note: job {j.name!r} ran until {(j.start_ns + j.completion_ns):.1f} "
+                        f"ns, past the open-loop jobs' traffic (stop.warmup + stop.measure = "
+                        f"{horizon * 1e9:.1f} ns); lengthen stop.measure for them to run as "
+                        "long as it does")
+    return None
 
 
 def _busiest_links(p: PointResult) -> list[str]:

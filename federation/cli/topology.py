@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from federation.cli import app
+from federation.cli.app import app
 
 
 @app.command()
@@ -35,7 +35,7 @@ def topology(
                 k.startswith("machine.") for k in loaded.points[0].sweep):
             note = "the sweep changes the machine: showing its first point"
     from federation.cli.inspect import checked_machine_network
-    from federation.pipeline.preflight import default_max_memory
+    from federation.pipeline.bounds import default_max_memory
 
     try:
         net = checked_machine_network(rm, default_max_memory())

@@ -9,6 +9,9 @@
 * :mod:`.pytest_plugin`: suites as tests (entry point ``pytest11``).
 
 See ``docs/crossval.md``.
+
+May import: :mod:`federation.pipeline` (running a scenario), :mod:`federation.adapters`
+(SST points), :mod:`federation.results` and everything below; never the CLI.
 """
 
 from federation.crossval.models import Suite, SuiteResult

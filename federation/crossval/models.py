@@ -106,7 +106,9 @@ class Scenario(DocumentModel):
     name: str = Field(pattern=NAME_PATTERN)
     description: str | None = None
     experiment: str | dict[str, Any] = Field(
-        description="an experiment file (relative to the suite file) or an inline experiment")
+        description="an experiment file (relative to the suite file) or an inline experiment "
+        "(whose relative paths, machine: and file parameters such as workload.path, are "
+        "relative to the suite file too)")
     metrics: list[MetricSpec] = Field(min_length=1)
 
 

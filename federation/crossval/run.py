@@ -18,7 +18,9 @@ Outcomes:
 
 from __future__ import annotations
 
+import copy
 import tempfile
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from federation._version import __version__
 from federation.crossval.metrics import figure
 from federation.crossval.models import Check, EngineRun, Suite, SuiteResult
 from federation.errors import ConfigError, FederationError
-from federation.models.base import read_document, validate_model
+from federation.models.base import DocumentPath, read_document, validate_model
 
 #: what every run writes: only the per-message table (the figures need nothing else)
 OUTPUTS = "outputs={format: parquet, packets: false, ports: false, messages: true}"
@@ -93,7 +95,7 @@ class SuiteRunner:
                              reason=reason)
         if self.progress is not None:
             self.progress(scenario.name, engine)
-        run_experiment = _driver(engine)
+        from federation.pipeline.run import run_experiment  # every engine, SST too
         with tempfile.TemporaryDirectory(prefix="federation-crossval-") as tmp:
             loaded = self._load(index, engine, Path(tmp))
             try:
@@ -139,14 +141,13 @@ class SuiteRunner:
         return loaded
 
     def _load_inline(self, index: int, overrides: list[str], tmp: Path) -> Any:
-        """An inline experiment, written to ``tmp`` with its machine path made absolute so
-        that it means what it says in the suite file; errors name the suite's field."""
+        """An inline experiment, written to ``tmp`` with every relative path in it anchored
+        to the suite file's folder (:func:`anchor_paths`), so that it means what it says in
+        the suite file wherever the suite is run from; errors name the suite's field."""
         from federation.pipeline.load import load_experiment
 
-        doc = dict(self.suite.scenarios[index].experiment)  # type: ignore[arg-type]
-        machine = doc.get("machine")
-        if isinstance(machine, str) and not Path(machine).is_absolute():
-            doc["machine"] = str(self.path.parent / machine)
+        doc = anchor_paths(self.suite.scenarios[index].experiment,  # type: ignore[arg-type]
+                           self.path.absolute().parent)
         file = tmp / INLINE
         file.write_text(yaml.safe_dump(doc, sort_keys=False))
         try:
@@ -214,22 +215,91 @@ class SuiteRunner:
             status="failed" if bad else "passed", counts=counts, runs=runs, checks=checks)
 
 
+#: where an experiment document holds a component whose parameters may name files: its field
+#: path, the plugin registry that provides its kind, and the key that names the kind
+COMPONENTS = (("machine.topology", "topologies", "kind"), ("machine.qos", "qos", "kind"),
+              ("machine.router.arbiter", "arbiters", "kind"),
+              ("routing", "routings", "algorithm"), ("workload", "workloads", "kind"),
+              ("background", "workloads", "kind"), ("engine", "engines", "kind"))
+
+
+def anchor_paths(experiment: dict[str, Any], base: Path) -> dict[str, Any]:
+    """A copy of an experiment document with every relative path in it made relative to
+    ``base`` (absolute), as the loader resolves them against an experiment file's folder: the
+    ``machine`` file, and each parameter a component's plugin declares a
+    :data:`~federation.models.base.DocumentPath` (``workload.path``, a graph file's
+    ``topology.path``...), also where ``sweep`` sets them.  What is not a path is left alone;
+    what is invalid is left for the loader to report."""
+    doc = copy.deepcopy(experiment)
+    anchor = _anchorer(base)
+    if isinstance(doc.get("machine"), str):
+        doc["machine"] = anchor(doc["machine"])
+    path_fields: dict[str, set[str]] = {}
+    for where, registry, key in COMPONENTS:
+        spec = _get(doc, where)
+        names = _path_fields(registry, spec.get(key) if isinstance(spec, dict) else None)
+        path_fields[where] = names
+        if isinstance(spec, dict):
+            params = spec.get("params") if isinstance(spec.get("params"), dict) else spec
+            for name in names & set(params):
+                params[name] = anchor(params[name])
+    sweep = doc.get("sweep")
+    if isinstance(sweep, dict):
+        for k, values in sweep.items():
+            where, _, name = k.rpartition(".")
+            if (k == "machine" or name in path_fields.get(where, ())) and isinstance(values,
+                                                                                  list):
+                sweep[k] = [anchor(v) for v in values]
+    return doc
+
+
+def _anchorer(base: Path) -> Callable[[Any], Any]:
+    def anchor(value: Any) -> Any:
+        if isinstance(value, list):
+            return [anchor(v) for v in value]
+        if isinstance(value, str) and value.strip() and not Path(value).is_absolute():
+            return str(base / value)
+        return value
+
+    return anchor
+
+
+def _get(doc: dict[str, Any], where: str) -> Any:
+    cur: Any = doc
+    for part in where.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def _path_fields(registry: str, kind: Any) -> set[str]:
+    """The parameters of plugin ``kind`` (of ``registry``) that are document paths."""
+    from federation.plugin.registry import get_plugins
+
+    items = getattr(get_plugins(), registry).items
+    if not isinstance(kind, str) or kind not in items:
+        return set()
+    params = getattr(items[kind].cls, "Params", None)
+    fields = getattr(params, "model_fields", {})
+    return {name for name, f in fields.items()
+            if _is_document_path(f.annotation) or _MARK in f.metadata}
+
+
+#: the validator that makes a field a :data:`~federation.models.base.DocumentPath`
+_MARK = typing.get_args(DocumentPath)[1]
+
+
+def _is_document_path(annotation: Any) -> bool:
+    """True when ``annotation`` is or holds a DocumentPath (``DocumentPath | None``,
+    ``list[DocumentPath]``)."""
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _MARK in annotation.__metadata__ or _is_document_path(
+            typing.get_args(annotation)[0])
+    return any(_is_document_path(a) for a in typing.get_args(annotation))
+
+
 #: the per-message table of an engine that writes none (SST): metrics that need it give no
 #: figure, and the check says so
 NO_MESSAGES: dict[str, np.ndarray] = {}
-
-
-def _driver(engine: str) -> Callable[..., Any]:
-    """How a run of ``engine`` is made: ``federation run``'s runner, except for SST, whose
-    endpoints report window statistics and which ``federation sst run`` drives
-    (:mod:`federation.adapters.sst.run`; it writes no per-message table)."""
-    if engine == "sst":
-        from federation.adapters.sst.run import run_experiment as run_sst
-
-        return run_sst
-    from federation.pipeline.run import run_experiment
-
-    return run_experiment
 
 
 def _read_messages(path: Path) -> dict[str, np.ndarray]:

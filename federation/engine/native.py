@@ -81,11 +81,11 @@ class LinkFigures:
 @dataclass
 class NativeRun:
     """What the runner hands an engine for one point (see
-    :func:`federation.pipeline.prepare.prepare`): the network and its figures, the routing,
-    the arbiter, the rank programs and the open-loop traffic.  The open-loop packets are made
-    on the engine side (:mod:`federation.engine.traffic`) when :attr:`packets` is first read,
-    and the loop's random stream is drawn after them from the same routing stream
-    (:attr:`seed_stream`)."""
+    :func:`federation.pipeline.point.prepare`):
+    the network and its figures, the routing, the arbiter, the rank programs and the
+    open-loop traffic.  The open-loop packets are made on the engine side
+    (:mod:`federation.engine.traffic`) when :attr:`packets` is first read, and the loop's
+    random stream is drawn after them from the same routing stream (:attr:`seed_stream`)."""
 
     network: Network
     links: dict[str, LinkFigures]
@@ -577,9 +577,8 @@ def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.nda
     That check is only sound if no operand has wrapped already, so each operand must be a
     finite number of picoseconds below ``TIME_LIMIT_PS`` (a sum of a few of them then stays
     far inside int64).  Packet sizes and creation times are checked as each chunk of
-    packets is loaded.  The preflight (:func:`federation.pipeline.preflight.check_clock`)
-    refuses such inputs naming the file; this is the engine's own guard for callers that
-    bypass it.
+    packets is loaded.  The preflight (:func:`federation.pipeline.bounds.check_clock`) refuses
+    such inputs naming the file; this is the engine's own guard for callers that bypass it.
     """
     pt = net.ports
     if largest_packet <= 0:

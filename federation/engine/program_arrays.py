@@ -71,7 +71,16 @@ def channels(progs: RankPrograms
     src = np.concatenate([rank[sends], progs.op_peer[recvs].astype(np.int64)])
     dst = np.concatenate([progs.op_peer[sends].astype(np.int64), rank[recvs]])
     tag = np.concatenate([progs.op_tag[sends], progs.op_tag[recvs]]).astype(np.int64)
-    order = np.lexsort((tag, dst, src))
+    # one int64 key when (source, destination, tag) fit in it: its sort takes a tenth of the
+    # three-key lexsort's time (1M operations), and the ids (group numbers in key order) are
+    # the same
+    n = max(progs.n_ranks, 1)
+    lo = int(tag.min()) if tag.size else 0
+    width = int(tag.max()) - lo + 1 if tag.size else 1
+    if n * n * width < 2**62:
+        order = np.argsort((src * n + dst) * width + (tag - lo))
+    else:
+        order = np.lexsort((tag, dst, src))
     new = np.ones(order.shape[0], dtype=bool)
     if order.shape[0] > 1:
         new[1:] = ((np.diff(src[order]) != 0) | (np.diff(dst[order]) != 0)
@@ -208,13 +217,20 @@ def _table(n: int, **columns: np.ndarray | int) -> dict[str, np.ndarray]:
     every run must give the loop the same (strided) array types, or it would compile twice."""
     width = 1 << (len(columns) - 1).bit_length()
     rows = aligned_rows(max(n, 2), width, np.int64)
-    rows[:] = -1
-    out = {}
-    for j, (name, value) in enumerate(columns.items()):
-        if n:
-            rows[:n, j] = value
-        out[name] = rows[:, j]
-    return out
+    rows[n:] = -1
+    rows[:n, len(columns):] = -1
+    # filled a block of rows at a time, so each cache line is written while it is cached:
+    # column by column over the whole table, every column pass wrote every line again
+    values = [np.broadcast_to(np.asarray(v), (n,)) for v in columns.values()]
+    for a in range(0, n, _TABLE_BLOCK):
+        block = rows[a:a + _TABLE_BLOCK]
+        for j, v in enumerate(values):
+            block[:, j] = v[a:a + _TABLE_BLOCK]
+    return {name: rows[:, j] for j, name in enumerate(columns)}
+
+
+#: rows of a table filled at once by _table (16,384 rows of 128 bytes: 2 MiB)
+_TABLE_BLOCK = 1 << 14
 
 
 def _nonempty(prog: Prog) -> Prog:

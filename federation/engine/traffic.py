@@ -1,6 +1,6 @@
 """Open-loop traffic as the runner hands it to an engine, and its packets, a chunk at a time.
 
-The runner (``federation/pipeline/prepare.py``) decides nothing per packet: it hands an engine one
+The runner (``federation/pipeline/traffic.py``) decides nothing per packet: it hands an engine one
 description (network, routing, arbiter, rank programs and this :class:`OpenTraffic`), and the
 engine side turns the workload's message batches into packets here, drawing each packet's
 routing choices as it goes (:func:`packet_chunks`).  The native engine loads one chunk into

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -132,6 +133,37 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"expected a mapping at the top level, got {type(data).__name__}",
                           source=str(path))
     return data
+
+
+def parse_value(text: str, source: str | None = None, path: str | None = None) -> Any:
+    """``text`` read exactly as the value after ``key:`` in a YAML file is (``5e8`` a number,
+    ``.3`` a number, empty null, ``[1, 2]`` a list, a key twice in a mapping refused), for
+    values given outside a file (``--set``); a NaN or infinity anywhere in it is refused, as
+    the models refuse it in a file.  Errors name ``source`` and ``path``."""
+    try:
+        value = _parse(text, False, source or "")
+    except ConfigError as exc:
+        raise ConfigError(exc.message, source=source, path=path) from None
+    bad = non_finite(value, path or "")
+    if bad is not None:
+        raise ConfigError(f"{bad[1]!r} is not a finite number (NaN and infinities are refused "
+                          "here as in files)", source=source, path=bad[0])
+    return value
+
+
+def non_finite(data: Any, path: str = "") -> tuple[str, float] | None:
+    """The first NaN or infinity in parsed data, with its dotted path (``a.b[2]``), or
+    ``None``; iterative, since the data may be deep."""
+    stack: list[tuple[str, Any]] = [(path, data)]
+    while stack:
+        where, x = stack.pop()
+        if isinstance(x, float) and not math.isfinite(x):
+            return where or "(top level)", x
+        if isinstance(x, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in x.items())
+        elif isinstance(x, list):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(x))
+    return None
 
 
 def _parse(text: str, is_json: bool, source: str) -> Any:

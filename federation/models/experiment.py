@@ -1,5 +1,5 @@
-"""Experiment files: a machine, routing, workload (and background), engine, seed, stop rule,
-sweep and outputs."""
+"""Experiment files: a machine, routing, workload (and background) or jobs, engine, seed, stop
+rule, sweep and outputs."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from pydantic import Discriminator, Field, Tag, model_validator
 from federation.models.base import DocumentModel, SchemaVersion
 from federation.models.machine import AlgorithmSpec, ComponentSpec, Machine
 from federation.models.units import PositiveTime, Time
+
+#: most two-opt iterations one job may ask for (the thesis uses 200,000 to 1,000,000)
+MAX_TWO_OPT_ITERATIONS = 100_000_000
 
 
 def _machine_tag(value: Any) -> str:
@@ -63,6 +66,57 @@ class Outputs(DocumentModel):
     messages: bool = Field(True, description="write the per-message completion table")
 
 
+class RankOrder(DocumentModel):
+    """Which of a job's nodes each of its ranks runs on (``ranks:`` of a job).
+
+    ``ascending`` (the default): the job's i-th lowest node holds its local node i (rank i);
+    ``placement``: the placement's own order (the order a random placement drew its nodes, a
+    tree's breadth-first order, the ring's order from its start); ``cco``: chain concatenation
+    ordering, breadth first over the routers from the job's first node; ``two_opt``: from
+    ``initial``, random pairs of ranks swapped whenever that lowers the ``objective`` of the
+    job's own messages on the routing's minimal paths (``hops``: their total path hops;
+    ``contention``: the pairs of messages that share a link), ``iterations`` times."""
+
+    order: Literal["ascending", "placement", "cco", "two_opt"] = "ascending"
+    objective: Literal["hops", "contention"] | None = Field(
+        None, description="two_opt: what the swaps lower (default hops)")
+    iterations: int | None = Field(
+        None, ge=0, le=MAX_TWO_OPT_ITERATIONS,
+        description="two_opt: swaps tried (default 200000, the thesis' figure)")
+    initial: Literal["ascending", "placement"] | None = Field(
+        None, description="two_opt: the order it starts from (default ascending)")
+    seed: int | None = Field(
+        None, ge=0, description="two_opt: seed of its random pairs (default: from the "
+        "experiment's seed and the job's position)")
+
+    @model_validator(mode="after")
+    def _two_opt_only(self) -> RankOrder:
+        if self.order != "two_opt":
+            given = [k for k in ("objective", "iterations", "initial", "seed")
+                     if getattr(self, k) is not None]
+            if given:
+                raise ValueError(f"{given[0]!r} applies to order two_opt only, not "
+                                 f"{self.order!r}")
+        return self
+
+
+class Job(DocumentModel):
+    """One job of a shared machine: a workload on the nodes its placement gives it."""
+
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.\-]+$",
+                      description="names the job in results, tables and messages")
+    workload: ComponentSpec = Field(description="{kind: ..., <params>}: any workload; its node "
+                                    "numbers are the job's own (node i: the job's i-th node)")
+    placement: ComponentSpec = Field(description="{kind: ..., <params>}: which nodes the job "
+                                     "gets (contiguous, list, random_nodes, rest, ...)")
+    ranks: RankOrder = Field(default_factory=RankOrder,
+                             description="which of its nodes each rank runs on")
+    start: Time = Field(0.0, description="when the job starts (its traffic, or its ranks' "
+                        "first operations)")
+    shared: bool = Field(False, description="the job's nodes may also belong to other jobs "
+                         "(else any overlap is refused)")
+
+
 class Experiment(DocumentModel):
     """One experiment: possibly several points when ``sweep`` is given."""
 
@@ -81,6 +135,13 @@ class Experiment(DocumentModel):
         "beside a closed-loop workload (rank programs), generated over stop.warmup + "
         "stop.measure; the run still ends when the programs finish",
     )
+    jobs: list[Job] | None = Field(
+        None, min_length=1,
+        description="jobs sharing the machine, each a workload on its own nodes (instead of "
+        "workload and background)")
+    slowdown: bool = Field(
+        False, description="also run each closed-loop job alone on the same nodes (same seed) "
+        "and report its completion with the others over alone")
     engine: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="native", params={}))
     seed: int = Field(1, ge=0)
     stop: StopRule = Field(default_factory=StopRule)

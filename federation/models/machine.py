@@ -66,6 +66,24 @@ class AlgorithmSpec(ComponentSpec):
     component_key: ClassVar[str] = "algorithm"
 
 
+class NestedSpec(ComponentSpec):
+    """A component given inside another's parameters (``synthetic``'s ``pattern`` and
+    ``injection``): a name, or ``{kind: ..., <params>}``.  Written back as the bare name while
+    its parameters are all defaults, so a file that names it keeps its shape."""
+
+    @model_serializer(mode="wrap")
+    def _flatten(self, handler: Any) -> Any:
+        params = self.params
+        if hasattr(params, "model_dump"):
+            dumped = params.model_dump(mode="json")
+            try:
+                default = type(params)().model_dump(mode="json")
+            except ValueError:  # a required parameter: never all defaults
+                default = None
+            params = None if dumped == default else dumped
+        return {"kind": self.kind, **params} if params else self.kind
+
+
 class LinkClass(DocumentModel):
     """Figures of one link class; unset fields take the topology's or the global default."""
 

@@ -27,7 +27,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
-from federation.models.limits import MAX_PACKET_BYTES
+from federation.errors import ConfigError
+from federation.models.limits import CLOCK_LIMIT, MAX_PACKET_BYTES, TIME_LIMIT_PS
 
 PS_PER_S = 10**12
 
@@ -133,8 +134,36 @@ def _check_finite(num: float, value: Any) -> None:
 
 
 def seconds_to_ps(seconds: float) -> int:
-    """Round a duration to integer picoseconds, the engine's clock unit."""
+    """Round a duration to integer picoseconds, the engine's clock unit.
+
+    Unchecked: for durations already known to be in range.  A duration a user wrote (or
+    computed from what a user wrote, such as flops over a host speed) goes through
+    :func:`clock_ps`, which refuses what the engine's clock cannot hold."""
     return int(round(seconds * PS_PER_S))
+
+
+def clock_ps(seconds: float, what: str, source: str | None = None,
+             path: str | None = None) -> int:
+    """``seconds`` as integer picoseconds, or the clock-range refusal.
+
+    The one conversion of user durations to engine time: a duration that is not finite, is
+    negative or reaches the engine's clock range (:data:`federation.models.limits.TIME_LIMIT_PS`) is
+    refused as a :class:`~federation.errors.ConfigError` ``"<what> <duration> is beyond the
+    engine's clock range"`` naming ``source`` and ``path``.  Without it, ``1e22`` flops or a
+    host speed of ``1e-300`` became an ``OverflowError`` deep inside NumPy (or, worse, an
+    int64 that wrapped to a plausible time).
+    """
+    try:
+        ps = float(seconds) * PS_PER_S
+    except (TypeError, ValueError, OverflowError):  # not a number, or an int beyond float
+        ps = math.nan
+    if math.isnan(ps) or ps < 0:
+        raise ConfigError(f"{what} {seconds!r} s is not a duration >= 0", source=source,
+                          path=path)
+    if ps + 0.5 >= TIME_LIMIT_PS:
+        raise ConfigError(f"{what} {format_time(seconds)} is beyond {CLOCK_LIMIT}",
+                          source=source, path=path)
+    return int(round(ps))
 
 
 def format_rate(bytes_per_s: float) -> str:

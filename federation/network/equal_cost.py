@@ -6,11 +6,14 @@ all minimal next hops, :func:`equal_cost_ports` finds, for each of those table e
 cable port of the router that is just as good: a port ``p`` of router ``r`` is equal-cost for
 destination group ``g`` when the table path from the router behind ``p`` reaches ``g`` in one
 hop less than the table path from ``r``, *and* crosses as many VC-bumping ports (with ``p``
-itself) as the table path from ``r`` does.  The second condition keeps the VC rule's deadlock
-argument: an alternative port never consumes a VC level the table path would not (on a
-dragonfly a global link into another group is never an alternative to the local hop towards
-the owner of the link into ``g``).  Dimension-order (dateline) tables have one minimal port per
-hop by design and are refused.
+itself) as the table path from ``r`` does.  The second condition keeps the VC levels: an
+alternative port never consumes a VC level the table path would not (on a dragonfly a global
+link into another group is never an alternative to the local hop towards the owner of the link
+into ``g``).  It does not keep an order the tables follow inside one level: the Aries XC's
+groups are routed dimension-ordered (intra-chassis first), and their equal-cost ports take both
+orders, so ``minimal`` with ``spread`` has a cycle there, which the deadlock proof
+(:mod:`federation.network.deadlock`) refuses.  Dimension-order (dateline) tables have one
+minimal port per hop by design and are refused.
 
 The loop reads the masks with the compiled helpers of :mod:`federation.engine.masks`.
 

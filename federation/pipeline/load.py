@@ -12,93 +12,35 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from federation.errors import ConfigError
 from federation.models.base import read_document, validate_model
 from federation.models.experiment import Experiment
-from federation.models.limits import MAX_SWEEP_POINTS
+from federation.models.limits import CLOCK_LIMIT, MAX_SWEEP_POINTS, TIME_LIMIT_PS
 from federation.models.machine import ComponentSpec, Machine
-from federation.plugin.components import Arbiter, Engine, QosPolicy, Routing, Topology, Workload
+from federation.models.units import format_time, seconds_to_ps
+from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_path: public here too
+    Assigner,
+    Override,
+    apply_sweep_overrides,
+    blame,
+    check_conflicts,
+    drop_overridden_axes,
+    parse_override,
+    set_path,
+)
+from federation.pipeline.points import (
+    LoadedExperiment,
+    ResolvedJob,
+    ResolvedMachine,
+    ResolvedPoint,
+    point_jobs,
+)
+from federation.plugin.components import Workload
 from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
 from federation.schemas import quickstart_path
-
-
-@dataclass
-class ResolvedMachine:
-    machine: Machine
-    source: str
-    topology: Topology
-    qos: QosPolicy
-    arbiter: Arbiter
-
-
-@dataclass
-class ResolvedPoint:
-    """One runnable point of an experiment (one combination of its sweep)."""
-
-    experiment: Experiment
-    source: str
-    machine: ResolvedMachine
-    routing: Routing
-    workload: Workload
-    engine: Engine
-    sweep: dict[str, Any] = field(default_factory=dict)
-    #: open-loop traffic beside the rank programs of a closed-loop ``workload`` (``None``: none)
-    background: Workload | None = None
-
-
-@dataclass
-class LoadedExperiment:
-    experiment: Experiment
-    source: str
-    points: list[ResolvedPoint]
-
-
-def parse_override(text: str) -> tuple[str, Any]:
-    """``key.path=value`` with the value read as YAML (``0.3`` is a number, ``[1,2]`` a list)."""
-    if "=" not in text:
-        raise ConfigError(f"expected key=value, got {text!r}", source="--set")
-    key, _, raw = text.partition("=")
-    key = key.strip()
-    if not key:
-        raise ConfigError(f"empty key in {text!r}", source="--set")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
-        value = raw
-    return key, value
-
-
-def set_path(doc: dict[str, Any], key: str, value: Any, source: str) -> None:
-    """Set ``a.b.c`` in a nested mapping, creating mappings on the way."""
-    parts = key.split(".")
-    cur: Any = doc
-    for i, part in enumerate(parts[:-1]):
-        nxt = cur.get(part) if isinstance(cur, dict) else None
-        if nxt is None:
-            nxt = {}
-            cur[part] = nxt
-        if not isinstance(nxt, dict):
-            raise ConfigError(
-                f"cannot set {key!r}: {'.'.join(parts[: i + 1])} is not a mapping", source=source
-            )
-        cur = nxt
-    cur[parts[-1]] = value
-
-
-def _inline_machine(doc: dict[str, Any], base: Path) -> str | None:
-    """Replace a machine path by its content so overrides can reach into it; returns its path."""
-    m = doc.get("machine")
-    if isinstance(m, str):
-        path = (base / m) if not Path(m).is_absolute() else Path(m)
-        doc["machine"] = read_document(path)
-        return str(path)
-    return None
 
 
 def resolve_component(spec: ComponentSpec, registry: ComponentRegistry[Any], source: str,
@@ -112,7 +54,13 @@ def resolve_component(spec: ComponentSpec, registry: ComponentRegistry[Any], sou
     params = spec.params if isinstance(spec.params, cls.Params) else validate_model(
         cls.Params, spec.params, source, prefix=path
     )
-    return cls(params)
+    try:
+        return cls(params)
+    except ConfigError as exc:  # a nested component (synthetic's pattern): relative paths
+        if exc.source is not None:
+            raise
+        where = f"{path}.{exc.path}" if exc.path else path
+        raise ConfigError(exc.message, source=source, path=where) from None
 
 
 def resolve_machine(machine: Machine, source: str, plugins: FederationPlugins,
@@ -149,7 +97,8 @@ def is_machine_document(doc: dict[str, Any]) -> bool:
 def load_experiment(path: str | Path | None = None, overrides: list[str] | None = None,
                     plugins: FederationPlugins | None = None) -> LoadedExperiment:
     """Load an experiment file (default: the shipped quickstart), apply ``--set`` overrides and
-    resolve every sweep point."""
+    resolve every sweep point (how overrides meet the sweep:
+    :mod:`federation.pipeline.overrides`)."""
     plugins = plugins or get_plugins()
     p = Path(path) if path is not None else quickstart_path()
     source = str(p)
@@ -161,14 +110,25 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
             "for machine files",
             source=source,
         )
-    machine_source = None
     sets = [parse_override(o) for o in overrides or []]
-    if any(k.startswith("machine.") for k, _ in sets):
-        machine_source = _inline_machine(doc, p.parent)
-    for key, value in sets:
-        set_path(doc, key, value, source="--set")
-    experiment = validate_model(Experiment, doc, source)
+    check_conflicts(sets)
+    try:
+        return _load(doc, p, sets, plugins)
+    except ConfigError as exc:
+        raise blame(exc, sets, source) from None
+
+
+def _load(doc: dict[str, Any], p: Path, sets: list[Override],
+          plugins: FederationPlugins) -> LoadedExperiment:
+    source = str(p)
+    fields = [o for o in sets if o.key != "sweep" and o.axis is None]
+    given = apply_sweep_overrides(doc, sets)
+    notes = drop_overridden_axes(doc, fields, given, source)
+    assigner = Assigner(p.parent)
     base_doc = {k: v for k, v in doc.items() if k != "sweep"}
+    whole = copy.deepcopy(doc)
+    machine_source = assigner.assign(whole, [(o.key, o.value) for o in fields], "--set")
+    experiment = _validate(whole, source, machine_source)
     points: list[ResolvedPoint] = []
     keys = list(experiment.sweep)
     _check_sweep_size(experiment, source)
@@ -176,13 +136,41 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
     for combo in combos:
         pdoc = copy.deepcopy(base_doc)
         sweep = dict(zip(keys, combo, strict=True))
-        if any(k.startswith("machine.") for k in keys) and isinstance(pdoc.get("machine"), str):
-            machine_source = _inline_machine(pdoc, p.parent)
-        for k, v in sweep.items():
-            set_path(pdoc, k, v, source=f"{source}: sweep.{k}")
-        exp = validate_model(Experiment, pdoc, source)
+        items = [(k, v) for k, v in sweep.items()] + [(o.key, o.value) for o in fields]
+        machine_source = assigner.assign(pdoc, items, f"{source}: sweep")
+        exp = _validate(pdoc, source, machine_source)
         points.append(_resolve_point(exp, source, p.parent, plugins, sweep, machine_source))
-    return LoadedExperiment(experiment, source, points)
+    notes += _unused_stop(points)
+    return LoadedExperiment(experiment, source, points, notes)
+
+
+def _unused_stop(points: list[ResolvedPoint]) -> list[str]:
+    """A note when the file sets ``stop.warmup`` or ``stop.measure`` where every job is rank
+    programs (no background, no open-loop job): the programs run until they finish and the
+    whole run is measured, so those fields change nothing (``stop.messages`` is refused by
+    the preflight instead)."""
+    fields = sorted({f"stop.{name}" for point in points
+                     if all(job.workload.closed_loop for job in point_jobs(point))
+                     for name in ("warmup", "measure")
+                     if name in point.experiment.stop.model_fields_set
+                     or f"stop.{name}" in point.sweep})
+    if not fields:
+        return []
+    return [f"{' and '.join(fields)} change nothing here: rank programs run until they finish "
+            "and the whole run is measured (the stop rule gives a background's horizon)"]
+
+
+def _validate(doc: dict[str, Any], source: str, machine_source: str | None) -> Experiment:
+    """The experiment model of ``doc``; an error inside a machine that was inlined from a file
+    (for an override or a sweep) names that file and the field in it, as loading the file
+    itself would."""
+    try:
+        return validate_model(Experiment, doc, source)
+    except ConfigError as exc:
+        if machine_source and exc.source == source and (exc.path or "").startswith("machine."):
+            raise ConfigError(exc.message, source=machine_source,
+                              path=exc.path[len("machine."):]) from None
+        raise
 
 
 def _check_sweep_size(experiment: Experiment, source: str) -> None:
@@ -212,10 +200,46 @@ def _resolve_point(exp: Experiment, source: str, base: Path, plugins: Federation
         prefix = "" if machine_source else "machine"
         rm = resolve_machine(exp.machine, msrc, plugins, prefix=prefix)
     routing = resolve_component(exp.routing, plugins.routings, source, "routing")
-    workload = resolve_component(exp.workload, plugins.workloads, source, "workload")
     engine = resolve_component(exp.engine, plugins.engines, source, "engine")
+    if exp.jobs is not None:
+        jobs = resolve_jobs(exp, plugins, source)
+        return ResolvedPoint(exp, source, rm, routing, jobs[0].workload, engine, sweep, None,
+                             jobs)
+    workload = resolve_component(exp.workload, plugins.workloads, source, "workload")
     background = resolve_background(exp, workload, plugins, source)
     return ResolvedPoint(exp, source, rm, routing, workload, engine, sweep, background)
+
+
+def resolve_jobs(exp: Experiment, plugins: FederationPlugins,
+                 source: str) -> tuple[ResolvedJob, ...]:
+    """The ``jobs`` of ``exp``, each component resolved; names must differ, ``workload`` and
+    ``background`` must not be given beside them (they are the one-job form), and the
+    statically visible conflicts between jobs are refused here, before any machine is built
+    (:func:`check_jobs_static`)."""
+    given = exp.model_fields_set
+    for old in ("workload", "background"):
+        if old in given:
+            raise ConfigError(f"give either 'jobs' or '{old}' (one job is the old form: move "
+                              f"'{old}' into a job)", source=source, path=old)
+    jobs = []
+    seen: dict[str, int] = {}
+    for i, job in enumerate(exp.jobs or []):
+        at = f"jobs[{i}]"
+        if job.name in seen:
+            raise ConfigError(f"{job.name!r} is also the name of jobs[{seen[job.name]}]; each "
+                              "job needs its own name", source=source, path=f"{at}.name")
+        seen[job.name] = i
+        workload = resolve_component(job.workload, plugins.workloads, source,
+                                     f"{at}.workload")
+        placement = resolve_component(job.placement, plugins.placements, source,
+                                      f"{at}.placement")
+        start = seconds_to_ps(job.start)
+        if start >= TIME_LIMIT_PS:
+            raise ConfigError(f"{format_time(job.start)} is past {CLOCK_LIMIT}", source=source,
+                              path=f"{at}.start")
+        jobs.append(ResolvedJob(job.name, i, workload, placement, job.ranks, start, job.shared,
+                                at, f"{at}.workload"))
+    return tuple(jobs)
 
 
 def resolve_background(exp: Experiment, workload: Workload, plugins: FederationPlugins,

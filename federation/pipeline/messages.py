@@ -3,7 +3,8 @@ run (nodes, sizes, clock, a window that measures something, memory).
 
 A workload that overrides :meth:`~federation.plugin.components.Workload.batches` is streamed: the
 engine asks for a batch when its clock reaches it, so a long run holds one batch at a time;
-any other gives :meth:`~federation.plugin.components.Workload.generate` whole, cut into batches here.
+any other gives :meth:`~federation.plugin.components.Workload.generate` whole, cut into batches
+here.
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ from federation.errors import ConfigError, located
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.models.units import PS_PER_S, format_time, seconds_to_ps
 from federation.network import Network
-from federation.pipeline.load import ResolvedPoint
-from federation.pipeline.preflight import PER_ROW, MemoryEstimate, check_memory, packets_memory
+from federation.pipeline.bounds import PER_ROW, check_memory, packets_memory
+from federation.pipeline.points import (
+    MemoryEstimate,
+    ResolvedJob,
+    ResolvedPoint,
+    in_job,
+    job_view,
+    no_messages,
+)
 from federation.plugin.components import Messages, Workload, WorkloadContext
 
 if TYPE_CHECKING:
-    from federation.pipeline.prepare import Built
-
-
-def no_messages() -> Messages:
-    return Messages(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32),
-                    np.zeros(0, np.int64))
+    from federation.pipeline.points import Built
 
 
 Batches = Callable[[], Iterator[tuple[int, Messages]]]
@@ -122,12 +125,18 @@ def streams(workload: Workload) -> bool:
 
 
 def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int, int],
-             rng: np.random.Generator, max_memory: int, kept: bool) -> tuple[Batches, int]:
+             rng: np.random.Generator, max_memory: int, kept: bool,
+             job: ResolvedJob | None = None, nodes: np.ndarray | None = None,
+             alone: bool = True) -> tuple[Batches, int]:
     """A streaming workload's batches (each checked as it comes, and re-drawn identically
     when asked again) and its expected packet count, refused up front when its window
-    would measure nothing or its kept tables cannot be held."""
+    would measure nothing (``alone``: the only traffic of the run) or its kept tables cannot
+    be held.  With ``job`` and ``nodes`` the workload runs on the job's nodes, from the job's
+    ``start``; the batches are in the machine's node numbers."""
     net = built.network
-    workload = point.workload
+    workload = job.workload if job is not None else point.workload
+    start = job.start_ps if job is not None else 0
+    m = net.n_nodes if nodes is None else int(nodes.shape[0])
     if horizon >= TIME_LIMIT_PS:
         raise ConfigError(f"stop.warmup + stop.measure reach past {CLOCK_LIMIT}",
                           source=point.source, path=stop_field(point))
@@ -136,55 +145,72 @@ def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int
     def batches() -> Iterator[tuple[int, Messages]]:
         fresh = np.random.default_rng()
         fresh.bit_generator.state = state
-        ctx = workload_context(point, net, horizon, built.nic_bandwidth, fresh)
+        ctx = workload_context(point, net, horizon - start, built.nic_bandwidth, fresh, job,
+                               nodes)
         last = 0
-        for end, msgs in workload.batches(ctx, CHUNK_PACKETS):
-            check_messages(point, net.n_nodes, msgs)
-            if msgs.count and (int(msgs.time_ps[0]) < last or int(msgs.time_ps[-1]) >= end
-                               or int(msgs.time_ps[-1]) >= TIME_LIMIT_PS):
-                raise ConfigError(f"workload {workload.name!r} returned a batch of messages "
-                                  "out of time order or past its end", source=point.source,
-                                  path="workload")
-            last = end
-            yield end, msgs
+        try:
+            for end, msgs in workload.batches(ctx, CHUNK_PACKETS):
+                check_messages(point, m, msgs, workload)
+                if msgs.count and (int(msgs.time_ps[0]) < last or int(msgs.time_ps[-1]) >= end
+                                   or int(msgs.time_ps[-1]) >= TIME_LIMIT_PS):
+                    raise ConfigError(f"workload {workload.name!r} returned a batch of "
+                                      "messages out of time order or past its end",
+                                      source=point.source, path="workload")
+                last = end
+                yield min(end + start, TIME_LIMIT_PS), on_machine(msgs, nodes, start)
+        except ConfigError as exc:
+            raise relocate(exc, point, job, m) from None
 
     first = batches()
     try:  # the workload's own checks (its fields against this machine) before the run
         next(first, None)
     except ConfigError as exc:
         raise located(exc, point.source) from None
-    rate = packet_rate(point, built)  # None: the workload states no load
-    if rate is not None and rate * (window[1] - window[0]) / PS_PER_S < 1:
-        raise ConfigError(why_empty(point, built, no_messages(), window),
+    rate = packet_rate(point, built, job, m)  # None: the workload states no load
+    inside = max(0, window[1] - max(window[0], start))
+    if alone and rate is not None and rate * inside / PS_PER_S < 1:
+        raise ConfigError(why_empty(point, built, no_messages(), window, job, m),
                           source=point.source, path=stop_field(point))
-    n = int(rate * horizon / PS_PER_S) if rate is not None else 0
+    n = int(rate * max(0, horizon - start) / PS_PER_S) if rate is not None else 0
     check_packets_memory(point, built, n, max_memory, kept, whole=False)
     return batches, n
 
 
-def message_rate(point: ResolvedPoint, built: Built) -> tuple[float, float, float] | None:
+def relocate(exc: ConfigError, point: ResolvedPoint, job: ResolvedJob | None,
+             m: int) -> ConfigError:
+    """A workload's refusal at the job's workload field (the one workload: as it is)."""
+    return exc if job is None else in_job(exc, point, job, m)
+
+
+def message_rate(point: ResolvedPoint, built: Built,
+                 job: ResolvedJob | None = None) -> tuple[float, float, float] | None:
     """``(load, message bytes, messages per second per node)`` of a workload that states
     an offered load (``None`` for one that does not)."""
-    load = point.workload.offered_load()
+    workload = job.workload if job is not None else point.workload
+    load = workload.offered_load()
     if load is None:
         return None
-    size = float(getattr(point.workload.params, "message_size", None)
+    size = float(getattr(workload.params, "message_size", None)
                  or point.machine.machine.packet_size)
     return load, size, load * built.nic_bandwidth / size
 
 
-def packet_rate(point: ResolvedPoint, built: Built) -> float | None:
-    """Packets per second the whole machine creates, for a workload with an offered load."""
-    rate = message_rate(point, built)
+def packet_rate(point: ResolvedPoint, built: Built, job: ResolvedJob | None = None,
+                n_nodes: int | None = None) -> float | None:
+    """Packets per second the workload's nodes (the whole machine, or ``n_nodes``) create,
+    for a workload with an offered load."""
+    rate = message_rate(point, built, job)
     if rate is None:
         return None
     _, size, per_node = rate
     packet = float(point.machine.machine.packet_size)
-    return per_node * built.network.n_nodes * max(1.0, size / packet)
+    n = built.network.n_nodes if n_nodes is None else n_nodes
+    return per_node * n * max(1.0, size / packet)
 
 
 def why_empty(point: ResolvedPoint, built: Built, msgs: Messages,
-              window: tuple[int, int]) -> str:
+              window: tuple[int, int], job: ResolvedJob | None = None,
+              n_nodes: int | None = None) -> str:
     w0, w1 = window
     span = f"[{format_time(w0 / PS_PER_S)}, {format_time(w1 / PS_PER_S)})"
     head = f"no packet was generated in the measurement window {span}"
@@ -192,34 +218,47 @@ def why_empty(point: ResolvedPoint, built: Built, msgs: Messages,
         t0, t1 = (format_time(int(x) / PS_PER_S) for x in (msgs.time_ps.min(), msgs.time_ps.max()))
         return (f"{head}: the workload's {msgs.count} message(s) are created between {t0} and "
                 f"{t1}, outside it; move the window (stop.warmup, stop.measure)")
-    rate = message_rate(point, built)
+    rate = message_rate(point, built, job)
     if rate is None:
         return f"{head}: the workload created no message at all"
     load, size, per_node = rate
-    expected = per_node * built.network.n_nodes * (w1 - w0) / PS_PER_S
+    n = built.network.n_nodes if n_nodes is None else n_nodes
+    expected = per_node * n * (w1 - w0) / PS_PER_S
     return (f"{head}: at load {load:g} of a {built.nic_bandwidth:g} B/s NIC with {size:g} B "
-            f"messages, the {built.network.n_nodes} nodes create about {expected:.3g} messages "
+            f"messages, the {n} nodes create about {expected:.3g} messages "
             f"in it; raise the load or the NIC bandwidth, or lengthen stop.measure")
 
 
 def workload_context(point: ResolvedPoint, net: Network, horizon: int, nic_bw: float,
-                     rng: np.random.Generator) -> WorkloadContext:
-    """What a workload reads to generate traffic before ``horizon`` ps."""
-    return WorkloadContext(net, point.machine.machine, point.experiment, horizon, nic_bw, rng)
+                     rng: np.random.Generator, job: ResolvedJob | None = None,
+                     nodes: np.ndarray | None = None) -> WorkloadContext:
+    """What a workload reads to generate traffic before ``horizon`` ps: the whole machine, or
+    with ``nodes`` (a job's machine nodes in order) the job's view of it."""
+    name = job.name if job is not None and point.experiment.jobs is not None else None
+    if nodes is None:
+        return WorkloadContext(net, point.machine.machine, point.experiment, horizon, nic_bw,
+                               rng, job=name)
+    return WorkloadContext(job_view(net, nodes), point.machine.machine, point.experiment,
+                           horizon, nic_bw, rng, nodes=nodes, machine_network=net, job=name)
 
 
 def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm: int, n: int,
-                         rng: np.random.Generator) -> tuple[Messages, tuple[int, int]]:
-    """Generate until ``n`` messages exist after the warm-up; the window closes at the n-th."""
-    load = point.workload.offered_load() or 0.5
+                        rng: np.random.Generator, job: ResolvedJob | None = None,
+                        nodes: np.ndarray | None = None) -> tuple[Messages, tuple[int, int]]:
+    """Generate until ``n`` messages exist after the warm-up; the window closes at the n-th.
+    The messages are in the workload's node numbers (the job's, with ``nodes``)."""
+    workload = job.workload if job is not None else point.workload
+    load = workload.offered_load() or 0.5
     size = float(point.machine.machine.packet_size)
+    m = net.n_nodes if nodes is None else int(nodes.shape[0])
     per_node_rate = load * nic_bw / size  # messages per second per node (estimate)
-    span = seconds_to_ps(1.5 * n / max(per_node_rate * net.n_nodes, 1e-30)) + 1
+    span = seconds_to_ps(1.5 * n / max(per_node_rate * m, 1e-30)) + 1
     span = min(span, TIME_LIMIT_PS - 1 - warm)
     state = rng.bit_generator.state
     while True:
         rng.bit_generator.state = state
-        msgs = point.workload.generate(workload_context(point, net, warm + span, nic_bw, rng))
+        msgs = workload.generate(workload_context(point, net, warm + span, nic_bw, rng, job,
+                                                  nodes))
         after = np.nonzero(msgs.time_ps >= warm)[0]
         if after.size >= n:
             cut = after[n - 1]
@@ -233,3 +272,61 @@ def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm:
                 f"{CLOCK_LIMIT}; lower stop.messages or raise the "
                 "load", path=stop_field(point))
         span = min(2 * span, TIME_LIMIT_PS - 1 - warm)
+
+
+def on_machine(msgs: Messages, nodes: np.ndarray | None, start_ps: int = 0) -> Messages:
+    """A job's messages in the machine's node numbers, ``start_ps`` later."""
+    if nodes is None and start_ps == 0:
+        return msgs
+    src = msgs.src if nodes is None else nodes[msgs.src].astype(np.int32)
+    dst = msgs.dst if nodes is None else nodes[msgs.dst].astype(np.int32)
+    return Messages(msgs.time_ps + start_ps, src, dst, msgs.size)
+
+
+def merged_batches(streams: list[Batches]) -> Batches:
+    """Several time-ordered batch streams as one: every message before the earliest ``end``
+    of the streams' current batches goes out, sorted as :meth:`Messages.sorted` sorts (by
+    time, then source node), the rest waits."""
+    if len(streams) == 1:
+        return streams[0]
+
+    def batches() -> Iterator[tuple[int, Messages]]:
+        its = [s() for s in streams]
+        ends = [0] * len(its)
+        held: list[Messages] = [no_messages() for _ in its]
+        live = [True] * len(its)
+
+        def pull(i: int) -> None:
+            got = next(its[i], None)
+            if got is None:
+                live[i], ends[i] = False, TIME_LIMIT_PS
+                return
+            ends[i] = int(got[0])
+            held[i] = join([held[i], got[1]])
+
+        for i in range(len(its)):
+            pull(i)
+        while True:
+            end = min(ends)
+            out = []
+            for i, m in enumerate(held):
+                cut = int(np.searchsorted(m.time_ps, end, side="left"))
+                out.append(Messages(m.time_ps[:cut], m.src[:cut], m.dst[:cut], m.size[:cut]))
+                held[i] = Messages(m.time_ps[cut:], m.src[cut:], m.dst[cut:], m.size[cut:])
+            yield end, join(out).sorted()
+            for i in range(len(its)):
+                if live[i] and ends[i] == end:
+                    pull(i)
+            if not any(live) and not any(m.count for m in held):
+                return
+    return batches
+
+
+def join(parts: list[Messages]) -> Messages:
+    parts = [m for m in parts if m.count]
+    if not parts:
+        return no_messages()
+    if len(parts) == 1:
+        return parts[0]
+    return Messages(*(np.concatenate([getattr(m, f) for m in parts])
+                      for f in ("time_ps", "src", "dst", "size")))

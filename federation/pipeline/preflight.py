@@ -1,282 +1,138 @@
-"""Checks made before anything is built or simulated: engine limits and memory.
+"""Stage *preflight*: every check of a resolved point that needs nothing built or allocated.
 
-A wrong answer is worse than no answer.  Every time, size and rate a point feeds the engine is
-compared with what the engine can represent (:mod:`federation.models.limits`), and the memory a point
-needs is estimated from the topology's counts (:meth:`federation.plugin.components.Topology.size`)
-*before* the network, its route tables or its packets are allocated.  A refusal is one
-:class:`~federation.errors.ConfigError` naming the file, the field and the limit.
+Run for every point of an experiment before the first one is built or simulated (by the driver,
+:func:`federation.pipeline.point.preflight`, which ``federation validate`` and ``run`` share),
+so that a sweep never dies half-way on an input error that was visible at the start: the clock
+range of every figure the files give (:func:`~federation.pipeline.bounds.check_clock`), the
+memory the topology's counts imply, and the stop rule against the kind of workload.
 
-Where a value came from matters for the message: a link figure may be written in the machine
-file, swept by the experiment (``sweep: {machine.links.global.latency: [...]}``), or be the
-topology's default.  :func:`figure_origin` finds the file and field to blame.
+May import: :mod:`.points`, :mod:`.bounds` and the layers below the pipeline.  Never another
+stage.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
 from federation.errors import ConfigError
-from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS, TIME_LIMIT_S
-from federation.models.machine import DEFAULT_BANDWIDTH, DEFAULT_BUFFER, DEFAULT_LATENCY
-from federation.models.units import PS_PER_S, format_time
-
-if TYPE_CHECKING:
-    from federation.network import Network
-    from federation.pipeline.load import ResolvedMachine, ResolvedPoint
-    from federation.plugin.components import TopologySize
-
-#: default share of the machine's physical memory a run may plan to use (``--max-memory``)
-DEFAULT_MEMORY_FRACTION = 0.8
-#: environment variable that sets ``--max-memory`` (bytes or a size such as ``8GiB``)
-MAX_MEMORY_ENV = "FEDERATION_MAX_MEMORY"
+from federation.pipeline.bounds import check_clock, check_machine_memory
+from federation.pipeline.points import (
+    MemoryEstimate,
+    ResolvedJob,
+    ResolvedPoint,
+    machine_prefix,
+    point_jobs,
+)
 
 
-
-# --------------------------------------------------------------------------- where a figure is from
-
-
-@dataclass(frozen=True)
-class Origin:
-    """The file and dotted field a resolved figure came from (for error messages)."""
-
-    source: str
-    path: str
-
-
-def figure_origin(point: ResolvedPoint, machine_path: str) -> Origin:
-    """Where ``machine_path`` (e.g. ``links.global.latency``) of ``point``'s machine was set.
-
-    A swept value blames the experiment's sweep entry; otherwise the machine file (or the
-    experiment's inline ``machine:`` block)."""
-    key = f"machine.{machine_path}"
-    for swept in point.sweep:
-        if key == swept or key.startswith(swept + "."):
-            return Origin(point.source, f"sweep.{swept}")
-    return Origin(point.machine.source, machine_prefix(point) + machine_path)
-
-
-def _refuse(point: ResolvedPoint, machine_path: str, message: str) -> ConfigError:
-    o = figure_origin(point, machine_path)
-    return ConfigError(message, source=o.source, path=o.path)
-
-
-def link_figure(machine: Any, topology: Any, cls: str, attr: str) -> tuple[float, bool]:
-    """One figure of a link class: the machine file's value, else the topology's default, else
-    the global default.  Returns ``(value, set_in_machine_file)``."""
-    user = machine.links.get(cls)
-    v = getattr(user, attr) if user is not None else None
-    if v is not None:
-        return float(v), True
-    tdef = topology.link_defaults.get(cls)
-    v = getattr(tdef, attr) if tdef is not None else None
-    if v is not None:
-        return float(v), False
-    default = {"bandwidth": DEFAULT_BANDWIDTH, "latency": DEFAULT_LATENCY,
-               "buffer": DEFAULT_BUFFER}[attr]
-    return float(default), False
-
-
-def known_link_classes(point: ResolvedPoint, network: Network | None = None) -> list[str]:
-    """Link classes of the point's machine: the network's when built, else what the machine
-    file and the topology's defaults name."""
-    if network is not None:
-        return list(network.link_classes)
-    topo = point.machine.topology
-    names = ["terminal", *topo.link_defaults, *point.machine.machine.links]
-    return list(dict.fromkeys(names))
-
-
-# --------------------------------------------------------------------------- clock range
-
-
-def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
-    """Refuse any time, size or rate whose engine time would pass the clock range.
-
-    Checked: each link class's latency and the serialisation of one packet at its bandwidth,
-    the NIC's serialisation, the router delay, the stop window, and the shortest possible
-    delivery of a packet created at the end of the window.  The engine also refuses, at run
-    time, any event it would schedule past the range (a longer path, a congested queue), so
-    no wrapped time can reach a result.
-    """
-    machine = point.machine.machine
-    topo = point.machine.topology
-    size = float(machine.packet_size)
-    worst = {"terminal": 0.0}
-    for cls in known_link_classes(point, network):
-        bw, _ = link_figure(machine, topo, cls, "bandwidth")
-        lat, _ = link_figure(machine, topo, cls, "latency")
-        if lat >= TIME_LIMIT_S:
-            raise _refuse(point, f"links.{cls}.latency",
-                          f"{format_time(lat)} is beyond {CLOCK_LIMIT}; plain numbers are seconds "
-                          "(write '100ns', not 100)")
-        ser = size / bw
-        if ser >= TIME_LIMIT_S:
-            raise _refuse(point, f"links.{cls}.bandwidth",
-                          f"one {size:g} B packet takes {format_time(ser)} to cross a link at "
-                          f"{bw:g} B/s, beyond {CLOCK_LIMIT}")
-        worst[cls] = ser + lat
-    term_bw, _ = link_figure(machine, topo, "terminal", "bandwidth")
-    nic_bw = float(machine.nic.bandwidth or term_bw)
-    nic_ser = size / nic_bw
-    if nic_ser >= TIME_LIMIT_S:
-        raise _refuse(point, "nic.bandwidth",
-                      f"one {size:g} B packet takes {format_time(nic_ser)} to leave a NIC at "
-                      f"{nic_bw:g} B/s, beyond {CLOCK_LIMIT}")
-    delay = float(machine.router.delay)
-    if delay >= TIME_LIMIT_S:
-        raise _refuse(point, "router.delay", f"{format_time(delay)} is beyond {CLOCK_LIMIT}; plain "
-                      "numbers are seconds (write '50ns', not 50)")
-    stop = point.experiment.stop
-    if stop.warmup >= TIME_LIMIT_S:
-        raise ConfigError(f"{format_time(stop.warmup)} is beyond {CLOCK_LIMIT}",
-                          source=point.source, path=_stop_path(point, "warmup"))
-    horizon = stop.warmup + (stop.measure or 0.0)
-    if horizon >= TIME_LIMIT_S:
-        raise ConfigError(
-            f"warmup + measure = {format_time(horizon)} is beyond {CLOCK_LIMIT}",
-            source=point.source, path=_stop_path(point, "measure"))
-    # a packet created at the end of the window still has to reach its destination
-    trip = nic_ser + worst["terminal"] + delay + max(worst.values())
-    if (horizon + trip) * PS_PER_S >= TIME_LIMIT_PS:
-        raise ConfigError(
-            f"a packet created at the end of the window (at {format_time(horizon)}) needs at "
-            f"least {format_time(trip)} more to be delivered, beyond {CLOCK_LIMIT}",
-            source=point.source, path=_stop_path(point, "measure"))
-
-
-def _stop_path(point: ResolvedPoint, name: str) -> str:
-    key = f"stop.{name}"
-    return f"sweep.{key}" if key in point.sweep else key
-
-
-# --------------------------------------------------------------------------- memory
-
-
-def physical_memory() -> int:
-    """Bytes of physical memory on this machine (0 when unknown)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 0
-
-
-def parse_memory_limit(text: str, source: str) -> int:
-    """A memory limit as bytes: a size such as ``16GiB`` or a plain number of bytes."""
-    from federation.models.units import parse_size
-
-    value = text.strip()
-    try:
-        num = parse_size(float(value) if value.replace(".", "", 1).isdigit() else value)
-    except ValueError as exc:
-        raise ConfigError(str(exc), source=source) from None
-    if num <= 0:
-        raise ConfigError(f"must be positive, got {text!r}", source=source)
-    return int(num)
-
-
-def default_max_memory() -> int:
-    """``--max-memory`` when not given: ``$FEDERATION_MAX_MEMORY`` or 80 % of physical memory."""
-    env = os.environ.get(MAX_MEMORY_ENV)
-    if env:
-        return parse_memory_limit(env, MAX_MEMORY_ENV)
-    phys = physical_memory()
-    return int(phys * DEFAULT_MEMORY_FRACTION) if phys else 64 * 2**30
-
-
-#: bytes per router, node and cable while building a network and its port table (Python lists
-#: in NetworkBuilder, then the flat arrays and the engine's per-port state)
-_PER_ROUTER = 256
-_PER_NODE = 512
-_PER_CABLE = 320
-#: bytes per (router, routing group) entry: int32 next-hop table plus the transient int64 work
-#: arrays that routing helpers build over the same shape
-_PER_TABLE_ENTRY = 40
-#: bytes per packet a run creates when the whole traffic is held at once (a workload that
-#: generates all its messages before the run: message and packetized arrays of one chunk are
-#: transient, so this is the messages' share), plus the per-packet table when it is kept
-_PER_PACKET = 64
-#: bytes per packet kept for the packets table (``outputs.packets``): its delivery record,
-#: the table's columns and their conversion when written
-_PER_KEPT = 256
-#: bytes per packet row the engine holds (packets queued at NICs or in flight): the 64-byte
-#: state row and the row's times, numbers and pool entries
-PER_ROW = 128
-
-
-@dataclass(frozen=True)
-class MemoryEstimate:
-    network: int
-    tables: int
-    packets: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.network + self.tables + self.packets
-
-    def describe(self) -> str:
-        parts = [f"network {_gib(self.network)}", f"route tables {_gib(self.tables)}"]
-        if self.packets:
-            parts.append(f"packets {_gib(self.packets)}")
-        return ", ".join(parts)
-
-
-def _gib(n: float) -> str:
-    return f"{n / 2**30:.3g} GiB"
-
-
-def estimate_network(size: TopologySize, vcs: int) -> MemoryEstimate:
-    """Memory to build a network of ``size`` and its route tables, before building it."""
-    ports = 2 * size.nodes + 2 * size.cables
-    net = (size.routers * _PER_ROUTER + size.nodes * _PER_NODE + size.cables * _PER_CABLE
-           + ports * vcs * 48)
-    tables = size.routers * max(size.groups, 1) * _PER_TABLE_ENTRY
-    return MemoryEstimate(int(net), int(tables))
-
-
-def check_memory(estimate: MemoryEstimate, limit: int, what: str, source: str,
-                 path: str | None) -> None:
-    """Refuse when ``estimate`` exceeds ``limit`` bytes, naming ``source`` and ``path``."""
-    if estimate.total <= limit:
+def check_point(point: ResolvedPoint) -> None:
+    """The checks of ``point`` that need no allocation: the clock range of its figures, its
+    stop rule and its jobs."""
+    check_clock(point)
+    if point.experiment.jobs is None:
+        if point.workload.closed_loop:
+            check_stop(point)
+        if point.experiment.slowdown:
+            check_jobs(point)
         return
-    raise ConfigError(
-        f"{what} needs about {_gib(estimate.total)} of memory ({estimate.describe()}), more "
-        f"than the limit of {_gib(limit)} (--max-memory, or ${MAX_MEMORY_ENV}; default 80 % "
-        "of physical memory)", source=source, path=path)
+    check_jobs(point)
 
 
-def check_machine_memory(machine: ResolvedMachine, limit: int,
-                         prefix: str = "") -> MemoryEstimate | None:
-    """Estimate a machine's network and tables from :meth:`Topology.size` (no allocation) and
-    refuse it above ``limit``; ``None`` when the topology cannot say before building."""
-    size = machine.topology.size()
-    if size is None:
-        return None
-    est = estimate_network(size, machine.machine.router.vcs)
-    check_memory(est, limit, f"this machine ({size.routers} routers, {size.nodes} nodes, "
-                 f"{size.cables} cables)", machine.source, f"{prefix}topology")
-    return est
+def machine_estimate(point: ResolvedPoint, max_memory: int) -> MemoryEstimate | None:
+    """The memory of ``point``'s network and tables from the topology's counts, refused above
+    ``max_memory`` before anything is allocated; ``None`` when the topology cannot count
+    before building (the build then checks the network it made)."""
+    return check_machine_memory(point.machine, max_memory, machine_prefix(point))
 
 
-def check_network_memory(network: Network, vcs: int, limit: int, source: str,
-                         path: str | None) -> MemoryEstimate:
-    """The same check on a built network (topologies whose size is unknown before building)."""
-    from federation.plugin.components import TopologySize
-
-    size = TopologySize(network.n_routers, network.n_nodes, network.n_links, network.n_groups)
-    est = estimate_network(size, vcs)
-    check_memory(est, limit, f"this machine ({size.routers} routers, {size.nodes} nodes, "
-                 f"{size.cables} cables)", source, path)
-    return est
-
-
-def machine_prefix(point: ResolvedPoint) -> str:
-    """``machine.`` when the point's machine is inline in the experiment file, else ``''``."""
-    return "machine." if point.machine.source == point.source else ""
+def check_stop(point: ResolvedPoint) -> None:
+    """``stop.messages`` counts open-loop messages; rank programs run until they finish and
+    would ignore it without a word, so it is refused."""
+    stop = point.experiment.stop
+    if stop.messages is not None:
+        path = "sweep.stop.messages" if "stop.messages" in point.sweep else "stop.messages"
+        raise ConfigError(f"stop.messages ({stop.messages}) counts open-loop messages, but "
+                          f"workload {point.workload.name!r} is rank programs, which run until "
+                          "they finish; drop stop.messages (with a background, give "
+                          "stop.measure: its horizon)", source=point.source, path=path)
 
 
-def packets_memory(n_packets: int, kept: bool = False) -> int:
-    """Memory a run's ``n_packets`` need beyond the rows in existence: their messages when
-    generated whole, and the packets table when it is kept."""
-    return int(n_packets) * (_PER_PACKET + (_PER_KEPT if kept else 0))
+def check_jobs(point: ResolvedPoint) -> None:
+    """What the jobs of a point say about each other, visible without building the machine:
+    the stop rule against their kinds, ``slowdown`` without a closed-loop job, two ``rest``
+    placements, a two-opt order on an open-loop job, listed nodes that overlap or do not
+    exist, placements that ask for more nodes than the machine has, and a workload's ``ranks``
+    beyond its placement.  Each refusal names the job's field."""
+    jobs = point_jobs(point)
+    src = point.source
+    closed = [j for j in jobs if j.closed_loop]
+    open_loop = [j for j in jobs if not j.closed_loop]
+    stop = point.experiment.stop
+    if stop.messages is not None and (closed or len(open_loop) > 1):
+        what = (f"job {closed[0].name!r} is rank programs, which run until they finish" if closed
+                else f"{len(open_loop)} open-loop jobs share the machine")
+        path = "sweep.stop.messages" if "stop.messages" in point.sweep else "stop.messages"
+        raise ConfigError(f"stop.messages ({stop.messages}) counts the messages of one "
+                          f"open-loop workload, but {what}; give stop.measure instead",
+                          source=src, path=path)
+    if point.experiment.slowdown and not closed:
+        raise ConfigError("slowdown compares a closed-loop job's completion with and without "
+                          "the others, but no job is rank programs", source=src,
+                          path="slowdown")
+    rest = [j for j in jobs if j.placement.takes_rest]
+    if len(rest) > 1:
+        raise ConfigError(f"job {rest[1].name!r} takes the rest of the machine, as job "
+                          f"{rest[0].name!r} ({rest[0].field}) does; only one job can",
+                          source=src, path=rest[1].at("placement"))
+    for j in jobs:
+        if j.order.order == "two_opt" and not j.closed_loop:
+            raise ConfigError(f"job {j.name!r}: two_opt places ranks by the job's messages, "
+                              f"which only rank programs give before the run; workload "
+                              f"{j.workload.name!r} is open loop", source=src,
+                              path=j.at("ranks.order"))
+    size = point.machine.topology.size()
+    _check_sizes(point, list(jobs), size.nodes if size else None)
+
+
+def _check_sizes(point: ResolvedPoint, every: list[ResolvedJob], n: int | None) -> None:
+    """Listed nodes and node counts of the unshared jobs against each other and ``n``, and
+    each job's ``ranks`` against its count."""
+    src = point.source
+    owner: dict[int, ResolvedJob] = {}
+    jobs = [j for j in every if not j.shared]
+    for j in jobs:
+        for i, x in enumerate(j.placement.listed() or []):
+            where = j.at(f"placement.nodes[{i}]")
+            if n is not None and x >= n:
+                raise ConfigError(f"job {j.name!r}: node {x} does not exist (the machine has "
+                                  f"{n} nodes)", source=src, path=where)
+            if x in owner:
+                raise ConfigError(f"job {j.name!r} and job {owner[x].name!r} "
+                                  f"({owner[x].field}) both list node {x}; jobs share nodes "
+                                  "only when one of them says shared: true", source=src,
+                                  path=where)
+            owner[x] = j
+    taken = 0
+    counted = []
+    for j in jobs:
+        c = j.placement.count()
+        if c is None:
+            continue
+        taken += c
+        counted.append(j)
+        if n is not None and taken > n:
+            names = ", ".join(repr(x.name) for x in counted)
+            raise ConfigError(f"job {j.name!r} asks for {c} nodes; with the others' "
+                              f"(jobs {names}) that is {taken}, but the machine has {n}",
+                              source=src, path=j.at("placement.count"))
+    for j in every:
+        c = j.placement.count()
+        if c is None and j.placement.name == "all":
+            c = n
+        if c is None and j.placement.takes_rest and not j.shared and n is not None \
+                and len(counted) == len(jobs) - 1:
+            c = n - taken
+        ranks = getattr(getattr(j.workload, "params", None), "ranks", None)
+        if isinstance(ranks, int) and not isinstance(ranks, bool) and c is not None \
+                and ranks > c:
+            raise ConfigError(f"job {j.name!r}: {ranks} ranks need {ranks} nodes (one rank "
+                              f"per node), but its placement gives it {c}", source=src,
+                              path=f"{j.workload_field}.ranks")

@@ -15,7 +15,8 @@ from federation.engine.native import RawResult
 from federation.engine.packet_stats import MESSAGE_COLUMNS, Latency
 from federation.engine.state import Prog
 from federation.models.units import PS_PER_S
-from federation.pipeline.prepare import PreparedPoint
+from federation.pipeline.job_figures import job_columns, job_summaries
+from federation.pipeline.points import PreparedPoint
 from federation.results.model import LatencyStats, LinkUse, PointSummary, ProgramSummary
 from federation.results.spool import Table
 
@@ -87,8 +88,14 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     )
     if raw.programs is not None:
         with_program_packets(fields, raw.programs.pstat, capacity)
+    fields["jobs"] = job_summaries(prep, raw)
     summary = PointSummary(**fields)
-    packets = st.packets if st.packets is not None else {}
+    packets: Table | dict[str, np.ndarray] = st.packets if st.packets is not None else {}
+    cols = job_columns(prep)
+    if cols is not None and st.packets is not None:
+        by_node = cols[0]
+        packets = st.packets.mapped(lambda c: {**c, "job": by_node[c["src"]]},
+                                    [*st.packets.names, "job"])
     local = np.where(pt.port_router >= 0,
                      np.arange(pt.n_ports) - pt.router_port_start[np.maximum(pt.port_router, 0)], 0)
     ports = {
@@ -205,6 +212,15 @@ def message_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.n
 
     none = rows({k: np.zeros(0, dtype=np.int64) for k in MESSAGE_COLUMNS})
     m = raw.packets.messages
+    cols = job_columns(prep)
+    if cols is not None:
+        by_node = cols[0]
+        plain = rows
+
+        def rows(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {**plain(m), "job": by_node[m["src"]]}
+
+        none = rows({k: np.zeros(0, dtype=np.int64) for k in MESSAGE_COLUMNS})
     return m.mapped(rows, list(none)) if m is not None else none
 
 
@@ -255,6 +271,16 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
             "tag": none,
             "rendezvous": np.zeros(n, dtype=bool),
         }
+
+    cols = job_columns(prep)
+    if cols is not None:
+        by_node, by_rank = cols
+        programs["job"] = by_rank[programs["src_rank"]] if by_rank.size else \
+            np.full(n, "", dtype=object)
+        plain = background
+
+        def background(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return {**plain(m), "job": by_node[m["src"]]}
 
     m = raw.packets.messages
     if m is None or not m.rows:

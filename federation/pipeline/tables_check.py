@@ -38,7 +38,7 @@ from federation.network import Network
 from federation.plugin.components import VC_COUNTER, VC_DATELINE, RouteTables
 
 if TYPE_CHECKING:
-    from federation.pipeline.load import ResolvedPoint
+    from federation.pipeline.points import ResolvedPoint
 
 _INT32 = np.iinfo(np.int32)
 _BUILTIN = "federation.plugins."  # the built-in components' package
@@ -207,9 +207,9 @@ def check_route_tables(tables: Any, network: Network, routing_name: str, plugin_
 
 
 def check_point_tables(point: ResolvedPoint, network: Network, tables: Any) -> None:
-    """:func:`check_route_tables` for a resolved point (what :func:`federation.pipeline.prepare.build`
-    calls); the plugins are looked up only when there is something to blame, since that loads
-    the plugin registry."""
+    """:func:`check_route_tables` for a resolved point (what
+    :func:`federation.pipeline.build.build` calls); the plugins are looked up only when there is
+    something to blame, since that loads the plugin registry."""
     if route_table_problem(tables, network) is None:
         return
     routing = point.routing

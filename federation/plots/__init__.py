@@ -15,11 +15,16 @@ fast as before.  Modules:
 * :mod:`federation.plots.engines` one engine's curves over another's (cross-validation);
 * :mod:`federation.plots.links` link utilisation per class and the router x port heatmap;
 * :mod:`federation.plots.distributions` latency, hop-count and message-completion distributions;
+* :mod:`federation.plots.jobs` each job's completion with the others and alone, its slowdown;
 * :mod:`federation.plots.standard` the standard set of figures for one or more folders;
 * :mod:`federation.plots.report` the self-contained HTML report.
 
 Every drawing function returns the data it plotted (a small dataclass), so tests and callers can
 check a figure against the result tables without reading pixels.
+
+Stage: after *outputs*, reading them.  May import: :mod:`federation.results` (the validating
+reader's models), :mod:`federation.pipeline` (a machine rebuilt from a point's ``resolved``
+document), :mod:`federation.adapters` and everything below; never the CLI.
 """
 
 #: Default saturation margin: a point is saturated when its accepted load is below its offered

@@ -1,136 +1,32 @@
-"""Result folders as the figures need them: the document, the tables, the series.
+"""Result folders as the figures need them: the series, saturation, titles.
 
-Nothing here imports matplotlib, so the data behind every figure can be computed (and tested)
-without drawing.  A *series* is the set of points of one line on a load figure: the points that
-share the engine, the routing and every swept value except the load (``workload.load``), from
-one result folder.  Its points are ordered by measured offered load.
+Folders are read and checked by :mod:`federation.plots.reader` (re-exported here).  Nothing here
+imports matplotlib, so the data behind every figure can be computed (and tested) without
+drawing.  A *series* is the set of points of one line on a load figure: the points that share
+the engine, the routing and every swept value except the load (``workload.load``), from one
+result folder.  Its points are ordered by measured offered load.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
-from functools import cached_property
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from federation.errors import ConfigError
 from federation.plots import DEFAULT_SATURATION_MARGIN, HEATMAP_MAX_ROUTERS  # noqa: F401
-from federation.results.model import RESULTS_SCHEMA_VERSION, PointResult, RunResult
-
-#: The swept key that is the x axis of the load figures; every other swept key makes a series.
-LOAD_KEY = "workload.load"
-
-
+from federation.plots.reader import (  # noqa: F401 - the folder reader, re-exported
+    LOAD_KEY,
+    ResultFolder,
+    load_folder,
+    load_folders,
+    read_table,
+)
+from federation.results.model import PointResult
 
 #: Swept keys that already show as a series' routing or engine part of its label.
 REDUNDANT = frozenset({"routing.algorithm", "engine.kind"})
-
-
-@dataclass
-class ResultFolder:
-    """One run's output folder: ``results.json`` read and checked, tables read on demand."""
-
-    path: Path
-    result: RunResult
-    label: str = ""
-    _tables: dict[tuple[int, str], dict[str, np.ndarray]] = field(default_factory=dict,
-                                                                   repr=False)
-
-    def point(self, index: int) -> PointResult:
-        for p in self.result.points:
-            if p.index == index:
-                return p
-        raise KeyError(index)
-
-    def has_table(self, point: PointResult, name: str) -> bool:
-        f = point.files.get(name)
-        return f is not None and (self.path / f).is_file()
-
-    def table(self, point: PointResult, name: str) -> dict[str, np.ndarray]:
-        """The ``packets``, ``ports`` or ``messages`` table of a point as NumPy columns."""
-        key = (point.index, name)
-        if key not in self._tables:
-            f = point.files.get(name)
-            if f is None:
-                raise ConfigError(f"point {point.index} has no {name} table (outputs.{name} was "
-                                  "off)", source=str(self.path))
-            self._tables[key] = read_table(self.path / f)
-        return self._tables[key]
-
-    @cached_property
-    def machine_title(self) -> str:
-        """``machine NAME (kind, R routers, N nodes)``, for figure titles."""
-        m = self.result.machine
-        kind = m.topology.get("kind", "?")
-        name = f"{m.name} " if m.name else ""
-        return f"{name}({kind}, {m.routers} routers, {m.nodes} nodes)"
-
-
-def read_table(path: Path) -> dict[str, np.ndarray]:
-    """A Parquet or CSV table as NumPy columns (strings as object arrays)."""
-    try:
-        if path.suffix == ".csv":
-            import pyarrow.csv as pcsv
-
-            t = pcsv.read_csv(path)
-        else:
-            import pyarrow.parquet as pq
-
-            t = pq.read_table(path)
-    except (OSError, ValueError) as exc:  # pyarrow raises ArrowInvalid (a ValueError)
-        raise ConfigError(f"cannot read table: {exc}", source=str(path)) from None
-    return {name: t.column(name).to_numpy(zero_copy_only=False) for name in t.column_names}
-
-
-def load_folder(path: str | Path) -> ResultFolder:
-    """Read and check a result folder; a bad one is a :class:`ConfigError` naming the path."""
-    p = Path(path)
-    if not p.exists():
-        raise ConfigError("no such folder", source=str(p))
-    if not p.is_dir():
-        raise ConfigError("not a folder (expected a run's output folder holding results.json)",
-                          source=str(p))
-    doc_path = p / "results.json"
-    if not doc_path.is_file():
-        raise ConfigError("not a results folder: it holds no results.json", source=str(p))
-    try:
-        doc = json.loads(doc_path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"cannot read results.json: {exc}", source=str(p)) from None
-    if not isinstance(doc, dict) or doc.get("schema_name") != "hpc-federation.results":
-        raise ConfigError("results.json is not an hpc-federation results document "
-                          "(schema_name is not 'hpc-federation.results')", source=str(p))
-    version = doc.get("schema_version")
-    if version != RESULTS_SCHEMA_VERSION:
-        raise ConfigError(f"results.json has schema_version {version!r}; this version of "
-                          f"federation reads {RESULTS_SCHEMA_VERSION} (rerun the experiment: "
-                          "its resolved document is in results.json)", source=str(p))
-    from pydantic import ValidationError
-
-    try:
-        result = RunResult.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        raise ConfigError(f"results.json: {loc}: {first['msg']}", source=str(p)) from None
-    if not result.points:
-        raise ConfigError("results.json holds no finished point", source=str(p))
-    return ResultFolder(p, result)
-
-
-def load_folders(paths: list[Path]) -> list[ResultFolder]:
-    """Several folders, each labelled by the shortest distinct name (folder name, else path)."""
-    folders = [load_folder(p) for p in paths]
-    names = [f.path.name or str(f.path) for f in folders]
-    if len(set(names)) < len(names):
-        names = [str(f.path) for f in folders]
-    for f, n in zip(folders, names, strict=True):
-        f.label = n
-    return folders
 
 
 # ---------------------------------------------------------------------------------- series
@@ -243,10 +139,13 @@ def workload_title(points: list[PointResult]) -> str:
     """The workload as a figure title names it: ``synthetic uniform`` (kind and pattern)."""
     names = []
     for p in points:
-        w = p.workload
-        text = " ".join(str(x) for x in (w.get("kind"), w.get("pattern")) if x)
-        if text not in names:
-            names.append(text)
+        for w in p.workload.get("jobs") or [p.workload]:
+            pattern = w.get("pattern")
+            if isinstance(pattern, dict):
+                pattern = pattern.get("kind")
+            text = " ".join(str(x) for x in (w.get("name"), w.get("kind"), pattern) if x)
+            if text not in names:
+                names.append(text)
     return ", ".join(names) or "?"
 
 

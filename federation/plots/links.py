@@ -143,12 +143,14 @@ class Heatmap:
 
 def port_matrix(ports: dict[str, np.ndarray]) -> tuple[np.ndarray, list[str], np.ndarray]:
     """``(matrix, column classes, row routers)``: one row per router, its ports as columns grouped
-    by class (the k-th port of a class of every router in the same column)."""
+    by class (the k-th port of a class of every router in the same column).  Within a router and
+    class, ports go in the order of their ``port`` number (the native engine numbers a router's
+    ports consecutively, SST numbers them per router: the same order either way)."""
     r = ports["router"]
     keep = r >= 0
     router = r[keep].astype(np.int64)
     cls = port_classes(ports)[keep]
-    local = ports["local_port"][keep]
+    local = ports["port"][keep]
     util = ports["utilization_window"][keep].astype(float)
     order_names = class_order(cls)
     ci = np.array([order_names.index(c) for c in cls], dtype=np.int64)

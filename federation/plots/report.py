@@ -70,20 +70,12 @@ def _table(head: list[str], rows: list[list[str]], left: int = 0) -> str:
     return "\n".join(out) + "</table>"
 
 
-def _performance(folder: ResultFolder) -> list[dict[str, Any] | None]:
-    try:
-        perf = json.loads((folder.path / "performance.json").read_text())
-        return perf if isinstance(perf, list) else []
-    except (OSError, ValueError):
-        return []
-
-
 def summary_table(folder: ResultFolder) -> str:
     """The run's summary, one row per point (the columns ``federation run`` prints)."""
     pts = folder.result.points
     # a swept routing or engine shows in its own column
     keys = [k for k in dict.fromkeys(k for p in pts for k in p.sweep) if k not in REDUNDANT]
-    perf = _performance(folder)
+    perf = folder.performance  # checked by the reader: one entry per point, or none
     head = ["point", *keys, "engine", "routing", "offered", "accepted", "lat mean ns", "p50",
             "p99", "max", "net lat mean ns", "hops", "nonmin", "msg completion ns", "pkts",
             "wall s"]

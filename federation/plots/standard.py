@@ -17,6 +17,7 @@ from federation.plots.data import (
     DEFAULT_SATURATION_MARGIN,
     HEATMAP_MAX_ROUTERS,
     ResultFolder,
+    Series,
     series_of,
 )
 
@@ -44,7 +45,7 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
              margin: float = DEFAULT_SATURATION_MARGIN,
              heatmap_limit: int = HEATMAP_MAX_ROUTERS) -> Drawn:
     """Draw the standard figures of ``folders`` into ``out_dir`` as ``fmt`` files."""
-    from federation.plots import curves, distributions, engines, links
+    from federation.plots import curves, distributions, engines, jobs, links
 
     if not 0 <= margin < 1:
         raise ValueError("the saturation margin is a fraction of the offered load in [0, 1)")
@@ -61,6 +62,9 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
         drawn.add("engines", engines.draw_engines(series, folders, out_dir, fmt, margin), "")
     drawn.add("utilisation", links.draw_utilisation(series, folders, out_dir, fmt),
               "no ports tables (outputs.ports was off)")
+    if any(p.summary.jobs for s in series for p in s.points):
+        drawn.add("jobs", jobs.draw_jobs(series, folders, out_dir, fmt),
+                  "no closed-loop job (completion and slowdown are of rank programs)")
     used: set[str] = set()
     for s in series:
         suffix = "" if len(series) == 1 else f"-{s.slug}"
@@ -72,10 +76,18 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
                   f"{s.label}: no ports tables")
         drawn.add("latency_distribution", distributions.draw_latency_distribution(
             s, folders, out_dir, fmt, f"latency-distribution{suffix}"),
-            f"{s.label}: no packets tables (outputs.packets was off)")
+            _why_not(s, "packets", "packets"))
         drawn.add("hops", distributions.draw_hops(s, folders, out_dir, fmt, f"hops{suffix}"),
-                  f"{s.label}: no packets tables (outputs.packets was off)")
+                  _why_not(s, "packets", "packets"))
         drawn.add("message_completion", distributions.draw_message_completion(
             s, folders, out_dir, fmt, f"message-completion{suffix}"),
-            f"{s.label}: no messages tables (outputs.messages was off)")
+            _why_not(s, "messages", "completed messages"))
     return drawn
+
+
+def _why_not(s: Series, table: str, rows: str) -> str:
+    """Why a distribution of ``s`` has nothing to draw: no such tables, or tables without a
+    measured row (e.g. rank programs, whose packets are summed in the loop, not listed)."""
+    if any(s.folder.has_table(p, table) for p in s.points):
+        return f"{s.label}: its {table} tables hold no measured {rows}"
+    return f"{s.label}: no {table} tables (outputs.{table} was off)"

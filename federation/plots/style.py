@@ -14,6 +14,11 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")  # headless: no display, same output everywhere
+# Titles and legends carry names from the results (experiment, machine, routing, swept values):
+# text, never TeX.  With mathtext on, a name such as "cost $\alpha$" is typeset and one with an
+# unknown command ("$\x$") fails the whole figure.  Set globally: text objects read it when
+# they are made, after ``new_figure`` has returned.
+matplotlib.rcParams["text.parse_math"] = False
 
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402

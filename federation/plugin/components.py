@@ -14,7 +14,7 @@ full engine speed.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -22,7 +22,9 @@ import numpy as np
 from federation.models.base import Params
 from federation.network.tables import VC_COUNTER as VC_COUNTER  # the routing contract
 from federation.network.tables import VC_DATELINE as VC_DATELINE
+from federation.network.tables import ClassPlan as ClassPlan  # a compiled routing's VC plan
 from federation.network.tables import RouteTables
+from federation.network.tables import TablePlan as TablePlan
 
 if TYPE_CHECKING:
     from federation.models.experiment import Experiment
@@ -121,6 +123,14 @@ class RoutingProgram:
     NIC of ``node`` sends ``pk`` (decisions at the source, e.g. an intermediate router in a
     routing field).  Both are numba ``@njit`` functions defined at module level.  ``tables``
     is any tuple of NumPy arrays and numbers, built once per run in ordinary Python.
+
+    ``vc_plan`` declares every move ``route`` may make, for the deadlock proof before the run
+    (:mod:`federation.network.deadlock`): a :class:`TablePlan` (the route tables' paths with
+    their VC rule, plus declared liberties: Valiant phases, where minimal or Valiant is
+    decided, equal-cost ports, VC levels added) or a :class:`ClassPlan` (transitions between
+    (link class, VC) pairs).  The proof is about the plan, not the code: a routing that
+    leaves its plan is not caught.  Without a plan the run is refused unless
+    ``--no-deadlock-check``.
     """
 
     route: Any
@@ -131,6 +141,8 @@ class RoutingProgram:
     #: bound of the routing's ``intermediates`` (checked before the run); ``None``: the
     #: tables' group count
     via_limit: int | None = None
+    #: the moves ``route`` may make (see above); ``None``: undeclared, cannot be proved
+    vc_plan: TablePlan | ClassPlan | None = None
 
 
 class Routing(Component):
@@ -229,6 +241,19 @@ class WorkloadContext:
     horizon_ps: int  # generate messages created before this time
     nic_bandwidth: float  # bytes/s
     rng: np.random.Generator
+    #: the machine node of each of the job's nodes (``network`` is then the job's view: the
+    #: machine's routers and cables with the job's nodes only, node ``i`` = ``nodes[i]``);
+    #: ``None``: the workload has the whole machine
+    nodes: np.ndarray | None = None
+    #: the whole machine when ``network`` is a job's view (``None``: ``network`` is it)
+    machine_network: Network | None = None
+    #: the job's name (``None``: the experiment's one workload)
+    job: str | None = None
+
+    @property
+    def whole_network(self) -> Network:
+        """The whole machine, whether or not the workload runs as a job."""
+        return self.machine_network if self.machine_network is not None else self.network
 
 
 class Workload(Component):
@@ -256,7 +281,10 @@ class Workload(Component):
     def programs(self, ctx: WorkloadContext) -> RankPrograms:
         """The rank programs of a closed-loop workload (see :mod:`federation.programs`).
 
-        Called once per point; ``ctx.horizon_ps`` is meaningless here (a program runs until
+        Called once per (workload, machine, seed): the preflight builds and checks the
+        programs of every point before any runs, and keeps them for the run
+        (:mod:`federation.pipeline.rank_programs`), so they may depend on nothing else;
+        ``ctx.horizon_ps`` is meaningless here (a program runs until
         it finishes).  Rank i runs on node i unless ``RankPrograms.rank_node`` says otherwise.
         """
         raise NotImplementedError
@@ -265,12 +293,20 @@ class Workload(Component):
         """Offered load as a fraction of NIC bandwidth, when the workload defines one."""
         return None
 
+    def check(self, ctx: WorkloadContext) -> None:
+        """Optional: refuse, before any point runs, what this open-loop workload cannot do on
+        ``ctx.network`` (a job's nodes, or the whole machine), raising a
+        :class:`~federation.errors.ConfigError` whose path starts with ``workload.``.  The
+        preflight calls it for every open-loop workload (``federation validate`` too); the
+        default checks nothing."""
+
 
 # --------------------------------------------------------------------------- engine
 
 
 class Engine(Component):
-    """Runs a prepared experiment point and returns raw results (see :mod:`federation.pipeline.run`)."""
+    """Runs a prepared experiment point and returns raw results (see
+    :mod:`federation.pipeline.run`)."""
 
     #: how to install what the engine drives, for messages when :meth:`found` is false
     install_hint: ClassVar[str | None] = None
@@ -283,9 +319,9 @@ class Engine(Component):
     def check(self, point: Any, built: Any) -> None:
         """Refuse, before any point runs, what this engine cannot represent.
 
-        Called by :func:`federation.pipeline.prepare.preflight` for every point with its
-        :class:`~federation.pipeline.load.ResolvedPoint` and :class:`~federation.pipeline.prepare.Built`
-        (network, link figures, route tables).  Raise a
+        Called by :func:`federation.pipeline.point.preflight` for every point with its
+        :class:`~federation.pipeline.load.ResolvedPoint` and
+        :class:`~federation.pipeline.points.Built` (network, link figures, route tables).  Raise a
         :class:`~federation.errors.ConfigError` naming the file and field (e.g. an external
         engine without a QoS model refusing ``qos``), so a sweep never stops half-way on
         something visible at the start.  The native engine represents everything: no check.
@@ -299,3 +335,25 @@ class Engine(Component):
     def run(self, job: Any, progress: Any = None) -> Any:
         """Run ``job``; call ``progress(done, total)`` now and then if it is given."""
         raise NotImplementedError
+
+    def run_point(self, index: int, point: Any, built: Any, placed: Any,
+                  folder: Any) -> EnginePoint | None:
+        """Optional: run a whole point the engine's own way, for an engine whose output is
+        not the native engine's per-packet arrays (SST reports window statistics).  Return
+        an :class:`EnginePoint` (its summary, with ``null`` for what the engine does not
+        report, its tables and the files it kept in ``folder``, the run's output folder or
+        ``None``), or ``None`` (the default) to have the runner prepare the traffic, call
+        :meth:`run` and summarise its result.  ``placed``: the point's jobs on their
+        nodes."""
+        return None
+
+
+@dataclass
+class EnginePoint:
+    """What :meth:`Engine.run_point` reports of a point it ran itself."""
+
+    summary: Any  #: a :class:`~federation.results.model.PointSummary`
+    tables: dict[str, Any] = field(default_factory=dict)  #: written as ``<name>-<index>``
+    files: dict[str, str] = field(default_factory=dict)  #: kept in the folder, by role
+    routing_description: str = ""
+    wall_seconds: float = 0.0

@@ -26,6 +26,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from federation.plugin.components import Arbiter, Engine, QosPolicy, Routing, Topology, Workload
+    from federation.plugin.jobs import InjectionProcess, Placement, TrafficPattern
 
 hookspec = pluggy.HookspecMarker("federation")
 
@@ -52,12 +53,14 @@ def federation_register_routings(register: Callable[[type[Routing]], None]) -> N
 
 @hookspec
 def federation_register_qos(register: Callable[[type[QosPolicy]], None]) -> None:
-    """Register :class:`~federation.plugin.components.QosPolicy` subclasses (``machine.qos.kind``)."""
+    """Register :class:`~federation.plugin.components.QosPolicy` subclasses
+    (``machine.qos.kind``)."""
 
 
 @hookspec
 def federation_register_arbiters(register: Callable[[type[Arbiter]], None]) -> None:
-    """Register :class:`~federation.plugin.components.Arbiter` subclasses (``machine.router.arbiter``)."""
+    """Register :class:`~federation.plugin.components.Arbiter` subclasses
+    (``machine.router.arbiter``)."""
 
 
 @hookspec
@@ -68,6 +71,24 @@ def federation_register_workloads(register: Callable[[type[Workload]], None]) ->
 @hookspec
 def federation_register_engines(register: Callable[[type[Engine]], None]) -> None:
     """Register :class:`~federation.plugin.components.Engine` subclasses (``engine.kind``)."""
+
+
+@hookspec
+def federation_register_placements(register: Callable[[type[Placement]], None]) -> None:
+    """Register :class:`~federation.plugin.jobs.Placement` subclasses (a job's
+    ``placement.kind``)."""
+
+
+@hookspec
+def federation_register_patterns(register: Callable[[type[TrafficPattern]], None]) -> None:
+    """Register :class:`~federation.plugin.jobs.TrafficPattern` subclasses (``synthetic``'s
+    ``pattern``)."""
+
+
+@hookspec
+def federation_register_injections(register: Callable[[type[InjectionProcess]], None]) -> None:
+    """Register :class:`~federation.plugin.jobs.InjectionProcess` subclasses (``synthetic``'s
+    ``injection``)."""
 
 
 # ---------------------------------------------------------------------------

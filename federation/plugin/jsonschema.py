@@ -41,6 +41,12 @@ def _component(registry: ComponentRegistry[Any], key: str, defs: dict[str, Any],
     return {"oneOf": variants}
 
 
+def _named(registry: ComponentRegistry[Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """A component slot that also takes a bare name (``placement: rest``)."""
+    return {"anyOf": [{"type": "string", "enum": registry.names()},
+                      _component(registry, "kind", defs)]}
+
+
 def machine_schema(plugins: FederationPlugins) -> dict[str, Any]:
     s = Machine.model_json_schema(ref_template="#/$defs/{model}")
     defs = s.setdefault("$defs", {})
@@ -77,7 +83,14 @@ def experiment_schema(plugins: FederationPlugins) -> dict[str, Any]:
         "default": None, "description": background.get("description", "")}
     s["properties"]["engine"] = _component(plugins.engines, "kind", defs)
     s["properties"]["engine"]["default"] = {"kind": "native"}
-    for k in ("ComponentSpec", "AlgorithmSpec"):
+    job = defs["Job"]["properties"]
+    job["workload"] = _component(plugins.workloads, "kind", defs)
+    job["placement"] = _named(plugins.placements, defs)
+    for name, registry in (("PatternSpec", plugins.patterns),
+                           ("InjectionSpec", plugins.injections)):
+        if name in defs:  # a workload's nested components (synthetic's pattern, injection)
+            defs[name] = _named(registry, defs)
+    for k in ("ComponentSpec", "AlgorithmSpec", "NestedSpec"):
         defs.pop(k, None)
     s["$schema"] = DIALECT
     s["title"] = "hpc-federation experiment file"

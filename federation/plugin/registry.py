@@ -35,6 +35,7 @@ from federation.plugin.components import (
     Topology,
     Workload,
 )
+from federation.plugin.jobs import InjectionProcess, Placement, TrafficPattern
 
 GROUP = "federation"
 
@@ -59,6 +60,23 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "messages": "federation.plugins.workloads.messages",
     "rank_programs": "federation.plugins.workloads.programs",
     "program_file": "federation.plugins.workloads.program_file",
+    "collective": "federation.plugins.workloads.collective",
+    "nearest_neighbor": "federation.plugins.workloads.nearest_neighbor",
+    "sweep3d": "federation.plugins.workloads.sweep3d",
+    "snap": "federation.plugins.workloads.snap",
+    "fft3d": "federation.plugins.workloads.fft3d",
+    "fft2d": "federation.plugins.workloads.fft2d",
+    "lammps": "federation.plugins.workloads.lammps",
+    "nekbone": "federation.plugins.workloads.nekbone",
+    "milc": "federation.plugins.workloads.milc",
+    "hpcg": "federation.plugins.workloads.hpcg",
+    "caffe": "federation.plugins.workloads.caffe",
+    "npb_cg": "federation.plugins.workloads.npb_cg",
+    "npb_mg": "federation.plugins.workloads.npb_mg",
+    "npb_ft": "federation.plugins.workloads.npb_ft",
+    "placements": "federation.plugins.placements",
+    "patterns": "federation.plugins.patterns",
+    "injections": "federation.plugins.injections",
     "qos_none": "federation.plugins.qos.none",
     "arbiters": "federation.plugins.arbiters",
     "native": "federation.plugins.engines.native",
@@ -141,6 +159,12 @@ class FederationPlugins:
         self.arbiters: ComponentRegistry[Arbiter] = ComponentRegistry("arbiter", Arbiter)
         self.workloads: ComponentRegistry[Workload] = ComponentRegistry("workload", Workload)
         self.engines: ComponentRegistry[Engine] = ComponentRegistry("engine", Engine)
+        self.placements: ComponentRegistry[Placement] = ComponentRegistry("placement",
+                                                                          Placement)
+        self.patterns: ComponentRegistry[TrafficPattern] = ComponentRegistry(
+            "traffic pattern", TrafficPattern)
+        self.injections: ComponentRegistry[InjectionProcess] = ComponentRegistry(
+            "injection process", InjectionProcess)
         self.info: dict[str, PluginInfo] = {}
         self._load(load_entrypoints)
 
@@ -194,6 +218,9 @@ class FederationPlugins:
             ("federation_register_arbiters", self.arbiters),
             ("federation_register_workloads", self.workloads),
             ("federation_register_engines", self.engines),
+            ("federation_register_placements", self.placements),
+            ("federation_register_patterns", self.patterns),
+            ("federation_register_injections", self.injections),
         ]
         for hook, registry in pairs:
             fn: Callable[..., Any] | None = getattr(plugin, hook, None)
@@ -224,6 +251,9 @@ class FederationPlugins:
             "arbiters": self.arbiters,
             "workloads": self.workloads,
             "engines": self.engines,
+            "placements": self.placements,
+            "patterns": self.patterns,
+            "injections": self.injections,
         }
         for name, info in sorted(self.info.items()):
             provides = {
@@ -238,6 +268,24 @@ class FederationPlugins:
                 "provides": {k: v for k, v in provides.items() if v},
             })
         return out
+
+
+def resolve_nested(what: str, spec: Any, path: str) -> tuple[Any, Any]:
+    """A component named inside another's parameters (``synthetic``'s ``pattern``), from the
+    registry ``what`` (``patterns``, ``injections``, ``placements``, ...): the instance, and
+    ``spec`` with its validated parameters (so the resolved document shows them).  Errors are
+    :class:`~federation.errors.ConfigError` s whose path starts with ``path``."""
+    from federation.errors import ConfigError
+    from federation.models.base import validate_model
+
+    registry: ComponentRegistry[Any] = getattr(get_plugins(), what)
+    try:
+        cls = registry.get(spec.kind)
+    except KeyError as exc:
+        raise ConfigError(exc.args[0], path=f"{path}.kind") from None
+    params = spec.params if isinstance(spec.params, cls.Params) else validate_model(
+        cls.Params, spec.params, None, prefix=path)
+    return cls(params), spec.model_copy(update={"params": params})
 
 
 def _load_entry_point(ep: metadata.EntryPoint) -> Any:

@@ -1,4 +1,16 @@
-"""MPI-style rank programs: the operation-graph model, how to build it, and file formats."""
+"""MPI-style rank programs: the operation-graph model, how to build it, and file formats.
+
+Owns the operation graph (``model``), building it (``builder`` one call at a time,
+``assembler`` vectorised), MPI collectives by named algorithms on any communicator
+(``collectives``, with ``collective_algorithms``, ``collective_exchanges``,
+``collective_ctx``), the GOAL, time-independent and DUMPI trace readers (``goal``, ``ti``,
+``dumpi``, streamed within bounds by ``reading``), compute times from distributions
+(``compute_time``), the static communication summary (``analysis``) and the checks every
+program passes before a run (``checks``, ``matching``).  Workloads build programs here; the
+traffic stage checks them against the machine (:mod:`federation.pipeline.rank_programs`).
+
+May import: :mod:`federation.models`, :mod:`federation.errors`.
+"""
 
 from federation.programs.builder import (
     ProgramBuilder,

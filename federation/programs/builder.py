@@ -22,7 +22,8 @@ from itertools import chain
 
 import numpy as np
 
-from federation.models.units import seconds_to_ps
+from federation.errors import ConfigError
+from federation.models.units import clock_ps
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
 
 
@@ -80,7 +81,12 @@ class RankBuilder:
             self.dep_after.append(h)
             self.dep_kind.append(START)
         if label is not None or line:
-            self._annotate(h, label, line)
+            labels = self.labels
+            if labels is not None and len(labels) == h:  # every operation annotated (GOAL)
+                labels.append(label or "")
+                self.lines.append(line)  # type: ignore[union-attr]
+            else:
+                self._annotate(h, label, line)
         return h
 
     def depend(self, before: int, after: int, kind: int = FINISH) -> None:
@@ -148,9 +154,11 @@ class RankBuilder:
         """Compute for ``time_ps`` integer picoseconds (the engine's clock unit)."""
         return self._seq(COMPUTE, -1, 0, 0, int(time_ps), True)
 
-    def compute(self, seconds: float) -> int:
-        """Compute for ``seconds`` (rounded to whole picoseconds)."""
-        return self._seq(COMPUTE, -1, 0, 0, seconds_to_ps(seconds), True)
+    def compute(self, seconds: float, what: str = "compute time") -> int:
+        """Compute for ``seconds`` (rounded to whole picoseconds).  A duration the engine's
+        clock cannot hold is refused (:func:`~federation.models.units.clock_ps`), ``what`` naming it
+        in the message."""
+        return self._seq(COMPUTE, -1, 0, 0, clock_ps(seconds, what, path="workload"), True)
 
     def wait(self, *handles: int) -> None:
         """The next operation also waits for each handle to finish (creates no operation)."""
@@ -186,35 +194,44 @@ class ProgramBuilder:
         if n_ranks < 0:
             raise ValueError(f"n_ranks must be >= 0, got {n_ranks}")
         self.n_ranks = n_ranks
+        # made up front: a rank made while others grow is young when the collector runs, and
+        # its lists were traversed again and again (a lazy dict cost 15 % of a build).
+        # Readers bound n_ranks by the machine's nodes before they get here.
         self._ranks = [RankBuilder(r) for r in range(n_ranks)]
 
     def rank(self, r: int) -> RankBuilder:
+        if r < 0:  # a list would wrap -1 to the last rank without a word
+            raise IndexError(f"rank {r} outside 0 .. {self.n_ranks - 1}")
         return self._ranks[r]
 
     def __getitem__(self, r: int) -> RankBuilder:
-        return self._ranks[r]
+        return self.rank(r)
+
+    def adopt(self, rb: RankBuilder) -> None:
+        """Use ``rb``, written elsewhere, as rank ``rb.rank``'s operations (a reader that
+        learns the rank count only at the end writes ranks before the builder exists)."""
+        self.rank(rb.rank)  # range check
+        self._ranks[rb.rank] = rb
 
     def build(self, rank_node: Sequence[int] | np.ndarray | None = None,
               source: str | None = None) -> RankPrograms:
-        """The flat arrays (one NumPy conversion per field, whatever the number of ranks)."""
+        """The flat arrays (one NumPy conversion per field, whatever the number of ranks).
+
+        Fields are read as int64 and narrowed by :class:`RankPrograms`, which refuses a value
+        its column cannot hold (a peer beyond int32, a kind beyond int8) instead of wrapping
+        it; a value beyond int64 is refused here."""
         rs = self._ranks
         counts = np.fromiter((len(r.kind) for r in rs), dtype=np.int64, count=len(rs))
         rank_first = np.zeros(len(rs) + 1, dtype=np.int64)
         np.cumsum(counts, out=rank_first[1:])
         n = int(rank_first[-1])
 
-        def flat(attr: str, dtype: type) -> np.ndarray:
-            return np.fromiter(chain.from_iterable(getattr(r, attr) for r in rs), dtype=dtype,
-                               count=n)
+        def flat(attr: str, count: int) -> np.ndarray:
+            return _int64(rs, attr, count)
 
         dcounts = np.fromiter((len(r.dep_before) for r in rs), dtype=np.int64, count=len(rs))
         m = int(dcounts.sum())
         offset = np.repeat(rank_first[:-1], dcounts)
-
-        def dflat(attr: str, dtype: type) -> np.ndarray:
-            return np.fromiter(chain.from_iterable(getattr(r, attr) for r in rs), dtype=dtype,
-                               count=m)
-
         labels = lines = None
         if any(r.labels is not None for r in rs):
             labels, line_list = [], []
@@ -227,19 +244,35 @@ class ProgramBuilder:
             lines = np.asarray(line_list, dtype=np.int64)
         return RankPrograms(
             rank_first=rank_first,
-            op_kind=flat("kind", np.int8),
-            op_peer=flat("peer", np.int32),
-            op_bytes=flat("nbytes", np.int64),
-            op_tag=flat("tag", np.int32),
-            op_time_ps=flat("time_ps", np.int64),
-            dep_before=dflat("dep_before", np.int64) + offset,
-            dep_after=dflat("dep_after", np.int64) + offset,
-            dep_kind=dflat("dep_kind", np.int8),
+            op_kind=flat("kind", n),
+            op_peer=flat("peer", n),
+            op_bytes=flat("nbytes", n),
+            op_tag=flat("tag", n),
+            op_time_ps=flat("time_ps", n),
+            dep_before=flat("dep_before", m) + offset,
+            dep_after=flat("dep_after", m) + offset,
+            dep_kind=flat("dep_kind", m),
             rank_node=None if rank_node is None else np.asarray(rank_node, dtype=np.int64),
             op_label=labels,
             op_line=lines,
             source=source,
         )
+
+
+def _int64(rs: list[RankBuilder], attr: str, count: int) -> np.ndarray:
+    """One field of every rank's operations (or edges), joined, as int64; a value that is not
+    an integer within int64 is refused naming its rank, operation and field."""
+    try:
+        return np.fromiter(chain.from_iterable(getattr(r, attr) for r in rs), dtype=np.int64,
+                           count=count)
+    except (OverflowError, TypeError, ValueError):
+        for r in rs:
+            for i, v in enumerate(getattr(r, attr)):
+                if not isinstance(v, int | np.integer) or not -2**63 <= int(v) < 2**63:
+                    what = "dependency" if attr.startswith("dep_") else "operation"
+                    raise ConfigError(f"rank {r.rank} {what} {i}: {attr} {v!r} is not a whole "
+                                      "number within int64", path="workload") from None
+        raise
 
 
 # --------------------------------------------------------------------------- vectorised
@@ -265,8 +298,8 @@ def programs_from_blocks(kind: np.ndarray, peer: np.ndarray, nbytes: np.ndarray,
     n_ranks, k = kind.shape
     shape = (n_ranks, k)
 
-    def grid(a: np.ndarray | int, dtype: type) -> np.ndarray:
-        return np.broadcast_to(np.asarray(a, dtype=dtype), shape).reshape(-1)
+    def grid(a: np.ndarray | int) -> np.ndarray:  # narrowed and checked by RankPrograms
+        return np.broadcast_to(np.asarray(a), shape).reshape(-1)
 
     rank_first = np.arange(n_ranks + 1, dtype=np.int64) * k
     if dep_before is None:
@@ -280,14 +313,14 @@ def programs_from_blocks(kind: np.ndarray, peer: np.ndarray, nbytes: np.ndarray,
         base = rank_first[:-1, None]
         db = (np.broadcast_to(before, dshape) + base).reshape(-1)
         da = (np.broadcast_to(after, dshape) + base).reshape(-1)
-        dk = np.broadcast_to(np.asarray(dep_kind, dtype=np.int8), dshape).reshape(-1)
+        dk = np.broadcast_to(np.asarray(dep_kind), dshape).reshape(-1)
     return RankPrograms(
         rank_first=rank_first,
-        op_kind=grid(kind, np.int8),
-        op_peer=grid(peer, np.int32),
-        op_bytes=grid(nbytes, np.int64),
-        op_tag=grid(tag, np.int32),
-        op_time_ps=grid(time_ps, np.int64),
+        op_kind=grid(kind),
+        op_peer=grid(peer),
+        op_bytes=grid(nbytes),
+        op_tag=grid(tag),
+        op_time_ps=grid(time_ps),
         dep_before=db,
         dep_after=da,
         dep_kind=dk,

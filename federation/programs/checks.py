@@ -1,33 +1,75 @@
 """Static checks of rank programs, before an engine reads them.
 
 The engine's compiled loop does not bounds-check, and a program that cannot finish (a cycle,
-a receive nothing sends) would otherwise show up as a deadlock after minutes of simulation.
-So everything that can be decided from the arrays alone is decided here, vectorised (a million
-operations take well under a second), and the first fault is reported as one
+a receive nothing sends, two blocking receives head to head) would otherwise show up as a
+deadlock after minutes of simulation, or only when a sweep reaches it.  So everything that
+can be decided from the arrays (and the machine's figures) alone is decided here, vectorised
+(a million operations take a fraction of a second), and the first fault is reported as one
 :class:`~federation.errors.ConfigError` naming the rank, the operation and, when the program
 was read from a file, its line (:meth:`RankPrograms.describe`).
+
+:func:`check_programs` is the one set of checks every caller uses: ``federation validate``
+and ``run`` both reach it through :func:`federation.pipeline.point.preflight` for every sweep
+point, and a point built elsewhere (a Dask worker) goes through it in
+:func:`federation.pipeline.point.prepare`.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from federation.errors import ConfigError
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.models.units import PS_PER_S, format_rate, format_time
+from federation.programs.matching import (
+    Pairs,
+    blocked,
+    describe_block,
+    pair_channels,
+    truncation,
+)
 from federation.programs.model import COMPUTE, KIND_NAMES, RECV, SEND, RankPrograms
 
 #: largest message (exclusive): sizes are int64 and byte counts times 8 bits must not overflow
 MAX_MESSAGE_BYTES = 2**40
 
 
+@dataclass(frozen=True)
+class MachineFigures:
+    """What the machine tells about programs before they run (see :func:`check_programs`).
+
+    ``eager_threshold`` decides which sends wait for their receive (deadlocks); the NIC and
+    terminal-link bandwidths (bytes/s) bound how long a node needs to send and receive its
+    messages, packet by packet as the engine rounds each packet's time; ``where`` names the
+    machine fields for messages (``nic.bandwidth`` may be the terminal link's).
+    """
+
+    n_nodes: int
+    packet_size: int
+    eager_threshold: int
+    nic_bandwidth: float
+    terminal_bandwidth: float
+    nic_field: str = "nic.bandwidth"
+    terminal_field: str = "links.terminal.bandwidth"
+
+
 def check_programs(progs: RankPrograms, n_nodes: int, source: str | None = None,
-                   path: str = "workload") -> None:
+                   path: str = "workload", machine: MachineFigures | None = None) -> None:
     """Raise :class:`ConfigError` on the first fault of ``progs`` (see the module docstring).
 
     Checked in order: array shapes; operation kinds, peers, sizes, compute times and the sum
     of each rank's compute times against the engine's clock; dependency edges (in range, same
-    rank, no self edge, kind 0/1); ranks placed on existing nodes; no dependency cycle; every
-    (source, destination, tag) channel has as many receives as sends.
+    rank, no self edge, kind 0/1); ranks placed on existing nodes; at least one rank (ranks
+    without operations are fine: a one-rank allreduce has none, and finishes at 0); no
+    dependency cycle; every (source, destination, tag) channel has as many
+    receives as sends; no send larger than the receive it meets
+    (:mod:`federation.programs.matching`); no deadlock when the pairs are certain (with
+    ``machine``, sends above its eager threshold wait for their receive; without, every
+    send is eager, which finds the deadlocks every threshold has); and with ``machine``,
+    the bytes each node sends and receives against the clock at its NIC's and terminal
+    link's bandwidth.
     """
     src = source if source is not None else progs.source
 
@@ -35,14 +77,33 @@ def check_programs(progs: RankPrograms, n_nodes: int, source: str | None = None,
         raise ConfigError(message, source=src, path=path)
 
     _check_shapes(progs, fail)
-    _check_ops(progs, fail)
-    _check_deps(progs, fail)
+    rank = progs.op_rank
+    _check_ops(progs, rank, fail)
+    _check_deps(progs, rank, fail)
     _check_nodes(progs, n_nodes, fail)
+    if progs.n_ranks == 0:
+        fail("the programs have no ranks (num_ranks 0, or an empty trace): nothing to "
+             "simulate")
     op = find_cycle(progs)
     if op is not None:
         fail(f"dependency cycle: {progs.describe(op)} (transitively) depends on itself, so "
              "it can never start")
-    _check_channels(progs, fail)
+    pairs = _check_channels(progs, rank, fail)
+    if pairs is None:
+        return
+    _check_pairs(progs, pairs, machine, fail)
+    if machine is not None:
+        _check_machine(progs, rank, machine, fail)
+
+
+def message_pairs(progs: RankPrograms) -> Pairs | None:
+    """Which receive each send meets, as far as the program alone decides it
+    (:class:`~federation.programs.matching.Pairs`; None without messages).  For programs that
+    pass :func:`check_programs`'s channel check."""
+    def fail(message: str) -> None:
+        raise ConfigError(message, source=progs.source, path="workload")
+
+    return _check_channels(progs, progs.op_rank, fail)
 
 
 def _check_shapes(p: RankPrograms, fail) -> None:  # noqa: ANN001
@@ -71,10 +132,10 @@ def _first(mask: np.ndarray) -> int | None:
     return int(idx[0]) if idx.size else None
 
 
-def _check_ops(p: RankPrograms, fail) -> None:  # noqa: ANN001
+def _check_ops(p: RankPrograms, rank: np.ndarray, fail) -> None:  # noqa: ANN001
     kind = p.op_kind
     if (op := _first((kind < 0) | (kind > 2))) is not None:
-        fail(f"rank {int(p.op_rank[op])} operation {op - int(p.rank_first[p.op_rank[op]])}: "
+        fail(f"rank {int(rank[op])} operation {op - int(p.rank_first[rank[op]])}: "
              f"kind {int(kind[op])} is not one of 0 (send), 1 (recv), 2 (compute)")
     comm = kind != COMPUTE
     peer = p.op_peer
@@ -104,7 +165,7 @@ def _check_ops(p: RankPrograms, fail) -> None:  # noqa: ANN001
                      f"{running} ps here, beyond {CLOCK_LIMIT}")
 
 
-def _check_deps(p: RankPrograms, fail) -> None:  # noqa: ANN001
+def _check_deps(p: RankPrograms, rank: np.ndarray, fail) -> None:  # noqa: ANN001
     db, da, dk = p.dep_before, p.dep_after, p.dep_kind
     bad = (db < 0) | (db >= p.n_ops) | (da < 0) | (da >= p.n_ops)
     if (e := _first(bad)) is not None:
@@ -113,7 +174,6 @@ def _check_deps(p: RankPrograms, fail) -> None:  # noqa: ANN001
     if (e := _first((dk != 0) & (dk != 1))) is not None:
         fail(f"dependency {e}: kind {int(dk[e])} is not 0 (finish) or 1 (start), "
              f"for {p.describe(int(da[e]))}")
-    rank = p.op_rank
     if (e := _first(rank[db] != rank[da])) is not None:
         fail(f"{p.describe(int(da[e]))} depends on {p.describe(int(db[e]))}: dependencies join "
              "operations of one rank (other ranks are reached by messages)")
@@ -155,43 +215,139 @@ def find_cycle(p: RankPrograms) -> int | None:
     return _first(on_cycle)
 
 
-def _check_channels(p: RankPrograms, fail) -> None:  # noqa: ANN001
+def _check_channels(p: RankPrograms, rank: np.ndarray, fail) -> Pairs | None:  # noqa: ANN001
     """Every (src, dst, tag) channel has as many receives as sends; otherwise name the first
-    operation (in operation order) left without a partner."""
-    rank = p.op_rank
+    operation (in operation order) left without a partner.  Returns the pairs (None: no
+    message at all)."""
     kind = p.op_kind
     comm = np.flatnonzero(kind != COMPUTE)
     if comm.size == 0:
-        return
+        return None
     is_send = kind[comm] == SEND
     src = np.where(is_send, rank[comm], p.op_peer[comm])
     dst = np.where(is_send, p.op_peer[comm], rank[comm])
     tag = p.op_tag[comm]
-    order = np.lexsort((comm, tag, dst, src))
-    s, d, t, side = src[order], dst[order], tag[order], is_send[order]
+    order = _channel_order(src, dst, tag, p.n_ranks)
+    side = is_send[order]
+    s_sorted, d_sorted, t_sorted = src[order], dst[order], tag[order]
     new = np.ones(order.size, dtype=bool)
-    new[1:] = (s[1:] != s[:-1]) | (d[1:] != d[:-1]) | (t[1:] != t[:-1])
+    new[1:] = ((s_sorted[1:] != s_sorted[:-1]) | (d_sorted[1:] != d_sorted[:-1])
+               | (t_sorted[1:] != t_sorted[:-1]))
     group = np.cumsum(new) - 1
     starts = np.flatnonzero(new)
     n_send = np.bincount(group, weights=side, minlength=starts.size).astype(np.int64)
     n_recv = np.bincount(group, minlength=starts.size) - n_send
+    if np.array_equal(n_send, n_recv):
+        return pair_channels(p, order, comm, side, group, s_sorted[starts], d_sorted[starts],
+                             n_send, n_recv)
     # occurrence number of each op among its channel's sends (or receives), in op order
     cs_send = np.cumsum(side) - side
     cs_recv = np.cumsum(~side) - (~side)
     occ = np.where(side, cs_send - cs_send[starts][group], cs_recv - cs_recv[starts][group])
     other = np.where(side, n_recv[group], n_send[group])
     unmatched = occ >= other
-    if not unmatched.any():
-        return
     op = int(comm[order][unmatched].min())
     g = int(group[np.flatnonzero(comm[order] == op)[0]])
     ns, nr = int(n_send[g]), int(n_recv[g])
-    a, b, tg = int(s[starts[g]]), int(d[starts[g]]), int(t[starts[g]])
+    i = int(order[starts[g]])
+    a, b, tg = int(src[i]), int(dst[i]), int(tag[i])
     counts = (f"rank {a} sends {ns} message(s) to rank {b} with tag {tg} and rank {b} posts "
               f"{nr} receive(s) for them")
     if kind[op] == RECV:
         fail(f"{p.describe(op)}: no send matches this receive ({counts})")
     fail(f"{p.describe(op)}: no receive takes this send ({counts})")
+    return None
 
 
-__all__ = ["MAX_MESSAGE_BYTES", "check_programs", "find_cycle", "KIND_NAMES"]
+def _channel_order(src: np.ndarray, dst: np.ndarray, tag: np.ndarray,
+                   n_ranks: int) -> np.ndarray:
+    """The communication operations sorted by (source, destination, tag), operation order
+    kept within each: one stable sort of one int64 key when the three fit in it (a quarter
+    of the time of a four-key lexsort), else the lexsort."""
+    lo = int(tag.min())
+    width = int(tag.max()) - lo + 1
+    n = max(n_ranks, 1)
+    if n * n * width < 2**62:
+        key = (src.astype(np.int64) * n + dst) * width + (tag.astype(np.int64) - lo)
+        return np.argsort(key, kind="stable")
+    return np.lexsort((np.arange(src.size), tag, dst, src))
+
+
+def _check_pairs(p: RankPrograms, pairs: Pairs, machine: MachineFigures | None,
+                 fail) -> None:  # noqa: ANN001
+    """Truncation and deadlock (:mod:`federation.programs.matching`)."""
+    cut = truncation(p, pairs)
+    if cut is not None:
+        s, r, certain = cut
+        how = "meets" if certain else "may meet (the pairs on this channel depend on timing)"
+        fail(f"{p.describe(s)} {how} {p.describe(r)}: a send larger than its receive (MPI "
+             f"would truncate it: MPI_ERR_TRUNCATE); make the receive at least "
+             f"{int(p.op_bytes[s])} B")
+    if not bool(pairs.forced.all()):
+        return
+    threshold = machine.eager_threshold if machine is not None else None
+    stuck = blocked(p, pairs, threshold)
+    if stuck is not None:
+        fail(describe_block(p, *stuck, threshold, pairs))
+
+
+def serialisation_ps(size: np.ndarray, packet: int, bandwidth: float) -> np.ndarray:
+    """float64 ps each message's packets take through a port at ``bandwidth``, rounded per
+    packet as the engine rounds them (``int(size * ps_per_byte + 0.5)``)."""
+    per_byte = PS_PER_S / bandwidth
+    size = np.maximum(size, 1)
+    full = (size - 1) // packet
+    last = size - full * packet
+    return (full.astype(np.float64) * np.floor(packet * per_byte + 0.5)
+            + np.floor(last * per_byte + 0.5))
+
+
+def _check_machine(p: RankPrograms, rank: np.ndarray, m: MachineFigures,
+                   fail) -> None:  # noqa: ANN001
+    """A node's NIC sends its ranks' messages one packet at a time, and its terminal link
+    delivers theirs likewise: those sums are lower bounds of the run's length.  One beyond the
+    clock range would end in the engine's clock guard after the whole simulation up to it
+    (a halo exchange of 80 GB faces ran 116 s to get there)."""
+    sends = np.flatnonzero(p.op_kind == SEND)
+    if not sends.size:
+        return
+    node = p.nodes()
+    size = p.op_bytes[sends]
+    for side, who, bw, field in (
+            ("leave", node[rank[sends]], m.nic_bandwidth, m.nic_field),
+            ("reach", node[p.op_peer[sends]], m.terminal_bandwidth, m.terminal_field)):
+        t = serialisation_ps(size, m.packet_size, bw)
+        total = np.bincount(who, weights=t, minlength=m.n_nodes)
+        if float(total.max()) < TIME_LIMIT_PS * (1 - 1e-12):
+            continue
+        n = int(np.argmax(total))
+        mine = np.flatnonzero(who == n)
+        running = np.cumsum(t[mine])
+        i = int(np.searchsorted(running, TIME_LIMIT_PS * (1 - 1e-12)))
+        op = int(sends[mine[i]])
+        if i == 0:
+            what = f"this one message of {int(size[mine[0]])} B takes"
+        else:
+            what = (f"node {n}'s {'outgoing' if side == 'leave' else 'incoming'} messages add "
+                    f"up to {int(size[mine[:i + 1]].sum())} B here, which take")
+        fail(f"{p.describe(op)}: {what} at least {format_time(float(running[i]) / PS_PER_S)} "
+             f"to {side} its node at {format_rate(bw)} ({field}), beyond {CLOCK_LIMIT}")
+
+
+def check_message_size(nbytes: int, packet: int, bandwidth: float, what: str,
+                       path: str) -> None:
+    """One message of ``nbytes`` against the largest size and, at a NIC of ``bandwidth``
+    (bytes/s, packets of ``packet`` bytes), against the clock range: for workloads that know
+    their sizes before they build anything (``what`` says which size, ``path`` its field)."""
+    if nbytes >= MAX_MESSAGE_BYTES:
+        raise ConfigError(f"{what} is {nbytes} B, beyond the largest message "
+                          f"({MAX_MESSAGE_BYTES - 1} B)", path=path)
+    t = float(serialisation_ps(np.array([nbytes], dtype=np.int64), packet, bandwidth)[0])
+    if t >= TIME_LIMIT_PS * (1 - 1e-12):
+        raise ConfigError(f"{what} is {nbytes} B, which takes at least "
+                          f"{format_time(t / PS_PER_S)} to leave a NIC at {format_rate(bandwidth)}"
+                          f", beyond {CLOCK_LIMIT}", path=path)
+
+
+__all__ = ["MAX_MESSAGE_BYTES", "KIND_NAMES", "MachineFigures", "check_message_size",
+           "check_programs", "find_cycle", "message_pairs", "serialisation_ps"]

@@ -25,9 +25,13 @@ The grammar follows LogGOPSim's reader (``txt2bin.re``, the same file in ATLAHS)
 * Refused with the line number: syntax errors, undefined or duplicate labels, ranks outside
   ``num_ranks`` (a block's and a peer's), a second block for one rank, wildcards (``from -1``,
   ``tag -1``; the engine matches exactly), ``cpu``/``nic`` other than 0 (one CPU and one NIC
-  per rank here), and an unclosed block.  Cycles and unmatched sends or receives are refused
-  by :func:`~federation.programs.checks.check_programs`, which names the line through
-  ``op_line``.
+  per rank here), an unclosed block or ``/*`` comment, ``num_ranks 0``, a ``calc`` beyond
+  the engine's clock range, and (when the caller gives the bounds) ``num_ranks`` above the
+  machine's nodes and more operations than the memory limit allows: both before anything is
+  allocated for them.  The file is read a block of lines at a time
+  (:mod:`federation.programs.reading`).  Cycles, deadlocks, unmatched sends or receives and
+  truncating receives are refused by :func:`~federation.programs.checks.check_programs`,
+  which names the line through ``op_line``.
 """
 
 from __future__ import annotations
@@ -38,8 +42,12 @@ from pathlib import Path
 import numpy as np
 
 from federation.errors import ConfigError
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.programs.builder import ProgramBuilder
+from federation.programs.checks import MAX_MESSAGE_BYTES
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
+from federation.programs.reading import max_ops as reading_max_ops
+from federation.programs.reading import op_budget, text_lines
 
 #: picoseconds per ``calc`` unit by default: LogGOPSim's times are nanoseconds
 DEFAULT_CALC_UNIT_PS = 1000
@@ -53,35 +61,42 @@ _OP = re.compile(
 _DEP = re.compile(rf"(?P<after>{_LABEL})\s+(?P<how>requires|irequires)\s+(?P<before>{_LABEL})\Z")
 _RANK = re.compile(r"rank\s+(\d+)\s*\{")
 _NUM_RANKS = re.compile(r"num_ranks\s+(\d+)\Z")
-_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 #: largest number read (tags are int32; sizes and times are checked later, but must fit int64)
 _MAX_TAG = 2**31 - 1
 _MAX_NUMBER = 2**62
 
 
-def read_goal(path: str | Path, calc_unit_ps: int = DEFAULT_CALC_UNIT_PS) -> RankPrograms:
-    """Read a GOAL text schedule (see the module docstring)."""
+def read_goal(path: str | Path, calc_unit_ps: int = DEFAULT_CALC_UNIT_PS,
+              max_ranks: int | None = None, max_ops: int | None = None) -> RankPrograms:
+    """Read a GOAL text schedule (see the module docstring), a line at a time.
+
+    ``max_ranks`` (the machine's nodes) and ``max_ops`` (default: the current
+    :class:`~federation.programs.reading.OpBudget`) bound what is read: a ``num_ranks`` or an
+    operation count beyond them is refused at its line, before it is built.
+    """
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the GOAL schedule: {exc}", source=str(p)) from None
-    return parse_goal(text, source=str(p), calc_unit_ps=calc_unit_ps)
-
-
-def _strip_comments(text: str) -> str:
-    if "/*" in text:
-        # keep the newlines a block comment spans, so line numbers stay right
-        text = _BLOCK_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    return text
+    ps = _Parser(str(p), calc_unit_ps, max_ranks, max_ops)
+    for first, lines in text_lines(p, "GOAL schedule"):
+        for n, line in enumerate(lines, first):
+            ps.feed(n, line)
+    return ps.finish()
 
 
 class _Parser:
     """State of one parse: the current rank block and its labels."""
 
-    def __init__(self, source: str | None, calc_unit_ps: int) -> None:
+    def __init__(self, source: str | None, calc_unit_ps: int, max_ranks: int | None = None,
+                 max_ops: int | None = None) -> None:
+        if calc_unit_ps < 1:
+            raise ValueError(f"calc_unit_ps must be >= 1, got {calc_unit_ps}")
         self.source = source
         self.unit = calc_unit_ps
+        self.max_ranks = max_ranks
+        self.budget = op_budget()
+        self.max_ops = reading_max_ops(max_ops)
+        self.n_ops = 0
+        self.n_deps = 0
+        self.comment_line = 0  # line of an open /* comment (0: none)
         self.n_ranks: int | None = None
         self.builder: ProgramBuilder | None = None
         self.rank: int | None = None
@@ -89,6 +104,81 @@ class _Parser:
         self.labels: dict[str, int] = {}
         self.seen: set[int] = set()
         self.line = 0
+
+    def feed(self, n: int, raw: str) -> None:
+        """One line of the schedule: comments removed, then its statements."""
+        self.line = n
+        line = raw
+        if self.comment_line or "/" in line:
+            line = self._uncomment(line)
+        if ";" in line:
+            for stmt in line.split(";"):
+                stmt = stmt.strip()
+                if stmt:
+                    self.statement(stmt)
+            return
+        line = line.strip()
+        if line:
+            self.statement(line)
+
+    def _uncomment(self, line: str) -> str:
+        """``line`` without its comments, left to right as a lexer reads them: ``//`` ends
+        the line, ``/* ... */`` (which may span lines) reads as a blank."""
+        out = []
+        while line:
+            if self.comment_line:
+                end = line.find("*/")
+                if end < 0:
+                    return " ".join(out)
+                self.comment_line = 0
+                line = " " + line[end + 2:]
+                continue
+            a, b = line.find("//"), line.find("/*")
+            if a >= 0 and (b < 0 or a < b):
+                out.append(line[:a])
+                break
+            if b < 0:
+                out.append(line)
+                break
+            out.append(line[:b])
+            self.comment_line = self.line
+            line = line[b + 2:]
+        return " ".join(out)
+
+    def finish(self) -> RankPrograms:
+        """The programs, once every line is in."""
+        if self.comment_line:
+            self.line, self.rank = self.comment_line, None
+            self.fail("'/*' comment is not closed")
+        if self.rank is not None:
+            self.line = self.rank_line
+            self.fail(f"rank {self.rank}'s block is not closed (missing '}}')")
+        if self.builder is None:
+            raise ConfigError("no 'num_ranks N' line: not a GOAL schedule?", source=self.source)
+        progs = self.builder.build(source=self.source)
+        if progs.op_label is None:
+            progs.op_label = [""] * progs.n_ops
+        if progs.op_line is None:
+            progs.op_line = np.zeros(progs.n_ops, dtype=np.int64)
+        return progs
+
+    def counted(self, deps: int = 0) -> None:
+        """One more operation (or, with ``deps``, that many more dependencies, four to an
+        operation's memory): refused past the operation budget."""
+        if deps:
+            self.n_deps += deps
+        else:
+            self.n_ops += 1
+        units = self.n_ops + self.n_deps // 4
+        if self.max_ops is not None and units > self.max_ops:
+            where = f"line {self.line}: "
+            what = f" (and {self.n_deps:,} dependencies, four to an operation)" \
+                if self.n_deps >= 4 else ""
+            if self.budget is not None and self.max_ops == self.budget.max_ops:
+                raise self.budget.refuse(units, self.source,
+                                         f"{where}the schedule{what} reaches ")
+            raise ConfigError(f"{where}more than {self.max_ops:,} operations{what}",
+                              source=self.source)
 
     def fail(self, message: str) -> None:
         where = f"line {self.line}"
@@ -115,6 +205,8 @@ class _Parser:
         self.rank = None
 
     def number(self, text: str, what: str, limit: int = _MAX_NUMBER) -> int:
+        if len(text.lstrip("-")) > 19:  # int() refuses 4,300 digits and more with ValueError
+            self.fail(f"{what} {text[:24]}... is too large (at most {limit})")
         v = int(text)
         if v > limit:
             self.fail(f"{what} {v} is too large (at most {limit})")
@@ -149,8 +241,14 @@ class _Parser:
         if m := _NUM_RANKS.match(s):
             if self.n_ranks is not None:
                 self.fail("'num_ranks' given twice")
-            self.n_ranks = self.number(m.group(1), "num_ranks", 2**31 - 1)
-            self.builder = ProgramBuilder(self.n_ranks)
+            n = self.number(m.group(1), "num_ranks", 2**31 - 1)
+            if n == 0:
+                self.fail("num_ranks 0: a schedule needs at least one rank")
+            if self.max_ranks is not None and n > self.max_ranks:
+                self.fail(f"num_ranks {n}, but the machine has {self.max_ranks} nodes (rank i "
+                          f"runs on node i)")
+            self.n_ranks = n
+            self.builder = ProgramBuilder(n)
             return
         self.fail(f"cannot read {s!r}: expected 'num_ranks N', 'rank N {{', '}}', "
                   "'[label:] send Nb to R [tag T]', '[label:] recv Nb from R [tag T]', "
@@ -169,17 +267,20 @@ class _Parser:
         if m.group("calc") is not None:
             if m.group("ccpu") not in (None, "0"):
                 self.fail(f"cpu {m.group('ccpu')}: one CPU per rank here (only cpu 0)")
-            t = self.number(m.group("calc"), "calc time") * self.unit
+            v = self.number(m.group("calc"), "calc time")
+            t = v * self.unit
+            if t >= TIME_LIMIT_PS:
+                self.fail(f"calc {v} ({v} x {self.unit} ps = {t} ps) is beyond {CLOCK_LIMIT}")
             h = rb.op(COMPUTE, -1, 0, 0, t, label=label or "", line=self.line)
         else:
             comm = m.group("comm")
             if (comm == "send") != (m.group("dir") == "to"):
                 self.fail(f"'{comm}' takes '{'to' if comm == 'send' else 'from'}'")
-            peer = int(m.group("peer"))
+            peer = self.number(m.group("peer"), "rank", _MAX_TAG)
             if peer < 0:
                 self.fail("receive from any source (-1) is not supported: the engine matches "
                           "each receive to one source rank")
-            tag = int(m.group("tag") or 0)
+            tag = self.number(m.group("tag") or "0", "tag", _MAX_TAG)
             if tag < 0:
                 self.fail("receive with any tag (-1) is not supported: the engine matches "
                           "each receive to one tag")
@@ -191,12 +292,12 @@ class _Parser:
             if peer >= self.n_ranks:
                 self.fail(f"rank {peer} is outside num_ranks {self.n_ranks} (ranks 0 to "
                           f"{self.n_ranks - 1})")
-            tag = self.number(m.group("tag") or "0", "tag", _MAX_TAG)
-            size = self.number(m.group("size"), "size")
+            size = self.number(m.group("size"), "size", MAX_MESSAGE_BYTES - 1)
             h = rb.op(SEND if comm == "send" else RECV, peer, size, tag, 0,
                       label=label or "", line=self.line)
         if label is not None:
             self.labels[label] = h
+        self.counted()
 
     def dependency(self, m: re.Match) -> None:
         rb = self._rank_builder()
@@ -207,36 +308,22 @@ class _Parser:
                 self.fail(f"label {name} is not defined above in rank {self.rank}'s block")
             ops.append(self.labels[name])
         rb.depend(ops[1], ops[0], FINISH if m.group("how") == "requires" else START)
+        self.counted(deps=1)
 
 
 def parse_goal(text: str, source: str | None = None,
-               calc_unit_ps: int = DEFAULT_CALC_UNIT_PS) -> RankPrograms:
-    """Rank programs from the text of a GOAL schedule; ``source`` names it in messages.
+               calc_unit_ps: int = DEFAULT_CALC_UNIT_PS, max_ranks: int | None = None,
+               max_ops: int | None = None) -> RankPrograms:
+    """Rank programs from the text of a GOAL schedule; ``source`` names it in messages
+    (``max_ranks``, ``max_ops``: as for :func:`read_goal`).
 
     Every operation keeps its label (``op_label``) and line (``op_line``).  The result is not
     yet checked against a machine: call :func:`~federation.programs.checks.check_programs`.
     """
-    if calc_unit_ps < 1:
-        raise ValueError(f"calc_unit_ps must be >= 1, got {calc_unit_ps}")
-    ps = _Parser(source, calc_unit_ps)
-    for ps.line, raw in enumerate(_strip_comments(text).split("\n"), start=1):
-        line = raw.split("//", 1)[0]
-        if "/*" in line:
-            ps.fail("'/*' comment is not closed")
-        for stmt in line.split(";"):
-            stmt = stmt.strip()
-            if stmt:
-                ps.statement(stmt)
-    if ps.rank is not None:
-        ps.line = ps.rank_line
-        ps.fail(f"rank {ps.rank}'s block is not closed (missing '}}')")
-    if ps.builder is None:
-        raise ConfigError("no 'num_ranks N' line: not a GOAL schedule?", source=source)
-    progs = ps.builder.build(source=source)
-    if progs.op_label is None:
-        progs.op_label = [""] * progs.n_ops
-        progs.op_line = np.zeros(progs.n_ops, dtype=np.int64)
-    return progs
+    ps = _Parser(source, calc_unit_ps, max_ranks, max_ops)
+    for n, line in enumerate(text.split("\n"), start=1):
+        ps.feed(n, line)
+    return ps.finish()
 
 
 def format_goal(progs: RankPrograms, calc_unit_ps: int = DEFAULT_CALC_UNIT_PS) -> str:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from federation.errors import ConfigError
+
 #: operation kinds (``op_kind``)
 SEND = 0
 RECV = 1
@@ -35,6 +37,44 @@ KIND_NAMES = ("send", "recv", "compute")
 #: dependency kinds (``dep_kind``)
 FINISH = 0  #: after the other operation finished (GOAL ``requires``)
 START = 1  #: after the other operation started (GOAL ``irequires``)
+
+
+#: the dtype of each array field: what the engine's tables hold
+_DTYPES = {"rank_first": np.int64, "op_kind": np.int8, "op_peer": np.int32,
+           "op_bytes": np.int64, "op_tag": np.int32, "op_time_ps": np.int64,
+           "dep_before": np.int64, "dep_after": np.int64, "dep_kind": np.int8}
+
+
+def _exact(values: object, dtype: type, name: str) -> np.ndarray:
+    """``values`` as a contiguous ``dtype`` array, refused when a value would change on the
+    way (NumPy's casts wrap integers and truncate floats without a word)."""
+    arr = np.asarray(values)
+    if arr.dtype == dtype:
+        return np.ascontiguousarray(arr)
+    if arr.dtype.kind == "b" or (arr.dtype.kind in "iu" and np.can_cast(arr.dtype, dtype)):
+        return np.ascontiguousarray(arr, dtype=dtype)
+    try:
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = np.ascontiguousarray(arr, dtype=dtype)
+            same = arr.dtype.kind in "iuf" and bool(np.all(out == arr))
+    except (TypeError, ValueError, OverflowError):
+        same = False
+    if not same:
+        bad = _first_bad(arr, dtype)
+        raise ConfigError(f"RankPrograms.{name}: {bad!r} is not a whole number within "
+                          f"{np.dtype(dtype).name} (the engine stores {name} as "
+                          f"{np.dtype(dtype).name})", path="workload")
+    return out
+
+
+def _first_bad(arr: np.ndarray, dtype: type) -> object:
+    """The first value of ``arr`` that ``dtype`` cannot hold exactly (for the message)."""
+    info = np.iinfo(dtype)
+    for v in arr.reshape(-1).tolist():
+        if not isinstance(v, int | float) or v != v or not info.min <= v <= info.max \
+                or int(v) != v:
+            return v
+    return arr.reshape(-1)[:1].tolist()
 
 
 @dataclass
@@ -65,17 +105,14 @@ class RankPrograms:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.rank_first = np.ascontiguousarray(self.rank_first, dtype=np.int64)
-        self.op_kind = np.ascontiguousarray(self.op_kind, dtype=np.int8)
-        self.op_peer = np.ascontiguousarray(self.op_peer, dtype=np.int32)
-        self.op_bytes = np.ascontiguousarray(self.op_bytes, dtype=np.int64)
-        self.op_tag = np.ascontiguousarray(self.op_tag, dtype=np.int32)
-        self.op_time_ps = np.ascontiguousarray(self.op_time_ps, dtype=np.int64)
-        self.dep_before = np.ascontiguousarray(self.dep_before, dtype=np.int64)
-        self.dep_after = np.ascontiguousarray(self.dep_after, dtype=np.int64)
-        self.dep_kind = np.ascontiguousarray(self.dep_kind, dtype=np.int8)
+        # each field in the dtype the engine stores it in; a value that dtype cannot hold (a
+        # peer of 2**32, a kind of 256, a size of 8.5 or 1e30) is refused, not wrapped
+        for name, dtype in _DTYPES.items():
+            setattr(self, name, _exact(getattr(self, name), dtype, name))
         if self.rank_node is not None:
-            self.rank_node = np.ascontiguousarray(self.rank_node, dtype=np.int64)
+            self.rank_node = _exact(self.rank_node, np.int64, "rank_node")
+        if self.op_line is not None:
+            self.op_line = _exact(self.op_line, np.int64, "op_line")
 
     @property
     def n_ranks(self) -> int:

@@ -38,9 +38,14 @@ from __future__ import annotations
 from collections import deque
 from pathlib import Path
 
+import numpy as np
+
 from federation.errors import ConfigError
 from federation.programs.builder import ProgramBuilder, RankBuilder
-from federation.programs.model import RankPrograms
+from federation.programs.checks import MAX_MESSAGE_BYTES
+from federation.programs.model import COMPUTE, KIND_NAMES, RankPrograms
+from federation.programs.reading import max_ops as reading_max_ops
+from federation.programs.reading import op_budget, text_lines
 
 #: bytes per element of SimGrid's predefined datatype ids (``smpi_datatype.cpp``, LP64 sizes)
 DATATYPE_BYTES = {
@@ -60,6 +65,16 @@ NO_OP = frozenset({"init", "finalize", "test", "comm_size", "comm_split", "comm_
                    "location"})
 #: a sensible default host speed: 1 Gflop/s, the order of SimGrid's example platforms
 DEFAULT_HOST_SPEED = 1e9
+
+
+def _rank_of(text: str) -> int | None:
+    """A trace line's rank: a plain integer (at most 10 digits), else None."""
+    if len(text) > 11:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 class _Rank:
@@ -83,54 +98,78 @@ class _Rank:
 
 
 class _Reader:
-    def __init__(self, host_speed: float) -> None:
-        self.speed = host_speed
-        self.ranks: dict[int, list[tuple[str, int, list[str]]]] = {}
-        self.where: dict[int, str] = {}
+    """Replays trace lines into rank programs as they are read: a line is turned into its
+    operations at once and not kept (a 20 MB trace held as lists of strings took 1 GB)."""
 
-    def collect(self, path: Path, only_rank: int | None) -> None:
-        """Store the lines of one trace file by rank (actions run per rank, in file order)."""
-        with open(path, encoding="utf-8") as f:
-            for n, raw in enumerate(f, start=1):
+    def __init__(self, host_speed: float, n_ranks: int | None, max_ranks: int | None,
+                 max_ops: int | None) -> None:
+        self.speed = host_speed
+        #: ranks must be below this while reading: the fixed count, else the machine's nodes
+        self.bound = n_ranks if n_ranks is not None else max_ranks
+        self.bound_is_machine = n_ranks is None and max_ranks is not None
+        self.states: dict[int, _Rank] = {}
+        self.files: list[str] = []
+        self.budget = op_budget()
+        self.max_ops = reading_max_ops(max_ops)
+        self.n_ops = 0
+
+    def collect(self, path: Path, only_rank: int | None, labelled: bool) -> None:
+        """Replay the lines of one trace file (actions run per rank, in file order); with
+        ``labelled`` each operation is named ``file:line`` (several files), else it keeps its
+        line number."""
+        src = str(path)
+        self.files.append(src)
+        for first, lines in text_lines(path, "trace"):
+            for n, raw in enumerate(lines, first):
                 fields = raw.split()
                 if not fields or fields[0].startswith("#"):
                     continue
-                if len(fields) < 2:
-                    raise ConfigError(f"line {n}: expected '<rank> <action> ...', got "
-                                      f"{raw.strip()!r}", source=str(path))
-                try:
-                    r = int(fields[0])
-                except ValueError:
-                    raise ConfigError(f"line {n}: the rank {fields[0]!r} is not an integer "
-                                      "(SimGrid writes ranks as 0, 1, ...)",
-                                      source=str(path)) from None
-                if r < 0:
-                    raise ConfigError(f"line {n}: negative rank {r}", source=str(path))
-                if only_rank is not None and r != only_rank:
-                    raise ConfigError(f"line {n}: a line of rank {r} in the trace of rank "
-                                      f"{only_rank}", source=str(path))
-                self.ranks.setdefault(r, []).append((str(path), n, fields))
+                self.line(src, n, raw, fields, only_rank, labelled)
+
+    def line(self, src: str, n: int, raw: str, fields: list[str], only_rank: int | None,
+             labelled: bool) -> None:
+        if len(fields) < 2:
+            raise ConfigError(f"line {n}: expected '<rank> <action> ...', got "
+                              f"{raw.strip()[:80]!r}", source=src)
+        r = _rank_of(fields[0])
+        if r is None:
+            raise ConfigError(f"line {n}: the rank {fields[0][:40]!r} is not an integer "
+                              "(SimGrid writes ranks as 0, 1, ...)", source=src)
+        if r < 0:
+            raise ConfigError(f"line {n}: negative rank {r}", source=src)
+        if only_rank is not None and r != only_rank:
+            raise ConfigError(f"line {n}: a line of rank {r} in the trace of rank "
+                              f"{only_rank}", source=src)
+        if self.bound is not None and r >= self.bound:
+            why = (f"the machine has {self.bound} nodes (rank i runs on node i)"
+                   if self.bound_is_machine else f"the trace has {self.bound} ranks")
+            raise ConfigError(f"line {n}: rank {r}, but {why}", source=src)
+        st = self.states.get(r)
+        if st is None:
+            st = self.states[r] = _Rank(RankBuilder(r))
+        rb = st.rb
+        before = len(rb)
+        try:
+            self.action(st, r, fields)
+        except ConfigError as exc:
+            raise ConfigError(f"line {n} (rank {r}, {fields[1][:40]}): {exc.message}",
+                              source=src) from None
+        added = len(rb) - before
+        if added:
+            label = f"{Path(src).name}:{n}" if labelled else ""
+            for h in range(before, before + added):
+                rb._annotate(h, label, 0 if labelled else n)
+            self.n_ops += added
+            if self.max_ops is not None and self.n_ops > self.max_ops:
+                if self.budget is not None and self.max_ops == self.budget.max_ops:
+                    raise self.budget.refuse(self.n_ops, src, f"line {n}: the trace reaches ")
+                raise ConfigError(f"line {n}: more than {self.max_ops:,} operations",
+                                  source=src)
 
     def build(self, n_ranks: int, source: str) -> RankPrograms:
         b = ProgramBuilder(n_ranks)
-        files = {f for lines in self.ranks.values() for f, _, _ in lines}
-        labels_needed = len(files) > 1
-        if len(files) == 1:
-            source = files.pop()  # a one-line list: the lines are the shared trace's
-        for r in range(n_ranks):
-            st = _Rank(b.rank(r))
-            for f, n, fields in self.ranks.get(r, []):
-                before = len(st.rb)
-                try:
-                    self.action(st, r, n_ranks, fields)
-                except ConfigError as exc:
-                    raise ConfigError(f"line {n} (rank {r}, {fields[1]}): {exc.message}",
-                                      source=f) from None
-                for h in range(before, len(st.rb)):
-                    if labels_needed:
-                        st.rb._annotate(h, f"{Path(f).name}:{n}", 0)
-                    else:
-                        st.rb._annotate(h, "", n)
+        for st in self.states.values():
+            b.adopt(st.rb)
         return b.build(source=source)
 
     @staticmethod
@@ -143,10 +182,11 @@ class _Reader:
             raise ConfigError(f"{what} {text} is out of range")
         return int(v)
 
-    def _peer(self, text: str, n_ranks: int) -> int:
+    def _peer(self, text: str) -> int:
         p = self._int(text, "rank")
-        if not 0 <= p < n_ranks:
-            raise ConfigError(f"unknown rank {p} (the trace has ranks 0 to {n_ranks - 1})")
+        if p < 0 or (self.bound is not None and p >= self.bound):
+            upto = f" (ranks 0 to {self.bound - 1})" if self.bound else ""
+            raise ConfigError(f"unknown rank {p}{upto}")
         return p
 
     def _bytes(self, st: _Rank, count: str, dtype: str | None) -> int:
@@ -157,9 +197,13 @@ class _Reader:
         t = st.dtype if dtype is None else self._int(dtype, "datatype")
         if t not in DATATYPE_BYTES:
             raise ConfigError(f"datatype id {t} is not one of SimGrid's predefined datatypes")
-        return n * DATATYPE_BYTES[t]
+        nbytes = n * DATATYPE_BYTES[t]
+        if nbytes >= MAX_MESSAGE_BYTES:
+            raise ConfigError(f"{n} elements of {DATATYPE_BYTES[t]} B = {nbytes} B, beyond the "
+                              f"largest message ({MAX_MESSAGE_BYTES - 1} B)")
+        return nbytes
 
-    def action(self, st: _Rank, r: int, n_ranks: int, fields: list[str]) -> None:
+    def action(self, st: _Rank, r: int, fields: list[str]) -> None:
         act, args = fields[1], fields[2:]
         rb = st.rb
         if act in ("send", "isend", "recv", "irecv"):
@@ -170,7 +214,7 @@ class _Reader:
                 dt = args[3] if len(args) == 4 else None
             else:
                 raise ConfigError(f"expected '{act} <peer> <tag> <count> [datatype]'")
-            peer = self._peer(peer_s, n_ranks)
+            peer = self._peer(peer_s)
             tag = self._int(tag_s, "tag")
             if not 0 <= tag < 2**31:
                 raise ConfigError(f"tag {tag} is outside 0 .. 2**31 - 1")
@@ -181,13 +225,15 @@ class _Reader:
         elif act == "compute":
             if len(args) != 1:
                 raise ConfigError("expected 'compute <flops>'")
-            rb.compute(self._float(args[0], "flops") / self.speed)
+            flops = self._float(args[0], "flops")
+            rb.compute(flops / self.speed, f"compute {args[0]} flops at host_speed "
+                                           f"{self.speed:g} flop/s:")
         elif act == "sleep":
             if len(args) != 1:
                 raise ConfigError("expected 'sleep <seconds>'")
-            rb.compute(self._float(args[0], "seconds"))
+            rb.compute(self._float(args[0], "seconds"), "sleep")
         elif act == "wait":
-            self.wait(st, args, n_ranks)
+            self.wait(st, args)
         elif act == "waitall":
             for h in list(st.order):
                 st.take(h)
@@ -196,7 +242,7 @@ class _Reader:
             if len(args) not in (4, 6):
                 raise ConfigError("expected 'sendRecv <sendcount> <dst> <recvcount> <src> "
                                   "[sendtype recvtype]'")
-            dst, src = self._peer(args[1], n_ranks), self._peer(args[3], n_ranks)
+            dst, src = self._peer(args[1]), self._peer(args[3])
             s = rb.isend(dst, self._bytes(st, args[0], args[4] if len(args) == 6 else None))
             q = rb.irecv(src, self._bytes(st, args[2], args[5] if len(args) == 6 else None))
             rb.wait(s, q)
@@ -222,7 +268,7 @@ class _Reader:
             raise ConfigError(f"{what} {text} must be a finite number >= 0")
         return v
 
-    def wait(self, st: _Rank, args: list[str], n_ranks: int) -> None:
+    def wait(self, st: _Rank, args: list[str]) -> None:
         if not st.order:
             raise ConfigError("wait with no pending isend or irecv")
         if not args:  # SimGrid <= 3.19: the most recent request
@@ -241,50 +287,93 @@ class _Reader:
         st.rb.wait(h)
 
 
-def _is_list(path: Path) -> list[str] | None:
-    """The file names of a trace list, or None when ``path`` is a trace itself."""
-    names = []
-    with open(path, encoding="utf-8") as f:
-        for raw in f:
+def _is_list(path: Path, max_files: int | None) -> list[Path] | None:
+    """The files of a trace list, or None when ``path`` is a trace itself (a line with more
+    than one field).  A list of more than ``max_files`` names is refused as soon as it gets
+    there, and a name that is not a regular file (missing, or ``/dev/zero``) with its line."""
+    names: list[Path] = []
+    for first, lines in text_lines(path, "trace"):
+        for n, raw in enumerate(lines, first):
             fields = raw.split()
             if not fields or fields[0].startswith("#"):
                 continue
             if len(fields) != 1:
                 return None
-            names.append(fields[0])
+            names.append(_listed(path, n, fields[0]))
+            if max_files is not None and len(names) > max_files and len(names) > 1:
+                raise ConfigError(f"line {n}: a trace list of more than {max_files} files "
+                                  f"(one per rank), but the machine has {max_files} nodes",
+                                  source=str(path))
     return names
 
 
 def read_ti(path: str | Path, host_speed_flops: float = DEFAULT_HOST_SPEED,
-            n_ranks: int | None = None) -> RankPrograms:
+            n_ranks: int | None = None, max_ranks: int | None = None,
+            max_ops: int | None = None) -> RankPrograms:
     """Rank programs from a SimGrid TI trace (a list of per-rank traces, or one trace).
 
     ``n_ranks`` defaults to the number of files in a list of several, else the largest rank
     in the trace plus one.  Operations keep their line (``op_line``; with several files their
-    label is ``file:line``).  Check the result with
+    label is ``file:line``).  The trace is replayed as it is read, never held whole;
+    ``max_ranks`` (the machine's nodes) and ``max_ops`` (default: the current
+    :class:`~federation.programs.reading.OpBudget`) are checked line by line.  A trace
+    without any action line (no rank) is refused.  Check the result with
     :func:`~federation.programs.checks.check_programs`.
     """
     p = Path(path)
     if not host_speed_flops > 0:
         raise ValueError(f"host_speed_flops must be > 0, got {host_speed_flops}")
-    rd = _Reader(host_speed_flops)
-    try:
-        names = _is_list(p)
-        if names is None or not names:
-            rd.collect(p, None)
-        elif len(names) == 1:
-            rd.collect(_resolve(p, names[0]), None)
-        else:
-            for i, name in enumerate(names):
-                rd.collect(_resolve(p, name), i)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the trace: {exc}", source=str(p)) from None
-    if n_ranks is None:
-        n_ranks = len(names) if names and len(names) > 1 else max(rd.ranks, default=-1) + 1
-    if rd.ranks and max(rd.ranks) >= n_ranks:
-        raise ConfigError(f"rank {max(rd.ranks)} appears but the trace has {n_ranks} ranks",
+    names = _is_list(p, max_ranks)
+    several = bool(names) and len(names) > 1
+    if several and n_ranks is None:
+        n_ranks = len(names)
+    if n_ranks is not None and max_ranks is not None and n_ranks > max_ranks:
+        raise ConfigError(f"{n_ranks} ranks, but the machine has {max_ranks} nodes",
                           source=str(p))
-    return rd.build(n_ranks, str(p))
+    rd = _Reader(host_speed_flops, n_ranks, max_ranks, max_ops)
+    if not names:
+        rd.collect(p, None, False)
+    elif len(names) == 1:
+        rd.collect(names[0], None, False)
+    else:
+        for i, name in enumerate(names):
+            rd.collect(name, i, True)
+    if not rd.states:
+        what = "traces hold" if several else "trace holds"
+        raise ConfigError(f"the {what} no action line: no rank to simulate (an empty "
+                          "trace?)", source=str(p))
+    if n_ranks is None:
+        n_ranks = max(rd.states) + 1
+    progs = rd.build(n_ranks, rd.files[0] if len(rd.files) == 1 else str(p))
+    _check_peers(progs)
+    return progs
+
+
+def _check_peers(progs: RankPrograms) -> None:
+    """Peers against the final rank count (while a one-file trace is read, its count is not
+    known yet; a list's is): the first unknown one is refused with its line."""
+    bad = np.flatnonzero((progs.op_kind != COMPUTE) & (progs.op_peer >= progs.n_ranks))
+    if bad.size:
+        op = int(bad[0])
+        rank = int(np.searchsorted(progs.rank_first, op, side="right") - 1)
+        line = int(progs.op_line[op]) if progs.op_line is not None else 0
+        raise ConfigError(f"line {line} (rank {rank}, {KIND_NAMES[int(progs.op_kind[op])]}): "
+                          f"unknown rank {int(progs.op_peer[op])} (the trace has ranks 0 to "
+                          f"{progs.n_ranks - 1})", source=progs.source)
+
+
+def _listed(listing: Path, n: int, name: str) -> Path:
+    """The trace file named on line ``n`` of a list, refused unless it is a regular file."""
+    q = _resolve(listing, name)
+    try:
+        ok, exists = q.is_file(), q.exists()
+    except OSError:  # a name too long for the file system, say
+        ok = exists = False
+    if not ok:
+        what = "is not a regular file" if exists else "does not exist"
+        raise ConfigError(f"line {n}: the trace file {name[:200]!r} ({q}) {what}",
+                          source=str(listing))
+    return q
 
 
 def _resolve(listing: Path, name: str) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from federation.models.base import FederationModel
 
@@ -56,6 +56,69 @@ class ProgramSummary(FederationModel):
     rank_finish_ns: list[float] = Field(description="when each rank's last operation finished")
 
 
+class TwoOptSummary(FederationModel):
+    """What a job's two-opt rank placement did (``ranks: {order: two_opt}``)."""
+
+    objective: Literal["hops", "contention"]
+    iterations: int
+    before: int = Field(description="the objective of the starting order (total hops of the "
+                        "job's messages, or pairs of its messages sharing a cable)")
+    after: int = Field(description="the objective of the order found")
+    accepted: int = Field(description="swaps kept")
+
+
+class Spread(FederationModel):
+    """Least, mean and greatest of a figure over a job's ranks or ports."""
+
+    min: float
+    mean: float
+    max: float
+
+
+class JobSummary(FederationModel):
+    """One job of a point: where it ran and what its traffic did.
+
+    Figures the engine's records cannot attribute to the job are null: the latency and hops
+    of rank-program packets when several closed-loop jobs run (the engine sums them over all
+    programs), the packet figures of open-loop jobs whose nodes overlap another open-loop
+    job's (or, with several open-loop jobs, when the packets table is not kept), and the link
+    figures of a job whose nodes other jobs share."""
+
+    name: str
+    workload: str = Field(description="the workload's kind")
+    closed_loop: bool
+    placement: str = Field(description="the placement's kind")
+    rank_order: str
+    nodes: list[int] = Field(description="the machine node of each of the job's nodes (node "
+                             "i of the job, where its rank i runs by default)")
+    start_ns: float
+    two_opt: TwoOptSummary | None = None
+    ranks: int | None = None
+    operations: int | None = None
+    messages: int | None = Field(None, description="messages the job's traffic created")
+    completion_ns: float | None = Field(
+        None, description="closed loop: its last rank's finish, from the job's start")
+    rank_finish_ns: Spread | None = Field(
+        None, description="closed loop: when its ranks finished, from the job's start")
+    completion_alone_ns: float | None = Field(
+        None, description="with slowdown: its completion run alone on the same nodes")
+    slowdown: float | None = Field(
+        None, description="with slowdown: completion with the others / alone")
+    message_completion_ns_mean: float | None = None
+    packets_generated: int | None = None
+    packets_delivered: int | None = None
+    bytes_injected: int | None = None
+    bytes_delivered: int | None = None
+    latency_ns: LatencyStats | None = None
+    mean_hops: float | None = None
+    injection_bytes: int | None = Field(
+        None, description="bytes its nodes' NICs sent over the whole run")
+    injection_utilization: Spread | None = Field(
+        None, description="its NICs' utilisation in the window")
+    ejection_bytes: int | None = Field(
+        None, description="bytes delivered into its nodes over the whole run")
+
+
 class PointSummary(FederationModel):
     offered_load: float | None = Field(
         description="bytes created in the window / (window x NIC bandwidth x nodes)")
@@ -79,6 +142,18 @@ class PointSummary(FederationModel):
     programs: ProgramSummary | None = Field(
         None, description="rank programs (closed-loop workloads): completion and per-rank "
         "finish times; null for open-loop runs")
+    jobs: list[JobSummary] | None = Field(
+        None, description="per job, with 'jobs' or 'slowdown' in the experiment (absent "
+        "otherwise)")
+
+    @model_serializer(mode="wrap")
+    def _without_absent_jobs(self, handler: Any) -> Any:
+        """Leave ``jobs`` out when there are none, so the results of an experiment without
+        jobs keep the document they had."""
+        out = handler(self)
+        if isinstance(out, dict) and out.get("jobs") is None:
+            out.pop("jobs", None)
+        return out
 
 
 class Performance(FederationModel):

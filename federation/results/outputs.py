@@ -1,40 +1,167 @@
-"""The output folder of a run: checked before simulating, filled point by point, swapped in whole.
+"""Everything a command writes goes through here: output folders (:class:`OutputDir`: ``run``,
+``sst run``, ``sst generate``) and single output files (:class:`OutputFile`: ``crossval --out``,
+``report``, ``schema --out``).  One mechanism, so that no writer loses results or writes
+somewhere it should not.
 
-* **Before the run** the folder is checked: an existing non-empty folder is refused unless
-  ``overwrite`` is set (old per-point tables beside a new ``results.json`` would be read as
-  results of this run), and a temporary folder is created beside it, which proves the location
-  is creatable and writable before any time is spent simulating.
-* **During the run** each point's tables are written into the temporary folder as soon as the
-  point finishes, so memory stays flat in the number of points.
-* **At the end** ``results.json`` and ``performance.json`` are written and the temporary folder
-  replaces the output folder (a rename; an overwritten folder is moved aside first and removed
-  after).  A run that fails or is interrupted after some points finished keeps them, with
-  ``results.json`` marked ``incomplete`` and listing the missing points; a run that fails before
-  any point finished leaves nothing behind.
+**Before any time is spent** the destination is checked and refused with one message naming the
+option or field (:func:`check_out_path`, :func:`check_name`): every component of the path at most
+255 bytes (``NAME_MAX`` of the common file systems), valid UTF-8 (``plot``, ``report`` and
+``results.json`` need text names), no NUL byte; an experiment ``name`` used as a folder name is
+one plain component (no ``/``, not ``.`` or ``..``).  An existing destination is replaced only
+with ``--overwrite``, and a folder only when it is ours: empty, holding a ``results.json`` of
+this tool's schema, or only files this tool writes (tables, ``config-N.py``).  Then the
+temporary folder (or file) is created beside the destination, proving it creatable and
+writable, and an existing folder to be replaced is renamed away and back, proving it
+replaceable (a read-only or immutable place fails here, not after the run).
+
+**During a run** each point's tables are written into the temporary folder as soon as the point
+finishes (memory stays flat in the number of points).  A file that cannot be written (disk full,
+a quota) raises :class:`OutputError` naming it.
+
+**At the end** :meth:`OutputDir.finish` counts what it writes: a point whose tables are not all
+in the folder is moved to ``missing_points``, and ``status`` is ``complete`` only when no point
+is missing.  The folder then replaces the destination whole (a rename; the old folder is moved
+aside first and removed after), with stop signals held (:mod:`federation.interrupts`) so that
+the swap is never left half-way.  An incomplete run never replaces a complete earlier one: it is
+written beside it, as ``<out>.incomplete-<n>`` (the lowest free ``n``), and the caller says
+where.  A run that fails before any point finished leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import secrets
 import shutil
-import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from federation.errors import ConfigError
+from federation.errors import ConfigError, OutputError, os_reason
+from federation.interrupts import held
 from federation.results.model import RunResult
 from federation.results.spool import Table
 
+#: the longest file or folder name, in bytes, of the common file systems (ext4, XFS, btrfs,
+#: ZFS, NTFS in UTF-16 units): a longer one fails with ENAMETOOLONG
+NAME_MAX = 255
 
-def _os_reason(exc: OSError) -> str:
-    return exc.strerror or type(exc).__name__
+#: files a federation output folder holds besides ``results.json``: a folder of only these may
+#: be replaced (``--overwrite``) even without ``results.json`` (``sst generate``, or a run
+#: whose documents could not be written)
+_OUR_FILES = re.compile(
+    r"(performance\.json|(packets|ports|messages)-\d+\.(parquet|csv)|config-\d+\.py)")
+
+_RESULTS_SCHEMA = "hpc-federation.results"
 
 
+# ---------------------------------------------------------------------- names, before the run
+def _shown(text: str) -> str:
+    """A name as printable text: bytes that are not UTF-8 shown as ``\\xff``."""
+    return os.fsencode(text).decode("utf-8", "backslashreplace")
+
+
+def _name_problem(part: str) -> str | None:
+    """Why ``part`` cannot be a file or folder name, or ``None``."""
+    if "\0" in part:
+        return "contains a NUL byte"
+    try:
+        part.encode("utf-8")
+    except UnicodeEncodeError:
+        return ("is not valid UTF-8 (plot, report and results.json need names that are text); "
+                "choose a name in UTF-8")
+    size = len(os.fsencode(part))
+    if size > NAME_MAX:
+        return (f"is {size} bytes long; a file or folder name may have at most {NAME_MAX} "
+                f"bytes")
+    return None
+
+
+def check_out_path(path: str | Path, source: str) -> None:
+    """Refuse an output path that no file system takes or that readers of the results cannot
+    open (see the module docstring), naming ``source`` (``--out``, ``FILE: outputs.dir``)."""
+    text = os.fspath(path)
+    if not text:
+        raise ConfigError("is empty; give a file or folder name", source=source)
+    for part in Path(text).parts:
+        why = _name_problem(part)
+        if why is not None:
+            name = _shown(part)
+            if len(name) > 60:
+                name = name[:40] + "..." + name[-12:]
+            raise ConfigError(f"'{name}' {why}", source=source)
+
+
+def check_name(name: str, source: str, field: str = "name") -> None:
+    """Refuse an experiment ``name`` that cannot be used as one folder name (it becomes
+    ``results/<name>``): a path (``/``), ``.`` or ``..``, or a name :func:`check_out_path`
+    refuses.  Named by the file and the field."""
+    shown = _shown(name)
+    if not name.strip():
+        raise ConfigError("is empty; the default output folder is results/<name>",
+                          source=source, path=field)
+    if "/" in name or name in (".", "..") or (os.sep != "/" and os.sep in name):
+        raise ConfigError(f"'{shown}' is not a plain name: the default output folder is "
+                          "results/<name>, so it may not contain '/' or be '.' or '..' (give "
+                          "--out or outputs.dir to write elsewhere)", source=source, path=field)
+    why = _name_problem(name)
+    if why is not None:
+        if len(shown) > 60:
+            shown = shown[:40] + "..." + shown[-12:]
+        raise ConfigError(f"'{shown}' {why}", source=source, path=field)
+
+
+# ---------------------------------------------------------------------- what a folder holds
+def results_status(folder: Path) -> str | None:
+    """``complete`` or ``incomplete`` when ``folder`` holds a ``results.json`` of this tool,
+    else ``None``."""
+    try:
+        doc = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema_name") != _RESULTS_SCHEMA:
+        return None
+    return "incomplete" if doc.get("status") == "incomplete" else "complete"
+
+
+def is_ours(folder: Path) -> bool:
+    """May ``--overwrite`` replace ``folder``: empty, a results folder of this tool, or only
+    files this tool writes?"""
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return False
+    if not entries or results_status(folder) is not None:
+        return True
+    return all(e.is_file() and not e.is_symlink() and _OUR_FILES.fullmatch(e.name)
+               for e in entries)
+
+
+def _beside(out: Path, tag: str) -> Path:
+    """The first free ``<out>.<tag>-<n>``, its name cut to fit :data:`NAME_MAX`."""
+    n = 1
+    while True:
+        suffix = f".{tag}-{n}"
+        stem = out.name
+        while len(os.fsencode(stem + suffix)) > NAME_MAX:
+            stem = stem[:-1]
+        cand = out.with_name(stem + suffix)
+        if not (cand.exists() or cand.is_symlink()):
+            return cand
+        n += 1
+
+
+def _fresh(parent: Path, prefix: str) -> Path:
+    """An unused name in ``parent`` (not created)."""
+    return parent / f"{prefix}{secrets.token_hex(4)}"
+
+
+# ---------------------------------------------------------------------- output folders
 class OutputDir:
-    """A run's output folder (see the module docstring)."""
+    """A run's output folder (see the module docstring).  ``final`` is where it went."""
 
     def __init__(self, out: Path, fmt: str, overwrite: bool = False,
                  source: str = "--out") -> None:
@@ -42,19 +169,19 @@ class OutputDir:
         self.fmt = fmt
         self.overwrite = overwrite
         self.source = source
+        self.final: Path | None = None
+        self.beside_complete = False  # final is beside a complete earlier run, not in place
         self._created: list[Path] = []
         self.tmp = self._prepare()
 
     # ------------------------------------------------------------------ before the run
     def _prepare(self) -> Path:
         out = self.out
+        check_out_path(out, self.source)
         if out.exists() or out.is_symlink():
             if not out.is_dir():
                 raise ConfigError(f"{out} exists and is not a folder", source=self.source)
-            if any(out.iterdir()) and not self.overwrite:
-                raise ConfigError(
-                    f"{out} exists and is not empty; choose another folder or pass --overwrite "
-                    "to replace it whole", source=self.source)
+            self._check_replaceable()
         parent = out.absolute().parent
         try:
             missing = []
@@ -67,11 +194,38 @@ class OutputDir:
                                   "folder", source=self.source)
             parent.mkdir(parents=True, exist_ok=True)
             self._created = missing  # deepest first
-            return Path(tempfile.mkdtemp(prefix=".federation-", dir=parent))
+            tmp = _fresh(parent, ".federation-")
+            tmp.mkdir(0o777)  # the umask decides, as for a folder made by mkdir
+            return tmp
         except OSError as exc:
             self._remove_created()
-            raise ConfigError(f"cannot write the output folder {out}: {_os_reason(exc)}",
+            raise ConfigError(f"cannot write the output folder {out}: {os_reason(exc)}",
                               source=self.source) from None
+
+    def _check_replaceable(self) -> None:
+        out = self.out
+        try:
+            empty = not any(out.iterdir())
+        except OSError as exc:
+            raise ConfigError(f"cannot read the output folder {out}: {os_reason(exc)}",
+                              source=self.source) from None
+        if not empty and not self.overwrite:
+            raise ConfigError(
+                f"{out} exists and is not empty; choose another folder or pass --overwrite "
+                "to replace it whole", source=self.source)
+        if not empty and not is_ours(out):
+            raise ConfigError(
+                f"{out} is not a results folder (no results.json of {_RESULTS_SCHEMA}, and "
+                "files federation does not write); --overwrite replaces only an empty folder "
+                "or one federation wrote: choose another folder", source=self.source)
+        probe = _fresh(out.absolute().parent, ".federation-probe-")
+        with held():  # renamed away and back: proves the swap at the end will work
+            try:
+                out.rename(probe)
+            except OSError as exc:
+                raise ConfigError(f"cannot replace {out}: {os_reason(exc)}",
+                                  source=self.source) from None
+            probe.rename(out)
 
     def _remove_created(self) -> None:
         for p in self._created:
@@ -86,19 +240,91 @@ class OutputDir:
         return write_table(table, self.tmp / name, self.fmt, extra).name
 
     # ------------------------------------------------------------------ at the end
-    def finish(self, result: RunResult, performance: list[dict[str, Any] | None]) -> None:
-        """Write the documents and swap the folder into place."""
-        (self.tmp / "results.json").write_text(
-            json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
-        (self.tmp / "performance.json").write_text(json.dumps(performance, indent=2) + "\n")
+    def finish(self, result: RunResult, performance: list[dict[str, Any] | None]) -> RunResult:
+        """Count what is in the folder, write the documents and swap the folder into place
+        (beside a complete earlier run when this one is incomplete); returns the result as
+        written.  Raises :class:`OutputError` when a document cannot be written (the tables
+        are kept, in place, without it) or the folder cannot be moved (it stays where it is,
+        and the message says where)."""
+        result, kept = self._counted(result)
+        performance = [performance[k] for k in kept]
+        with held():
+            failure = self._write_documents(result, performance)
+            dest = self._destination("incomplete" if failure else result.status)
+            self._swap(dest)
+            self.final = dest
+        if failure is not None:
+            raise OutputError(f"{failure}; the tables of the {len(result.points)} finished "
+                              f"points are kept in {dest}, without results.json")
+        return result
+
+    def place(self) -> Path:
+        """Put a folder that holds no run (``federation sst config``'s configurations) in place,
+        whole, replacing ``out`` as :meth:`finish` would (the same checks were made when the
+        folder was prepared)."""
+        with held():
+            self._swap(self.out)
+            self.final = self.out
+        return self.out
+
+    def _counted(self, result: RunResult) -> tuple[RunResult, list[int]]:
+        """The result without the points whose tables are not all in the folder (listed as
+        missing instead; results.json never claims a point it does not have), and the
+        positions of the points kept."""
+        kept = [k for k, p in enumerate(result.points)
+                if all((self.tmp / f).is_file() for f in p.files.values())]
+        if len(kept) == len(result.points):
+            return result, kept
+        lost = [p.index for k, p in enumerate(result.points) if k not in kept]
+        note = f"the tables of points {lost} were not written"
+        return result.model_copy(update={
+            "points": [result.points[k] for k in kept], "status": "incomplete",
+            "missing_points": sorted({*result.missing_points, *lost}),
+            "error": f"{result.error}; {note}" if result.error else note}), kept
+
+    def _write_documents(self, result: RunResult,
+                         performance: list[dict[str, Any] | None]) -> str | None:
+        """``results.json`` and ``performance.json`` into the folder; the failure, if any."""
+        docs = {"results.json": json.dumps(result.model_dump(mode="json"), indent=2,
+                                           sort_keys=True) + "\n",
+                "performance.json": json.dumps(performance, indent=2) + "\n"}
+        for name, text in docs.items():
+            try:
+                (self.tmp / name).write_text(text, encoding="utf-8")
+            except OSError as exc:
+                for n in docs:
+                    (self.tmp / n).unlink(missing_ok=True)
+                return f"cannot write {self.out / name}: {os_reason(exc)}"
+        return None
+
+    def _destination(self, status: str) -> Path:
         out = self.out
-        trash = None
-        if out.exists():
-            trash = Path(tempfile.mkdtemp(prefix=".federation-old-", dir=self.tmp.parent))
-            out.rename(trash / "old")
-        self.tmp.rename(out)
-        if trash is not None:
-            shutil.rmtree(trash, ignore_errors=True)
+        if not (out.exists() or out.is_symlink()):
+            return out
+        if out.is_dir() and not out.is_symlink():
+            if not any(out.iterdir()):
+                return out
+            if self.overwrite and is_ours(out):
+                if status == "complete" or results_status(out) != "complete":
+                    return out
+                self.beside_complete = True
+        # an incomplete run beside a complete one; or the folder appeared during the run
+        return _beside(out, "incomplete" if status != "complete" else "new")
+
+    def _swap(self, dest: Path) -> None:
+        old = None
+        try:
+            if dest.exists() and any(dest.iterdir()):
+                old = _fresh(self.tmp.parent, ".federation-old-")
+                dest.rename(old)
+            self.tmp.rename(dest)
+        except OSError as exc:
+            if old is not None and not dest.exists():
+                old.rename(dest)
+            raise OutputError(f"cannot move the results into {dest}: {os_reason(exc)}; "
+                              f"they are in {self.tmp}") from None
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
     def abort(self) -> None:
         """Remove everything this run created (nothing finished worth keeping)."""
@@ -106,27 +332,127 @@ class OutputDir:
         self._remove_created()
 
 
+# ---------------------------------------------------------------------- output files
+class OutputFile:
+    """One output file written whole at the end (``crossval --out``, ``report``, ``schema``).
+
+    Checked when made: the path (:func:`check_out_path`), an existing file only with
+    ``overwrite`` (and, with ``ours``, only a file ``ours`` accepts), never a folder; then a
+    temporary file is created beside it, proving the place writable, and an existing file is
+    opened for appending (nothing written), proving it replaceable.  :meth:`commit` writes the
+    text into the temporary file and renames it over the destination; :meth:`abort` (or
+    leaving a ``with`` block by an exception) removes it."""
+
+    def __init__(self, path: Path, *, source: str, overwrite: bool = False,
+                 ours: Callable[[Path], bool] | None = None, what: str = "file",
+                 make_parents: bool = False) -> None:
+        self.path = Path(path)
+        self.source = source
+        check_out_path(self.path, source)
+        p = self.path
+        if p.is_dir():
+            raise ConfigError(f"{p} is a folder; give a file name", source=source)
+        if p.exists():
+            if not overwrite:
+                raise ConfigError(f"{p} exists; choose another file or pass --overwrite",
+                                  source=source)
+            if ours is not None and not ours(p):
+                raise ConfigError(f"{p} is not a {what}; --overwrite replaces only a {what}: "
+                                  "choose another file", source=source)
+        parent = p.absolute().parent
+        self._created: list[Path] = []
+        try:
+            if not parent.is_dir():
+                if not make_parents or parent.exists():
+                    raise ConfigError(f"cannot write {p}: {parent} is not a folder",
+                                      source=source)
+                q = parent
+                while not q.exists():
+                    self._created.append(q)
+                    q = q.parent
+                parent.mkdir(parents=True)
+            if p.exists():
+                with p.open("ab"):
+                    pass
+            self.tmp = _fresh(parent, ".federation-")
+            os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except OSError as exc:
+            self._remove_created()
+            raise ConfigError(f"cannot write {p}: {os_reason(exc)}", source=source) from None
+
+    def commit(self, text: str | bytes) -> None:
+        """Write ``text`` (or bytes: a figure) and put the file in place (``OutputError``
+        naming it on failure)."""
+        with held():
+            try:
+                if isinstance(text, bytes):
+                    self.tmp.write_bytes(text)
+                else:
+                    self.tmp.write_text(text, encoding="utf-8")
+                os.replace(self.tmp, self.path)
+            except OSError as exc:
+                self.abort()
+                raise OutputError(f"cannot write {self.path}: {os_reason(exc)}") from None
+
+    def abort(self) -> None:
+        self.tmp.unlink(missing_ok=True)
+        self._remove_created()
+
+    def _remove_created(self) -> None:
+        for q in self._created:
+            try:
+                q.rmdir()
+            except OSError:
+                break
+
+    def __enter__(self) -> OutputFile:
+        return self
+
+    def __exit__(self, typ: object, exc: object, tb: object) -> None:
+        if exc is not None:
+            self.abort()
+
+
+def write_file(path: Path, text: str, source: str) -> None:
+    """Write one file whole now, replacing an existing one (``report``, ``schema``): the same
+    checks and rename as :class:`OutputFile`."""
+    OutputFile(path, source=source, overwrite=True, make_parents=True).commit(text)
+
+
+# ---------------------------------------------------------------------- tables
 def write_table(table: Mapping[str, np.ndarray], path: Path, fmt: str,
                 extra: dict[str, Any]) -> Path:
     """One table as Parquet or CSV; ``extra`` adds constant columns (e.g. the point index).
 
     A :class:`~federation.results.spool.Table` is written a chunk at a time (a Parquet row group or
-    a run of CSV lines each), so a table of 10^8 packets never sits in memory."""
+    a run of CSV lines each), so a table of 10^8 packets never sits in memory.  A file that
+    cannot be written raises :class:`OutputError` naming it (pyarrow's own error is a
+    traceback's worth of C++ detail)."""
+    out = path.with_suffix(".csv" if fmt == "csv" else ".parquet")
+    try:
+        _write_table(table, out, fmt, extra)
+    except OSError as exc:
+        out.unlink(missing_ok=True)
+        raise OutputError(f"cannot write the table {out.name}: {os_reason(exc)}") from None
+    return out
+
+
+def _write_table(table: Mapping[str, np.ndarray], out: Path, fmt: str,
+                 extra: dict[str, Any]) -> None:
     import pyarrow as pa
 
     def arrow(cols: Mapping[str, np.ndarray]) -> pa.Table:
-        out = {k: pa.array(v) for k, v in cols.items()}
+        res = {k: pa.array(v) for k, v in cols.items()}
         n = len(next(iter(cols.values()))) if cols else 0
         for k, v in extra.items():
-            out[k] = pa.array([v] * n)
-        return pa.table(out)
+            res[k] = pa.array([v] * n)
+        return pa.table(res)
 
     parts = table.chunks() if isinstance(table, Table) else iter([table])
     first = next(parts, None)
     if first is None:  # a table without rows: its columns, empty
         first = {k: np.zeros(0, dtype=np.int64) for k in table}
     head = arrow(first)
-    out = path.with_suffix(".csv" if fmt == "csv" else ".parquet")
     if fmt == "csv":
         import pyarrow.csv as pcsv
 
@@ -141,4 +467,3 @@ def write_table(table: Mapping[str, np.ndarray], path: Path, fmt: str,
             w.write_table(head)
             for cols in parts:
                 w.write_table(arrow(cols).cast(head.schema))
-    return out

@@ -1,6 +1,6 @@
 """Tables too long to hold: written a chunk at a time to a temporary folder, read back a chunk
-at a time by the table writers (:func:`federation.results.outputs.write_table`), or whole through the
-``Mapping`` interface (small runs, tests).
+at a time by the table writers (:func:`federation.results.outputs.write_table`), or whole through
+the ``Mapping`` interface (small runs, tests).
 
 The per-packet and per-message tables of a long run (10^8 packets) are built this way, so
 that keeping them (``outputs.packets``, ``outputs.messages``) costs disk, not memory.  Rows
@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
+
+from federation.errors import OutputError, os_reason
 
 Columns = dict[str, np.ndarray]
 
@@ -70,7 +72,17 @@ class Spool(Table):
         if not k:
             return
         for name in self.names:
-            np.save(Path(self._dir.name) / f"{self.n}-{name}.npy", cols[name])
+            path = Path(self._dir.name) / f"{self.n}-{name}.npy"
+            try:
+                np.save(path, cols[name])
+            except OSError as exc:  # a full temporary disk: say which, and what to do
+                path.unlink(missing_ok=True)
+                raise OutputError(
+                    f"cannot write a temporary table in {self._dir.name}: {os_reason(exc)} "
+                    "(the per-packet and per-message tables of a run are spooled to the "
+                    "temporary folder, $TMPDIR, before they are written out: point TMPDIR "
+                    "at a larger disk, or turn outputs.packets / outputs.messages off)"
+                ) from None
         self.n += 1
         self.rows += k
 

@@ -1,14 +1,15 @@
 """Engine ``sst``: delegate an experiment to SST merlin (``sst`` run as a subprocess).
 
 Registered like every engine, so ``engine: {kind: sst, ...}`` validates its parameters
-(:class:`~federation.adapters.sst.options.SstOptions`) and ``federation plugins`` shows whether
-``sst`` is installed.  Running goes through ``federation sst run FILE``: SST's endpoints report
-window statistics, not the per-packet arrays that ``federation run`` summarises, so that command
-has a driver of its own (:mod:`federation.adapters.sst.run`).  ``federation run`` with this
-engine stops before simulating anything, with one message saying which of the two applies:
-``sst`` is not installed, or use ``federation sst run``.
+(:class:`~federation.adapters.sst.options.SstOptions`), ``federation plugins`` shows whether
+``sst`` is installed, and ``federation run`` runs it like any engine: SST's endpoints report
+window statistics, not the per-packet arrays the native summary reads, so the engine runs each
+point its own way (:meth:`Sst.run_point`, :mod:`federation.adapters.sst.run`) and the summary
+carries what merlin and ember report, ``null`` for the rest.  What SST cannot express is
+refused before anything runs (:meth:`Sst.check`), naming the field.
 
-``federation sst config FILE --out DIR`` writes each point's configuration without needing SST.
+``federation sst config FILE --out DIR`` writes each point's configuration without needing SST;
+``federation sst run`` is the same run as ``federation run`` with this engine.
 """
 
 from __future__ import annotations
@@ -36,13 +37,35 @@ class Sst(Engine):
         """True when the default ``sst`` program is on PATH."""
         return find_sst("sst") is not None
 
+    def check(self, point: Any, built: Any) -> None:
+        """Refuse what merlin and ember cannot express, naming the field (checked without
+        SST, as ``federation sst config`` writes configurations without it; a missing
+        ``sst`` is refused when the first point starts, before any has run)."""
+        from federation.adapters.sst.config import build_config
+        from federation.pipeline.jobs import place_jobs
+
+        build_config(point, built.network, self.params, place_jobs(point, built))
+
+    def program(self) -> str | None:
+        """``sst --version`` of the program that runs, for ``results.json``."""
+        from federation.adapters.sst.launch import sst_version
+
+        path = find_sst(self.params.sst_binary)
+        return sst_version(path) if path is not None else None
+
+    def run_point(self, index: int, point: Any, built: Any, placed: Any,
+                  folder: Any) -> Any:
+        """The point through sst (configuration, run, statistics read back)."""
+        from federation.adapters.sst.run import run_point
+
+        return run_point(index, point, built, placed, folder)
+
     def run(self, job: Any, progress: Any = None) -> Any:
-        """Refuse with one message: sst missing, or the SST driver is the way to run it."""
+        """SST runs whole points (:meth:`run_point`), never a prepared native run."""
         require_sst(self.params)
         raise BackendUnavailable(
-            "engine sst: `federation run` summarises per-packet results, which SST's endpoints "
-            "do not report; run this experiment with `federation sst run FILE --out DIR` (or "
-            "write its configurations with `federation sst config FILE --out DIR`)")
+            "engine sst runs whole points (federation run calls its run_point); it cannot run "
+            "a prepared native run")
 
 
 @hookimpl
@@ -77,11 +100,18 @@ def federation_add_commands(app: Any) -> None:
         set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
         overwrite: Annotated[bool, typer.Option("--overwrite")] = False,
     ) -> None:
-        """Run every point with sst; writes results.json (engine sst) and per-point files."""
+        """Run every point with sst, as ``federation run FILE --out OUT`` with engine sst does
+        (the file's own sst options, else sst's defaults): results.json (engine sst) and
+        per-point files; a stopped or failing sweep keeps its finished points."""
         from federation.adapters.sst.run import run_experiment
         from federation.pipeline.load import load_experiment
 
-        run_experiment(load_experiment(file, set_ or []), out, overwrite)
-        print(out / "results.json")
+        overrides = list(set_ or [])
+        loaded = load_experiment(file, overrides)
+        if not all(isinstance(p.engine, Sst) for p in loaded.points):
+            loaded = load_experiment(file, ["engine.kind=sst", *overrides])
+        placed: list[Path] = []
+        run_experiment(loaded, out, overwrite, placed=placed.append)
+        print((placed[0] if placed else out) / "results.json")
 
     app.add_typer(sst_app, name="sst")

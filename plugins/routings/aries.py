@@ -59,7 +59,7 @@ from federation.engine.tables_route import (
     vc_rule,
 )
 from federation.models.units import PositiveSize
-from federation.plugin.components import RoutingProgram
+from federation.plugin.components import RoutingProgram, TablePlan
 from federation.plugins.routings.par import par_extra_vcs
 from federation.plugins.routings.valiant import Valiant
 
@@ -173,7 +173,11 @@ class Aries(Valiant):
         cfg = np.array([MODES.index(p.mode), int(p.bias_low or 2 * packet),
                         int(p.bias_high or 8 * packet), int(p.bias_step or packet)],
                        dtype=np.int64)
-        return mask_program(route, network, tables, f"routing 'aries' ({p.mode})", cfg)
+        prog = mask_program(route, network, tables, f"routing 'aries' ({p.mode})", cfg)
+        # PAR's plan; the minimal candidates are equal-cost ports while undecided
+        prog.vc_plan = TablePlan(valiant="group", decide="source_group", commit_bump=1,
+                                 spread="source_group")
+        return prog
 
 
 @hookimpl

@@ -15,8 +15,11 @@ tables name: ``table`` (the default, the tables' own choice, itself spread over 
 on most topologies), ``lowest`` (the lowest-numbered equal-cost port: every destination through
 the first of several global links, a deterministic worst case to compare with), ``hash`` (a
 fixed hash of the destination router and the current router picks one) or ``random`` (drawn
-per packet and hop from the run's seeded stream).  The VC plan is the tables' in every case.
-Dimension-order tori have one minimal port per hop and take ``table`` only.
+per packet and hop from the run's seeded stream).  The VC plan is the tables' in every case
+(declared to the deadlock proof as ``TablePlan(spread="all")``); where the tables keep an order
+inside one VC level that the equal-cost ports do not (the Aries XC's groups, routed
+intra-chassis first) the proof finds a cycle and refuses the run.  Dimension-order tori have one
+minimal port per hop and take ``table`` only.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from federation.engine.api import P_DST, random_below
 from federation.engine.jit import part
 from federation.engine.masks import mask_count, mask_nth, mix_hash
 from federation.engine.tables_route import mask_program, vc_rule
-from federation.plugin.components import RoutingProgram
+from federation.plugin.components import RoutingProgram, TablePlan
 
 SPREADS = {"lowest": 0, "hash": 1, "random": 2}
 
@@ -88,10 +91,12 @@ class Minimal(Routing):
         spread = self.params.spread
         if spread == "table":
             return None
-        return mask_program(route_spread, network, tables,
+        prog = mask_program(route_spread, network, tables,
                             f"routing 'minimal' (spread: {spread})",
                             np.array([SPREADS[spread]], dtype=np.int64),
                             f"{tables.description}, {spread} among equal-cost minimal ports")
+        prog.vc_plan = TablePlan(spread="all")  # any equal-cost minimal port, at every hop
+        return prog
 
 
 @hookimpl

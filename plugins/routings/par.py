@@ -41,7 +41,7 @@ from federation.engine.tables_route import (
     ugal_choice,
     vc_rule,
 )
-from federation.plugin.components import VC_COUNTER, RoutingProgram
+from federation.plugin.components import VC_COUNTER, RoutingProgram, TablePlan
 from federation.plugins.routings.ugal import BiasParams
 from federation.plugins.routings.valiant import Valiant
 
@@ -69,6 +69,12 @@ def route(sim, tables, r, ip, pk):
     return follow(sim, tables, r, pk, dr, via)
 
 
+#: the VC plan of the progressive routings (``par``; with ``spread`` ``prog_adaptive`` and
+#: ``aries``): minimal or Valiant decided again at every router of the source group, one VC
+#: level more for a commitment after a minimal hop (``turn_nonminimal``)
+PROGRESSIVE = TablePlan(valiant="group", decide="source_group", commit_bump=1)
+
+
 def par_extra_vcs(t: RouteTables) -> int:
     """One more VC level for a commitment after a minimal hop, where the VC rule counts hops
     through the whole path (see the VC plan); none where the phases have their own sets."""
@@ -92,7 +98,9 @@ class Par(Valiant):
         return t
 
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
-        return table_program(route, tables, network.ports.n_ports)
+        prog = table_program(route, tables, network.ports.n_ports)
+        prog.vc_plan = PROGRESSIVE
+        return prog
 
 
 @hookimpl

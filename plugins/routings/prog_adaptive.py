@@ -45,7 +45,7 @@ from federation.engine.tables_route import (
     vc_rule,
 )
 from federation.models.units import PositiveSize
-from federation.plugin.components import RoutingProgram
+from federation.plugin.components import RoutingProgram, TablePlan
 from federation.plugins.routings.par import par_extra_vcs
 from federation.plugins.routings.valiant import Valiant
 
@@ -109,8 +109,12 @@ class ProgAdaptive(Valiant):
 
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
         threshold = self.params.threshold or machine.packet_size
-        return mask_program(route, network, tables, "routing 'prog_adaptive'",
+        prog = mask_program(route, network, tables, "routing 'prog_adaptive'",
                             np.array([int(threshold)], dtype=np.int64))
+        # PAR's plan; the minimal candidate is any equal-cost port while undecided
+        prog.vc_plan = TablePlan(valiant="group", decide="source_group", commit_bump=1,
+                                 spread="source_group")
+        return prog
 
 
 @hookimpl

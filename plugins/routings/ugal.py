@@ -40,7 +40,7 @@ from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA, use
 from federation.engine.jit import part
 from federation.engine.tables_route import route, table_port, table_program, ugal_choice
 from federation.models.units import PositiveSize
-from federation.plugin.components import RoutingProgram
+from federation.plugin.components import RoutingProgram, TablePlan
 from federation.plugins.routings.valiant import Valiant
 
 
@@ -166,6 +166,7 @@ class Ugal(Valiant):
             return None  # the table routing decides at the source router
         prog = table_program(route, tables, network.ports.n_ports, decide_at_injection)
         prog.tables[7][1] = 0  # the NIC decides; the routers only follow
+        prog.vc_plan = TablePlan(valiant="group")  # minimal or Valiant, chosen at the source
         return prog
 
     def intermediates(self, tables, src_router, dst_router, rng):  # noqa: ANN001

@@ -20,7 +20,7 @@ from federation.engine.api import P_DST, P_HOPS, P_PHASE, P_SIZE, P_VIA, used_cr
 from federation.engine.jit import part
 from federation.engine.tables_route import route, table_port, table_program
 from federation.models.units import PositiveSize
-from federation.plugin.components import RoutingProgram
+from federation.plugin.components import RoutingProgram, TablePlan
 from federation.plugins.routings.valiant import Valiant
 
 
@@ -80,7 +80,9 @@ class UgalGlobal(Valiant):
         return t
 
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
-        return table_program(route_global, tables, network.ports.n_ports)
+        prog = table_program(route_global, tables, network.ports.n_ports)
+        prog.vc_plan = TablePlan(valiant="group")  # minimal or Valiant, chosen at the source
+        return prog
 
 
 @hookimpl

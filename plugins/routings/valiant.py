@@ -28,7 +28,7 @@ from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA
 from federation.engine.jit import part
 from federation.engine.tables_route import table_port, table_program, vc_rule
 from federation.pipeline.tables_check import check_minimal_routes
-from federation.plugin.components import VC_COUNTER, RoutingProgram
+from federation.plugin.components import VC_COUNTER, RoutingProgram, TablePlan
 
 
 def max_bumps_to_groups(tables: RouteTables, network) -> int:  # noqa: ANN001
@@ -95,6 +95,7 @@ class Valiant(Routing):
             return None
         prog = table_program(route_via_router, tables, network.ports.n_ports)
         prog.via_limit = network.n_routers  # intermediates are routers here
+        prog.vc_plan = TablePlan(valiant="router", turn_bump=1)  # the level rises at the turn
         return prog
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
@@ -26,6 +26,14 @@ class MessageSpec(Params):
     dst: int = Field(ge=0, description="destination node")
     size: ByteCount = Field(description="whole bytes")
 
+    @field_validator("at")
+    @classmethod
+    def _in_clock(cls, at: float) -> float:
+        """Refused by the loader (so ``validate`` says so), not when the run generates it."""
+        if at >= TIME_LIMIT_S:
+            raise ValueError(f"{format_time(at)} is past {CLOCK_LIMIT}")
+        return at
+
 
 class MessagesParams(Params):
     messages: list[MessageSpec] = Field(min_length=1)
@@ -38,15 +46,22 @@ class ExplicitMessages(Workload):
     Params = MessagesParams
     params: MessagesParams
 
-    def generate(self, ctx: WorkloadContext) -> Messages:
+    def check(self, ctx: WorkloadContext) -> None:
+        """Every listed node exists (in a job: is one of the job's nodes), before any point
+        runs."""
         n = ctx.network.n_nodes
+        where = "the job has" if ctx.nodes is not None else "the machine has"
         for i, m in enumerate(self.params.messages):
             for field in ("src", "dst"):
                 if getattr(m, field) >= n:
                     raise ConfigError(
-                        f"node {getattr(m, field)} does not exist (the machine has {n} nodes)",
+                        f"node {getattr(m, field)} does not exist ({where} {n} nodes)",
                         path=f"workload.messages[{i}].{field}",
                     )
+
+    def generate(self, ctx: WorkloadContext) -> Messages:
+        self.check(ctx)
+        for i, m in enumerate(self.params.messages):
             if m.at >= TIME_LIMIT_S:
                 raise ConfigError(
                     f"{format_time(m.at)} is past {CLOCK_LIMIT}", path=f"workload.messages[{i}].at")

@@ -1,16 +1,23 @@
-"""Workload ``program``: rank programs read from a schedule file (GOAL or SimGrid TI trace).
+"""Workload ``program``: rank programs read from a schedule file (GOAL, a SimGrid TI trace,
+or a DUMPI trace as ``dumpi2ascii`` prints it).
 
 ::
 
     workload:
       kind: program
       path: allreduce_16.goal     # relative to this experiment file
-      format: auto                # goal | ti | auto (".goal" suffix: GOAL, else TI)
+      format: auto                # goal | ti | dumpi | auto (".goal": GOAL, a folder: DUMPI,
+                                  # else TI)
       calc_unit: 1ns              # GOAL: length of one calc unit (LogGOPSim: ns)
       host_speed: 1e9             # TI: flop/s of every host, for "compute <flops>"
+      compute_scale: 1.0          # DUMPI: the gaps between calls times this
+      datatype_sizes: {17: 48}    # DUMPI: bytes of user-defined datatypes by id
+      algorithms: {allreduce: ring}   # DUMPI: collectives' algorithms (default auto)
 
 The programs run closed-loop: each rank's operations start when their dependencies allow
-(see :mod:`federation.programs`).  Rank i runs on node i.
+(see :mod:`federation.programs`).  Rank i runs on node i.  The file is read and checked by the
+preflight of every sweep point (``federation validate`` too), so a missing, malformed, cyclic
+or deadlocking schedule is refused before any point runs, naming the file and line.
 """
 
 from __future__ import annotations
@@ -23,8 +30,7 @@ from pydantic import Field
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
 from federation.models.base import DocumentPath
-from federation.models.units import Time, format_time, seconds_to_ps
-from federation.programs.checks import check_programs
+from federation.models.units import Time, clock_ps, format_time
 from federation.programs.goal import read_goal
 from federation.programs.model import RankPrograms
 from federation.programs.ti import DEFAULT_HOST_SPEED, read_ti
@@ -32,17 +38,25 @@ from federation.programs.ti import DEFAULT_HOST_SPEED, read_ti
 
 class ProgramFileParams(Params):
     path: DocumentPath = Field(description="schedule file, relative to the experiment file")
-    format: Literal["goal", "ti", "auto"] = Field(
-        "auto", description="goal, ti (SimGrid time-independent trace), or auto: '.goal' "
-                            "suffix for GOAL, anything else a TI trace")
+    format: Literal["goal", "ti", "dumpi", "auto"] = Field(
+        "auto", description="goal, ti (SimGrid time-independent trace), dumpi (a folder of "
+                            "dumpi2ascii files, one per rank, or one file), or auto: '.goal' "
+                            "suffix for GOAL, a folder or '.dumpi.txt' for DUMPI, anything "
+                            "else a TI trace")
     calc_unit: Time = Field(1e-9, description="GOAL: duration of one 'calc' unit (LogGOPSim "
                                               "counts nanoseconds)")
     host_speed: float = Field(DEFAULT_HOST_SPEED, gt=0, allow_inf_nan=False,
                               description="TI: flop/s of a host, for 'compute <flops>'")
+    compute_scale: float = Field(1.0, ge=0, allow_inf_nan=False,
+                                 description="DUMPI: the compute between calls times this")
+    datatype_sizes: dict[int, int] = Field(default_factory=dict,
+                                           description="DUMPI: bytes of datatypes by id")
+    algorithms: dict[str, str] = Field(default_factory=dict, description="DUMPI: the "
+                                       "algorithm of each collective (default auto)")
 
 
 class ProgramFile(Workload):
-    """MPI-style rank programs from a GOAL schedule or a SimGrid TI trace."""
+    """MPI-style rank programs from a GOAL schedule, a SimGrid TI trace or a DUMPI trace."""
 
     name = "program"
     Params = ProgramFileParams
@@ -52,24 +66,43 @@ class ProgramFile(Workload):
     def file_format(self) -> str:
         fmt = self.params.format
         if fmt == "auto":
-            return "goal" if Path(self.params.path).suffix.lower() == ".goal" else "ti"
+            p = Path(self.params.path)
+            if p.is_dir() or p.name.endswith(".dumpi.txt"):
+                return "dumpi"
+            return "goal" if p.suffix.lower() == ".goal" else "ti"
         return fmt
 
     def programs(self, ctx: WorkloadContext) -> RankPrograms:
-        path = self.params.path
-        if not Path(path).is_file():
-            raise ConfigError(f"no such schedule file: {path}", path="workload.path")
-        if self.file_format() == "goal":
-            unit = seconds_to_ps(self.params.calc_unit)
+        """Read the file, bounded by the machine (``num_ranks``, a trace's ranks and its list
+        of files against the nodes) and by the operation budget of ``--max-memory``
+        (:mod:`federation.programs.reading`) while it is read.  The caller checks the result
+        (:func:`federation.pipeline.rank_programs.build_programs`: the preflight of every point)."""
+        path = Path(self.params.path)
+        fmt = self.file_format()
+        if not (path.is_file() or (fmt == "dumpi" and path.is_dir())):
+            raise ConfigError(f"{path} is not a regular file" if path.exists()
+                              else f"no such schedule file: {path}", path="workload.path")
+        n_nodes = ctx.network.n_nodes
+        if fmt == "dumpi":
+            from federation.programs.collectives import ALGORITHMS
+            from federation.programs.dumpi import read_dumpi
+
+            for op, alg in self.params.algorithms.items():
+                if op not in ALGORITHMS or (alg != "auto" and alg not in ALGORITHMS[op]):
+                    raise ConfigError(f"{op}: {alg!r} is not a collective algorithm (see "
+                                      "federation.programs.collectives.ALGORITHMS)",
+                                      path=f"workload.algorithms.{op}")
+            return read_dumpi(path, compute_scale=self.params.compute_scale,
+                              datatype_sizes=self.params.datatype_sizes,
+                              algorithms=self.params.algorithms, max_ranks=n_nodes)
+        if fmt == "goal":
+            unit = clock_ps(self.params.calc_unit, "calc_unit", path="workload.calc_unit")
             if unit < 1 or abs(unit - self.params.calc_unit * 1e12) > 1e-6 * unit:
                 raise ConfigError(f"{format_time(self.params.calc_unit)} is not a whole "
                                   "number of picoseconds (at least 1ps)",
                                   path="workload.calc_unit")
-            progs = read_goal(path, calc_unit_ps=unit)
-        else:
-            progs = read_ti(path, host_speed_flops=self.params.host_speed)
-        check_programs(progs, ctx.network.n_nodes, source=progs.source or path)
-        return progs
+            return read_goal(path, calc_unit_ps=unit, max_ranks=n_nodes)
+        return read_ti(path, host_speed_flops=self.params.host_speed, max_ranks=n_nodes)
 
 
 @hookimpl

@@ -30,37 +30,31 @@ from pydantic import Field, field_validator
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
-from federation.models.units import ByteCount, Time, seconds_to_ps
+from federation.models.units import ByteCount, Time, clock_ps
 from federation.plugins.workloads.programs_build import (
+    MAX_PROGRAM_OPS,
     ProgramAssembler,
+    check_compute,
+    check_ops,
+    check_ranks,
+    check_size,
     ember_decomposition,
     recursive_doubling,
     recursive_doubling_ops,
 )
+from federation.programs.collectives import (
+    ALGORITHMS,
+    algorithm_problem,
+    allreduce,
+    max_messages,
+    select_algorithm,
+)
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, RankPrograms
 
-#: most operations one workload may build (about 60 bytes each with their dependencies, so
-#: a slip such as ``iterations: 1e9`` is refused before anything is allocated)
-MAX_PROGRAM_OPS = 100_000_000
-
-
-def _check_ops(n_ops: int, field: str) -> None:
-    if n_ops > MAX_PROGRAM_OPS:
-        raise ConfigError(f"this program would have {n_ops:,} operations (limit "
-                          f"{MAX_PROGRAM_OPS:,}); lower workload.{field}",
-                          path=f"workload.{field}")
-
-
-def _check_compute(per_rank_ps: int, field: str) -> None:
-    if per_rank_ps >= TIME_LIMIT_PS:
-        raise ConfigError(f"a rank would compute for {per_rank_ps} ps in all, past "
-                          f"{CLOCK_LIMIT}", path=f"workload.{field}")
-
-
-def _check_ranks(n_ranks: int, n_nodes: int, field: str) -> None:
-    if n_ranks > n_nodes:
-        raise ConfigError(f"{n_ranks} ranks need {n_ranks} nodes (one rank per node); this "
-                          f"machine has {n_nodes}", path=f"workload.{field}")
+# the names these checks had when they lived here
+_check_ops, _check_size, _check_compute, _check_ranks = check_ops, check_size, check_compute, \
+    check_ranks
+__all__ = ["MAX_PROGRAM_OPS", "Allreduce", "Halo3d", "Pingpong"]
 
 
 # --------------------------------------------------------------------------- pingpong
@@ -100,6 +94,8 @@ class Pingpong(Workload):
                               f"different nodes", path="workload.nodes")
         per_rank = 2 * len(p.sizes) * p.iterations
         _check_ops(2 * per_rank, "iterations")
+        for i, size in enumerate(p.sizes):
+            _check_size(int(size), ctx, f"sizes[{i}]", f"sizes[{i}]")
         sizes = np.array([int(s) for s in p.sizes], dtype=np.int64)
         nbytes = np.repeat(sizes, 2 * p.iterations)
         tags = np.repeat(np.arange(len(sizes), dtype=np.int32), 2 * p.iterations)
@@ -128,17 +124,32 @@ class AllreduceParams(Params):
     iterations: int = Field(1, ge=1, description="allreduces in sequence")
     compute: Time = Field(0.0, description="compute before each allreduce (ember's "
                           "arg.compute)")
+    algorithm: str = Field("recursive_doubling", description="recursive_doubling (MPICH's, "
+                           "the default), ring, rabenseifner, binary_tree, or auto (MPICH "
+                           "3.3's choice); see federation.programs.collectives")
+    datatype_size: int = Field(1, ge=1, description="bytes per element (how ring and "
+                               "rabenseifner split the buffer; what auto counts)")
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v != "auto" and v not in ALGORITHMS["allreduce"]:
+            raise ValueError(f"allreduce has no algorithm {v!r} (one of auto, "
+                             f"{', '.join(ALGORITHMS['allreduce'])})")
+        return v
 
 
 class Allreduce(Workload):
-    """Repeated allreduce by recursive doubling (MPICH's algorithm), ember's ``Allreduce``.
+    """Repeated allreduce, ember's ``Allreduce``, by recursive doubling (MPICH's algorithm)
+    unless ``algorithm`` names another (:mod:`federation.programs.collectives`).
 
     Each iteration: ``compute`` (left out when 0), then the allreduce of
     :func:`~federation.plugins.workloads.programs_build.recursive_doubling`: step k exchanges
     ``size`` bytes with ``rank XOR 2**k`` (irecv, isend, wait both) with tag k; a rank count
     that is not a power of two adds MPICH's pre- and post-step (tags log2(p) and log2(p)+1).
     Tags repeat every iteration: receives match in posting order, which keeps iterations
-    apart.
+    apart.  Another algorithm is written by :func:`~federation.programs.collectives.allreduce`
+    with tags from 0 likewise.
     """
 
     name = "allreduce"
@@ -151,18 +162,37 @@ class Allreduce(Workload):
         n_nodes = ctx.network.n_nodes
         n = p.ranks if p.ranks is not None else n_nodes
         _check_ranks(n, n_nodes, "ranks")
-        compute_ps = seconds_to_ps(p.compute)
+        _check_size(int(p.size), ctx, "size", "size")
+        compute_ps = clock_ps(p.compute, "compute", path="workload.compute")
         _check_compute(compute_ps * p.iterations, "compute")
-        per_iter = recursive_doubling_ops(n) + (compute_ps > 0)
-        _check_ops(int(per_iter.sum()) * p.iterations, "iterations")
+        alg = p.algorithm if p.algorithm != "auto" else \
+            select_algorithm("allreduce", int(p.size), n, p.datatype_size)
+        if int(p.size) % p.datatype_size:
+            raise ConfigError(f"{int(p.size)} B is not a whole number of {p.datatype_size}-byte"
+                              " elements (datatype_size)", path="workload.size")
+        why = algorithm_problem("allreduce", alg, n, int(p.size), p.datatype_size)
+        if why is not None:
+            raise ConfigError(why, path="workload.algorithm")
+        if alg == "recursive_doubling":
+            per_iter = int(recursive_doubling_ops(n).sum()) + n * (compute_ps > 0)
+        else:
+            per_iter = 2 * max_messages("allreduce", alg, n) + n * (compute_ps > 0)
+        _check_ops(per_iter * p.iterations, "iterations")
         asm = ProgramAssembler(n)
         everyone = np.arange(n, dtype=np.int64)
         for _ in range(p.iterations):
             if compute_ps > 0:
                 asm.op(everyone, COMPUTE, time_ps=compute_ps)
-            recursive_doubling(asm, n, int(p.size))
-        return asm.build(meta={"workload": "allreduce", "ranks": n,
-                               "iterations": p.iterations, "size": int(p.size)})
+            if alg == "recursive_doubling":
+                recursive_doubling(asm, n, int(p.size))
+            else:
+                allreduce(asm, everyone, int(p.size), algorithm=alg,
+                          datatype_size=p.datatype_size)
+        meta = {"workload": "allreduce", "ranks": n, "iterations": p.iterations,
+                "size": int(p.size)}
+        if alg != "recursive_doubling":
+            meta["algorithm"] = alg
+        return asm.build(meta=meta)
 
 
 # --------------------------------------------------------------------------- halo3d
@@ -249,9 +279,15 @@ class Halo3d(Workload):
         (cells x fields x flopspercell at peflops, truncated to whole ns as ember does)."""
         p = self.params
         if p.computetime is not None:
-            return seconds_to_ps(p.computetime)
+            return clock_ps(p.computetime, "computetime", path="workload.computetime")
         flops = p.nx * p.ny * p.nz * p.fields_per_cell * p.flopspercell
-        return int(flops / (p.peflops / 1e9)) * 1000
+        ns = flops / (p.peflops / 1e9)  # a float: inf, not an OverflowError, when too large
+        if not ns * 1000 < TIME_LIMIT_PS:
+            raise ConfigError(f"the default computetime ({flops:.4g} flops per iteration at "
+                              f"peflops {p.peflops:g} flop/s = {ns / 1e9:.4g} s) is beyond "
+                              f"{CLOCK_LIMIT}; give computetime, or a larger peflops",
+                              path="workload.peflops")
+        return int(ns) * 1000
 
     def face_bytes(self) -> tuple[int, int, int]:
         """Bytes of an x, y and z face."""
@@ -278,8 +314,16 @@ class Halo3d(Workload):
         n = grid[0] * grid[1] * grid[2]
         nb = self.neighbours(grid)
         faces = self.face_bytes()
+        for d, (size, dims) in enumerate(zip(faces, (("ny", "nz"), ("nx", "nz"), ("nx", "ny")),
+                                             strict=True)):
+            if (nb[d] >= 0).any():  # a face that is exchanged
+                field = max(dims, key=lambda f: getattr(p, f))
+                _check_size(size, ctx, f"the {'xyz'[d]} faces (fields_per_cell x datatype_width "
+                            f"x {dims[0]} x {dims[1]} = {p.fields_per_cell} x "
+                            f"{p.datatype_width} x {getattr(p, dims[0])} x "
+                            f"{getattr(p, dims[1])})", field)
         comp = self.compute_ps()
-        copy = seconds_to_ps(p.copytime)
+        copy = clock_ps(p.copytime, "copytime", path="workload.copytime")
         field = "computetime" if p.computetime is not None or not copy else "copytime"
         _check_compute((comp + 3 * copy) * p.iterations, field)
         per_iter = (comp > 0) + 3 * (copy > 0) + 2 * (nb >= 0).sum(axis=(0, 1))

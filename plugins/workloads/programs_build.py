@@ -1,125 +1,67 @@
-"""Vectorised assembly of rank programs under MPI sequential semantics (Schedgen's convention).
+"""Helpers the built-in program workloads share: the checks they make before building
+anything (operation count, message sizes, compute sums, ranks against nodes), the allreduce
+they have always used, and ember's choice of a process grid.
 
-The built-in program workloads (:mod:`federation.plugins.workloads.programs`) describe each
-rank's program as *steps*: one call per program step adds one operation to each of a set of
-ranks, so a step of a 1,024-rank collective costs a few NumPy calls instead of 1,024 Python
-iterations.  The assembler keeps, per rank, what the next operation must wait for:
-
-* a blocking operation X depends (``FINISH``) on the previous blocking point and becomes the
-  new one: the next operation depends (``FINISH``) on X;
-* a non-blocking operation Y (``isend``/``irecv``) depends on the same things, but the next
-  operation depends only on Y's *start* (``START``);
-* :meth:`ProgramAssembler.wait` creates no operation: the next operation also depends
-  (``FINISH``) on each waited handle.
-
-Dependencies implied transitively are left out (after a non-blocking Y, the previous blocking
-point is implied through Y; a ``START`` on an operation also waited on is implied by the
-``FINISH``), so every edge the workloads emit is one the semantics require.
-Operations are numbered in the order they are added and renumbered rank by rank at the end
-(each rank's program order kept); edges are listed in the order the steps created them.
+The assembler these workloads write with now lives in
+:mod:`federation.programs.assembler` (collectives use it too) and is re-exported here;
+:func:`recursive_doubling` is :func:`federation.programs.collective_algorithms.
+allreduce_recursive_doubling` on ranks ``0 .. n_ranks-1``, the same calls in the same order as
+before it moved.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from federation.programs.model import FINISH, RECV, SEND, START, RankPrograms
+from federation import WorkloadContext
+from federation.errors import ConfigError
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.programs.assembler import ProgramAssembler
+from federation.programs.checks import check_message_size
+from federation.programs.collective_algorithms import allreduce_recursive_doubling
+from federation.programs.collective_ctx import Ctx
+from federation.programs.reading import op_budget
 
-__all__ = ["ProgramAssembler", "ember_decomposition", "recursive_doubling",
-           "recursive_doubling_ops"]
+__all__ = ["MAX_PROGRAM_OPS", "ProgramAssembler", "check_compute", "check_ops", "check_ranks",
+           "check_size", "ember_decomposition", "recursive_doubling", "recursive_doubling_ops"]
 
 
-class ProgramAssembler:
-    """Builds a :class:`RankPrograms` one vectorised program step at a time."""
+#: most operations one workload may build (about 60 bytes each with their dependencies, so
+#: a slip such as ``iterations: 1e9`` is refused before anything is allocated); the memory
+#: limit's operation budget (:mod:`federation.programs.reading`) may allow fewer
+MAX_PROGRAM_OPS = 100_000_000
 
-    def __init__(self, n_ranks: int) -> None:
-        self.n_ranks = int(n_ranks)
-        # per rank, ops whose finish the next op waits for (-1: none); one array per source
-        self._finish: list[np.ndarray] = []
-        # per rank, the last op if it was non-blocking (-1: none)
-        self._start = np.full(self.n_ranks, -1, dtype=np.int64)
-        self._chunks: list[tuple[np.ndarray, ...]] = []
-        self._edges: list[tuple[np.ndarray, np.ndarray, int]] = []
-        self._n = 0
-        self._count = np.zeros(self.n_ranks, dtype=np.int64)  # ops per rank so far
 
-    def op(self, ranks: np.ndarray, kind: int, peer: np.ndarray | int = -1,
-           nbytes: np.ndarray | int = 0, tag: np.ndarray | int = 0,
-           time_ps: np.ndarray | int = 0, *, blocking: bool = True) -> np.ndarray:
-        """Append one operation to each rank of ``ranks`` (distinct ranks); return their ids.
+def check_ops(n_ops: int, field: str) -> None:
+    """The operation count, known before building, against the fixed limit and the point's
+    budget from ``--max-memory``."""
+    if n_ops > MAX_PROGRAM_OPS:
+        raise ConfigError(f"this program would have {n_ops:,} operations (limit "
+                          f"{MAX_PROGRAM_OPS:,}); lower workload.{field}",
+                          path=f"workload.{field}")
+    budget = op_budget()
+    if budget is not None and n_ops > budget.max_ops:
+        raise budget.refuse(n_ops, None, "this program would have ", f"workload.{field}")
 
-        The ids are provisional (order of addition) and only good for :meth:`wait`.
-        """
-        ranks = np.asarray(ranks, dtype=np.int64)
-        k = ranks.shape[0]
-        ids = np.arange(self._n, self._n + k, dtype=np.int64)
-        self._n += k
-        seq = self._count[ranks]
-        self._count[ranks] += 1
-        self._chunks.append((ranks, seq, np.full(k, kind, np.int8),
-                             np.broadcast_to(np.asarray(peer, np.int32), (k,)),
-                             np.broadcast_to(np.asarray(nbytes, np.int64), (k,)),
-                             np.broadcast_to(np.asarray(tag, np.int32), (k,)),
-                             np.broadcast_to(np.asarray(time_ps, np.int64), (k,))))
-        if k == 0:
-            return ids
-        start = self._start[ranks]
-        implied = np.zeros(k, dtype=bool)
-        for col in self._finish:
-            before = col[ranks]
-            has = before >= 0
-            if has.any():
-                self._edges.append((before[has], ids[has], FINISH))
-                implied |= has & (before == start)
-            col[ranks] = -1
-        has = (start >= 0) & ~implied
-        if has.any():
-            self._edges.append((start[has], ids[has], START))
-        self._finish = [c for c in self._finish if (c >= 0).any()]
-        if blocking:
-            self._start[ranks] = -1
-            self._add_finish(ranks, ids)
-        else:
-            self._start[ranks] = ids
-        return ids
 
-    def wait(self, ranks: np.ndarray, handles: np.ndarray) -> None:
-        """``MPI_Wait``: the next operation of ``ranks[i]`` waits for ``handles[i]`` to finish."""
-        ranks = np.asarray(ranks, dtype=np.int64)
-        if ranks.shape[0]:
-            self._add_finish(ranks, np.asarray(handles, dtype=np.int64))
+def check_size(nbytes: int, ctx: WorkloadContext, what: str, field: str) -> None:
+    """A message size the workload sends, before anything is built: below the largest message
+    and, at the NIC's bandwidth, within the clock range (an 80 GB halo face once simulated for
+    116 s before the clock guard stopped it, blaming the link latencies)."""
+    check_message_size(nbytes, int(ctx.machine.packet_size), ctx.nic_bandwidth, what,
+                       f"workload.{field}")
 
-    def _add_finish(self, ranks: np.ndarray, ids: np.ndarray) -> None:
-        col = np.full(self.n_ranks, -1, dtype=np.int64)
-        col[ranks] = ids
-        self._finish.append(col)
 
-    @property
-    def n_ops(self) -> int:
-        return self._n
+def check_compute(per_rank_ps: int, field: str) -> None:
+    if per_rank_ps >= TIME_LIMIT_PS:
+        raise ConfigError(f"a rank would compute for {per_rank_ps} ps in all, past "
+                          f"{CLOCK_LIMIT}", path=f"workload.{field}")
 
-    def build(self, rank_node: np.ndarray | None = None, meta: dict | None = None,
-              source: str | None = None) -> RankPrograms:
-        """The programs, operations renumbered rank by rank (program order kept)."""
-        dtypes = (np.int64, np.int64, np.int8, np.int32, np.int64, np.int32, np.int64)
-        cols = list(zip(*self._chunks, strict=True)) if self._chunks else [()] * 7
-        rank, seq, *fields = [np.concatenate(c) if c else np.zeros(0, dt)
-                              for c, dt in zip(cols, dtypes, strict=True)]
-        first = np.zeros(self.n_ranks + 1, dtype=np.int64)
-        np.cumsum(self._count, out=first[1:])
-        new_id = first[rank] + seq  # rank by rank, each rank's ops in the order added
-        kind, peer, nbytes, tag, time_ps = (np.empty_like(f) for f in fields)
-        for out, f in zip((kind, peer, nbytes, tag, time_ps), fields, strict=True):
-            out[new_id] = f
-        if self._edges:
-            before = new_id[np.concatenate([e[0] for e in self._edges])]
-            after = new_id[np.concatenate([e[1] for e in self._edges])]
-            dkind = np.concatenate([np.full(e[0].shape[0], e[2], np.int8) for e in self._edges])
-        else:
-            before = after = np.zeros(0, np.int64)
-            dkind = np.zeros(0, np.int8)
-        return RankPrograms(first, kind, peer, nbytes, tag, time_ps, before, after, dkind,
-                            rank_node=rank_node, source=source, meta=dict(meta or {}))
+
+def check_ranks(n_ranks: int, n_nodes: int, field: str) -> None:
+    if n_ranks > n_nodes:
+        raise ConfigError(f"{n_ranks} ranks need {n_ranks} nodes (one rank per node); this "
+                          f"machine has {n_nodes}", path=f"workload.{field}")
 
 
 def recursive_doubling_ops(n_ranks: int) -> np.ndarray:
@@ -147,25 +89,8 @@ def recursive_doubling(asm: ProgramAssembler, n_ranks: int, nbytes: int,
     part as rank ``r // 2``, the others as ``r - rem``; afterwards each odd rank below
     ``2 rem`` sends the result back to ``r - 1`` (tag ``tag_base + log2(p) + 1``).
     """
-    p2 = 1 << (n_ranks.bit_length() - 1)
-    rem = n_ranks - p2
-    steps = p2.bit_length() - 1
-    even = np.arange(0, 2 * rem, 2, dtype=np.int64)
-    odd = even + 1
-    if rem:
-        asm.op(even, SEND, odd, nbytes, tag_base + steps)
-        asm.op(odd, RECV, even, nbytes, tag_base + steps)
-    new = np.arange(p2, dtype=np.int64)
-    real = np.where(new < rem, 2 * new + 1, new + rem)
-    for k in range(steps):
-        partner = real[new ^ (1 << k)]
-        hr = asm.op(real, RECV, partner, nbytes, tag_base + k, blocking=False)
-        hs = asm.op(real, SEND, partner, nbytes, tag_base + k, blocking=False)
-        asm.wait(real, hr)
-        asm.wait(real, hs)
-    if rem:
-        asm.op(odd, SEND, even, nbytes, tag_base + steps + 1)
-        asm.op(even, RECV, odd, nbytes, tag_base + steps + 1)
+    allreduce_recursive_doubling(Ctx(asm, np.arange(n_ranks, dtype=np.int64)[None, :],
+                                     tag_base, None), nbytes, 1)
 
 
 def ember_decomposition(world: int) -> tuple[int, int, int]:

@@ -1,38 +1,62 @@
-"""Workload ``synthetic``: open-loop traffic with Bernoulli injection and fixed-size messages.
+"""Workload ``synthetic``: open-loop traffic of fixed-size messages, at a fraction of the NIC
+bandwidth, from a traffic pattern and an injection process (both plugins).
 
-Each node decides, once per *slot* (the time its NIC needs to inject one message), whether to
-create a message, with probability ``load``: the offered load is therefore ``load`` times the NIC
-bandwidth (booksim's Bernoulli injection process).  Slot boundaries start at a per-node random
-phase so that nodes are not synchronised.
+::
 
-Patterns:
+    workload: {kind: synthetic, load: 0.3}                        # uniform, Bernoulli
+    workload: {kind: synthetic, load: 0.3, pattern: group_shift}
+    workload: {kind: synthetic, load: 0.2, pattern: {kind: shift, offset: 8},
+               injection: {kind: on_off, on: 2us, off: 8us}}
 
-* ``uniform``: destination uniform over all other nodes, or over all nodes including the source
-  with ``include_self: true`` (BookSim's and SST merlin's ``uniform``; a message to oneself goes
-  up to the router and back down);
-* ``group_shift`` (alias ``worst_case``): destination uniform over the nodes of the next group
-  (group ``i`` to ``i+1 mod g``), the dragonfly's adversarial pattern, which loads the single
-  global link between consecutive groups (on topologies without groups, router ``i`` to ``i+1``).
+``pattern`` (a name, or ``{kind: ..., <params>}``) says where each message goes: ``uniform``
+(the default), ``group_shift`` (alias ``worst_case``), ``random_permutation``, ``shift``,
+``tornado``, ``bit_complement``, ``transpose``, ``nearest_neighbor``, ``hotspot``, ``incast``,
+``all_to_all``, ``fixed_hop_pairs`` or a plugin's (:mod:`federation.plugins.patterns`).
+``injection`` says when each node creates one: ``bernoulli`` (the default: once per *slot*, the
+time its NIC needs to inject one message, with probability ``load``, from a per-node random
+phase; booksim's Bernoulli injection), ``poisson``, ``periodic``, ``on_off`` or a plugin's
+(:mod:`federation.plugins.injections`).  Every process offers ``load`` times the NIC bandwidth.
+
+In a job, node numbers are the job's: ``uniform`` is uniform over the job's nodes, so a
+synthetic job's traffic never leaves them.  ``include_self`` (uniform only) lets a node draw
+itself, as BookSim and SST merlin do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
 
 import numpy as np
 from pydantic import Field, model_validator
 
-from federation import Messages, Params, Workload, WorkloadContext, hookimpl
+from federation import (
+    InjectionContext,
+    Messages,
+    Params,
+    PatternContext,
+    Workload,
+    WorkloadContext,
+    hookimpl,
+    resolve_nested,
+)
 from federation.errors import ConfigError
 from federation.models.limits import MAX_MESSAGES, TIME_LIMIT_PS
+from federation.models.machine import NestedSpec
 from federation.models.units import PS_PER_S, ByteCount
 
 
+class PatternSpec(NestedSpec):
+    """A traffic pattern: a name or ``{kind: ..., <params>}``."""
+
+
+class InjectionSpec(NestedSpec):
+    """An injection process: a name or ``{kind: ..., <params>}``."""
+
+
 class SyntheticParams(Params):
-    pattern: Literal["uniform", "group_shift", "worst_case"] = Field(
-        "uniform", description="destination pattern"
-    )
+    pattern: PatternSpec = Field(
+        default_factory=lambda: PatternSpec(kind="uniform", params={}),
+        description="destination pattern: a name or {kind: ..., <params>}")
     load: float = Field(0.5, gt=0, le=1, description="offered load, fraction of NIC bandwidth")
     message_size: ByteCount | None = Field(
         None, description="whole bytes per message; default: the machine's packet size"
@@ -40,29 +64,69 @@ class SyntheticParams(Params):
     include_self: bool = Field(
         False, description="uniform only: a node may draw itself as destination (BookSim and "
         "SST merlin do; the default excludes it)")
+    injection: InjectionSpec = Field(
+        default_factory=lambda: InjectionSpec(kind="bernoulli", params={}),
+        description="when nodes create messages: a name or {kind: ..., <params>}")
 
     @model_validator(mode="after")
     def _self_only_for_uniform(self) -> SyntheticParams:
-        if self.include_self and self.pattern != "uniform":
+        if self.include_self and self.pattern.kind != "uniform":
             raise ValueError(f"include_self applies to the uniform pattern only, not "
-                             f"{self.pattern!r}")
+                             f"{self.pattern.kind!r}")
         return self
 
 
+def relocated(exc: ConfigError, prefix: str) -> ConfigError:
+    """``exc`` with its path (relative to a nested component) under ``prefix``."""
+    path = f"{prefix}.{exc.path}" if exc.path else prefix
+    return ConfigError(exc.message, source=exc.source, path=path)
+
+
 class Synthetic(Workload):
-    """Bernoulli injection at a fraction of NIC bandwidth; uniform or group-shift destinations."""
+    """Fixed-size messages from a pattern and an injection process, at a load."""
 
     name = "synthetic"
     Params = SyntheticParams
     params: SyntheticParams
 
+    def __init__(self, params: SyntheticParams) -> None:
+        self.pattern, pattern = resolve_nested("patterns", params.pattern, "pattern")
+        if params.include_self:  # the uniform pattern's own parameter, given here
+            self.pattern = type(self.pattern)(pattern.params.model_copy(
+                update={"include_self": True}))
+        self.injection, injection = resolve_nested("injections", params.injection, "injection")
+        super().__init__(params.model_copy(update={"pattern": pattern,
+                                                   "injection": injection}))
+
     def offered_load(self) -> float:
         return self.params.load
 
+    def _size(self, ctx: WorkloadContext) -> tuple[int, int]:
+        """Bytes per message and the slot: ps one message takes at the NIC."""
+        size = int(self.params.message_size or ctx.machine.packet_size)
+        return size, max(1, int(round(size / ctx.nic_bandwidth * PS_PER_S)))
+
+    def _contexts(self, ctx: WorkloadContext) -> tuple[PatternContext, InjectionContext]:
+        size, slot_ps = self._size(ctx)
+        n = ctx.network.n_nodes
+        nodes = ctx.nodes if ctx.nodes is not None else np.arange(n, dtype=np.int64)
+        return (PatternContext(ctx.network, nodes, ctx.whole_network, size),
+                InjectionContext(n, slot_ps, self.params.load, int(ctx.horizon_ps), ctx.rng))
+
+    def check(self, ctx: WorkloadContext) -> None:
+        """The pattern's and the process's refusals on these nodes (a power of two, a grid,
+        two groups, a burst the NIC cannot inject), before anything runs."""
+        pctx, ictx = self._contexts(ctx)
+        for what, component, c in (("pattern", self.pattern, pctx),
+                                   ("injection", self.injection, ictx)):
+            try:
+                component.check(c)
+            except ConfigError as exc:
+                raise relocated(exc, f"workload.{what}") from None
+
     def generate(self, ctx: WorkloadContext) -> Messages:
         """Every message at once (a background, or ``stop.messages``): the batches joined."""
-        size = int(self.params.message_size or ctx.machine.packet_size)
-        slot_ps = max(1, int(round(size / ctx.nic_bandwidth * PS_PER_S)))
+        _, slot_ps = self._size(ctx)
         expected = ctx.network.n_nodes * (ctx.horizon_ps // slot_ps) * self.params.load
         if expected > MAX_MESSAGES:
             field = "stop.measure" if ctx.experiment.stop.measure is not None else "stop.messages"
@@ -76,86 +140,37 @@ class Synthetic(Workload):
 
     def batches(self, ctx: WorkloadContext,
                 target_packets: int) -> Iterator[tuple[int, Messages]]:
-        """Bernoulli arrivals per node and slot (one slot serialises a message on the NIC),
-        drawn a span of slots at a time: a Bernoulli process restarted at a span's edge is
-        the same process, so spans only bound memory.  Each node's phase within the slot is
-        drawn once, first."""
-        net = ctx.network
-        n = net.n_nodes
-        if n < 2:
-            raise ConfigError(
-                f"{self.params.pattern} traffic needs at least 2 nodes (a node does not send to "
-                f"itself); this machine has {n}", path="workload.pattern")
-        if self.params.pattern == "group_shift" and int(net.node_group.max()) < 1:
-            raise ConfigError(
-                "group_shift traffic needs at least 2 groups (routers on topologies without "
-                "groups) so that a node sends outside its own; this machine has 1",
-                path="workload.pattern")
-        size = int(self.params.message_size or ctx.machine.packet_size)
-        slot_ps = max(1, int(round(size / ctx.nic_bandwidth * PS_PER_S)))
+        """The process's arrivals, drawn a span of slots at a time (a process restarted at a
+        span's edge is the same process, so spans only bound memory), each given its
+        destination by the pattern.  The process draws what it needs once (Bernoulli: each
+        node's phase within the slot) first, then the pattern (a fixed mapping)."""
+        self.check(ctx)
+        n = ctx.network.n_nodes
+        size, slot_ps = self._size(ctx)
         n_slots = int(ctx.horizon_ps // slot_ps)
-        load = self.params.load
-        per_slot = n * load * -(-size // int(ctx.machine.packet_size))  # packets per slot
+        per_slot = n * self.params.load * -(-size // int(ctx.machine.packet_size))
         span = max(1, int(target_packets / max(per_slot, 1e-12)))
-        rng = ctx.rng
-        phase = rng.integers(0, slot_ps, size=n)
-        return self._spans(ctx, rng, phase, slot_ps, n_slots, span, size)
+        pctx, ictx = self._contexts(ctx)
+        arrivals = self.injection.start(ictx)
+        destinations = self.pattern.start(pctx, ctx.rng)
+        return self._spans(ctx, arrivals, destinations, slot_ps, n_slots, span, size)
 
-    def _spans(self, ctx: WorkloadContext, rng: np.random.Generator, phase: np.ndarray,
+    def _spans(self, ctx: WorkloadContext, arrivals, destinations,  # noqa: ANN001
                slot_ps: int, n_slots: int, span: int, size: int
                ) -> Iterator[tuple[int, Messages]]:
-        n = ctx.network.n_nodes
         for s0 in range(0, n_slots, span):
             s1 = min(n_slots, s0 + span)
-            src, slots = _bernoulli_slots(rng, n, s1 - s0, self.params.load)
-            t = (slots + s0) * slot_ps + phase[src]
+            src, t = arrivals(s0 * slot_ps, s1 * slot_ps)
             keep = t < ctx.horizon_ps
             src, t = src[keep], t[keep]
-            dst = self._destinations(src, ctx.network, rng)
+            dst = np.asarray(destinations(src))
+            sends = dst >= 0  # a pattern may leave a node silent (incast's target)
+            if not sends.all():
+                src, t, dst = src[sends], t[sends], dst[sends]
             msgs = Messages(time_ps=t.astype(np.int64), src=src.astype(np.int32),
                             dst=dst.astype(np.int32),
                             size=np.full(src.shape[0], size, dtype=np.int64))
             yield (s1 * slot_ps if s1 < n_slots else TIME_LIMIT_PS), msgs.sorted()
-
-    def _destinations(self, src: np.ndarray, net, rng: np.random.Generator) -> np.ndarray:  # noqa: ANN001
-        n = net.n_nodes
-        if self.params.pattern == "uniform":
-            if self.params.include_self:
-                return rng.integers(0, n, size=src.shape[0])
-            d = rng.integers(0, n - 1, size=src.shape[0])
-            return d + (d >= src)
-        groups = net.node_group.astype(np.int64)
-        G = int(groups.max()) + 1
-        if G < 2:
-            raise ConfigError(
-                "group_shift traffic needs at least 2 groups (routers on topologies without "
-                "groups) so that a node sends outside its own; this machine has 1",
-                path="workload.pattern")
-        order = np.argsort(groups, kind="stable")
-        counts = np.bincount(groups, minlength=G)
-        start = np.concatenate([[0], np.cumsum(counts)[:-1]])
-        tgt = (groups[src] + 1) % G
-        pick = (rng.random(src.shape[0]) * counts[tgt]).astype(np.int64)
-        return order[start[tgt] + pick]
-
-
-def _bernoulli_slots(rng: np.random.Generator, n: int, n_slots: int,
-                     p: float) -> tuple[np.ndarray, np.ndarray]:
-    """(node, slot) of every success of ``n`` independent Bernoulli(p) sequences of length
-    ``n_slots``, drawn as geometric gaps (memory proportional to the successes)."""
-    if n_slots <= 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    mean = p * n_slots
-    k = int(mean + 8 * np.sqrt(mean + 1) + 8)
-    while True:
-        gaps = rng.geometric(p, size=(n, k))
-        slots = np.cumsum(gaps, axis=1) - 1
-        if (slots[:, -1] >= n_slots).all():
-            break
-        k *= 2
-    node = np.broadcast_to(np.arange(n)[:, None], slots.shape)
-    keep = slots < n_slots
-    return node[keep].astype(np.int64), slots[keep].astype(np.int64)
 
 
 @hookimpl

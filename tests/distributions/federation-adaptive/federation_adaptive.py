@@ -3,7 +3,8 @@
 * Routing ``most_credit``: at every hop, among the output ports on a shortest path to the
   destination router, the one whose downstream VC has the most free credit (ties: the lowest
   port).  The VC is the number of hops so far, which is deadlock-free on any graph with as
-  many VCs as its diameter.
+  many VCs as its diameter: its VC plan says so (every hop from VC v to VC v + 1), and the
+  run proves it before simulating.
 * Arbiter ``random_pick``: an idle output port sends a request drawn at random among those
   with credit, from the run's seeded random stream (so runs stay reproducible).
 """
@@ -14,7 +15,7 @@ import numpy as np
 from numba import njit
 
 from federation import Params, Routing, hookimpl
-from federation.components import Arbiter, RoutingProgram
+from federation.components import Arbiter, ClassPlan, RoutingProgram
 from federation.engine import api
 from federation.engine.arbiters import credit_ok
 from federation.routing_tables import cable_ports, hop_distances
@@ -55,11 +56,16 @@ class MostCredit(Routing):
     def program(self, network, topology, machine, tables):  # noqa: ANN001
         dist = hop_distances(network).astype(np.int16)  # R x R hop counts
         cp = cable_ports(network)  # each router's cable ports and their peers
+        vcs = int(dist.max())
+        cables = [c for c in network.link_classes if c != "terminal"]
         return RoutingProgram(
             route=route, inject=inject,
             tables=(dist, cp.indptr, cp.port.astype(np.int64), cp.peer.astype(np.int64)),
-            vcs_required=int(dist.max()),
-            description="minimal port with the most free credit, VC = hops so far")
+            vcs_required=vcs,
+            description="minimal port with the most free credit, VC = hops so far",
+            # the deadlock proof's input: a hop on VC v is followed by one on VC v + 1
+            vc_plan=ClassPlan(tuple((a, v, b, v + 1) for a in cables for b in cables
+                                    for v in range(vcs - 1))))
 
 
 @njit(cache=True)

@@ -1,0 +1,32 @@
+"""The ``federation`` Typer application, which every command module registers itself on (its
+own module, so that a command imports it without importing the package that imports the
+commands)."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="federation",
+    help="Simulate HPC interconnection networks from typed machine and experiment files.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from federation._version import __version__
+
+        print(f"federation {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="print the version and exit"),
+) -> None:
+    """Simulate HPC interconnection networks from typed machine and experiment files."""

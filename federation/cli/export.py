@@ -1,0 +1,92 @@
+"""``federation export``: any program as a GOAL schedule, for other simulators (LogGOPSim,
+ATLAHS) to run ours.
+
+The programs come from an experiment's closed-loop workload (built and checked as ``run``
+would: skeletons, collectives, drawn compute times and all) or from a schedule file; the
+GOAL text is :func:`federation.programs.goal.format_goal` (every operation, every
+dependency; ``calc`` in units of ``--calc-unit``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from federation.cli.app import app
+from federation.errors import ConfigError
+
+
+@app.command()
+def export(
+    file: Annotated[Path, typer.Argument(help="an experiment file (its closed-loop workload), "
+                                              "or a schedule: GOAL, TI trace, DUMPI folder")],
+    out: Annotated[Path, typer.Option("--out", help="the GOAL file to write")],
+    calc_unit: Annotated[str, typer.Option(
+        "--calc-unit", help="the time of one GOAL 'calc' unit (LogGOPSim reads ns); every "
+        "compute must be a whole number of them")] = "1ns",
+    overwrite: Annotated[bool, typer.Option("--overwrite",
+                                            help="replace an existing file")] = False,
+    point: Annotated[int, typer.Option("--point", help="the sweep point of an experiment")] = 0,
+    set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="schedule format, as for 'comm'")] = "auto",
+    max_memory: Annotated[str | None, typer.Option(
+        "--max-memory", help="as for 'run': the memory the programs may need")] = None,
+) -> None:
+    """Write a program (an experiment's workload, or a schedule) as a GOAL schedule."""
+    import numpy as np
+
+    from federation.cli.comm import (
+        SCHEDULE_FORMATS,
+        experiment_programs,
+        is_experiment,
+        schedule_programs,
+    )
+    from federation.cli.run import parse_max_memory
+    from federation.models.units import PS_PER_S, parse_time
+    from federation.pipeline.bounds import default_max_memory
+    from federation.programs.goal import format_goal
+    from federation.programs.model import COMPUTE
+    from federation.results.outputs import OutputFile
+
+    if fmt not in SCHEDULE_FORMATS:
+        raise ConfigError(f"must be one of {', '.join(SCHEDULE_FORMATS)}, got {fmt!r}",
+                          source="--format")
+    try:
+        unit_s = parse_time(calc_unit)
+    except ValueError as e:
+        raise ConfigError(str(e), source="--calc-unit") from None
+    unit_ps = round(unit_s * PS_PER_S)
+    if unit_ps < 1 or abs(unit_ps - unit_s * PS_PER_S) > 1e-6 * unit_ps:
+        raise ConfigError(f"{calc_unit} is not a whole number of picoseconds (at least 1ps)",
+                          source="--calc-unit")
+    target = OutputFile(out, source="--out", overwrite=overwrite, make_parents=True)
+    try:
+        if is_experiment(file):
+            limit = parse_max_memory(max_memory) or default_max_memory()
+            progs, label = experiment_programs(file, set_ or [], point, limit)
+        else:
+            if set_:
+                raise ConfigError("--set applies to experiment files", source="--set")
+            progs, label = schedule_programs(file, fmt)
+        t = progs.op_time_ps[progs.op_kind == COMPUTE]
+        bad = t[t % unit_ps != 0]
+        if bad.size:
+            raise ConfigError(f"a compute of {int(bad[0])} ps is not a whole number of "
+                              f"{calc_unit}; give a finer --calc-unit (1ps is exact)",
+                              source="--calc-unit")
+        target.commit(format_goal(progs, unit_ps) + "\n")
+    except BaseException:
+        target.abort()
+        raise
+    nodes = progs.nodes()
+    if not np.array_equal(nodes, np.arange(progs.n_ranks)):
+        print("note: GOAL has no placement: the ranks' nodes (rank_node) are not written",
+              file=sys.stderr)
+    print(f"{out}: {progs.n_ranks} ranks, {progs.n_ops} operations from {label} "
+          f"(calc unit {calc_unit})")
+
+
+__all__ = ["export"]

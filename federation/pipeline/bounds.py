@@ -1,0 +1,204 @@
+"""The bounds a point must fit, checked at each stage as soon as its figures exist: the engine's
+clock range and the memory a run may use.
+
+A wrong answer is worse than no answer.  Every time, size and rate a point feeds the engine is
+compared with what the engine can represent (:mod:`federation.models.limits`), and the memory
+a point needs is estimated from the topology's counts
+(:meth:`federation.plugin.components.Topology.size`) *before* the network, its route tables or
+its packets are allocated.  The preflight checks what the files say; the build checks the
+built network again (a topology that could not count before building; link classes known only
+then); the traffic stage checks the packets.  A refusal is one
+:class:`~federation.errors.ConfigError` naming the file, the field and the limit
+(:func:`~federation.pipeline.points.figure_origin`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from federation.errors import ConfigError
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS, TIME_LIMIT_S
+from federation.models.units import PS_PER_S, format_time
+from federation.pipeline.points import (
+    MemoryEstimate,
+    gib,
+    known_link_classes,
+    link_figure,
+    refuse_figure,
+    stop_path,
+)
+
+if TYPE_CHECKING:
+    from federation.network import Network
+    from federation.pipeline.points import ResolvedMachine, ResolvedPoint
+    from federation.plugin.components import TopologySize
+
+#: default share of the machine's physical memory a run may plan to use (``--max-memory``)
+DEFAULT_MEMORY_FRACTION = 0.8
+#: environment variable that sets ``--max-memory`` (bytes or a size such as ``8GiB``)
+MAX_MEMORY_ENV = "FEDERATION_MAX_MEMORY"
+
+
+# --------------------------------------------------------------------------- clock range
+
+
+def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
+    """Refuse any time, size or rate whose engine time would pass the clock range.
+
+    Checked: each link class's latency and the serialisation of one packet at its bandwidth,
+    the NIC's serialisation, the router delay, the stop window, and the shortest possible
+    delivery of a packet created at the end of the window.  The engine also refuses, at run
+    time, any event it would schedule past the range (a longer path, a congested queue), so
+    no wrapped time can reach a result.
+    """
+    machine = point.machine.machine
+    topo = point.machine.topology
+    size = float(machine.packet_size)
+    worst = {"terminal": 0.0}
+    for cls in known_link_classes(point, network):
+        bw, _ = link_figure(machine, topo, cls, "bandwidth")
+        lat, _ = link_figure(machine, topo, cls, "latency")
+        if lat >= TIME_LIMIT_S:
+            raise refuse_figure(point, f"links.{cls}.latency",
+                          f"{format_time(lat)} is beyond {CLOCK_LIMIT}; plain numbers are seconds "
+                          "(write '100ns', not 100)")
+        ser = size / bw
+        if ser >= TIME_LIMIT_S:
+            raise refuse_figure(point, f"links.{cls}.bandwidth",
+                          f"one {size:g} B packet takes {format_time(ser)} to cross a link at "
+                          f"{bw:g} B/s, beyond {CLOCK_LIMIT}")
+        worst[cls] = ser + lat
+    term_bw, _ = link_figure(machine, topo, "terminal", "bandwidth")
+    nic_bw = float(machine.nic.bandwidth or term_bw)
+    nic_ser = size / nic_bw
+    if nic_ser >= TIME_LIMIT_S:
+        raise refuse_figure(point, "nic.bandwidth",
+                      f"one {size:g} B packet takes {format_time(nic_ser)} to leave a NIC at "
+                      f"{nic_bw:g} B/s, beyond {CLOCK_LIMIT}")
+    delay = float(machine.router.delay)
+    if delay >= TIME_LIMIT_S:
+        raise refuse_figure(point, "router.delay",
+                            f"{format_time(delay)} is beyond {CLOCK_LIMIT}; plain numbers are "
+                            "seconds (write '50ns', not 50)")
+    stop = point.experiment.stop
+    if stop.warmup >= TIME_LIMIT_S:
+        raise ConfigError(f"{format_time(stop.warmup)} is beyond {CLOCK_LIMIT}",
+                          source=point.source, path=stop_path(point, "warmup"))
+    horizon = stop.warmup + (stop.measure or 0.0)
+    if horizon >= TIME_LIMIT_S:
+        raise ConfigError(
+            f"warmup + measure = {format_time(horizon)} is beyond {CLOCK_LIMIT}",
+            source=point.source, path=stop_path(point, "measure"))
+    # a packet created at the end of the window still has to reach its destination
+    trip = nic_ser + worst["terminal"] + delay + max(worst.values())
+    if (horizon + trip) * PS_PER_S >= TIME_LIMIT_PS:
+        raise ConfigError(
+            f"a packet created at the end of the window (at {format_time(horizon)}) needs at "
+            f"least {format_time(trip)} more to be delivered, beyond {CLOCK_LIMIT}",
+            source=point.source, path=stop_path(point, "measure"))
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def physical_memory() -> int:
+    """Bytes of physical memory on this machine (0 when unknown)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 0
+
+
+def parse_memory_limit(text: str, source: str) -> int:
+    """A memory limit as bytes: a size such as ``16GiB`` or a plain number of bytes."""
+    from federation.models.units import parse_size
+
+    value = text.strip()
+    try:
+        num = parse_size(float(value) if value.replace(".", "", 1).isdigit() else value)
+    except ValueError as exc:
+        raise ConfigError(str(exc), source=source) from None
+    if num <= 0:
+        raise ConfigError(f"must be positive, got {text!r}", source=source)
+    return int(num)
+
+
+def default_max_memory() -> int:
+    """``--max-memory`` when not given: ``$FEDERATION_MAX_MEMORY`` or 80 % of physical memory."""
+    env = os.environ.get(MAX_MEMORY_ENV)
+    if env:
+        return parse_memory_limit(env, MAX_MEMORY_ENV)
+    phys = physical_memory()
+    return int(phys * DEFAULT_MEMORY_FRACTION) if phys else 64 * 2**30
+
+
+#: bytes per router, node and cable while building a network and its port table (Python lists
+#: in NetworkBuilder, then the flat arrays and the engine's per-port state)
+_PER_ROUTER = 256
+_PER_NODE = 512
+_PER_CABLE = 320
+#: bytes per (router, routing group) entry: int32 next-hop table plus the transient int64 work
+#: arrays that routing helpers build over the same shape
+_PER_TABLE_ENTRY = 40
+#: bytes per packet a run creates when the whole traffic is held at once (a workload that
+#: generates all its messages before the run: message and packetized arrays of one chunk are
+#: transient, so this is the messages' share), plus the per-packet table when it is kept
+_PER_PACKET = 64
+#: bytes per packet kept for the packets table (``outputs.packets``): its delivery record,
+#: the table's columns and their conversion when written
+_PER_KEPT = 256
+#: bytes per packet row the engine holds (packets queued at NICs or in flight): the 64-byte
+#: state row and the row's times, numbers and pool entries
+PER_ROW = 128
+
+
+def estimate_network(size: TopologySize, vcs: int) -> MemoryEstimate:
+    """Memory to build a network of ``size`` and its route tables, before building it."""
+    ports = 2 * size.nodes + 2 * size.cables
+    net = (size.routers * _PER_ROUTER + size.nodes * _PER_NODE + size.cables * _PER_CABLE
+           + ports * vcs * 48)
+    tables = size.routers * max(size.groups, 1) * _PER_TABLE_ENTRY
+    return MemoryEstimate(int(net), int(tables))
+
+
+def check_memory(estimate: MemoryEstimate, limit: int, what: str, source: str,
+                 path: str | None) -> None:
+    """Refuse when ``estimate`` exceeds ``limit`` bytes, naming ``source`` and ``path``."""
+    if estimate.total <= limit:
+        return
+    raise ConfigError(
+        f"{what} needs about {gib(estimate.total)} of memory ({estimate.describe()}), more "
+        f"than the limit of {gib(limit)} (--max-memory, or ${MAX_MEMORY_ENV}; default 80 % "
+        "of physical memory)", source=source, path=path)
+
+
+def check_machine_memory(machine: ResolvedMachine, limit: int,
+                         prefix: str = "") -> MemoryEstimate | None:
+    """Estimate a machine's network and tables from :meth:`Topology.size` (no allocation) and
+    refuse it above ``limit``; ``None`` when the topology cannot say before building."""
+    size = machine.topology.size()
+    if size is None:
+        return None
+    est = estimate_network(size, machine.machine.router.vcs)
+    check_memory(est, limit, f"this machine ({size.routers} routers, {size.nodes} nodes, "
+                 f"{size.cables} cables)", machine.source, f"{prefix}topology")
+    return est
+
+
+def check_network_memory(network: Network, vcs: int, limit: int, source: str,
+                         path: str | None) -> MemoryEstimate:
+    """The same check on a built network (topologies whose size is unknown before building)."""
+    from federation.plugin.components import TopologySize
+
+    size = TopologySize(network.n_routers, network.n_nodes, network.n_links, network.n_groups)
+    est = estimate_network(size, vcs)
+    check_memory(est, limit, f"this machine ({size.routers} routers, {size.nodes} nodes, "
+                 f"{size.cables} cables)", source, path)
+    return est
+
+
+def packets_memory(n_packets: int, kept: bool = False) -> int:
+    """Memory a run's ``n_packets`` need beyond the rows in existence: their messages when
+    generated whole, and the packets table when it is kept."""
+    return int(n_packets) * (_PER_PACKET + (_PER_KEPT if kept else 0))

@@ -1,0 +1,190 @@
+"""Stage *build*: a resolved point's network, link figures, route tables and compiled routing,
+and every check that needs them.
+
+A sweep usually runs many points on one machine, so what is built depends only on the machine
+and the routing (:func:`build_key`); the driver keeps the last one
+(:class:`~federation.pipeline.point.BuildCache`).  Checks that need built objects live here:
+the clock range of the link classes the network has, the memory of a network whose topology
+could not count it before building, the route tables (:mod:`.tables_check`), the routing
+program and the VCs it needs, and the proof that the routing cannot deadlock
+(:func:`prove_deadlock_free`, :mod:`federation.network.deadlock`), kept with the build.
+
+May import: :mod:`.points`, :mod:`.bounds`, :mod:`.tables_check` and the layers below the
+pipeline.  Never another stage.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+from federation.engine.native import LinkFigures, check_vcs
+from federation.errors import ConfigError, RoutingError
+from federation.models.machine import Machine
+from federation.network import Network
+from federation.network.deadlock import DeadlockProof, cycle_text, plan_problem, prove
+from federation.network.dependencies import ProofTooLarge
+from federation.network.tables import ClassPlan, TablePlan
+from federation.pipeline.bounds import check_clock, check_network_memory
+from federation.pipeline.points import (
+    Built,
+    MemoryEstimate,
+    ResolvedPoint,
+    figure_origin,
+    link_figure,
+    machine_prefix,
+)
+from federation.pipeline.tables_check import check_point_tables, plugin_of
+from federation.plugin.components import Routing, RoutingProgram
+
+
+def resolve_links(machine: Machine, topology: Any, network: Network, source: str,
+                  prefix: str = "") -> dict[str, LinkFigures]:
+    """Per link class: machine file value, else the topology's default, else the global one."""
+    out = {}
+    for cls in network.link_classes:
+        fig = LinkFigures(*(link_figure(machine, topology, cls, a)[0]
+                            for a in ("bandwidth", "latency", "buffer")))
+        if fig.buffer < machine.packet_size:
+            raise ConfigError(
+                f"buffer of link class {cls!r} ({fig.buffer:g} B) is smaller than packet_size "
+                f"({machine.packet_size:g} B)", source=source, path=f"{prefix}links.{cls}.buffer")
+        out[cls] = fig
+    for name in machine.links:
+        if name not in network.link_classes:
+            raise ConfigError(
+                f"the network has no link class {name!r} (it has: "
+                f"{', '.join(network.link_classes)})", source=source, path=f"{prefix}links.{name}")
+    return out
+
+
+def build_network(point: ResolvedPoint) -> Network:
+    net = point.machine.topology.build()
+    net.validate()
+    return net
+
+
+def build_key(point: ResolvedPoint) -> str:
+    """What the network and tables depend on: the machine and the routing, nothing else."""
+    return json.dumps([point.machine.machine.model_dump(mode="json"),
+                       point.experiment.routing.model_dump(mode="json")], sort_keys=True)
+
+
+def build(point: ResolvedPoint, max_memory: int, estimate: MemoryEstimate | None = None,
+          deadlock_check: bool = True) -> Built:
+    """Build the network, link figures and route tables of ``point`` and check them.
+
+    ``estimate`` is the preflight's estimate of the network and tables from the topology's
+    counts (:func:`federation.pipeline.preflight.check_point`, which refused them above
+    ``max_memory`` before anything was allocated); without one, the built network is checked.
+    ``deadlock_check`` proves the routing deadlock-free (:func:`prove_deadlock_free`; off:
+    ``--no-deadlock-check``).
+    """
+    machine = point.machine.machine
+    msrc = point.machine.source
+    prefix = machine_prefix(point)
+    est = estimate
+    net = build_network(point)
+    if est is None:  # the topology could not tell before building: check what it built
+        est = check_network_memory(net, machine.router.vcs, max_memory, msrc, f"{prefix}topology")
+    check_clock(point, net)
+    links = resolve_links(machine, point.machine.topology, net, msrc, prefix)
+    nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)
+    tables = point.routing.tables(net, point.machine.topology, machine)
+    check_point_tables(point, net, tables)
+    owner = component_owner(point)
+    try:
+        program = point.routing.program(net, point.machine.topology, machine, tables)
+    except RoutingError as exc:  # the routing cannot serve this machine with these options
+        raise ConfigError(str(exc), source=point.source, path="routing") from None
+    try:
+        check_vcs(tables, machine.router.vcs, point.routing.name)
+        if program is not None:
+            check_program(program, machine.router.vcs, owner)
+    except RoutingError as exc:
+        o = figure_origin(point, "router.vcs")
+        raise ConfigError(str(exc), source=o.source, path=o.path) from None
+    built = Built(build_key(point), net, links, nic_bw, tables, est, program, owner)
+    return prove_deadlock_free(point, built) if deadlock_check else built
+
+
+def component_owner(point: ResolvedPoint) -> str:
+    """``routing 'x' (plugin p) with arbiter 'y' (plugin q)``: who messages about compiled
+    routing or arbitration code blame."""
+    from federation.plugin.registry import get_plugins
+
+    plugins = get_plugins()
+    r, a = point.routing.name, point.machine.arbiter.name
+    rp = plugins.routings.items[r].plugin if r in plugins.routings.items else "?"
+    ap = plugins.arbiters.items[a].plugin if a in plugins.arbiters.items else "?"
+    return f"routing {r!r} (plugin {rp}) with arbiter {a!r} (plugin {ap})"
+
+
+def check_program(program: RoutingProgram, n_vcs: int, owner: str) -> None:
+    """A compiled routing's declared VC count against ``router.vcs``."""
+    if program.vcs_required > n_vcs:
+        raise RoutingError(
+            f"{owner} needs {program.vcs_required} virtual channels "
+            f"({program.description or 'its declared vcs_required'}) but the machine has "
+            f"router.vcs = {n_vcs}; set router.vcs: {program.vcs_required} or more")
+
+
+def routing_plan(point: ResolvedPoint, built: Built) -> TablePlan | ClassPlan | None:
+    """What the deadlock proof walks: a compiled routing's declared ``vc_plan`` (``None``
+    when it declares none), else the engine's table routing on the tables, with Valiant
+    phases where the routing draws intermediates (the only source of a packet's
+    intermediate, whatever the tables' ``valiant`` flag says): outside the packet's source
+    and destination groups when the draw is a built-in routing's (they all draw so), anywhere
+    when it is the plugin's own."""
+    if built.program is not None:
+        return built.program.vc_plan
+    draw = type(point.routing).intermediates
+    if draw is Routing.intermediates:
+        return TablePlan()
+    own = not draw.__module__.startswith(BUILTIN_ROUTINGS)
+    return TablePlan(valiant="group", intermediates="any_group" if own else "other_groups")
+
+
+#: the package of the built-in routings, whose draws keep intermediates out of the packet's
+#: source and destination groups
+BUILTIN_ROUTINGS = "federation.plugins.routings."
+
+
+def prove_deadlock_free(point: ResolvedPoint, built: Built) -> Built:
+    """``built`` with the proof that its routing cannot deadlock on its network
+    (:mod:`federation.network.deadlock`); a routing whose channel dependency graph has a
+    cycle, or whose compiled program declares no VC plan, is refused naming the routing, its
+    plugin and one cycle of channels."""
+    routing = point.routing
+    owner = f"routing {routing.name!r} (plugin {plugin_of(routing, 'routings')})"
+    n_vcs = point.machine.machine.router.vcs
+
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(f"{owner} {why}; or run with --no-deadlock-check to simulate it "
+                           "anyway", source=point.source, path="routing")
+
+    plan = routing_plan(point, built)
+    if plan is None:
+        raise refuse("compiles its own per-hop routing (RoutingProgram) but declares no VC "
+                     "plan (RoutingProgram.vc_plan), so it cannot be proved deadlock-free "
+                     "before the run: declare one (docs/plugins.md, \"VC plans\")")
+    why = plan_problem(plan, built.network, n_vcs)
+    if why:
+        raise refuse(f"declared an unusable VC plan: {why}")
+    try:
+        proof = prove(built.network, built.tables, n_vcs, plan, owner,
+                      declared=built.program is not None)
+    except (RoutingError, ProofTooLarge) as exc:
+        raise refuse(f"cannot be proved deadlock-free: {exc}") from None
+    if proof.cycle:
+        raise refuse(deadlock_message(proof, n_vcs))
+    return replace(built, deadlock=proof)
+
+
+def deadlock_message(proof: DeadlockProof, n_vcs: int) -> str:
+    return (f"can deadlock on this machine (router.vcs = {n_vcs}): its channel dependency "
+            f"graph ({proof.method}) has a cycle of {len(proof.cycle)} channels, buffers "
+            f"that packets can fill while each waits for the next: {cycle_text(proof.cycle)}. "
+            "Use a routing whose VC plan breaks the cycle (more router.vcs help only a "
+            "routing that uses them)")

@@ -1,0 +1,248 @@
+"""``--set key=value``: overrides of an experiment file, and how they meet its ``sweep``.
+
+An override is read as the same key would be in the file: the value by
+:func:`~federation.models.base.parse_value` (``5e8`` a number, NaN refused), the key as a dotted
+path into the document, except under ``sweep``, whose keys are themselves dotted paths
+(``--set sweep.workload.load=[0.1,0.5]`` sets the axis ``workload.load``).
+
+One rule decides every overlap: **an override fixes the value it gives in every point**.  So
+
+* a sweep axis whose value an override gives (the same key, or a mapping given for an ancestor
+  that holds the axis' key) is no longer swept: the file's axis is dropped, with a note, and the
+  points show the override's value (in ``results.json``, their ``resolved`` document); the same
+  axis given by ``--set sweep...`` too is refused, naming both, since the command line would
+  contradict itself;
+* an override deeper than an axis (``--set machine.links.global.latency=...`` while the file
+  sweeps ``machine`` over files) applies inside each point's value of the axis, and an axis
+  deeper than an override (``--set workload={kind: synthetic, pattern: group_shift}`` while the file
+  sweeps ``workload.load``) applies inside the override: assignments are made shallowest first;
+* two overrides that give the same value (the same key twice, or a mapping holding the other's
+  key) are refused: which one was meant cannot be guessed.
+
+A machine given by path is inlined before an assignment reaches into ``machine.``, so overrides
+and sweeps can change a machine file's fields; its errors still name that file.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from federation.errors import ConfigError
+from federation.models.base import parse_value, read_document
+
+SOURCE = "--set"
+
+
+@dataclass(frozen=True)
+class Override:
+    """One ``--set key=value``."""
+
+    key: str
+    value: Any
+    text: str  #: the value as typed, for messages
+
+    @property
+    def depth(self) -> int:
+        return len(self.key.split("."))
+
+    @property
+    def axis(self) -> str | None:
+        """The sweep axis this override sets (``sweep.workload.load`` -> ``workload.load``)."""
+        return self.key[len("sweep."):] if self.key.startswith("sweep.") else None
+
+    def __str__(self) -> str:
+        return f"--set {self.key}={self.text}"
+
+
+def parse_override(text: str) -> Override:
+    """``key.path=value``, the value read as in a YAML file."""
+    if "=" not in text:
+        raise ConfigError(f"expected key=value, got {text!r}", source=SOURCE)
+    key, _, raw = text.partition("=")
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"empty key in {text!r}", source=SOURCE)
+    if any(not part.strip() for part in key.split(".")):
+        raise ConfigError(f"{key!r} has an empty field name (write a.b.c)", source=SOURCE)
+    if key == "sweep.":
+        raise ConfigError("name the swept field: sweep.workload.load=[...]", source=SOURCE)
+    return Override(key, parse_value(raw, SOURCE, key), raw.strip())
+
+
+def gives(key: str, value: Any, path: str) -> bool:
+    """Whether setting ``key`` to ``value`` fixes the value at the dotted ``path``: the same
+    key, or an ancestor whose (mapping) value holds the rest of the path."""
+    if path == key:
+        return True
+    if not path.startswith(key + "."):
+        return False
+    if key == "sweep":  # its keys are dotted paths themselves
+        return isinstance(value, dict) and path[len("sweep."):] in value
+    cur = value
+    for part in path[len(key) + 1:].split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False
+        cur = cur[part]
+    return True
+
+
+def check_conflicts(sets: list[Override]) -> None:
+    """Refuse two overrides that give the same value (see the module docstring)."""
+    for i, a in enumerate(sets):
+        for b in sets[i + 1:]:
+            if a.key == b.key:
+                raise ConfigError(f"{a.key} is given twice ({a} and {b}); give it once",
+                                  source=SOURCE)
+            for x, y in ((a, b), (b, a)):
+                if gives(x.key, x.value, y.key):
+                    raise ConfigError(f"{x} and {y} both give {y.key}; give it once",
+                                      source=SOURCE)
+
+
+def apply_sweep_overrides(doc: dict[str, Any], sets: list[Override]) -> set[str]:
+    """Write the ``sweep`` overrides into ``doc``; returns the axes the command line gave."""
+    given: set[str] = set()
+    for o in sets:
+        if o.key == "sweep":
+            doc["sweep"] = o.value
+            if isinstance(o.value, dict):
+                given |= {str(k) for k in o.value}
+        elif o.axis is not None:
+            sweep = doc.get("sweep")
+            if sweep is None:
+                sweep = doc["sweep"] = {}
+            if not isinstance(sweep, dict):
+                raise ConfigError(f"cannot set {o.key}: the file's sweep is not a mapping",
+                                  source=SOURCE)
+            sweep[o.axis] = o.value
+            given.add(o.axis)
+    return given
+
+
+def drop_overridden_axes(doc: dict[str, Any], sets: list[Override], given: set[str],
+                         source: str) -> list[str]:
+    """Remove from ``doc['sweep']`` the axes whose value an override gives; returns a note per
+    axis dropped.  An axis the command line itself sweeps is refused instead."""
+    sweep = doc.get("sweep")
+    if not isinstance(sweep, dict):
+        return []
+    notes = []
+    for axis in list(sweep):
+        o = next((o for o in sets if gives(o.key, o.value, str(axis))), None)
+        if o is None:
+            continue
+        if axis in given:
+            raise ConfigError(f"{o} fixes {axis}, which --set sweep... sweeps; give one of them",
+                              source=SOURCE)
+        values = sweep.pop(axis)
+        n = f"{len(values)} values" if isinstance(values, list) else "its values"
+        notes.append(f"{o} replaces the sweep over {axis} ({n}) in {source}: every point "
+                     f"has {axis} = {_text(_value_at(o, str(axis)))}")
+    return notes
+
+
+def _value_at(o: Override, path: str) -> Any:
+    """The value override ``o`` gives at ``path`` (which it gives: see :func:`gives`)."""
+    cur = o.value
+    for part in path[len(o.key):].split(".")[1:]:
+        cur = cur[part]
+    return cur
+
+
+def _text(value: Any) -> str:
+    import json
+
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+class Assigner:
+    """Writes dotted keys into a document, inlining a machine given by path (each file read
+    once) before a key reaches into ``machine.``."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self._machines: dict[str, dict[str, Any]] = {}
+
+    def assign(self, doc: dict[str, Any], items: list[tuple[str, Any]],
+               source: str) -> str | None:
+        """Set each ``(key, value)`` of ``items``, shallowest first (a deeper key refines a
+        shallower one); returns the path of the machine file inlined, if one was."""
+        machine_source = None
+        for key, value in sorted(items, key=lambda kv: len(kv[0].split("."))):
+            if key.startswith("machine.") and isinstance(doc.get("machine"), str):
+                machine_source = self.inline_machine(doc)
+            elif key == "machine":
+                machine_source = None
+            set_path(doc, key, copy.deepcopy(value), source)
+        return machine_source
+
+    def inline_machine(self, doc: dict[str, Any]) -> str:
+        m = doc["machine"]
+        path = Path(m) if Path(m).is_absolute() else self.base / m
+        key = str(path)
+        if key not in self._machines:
+            self._machines[key] = read_document(path)
+        doc["machine"] = copy.deepcopy(self._machines[key])
+        return key
+
+
+def set_path(doc: dict[str, Any], key: str, value: Any, source: str) -> None:
+    """Set ``a.b.c`` in a nested mapping, creating mappings on the way.  A part that meets a
+    list picks one of its items: by position (``jobs.1.workload.load``) or, for a list of
+    named mappings such as ``jobs``, by name (``jobs.background.workload.load``)."""
+    parts = key.split(".")
+    cur: Any = doc
+    for i, part in enumerate(parts[:-1]):
+        if isinstance(cur, list):
+            at = list_item(cur, part)
+            nxt = cur[at] if at is not None else None
+            if nxt is None:
+                raise ConfigError(f"cannot set {key!r}: {'.'.join(parts[:i])} has no item "
+                                  f"{part!r} (give its position from 0, or the name of one "
+                                  "of its items)", source=source)
+        else:
+            nxt = cur.get(part)
+            if nxt is None:
+                nxt = {}
+                cur[part] = nxt
+        if not isinstance(nxt, dict | list):
+            raise ConfigError(
+                f"cannot set {key!r}: {'.'.join(parts[: i + 1])} is not a mapping", source=source
+            )
+        cur = nxt
+    last = parts[-1]
+    if isinstance(cur, list):
+        at = list_item(cur, last)
+        if at is None:
+            raise ConfigError(f"cannot set {key!r}: {'.'.join(parts[:-1])} has no item "
+                              f"{last!r}", source=source)
+        cur[at] = value
+        return
+    cur[last] = value
+
+
+def list_item(items: list[Any], part: str) -> int | None:
+    """The position in ``items`` a dotted-key part names: ``3`` (a position) or the ``name``
+    of one item; ``None`` when there is no such item."""
+    if part.isdigit():
+        k = int(part)
+        return k if k < len(items) else None
+    named = [k for k, x in enumerate(items) if isinstance(x, dict) and x.get("name") == part]
+    return named[0] if len(named) == 1 else None
+
+
+def blame(exc: ConfigError, sets: list[Override], source: str) -> ConfigError:
+    """``exc`` saying which override gave the value it refuses, when one did: the message
+    names the file the field belongs to, where the user would otherwise look in vain."""
+    if not exc.path or not sets:
+        return exc
+    full = exc.path if exc.source == source else f"machine.{exc.path}"
+    for o in sets:
+        for key in {o.key, o.axis or o.key}:
+            if full == key or full.startswith(key + ".") or key.startswith(full + "."):
+                return ConfigError(f"{exc.message} (the value comes from {o})",
+                                   source=exc.source, path=exc.path)
+    return exc

@@ -1,0 +1,404 @@
+"""The values that pass from one stage of a point's pipeline to the next, and where a figure of
+a point came from.
+
+Stage results are plain dataclasses made once and only read after: ``load`` makes
+:class:`LoadedExperiment` (its :class:`ResolvedPoint` s), ``build`` a :class:`Built`, ``traffic``
+a :class:`PreparedPoint`.  They live here, below every stage, so that a stage imports the value
+it receives without importing the stage that made it (the rule ``tests/test_layout.py`` checks).
+
+:func:`figure_origin` answers "which file and field set this figure?" for every stage's
+refusals: a link figure may be written in the machine file, swept by the experiment
+(``sweep: {machine.links.global.latency: [...]}``), or be the topology's default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from federation.errors import ConfigError, FederationError, located
+from federation.models.machine import DEFAULT_BANDWIDTH, DEFAULT_BUFFER, DEFAULT_LATENCY
+from federation.plugin.components import Messages
+
+if TYPE_CHECKING:
+    from federation.engine.native import LinkFigures, NativeRun
+    from federation.models.experiment import Experiment, RankOrder
+    from federation.models.machine import Machine
+    from federation.network import Network
+    from federation.network.deadlock import DeadlockProof
+    from federation.network.tables import RouteTables
+    from federation.plugin.components import (
+        Arbiter,
+        Engine,
+        QosPolicy,
+        Routing,
+        RoutingProgram,
+        Topology,
+        Workload,
+    )
+    from federation.plugin.jobs import Placement
+    from federation.programs.model import RankPrograms
+
+
+@dataclass(frozen=True)
+class ResolvedMachine:
+    machine: Machine
+    source: str
+    topology: Topology
+    qos: QosPolicy
+    arbiter: Arbiter
+
+
+@dataclass(frozen=True)
+class ResolvedJob:
+    """One job of a point: its workload, placement and rank order, resolved.
+
+    The old form (``workload`` and ``background``) is jobs too: ``workload`` on every node,
+    and ``background`` on every node beside it (``shared``), their fields named as the user
+    wrote them (``workload.x``, ``background.x``)."""
+
+    name: str
+    index: int  #: position among the point's jobs (its random streams depend on it)
+    workload: Workload
+    placement: Placement
+    order: RankOrder
+    start_ps: int = 0
+    shared: bool = False
+    #: where the job is in the file (``jobs[1]``; ``workload`` or ``background`` in the old
+    #: form), and where its workload is (``jobs[1].workload``)
+    field: str = "workload"
+    workload_field: str = "workload"
+
+    @property
+    def closed_loop(self) -> bool:
+        return bool(self.workload.closed_loop)
+
+    def at(self, sub: str) -> str:
+        """The dotted path of ``sub`` (``placement.count``) in the file."""
+        return f"{self.field}.{sub}" if sub else self.field
+
+
+@dataclass(frozen=True)
+class ResolvedPoint:
+    """One runnable point of an experiment (one combination of its sweep)."""
+
+    experiment: Experiment
+    source: str
+    machine: ResolvedMachine
+    routing: Routing
+    workload: Workload
+    engine: Engine
+    sweep: dict[str, Any] = field(default_factory=dict)
+    #: open-loop traffic beside the rank programs of a closed-loop ``workload`` (``None``: none)
+    background: Workload | None = None
+    #: the point's jobs (the loader fills them for both forms; empty: derived from
+    #: ``workload`` and ``background``, see :func:`point_jobs`)
+    jobs: tuple[ResolvedJob, ...] = ()
+
+    @property
+    def given_jobs(self) -> bool:
+        """Whether the file gave ``jobs:`` (the summary then reports them)."""
+        return self.experiment.jobs is not None or self.experiment.slowdown
+
+
+def old_form_jobs(workload: Workload, background: Workload | None) -> tuple[ResolvedJob, ...]:
+    """``workload`` (and ``background``) as jobs: each on every node, in node order."""
+    from federation.models.experiment import RankOrder
+
+    everywhere = _every_node()
+    jobs = [ResolvedJob("workload", 0, workload, everywhere, RankOrder(), shared=True)]
+    if background is not None:
+        jobs.append(ResolvedJob("background", 1, background, everywhere, RankOrder(),
+                                shared=True, field="background", workload_field="background"))
+    return tuple(jobs)
+
+
+_EVERY_NODE: list[Placement] = []
+
+
+def _every_node() -> Placement:
+    """The placement ``all`` (every node, in node order), made once."""
+    if not _EVERY_NODE:
+        from federation.plugin.registry import get_plugins
+
+        cls = get_plugins().placements.get("all")
+        _EVERY_NODE.append(cls(cls.Params()))
+    return _EVERY_NODE[0]
+
+
+def point_jobs(point: ResolvedPoint) -> tuple[ResolvedJob, ...]:
+    """The point's jobs: those of ``jobs:``, else ``workload`` (and ``background``) as jobs
+    (made from the fields each time, so a point whose workload was replaced stays whole)."""
+    if point.jobs:
+        return point.jobs
+    return old_form_jobs(point.workload, point.background)
+
+
+@dataclass(frozen=True)
+class LoadedExperiment:
+    experiment: Experiment
+    source: str
+    points: list[ResolvedPoint]
+    #: what the user should know about how the file was read, e.g. a sweep axis an override
+    #: replaced (the CLI prints each as a ``note:`` line)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """The file and dotted field a resolved figure came from (for error messages)."""
+
+    source: str
+    path: str
+
+
+def figure_origin(point: ResolvedPoint, machine_path: str) -> Origin:
+    """Where ``machine_path`` (e.g. ``links.global.latency``) of ``point``'s machine was set.
+
+    A swept value blames the experiment's sweep entry; otherwise the machine file (or the
+    experiment's inline ``machine:`` block)."""
+    key = f"machine.{machine_path}"
+    for swept in point.sweep:
+        if key == swept or key.startswith(swept + "."):
+            return Origin(point.source, f"sweep.{swept}")
+    return Origin(point.machine.source, machine_prefix(point) + machine_path)
+
+
+def refuse_figure(point: ResolvedPoint, machine_path: str, message: str) -> ConfigError:
+    o = figure_origin(point, machine_path)
+    return ConfigError(message, source=o.source, path=o.path)
+
+
+def link_figure(machine: Any, topology: Any, cls: str, attr: str) -> tuple[float, bool]:
+    """One figure of a link class: the machine file's value, else the topology's default, else
+    the global default.  Returns ``(value, set_in_machine_file)``."""
+    user = machine.links.get(cls)
+    v = getattr(user, attr) if user is not None else None
+    if v is not None:
+        return float(v), True
+    tdef = topology.link_defaults.get(cls)
+    v = getattr(tdef, attr) if tdef is not None else None
+    if v is not None:
+        return float(v), False
+    default = {"bandwidth": DEFAULT_BANDWIDTH, "latency": DEFAULT_LATENCY,
+               "buffer": DEFAULT_BUFFER}[attr]
+    return float(default), False
+
+
+def known_link_classes(point: ResolvedPoint, network: Network | None = None) -> list[str]:
+    """Link classes of the point's machine: the network's when built, else what the machine
+    file and the topology's defaults name."""
+    if network is not None:
+        return list(network.link_classes)
+    topo = point.machine.topology
+    names = ["terminal", *topo.link_defaults, *point.machine.machine.links]
+    return list(dict.fromkeys(names))
+
+
+def stop_path(point: ResolvedPoint, name: str) -> str:
+    key = f"stop.{name}"
+    return f"sweep.{key}" if key in point.sweep else key
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    network: int
+    tables: int
+    packets: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.network + self.tables + self.packets
+
+    def describe(self) -> str:
+        parts = [f"network {gib(self.network)}", f"route tables {gib(self.tables)}"]
+        if self.packets:
+            parts.append(f"packets {gib(self.packets)}")
+        return ", ".join(parts)
+
+
+def gib(n: float) -> str:
+    return f"{n / 2**30:.3g} GiB"
+
+
+def machine_prefix(point: ResolvedPoint) -> str:
+    """``machine.`` when the point's machine is inline in the experiment file, else ``''``."""
+    return "machine." if point.machine.source == point.source else ""
+
+
+@dataclass(frozen=True)
+class PreparedPoint:
+    point: ResolvedPoint
+    network: Network
+    job: NativeRun
+    #: measurement window [start, end) in ps; ``None``: the whole run (rank programs)
+    window: tuple[int, int] | None
+    #: the build stage's value the traffic was made on
+    built: Built
+    #: the jobs on their nodes (``None``: the old form's one workload on every node)
+    placed: Placed | None = None
+    #: where each closed-loop job's ranks are among the run's (``None``: no rank programs)
+    layout: JobLayout | None = None
+    #: each closed-loop job's own programs (its ranks and nodes), by job index
+    job_programs: dict[int, RankPrograms] | None = None
+
+    @property
+    def messages(self) -> Messages:
+        """Every open-loop message at once (with rank programs: the background's; the
+        programs' own messages are ``job.programs``).  The engine takes them in batches and
+        never asks for this; it is for small runs and tests."""
+        t = self.job.traffic
+        parts = [m for _, m in t.batches()] if t is not None else []
+        if not parts:
+            return no_messages()
+        return Messages(*(np.concatenate([getattr(m, f) for m in parts])
+                          for f in ("time_ps", "src", "dst", "size")))
+
+
+@dataclass(frozen=True)
+class Built:
+    """The network, link figures and route tables of one (machine, routing) pair."""
+
+    key: str
+    network: Network
+    links: dict[str, LinkFigures]
+    nic_bandwidth: float
+    tables: RouteTables
+    memory: MemoryEstimate
+    program: RoutingProgram | None = None
+    owner: str = ""
+    #: the proof that the routing cannot deadlock (``None``: not checked,
+    #: ``--no-deadlock-check``)
+    deadlock: DeadlockProof | None = None
+
+
+def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int) -> FederationError:
+    """Say which sweep point an error belongs to when there are several."""
+    if n == 1 or not point.sweep:
+        return located(exc, point.source) if isinstance(exc, ConfigError) else exc
+    label = ", ".join(f"{k}={v}" for k, v in point.sweep.items())
+    if isinstance(exc, ConfigError):
+        exc = located(exc, point.source)
+        return ConfigError(f"{exc.message} (sweep point {i}: {label})", source=exc.source,
+                           path=exc.path)
+    return type(exc)(f"{exc} (sweep point {i}: {label})")
+
+
+def no_messages() -> Messages:
+    return Messages(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32),
+                    np.zeros(0, np.int64))
+
+
+def point_label(point: ResolvedPoint) -> str:
+    """``workload.load=0.3, seed=2`` (or ``run`` for an experiment without a sweep)."""
+    return ", ".join(f"{k}={v}" for k, v in point.sweep.items()) or "run"
+
+
+# --------------------------------------------------------------------------- jobs
+
+#: spawn keys of the jobs' own random streams (beside the run's children 0 to 3)
+PLACEMENT_STREAM = 1 << 20
+ORDER_STREAM = (1 << 20) + 1
+
+
+def job_traffic_stream(point: ResolvedPoint, index: int) -> np.random.Generator:
+    """Job ``index``'s traffic (or program-building) stream: child 0 of the seed's sequence for
+    the first job, ``2 x index`` for the others.  So the first job draws what the one workload
+    of the old form drew, and the second what its ``background`` drew (child 2); children 1
+    and 3 stay the routing streams of the run and of its open-loop packets."""
+    return np.random.default_rng(np.random.SeedSequence(
+        point.experiment.seed, spawn_key=(0 if index == 0 else 2 * index,)))
+
+
+def job_stream(point: ResolvedPoint, index: int, purpose: int,
+               seed: int | None = None) -> np.random.Generator:
+    """Job ``index``'s stream for a ``purpose`` (:data:`PLACEMENT_STREAM`,
+    :data:`ORDER_STREAM`), from the experiment's seed (or ``seed``, a job's own)."""
+    base = point.experiment.seed if seed is None else seed
+    return np.random.default_rng(np.random.SeedSequence(base, spawn_key=(purpose, index)))
+
+
+@dataclass(frozen=True)
+class TwoOptFigures:
+    """What a job's two-opt search did (``ranks: {order: two_opt}``)."""
+
+    objective: str
+    iterations: int
+    before: int  #: the objective of the starting order
+    after: int  #: and of the order found
+    accepted: int  #: swaps kept
+
+
+@dataclass(frozen=True)
+class PlacedJob:
+    """A job on its nodes: ``nodes[i]`` is the machine node of the job's node ``i`` (where its
+    workload's node ``i``, or rank ``i``, runs), after the rank order; ``placed`` the nodes in
+    the placement's own order."""
+
+    job: ResolvedJob
+    nodes: np.ndarray
+    placed: np.ndarray
+    n_machine_nodes: int
+    two_opt: TwoOptFigures | None = None
+
+    @property
+    def whole(self) -> bool:
+        """The job is every node of the machine in node order (the old form): its node
+        numbers are the machine's."""
+        n = self.nodes.shape[0]
+        return n == self.n_machine_nodes and bool((self.nodes == np.arange(n)).all())
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Every job of a point on its nodes (the value of the *jobs* stage)."""
+
+    jobs: tuple[PlacedJob, ...]
+
+    def of(self, job: ResolvedJob) -> PlacedJob:
+        """The placed job of ``job`` (by its position among the point's jobs)."""
+        for pj in self.jobs:
+            if pj.job.index == job.index:
+                return pj
+        raise KeyError(f"job {job.name!r} is not placed")
+
+
+def job_view(network: Network, nodes: np.ndarray) -> Network:
+    """The machine as a job sees it: every router and cable, only the job's nodes (node ``i``
+    is machine node ``nodes[i]``)."""
+    import dataclasses
+
+    return dataclasses.replace(network, node_router=network.node_router[nodes])
+
+
+def in_job(exc: ConfigError, point: ResolvedPoint, job: ResolvedJob,
+           n_nodes: int | None = None) -> ConfigError:
+    """A workload's refusal (paths ``workload.x``) where the user wrote the workload:
+    ``jobs[1].workload.x`` or ``background.x``; in a job on part of the machine, the message
+    says that the workload's node numbers are the job's."""
+    path = exc.path or ""
+    if path == "workload" or path.startswith("workload."):
+        path = job.workload_field + path[len("workload"):]
+    message = exc.message
+    if point.experiment.jobs is not None and n_nodes is not None:
+        message += (f" (job {job.name!r} has {n_nodes} nodes; its workload's node numbers "
+                    "are the job's)")
+    return ConfigError(message, source=exc.source or point.source, path=path or None)
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    """Where each closed-loop job is in the merged rank programs of a run: its ranks
+    ``[first, last)`` by job index, and the ``start`` (ps) of the jobs whose ranks begin with
+    a delay (a compute of that length, each rank's first operation)."""
+
+    ranks: dict[int, tuple[int, int]]
+    delays: dict[int, int]
+
+
+def everywhere(point: ResolvedPoint, n_nodes: int) -> Placed:
+    """Every job of the point on every node, in node order (the old form)."""
+    nodes = np.arange(n_nodes, dtype=np.int64)
+    return Placed(tuple(PlacedJob(j, nodes, nodes, n_nodes) for j in point_jobs(point)))

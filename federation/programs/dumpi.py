@@ -1,0 +1,421 @@
+"""DUMPI traces (as ``dumpi2ascii`` prints them) to rank programs.
+
+DUMPI (sst-dumpi, the Design Forward traces the CODES paper replays) records every MPI call
+of every rank; ``dumpi2ascii`` turns a rank's binary file into text, one block per call::
+
+    MPI_Isend entering at walltime 8.000120000, cputime 0.000100000 seconds in thread 0.
+    int count=512
+    MPI_Datatype datatype=11 (MPI_DOUBLE)
+    int dest=1
+    int tag=7
+    MPI_Comm comm=2 (MPI_COMM_WORLD)
+    MPI_Request request=[3]
+    MPI_Isend returning at walltime 8.000121000, cputime 0.000101000 seconds in thread 0.
+
+(checked against sst-dumpi's ``dumpi/bin/dumpi2ascii-defs.h``).  :func:`read_dumpi` takes a
+folder holding one such file per rank (the rank is the last number in each file's name:
+``trace-0003.txt`` is rank 3; ranks 0 .. n-1 each once) or one file (one rank), and reads
+them as streams (:mod:`federation.programs.reading`: regular files, bounded lines, the
+operation budget).
+
+===============================================  ===========================================
+``MPI_Send``, ``Ssend``, ``Rsend``, ``Bsend``     blocking send of ``count x datatype`` bytes
+``MPI_Recv``                                      blocking receive
+``MPI_Isend`` (and ``Issend`` ...), ``Irecv``     non-blocking; the ``request`` id remembered
+``MPI_Wait``, ``MPI_Waitall``                     the next call waits for those requests
+``MPI_Sendrecv``                                  isend + irecv, then wait for both
+``MPI_Barrier``, ``Bcast``, ``Reduce``,            the collective on MPI_COMM_WORLD by its
+``Allreduce``, ``Allgather``, ``Alltoall``,        algorithm (:mod:`federation.programs.
+``Alltoallv``, ``Gather``, ``Scatter``             collectives`; ``auto``: MPICH's choice)
+``MPI_Init``, ``Finalize``, ``Comm_rank``, ...,   no operation
+``MPI_Test*``                                     (a test completes nothing here)
+===============================================  ===========================================
+
+**Compute** is the gap between a call's return and the next call's entry (wall time, exact
+to the nanosecond the file prints), times ``compute_scale``.  **Refused**, naming the file
+and line: a call that is not in the table and moves data or waits (``MPI_Waitany``,
+``Waitsome``, ``Probe``, persistent and one-sided calls: their outcome depends on timing;
+CODES' replay excludes ``Waitany``/``Waitsome`` too), any communicator but MPI_COMM_WORLD
+(``MPI_COMM_SELF`` collectives are no operation), wildcards (``MPI_ANY_SOURCE``,
+``MPI_ANY_TAG``: receives match by source and tag), a datatype whose size is not known
+(give ``datatype_sizes``), a wait on a request the rank did not start, a malformed block.
+An unmatched receive is refused by the checks every program passes
+(:func:`~federation.programs.checks.check_programs`), with its file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from federation.errors import ConfigError
+from federation.programs.builder import ProgramBuilder, RankBuilder
+from federation.programs.checks import MAX_MESSAGE_BYTES
+from federation.programs.collectives import collective
+from federation.programs.model import RECV, SEND, RankPrograms
+from federation.programs.reading import max_ops as reading_max_ops
+from federation.programs.reading import op_budget, text_lines
+
+#: bytes of the predefined datatypes, by the name dumpi2ascii prints (LP64 sizes)
+DATATYPE_BYTES = {
+    "MPI_CHAR": 1, "MPI_SIGNED_CHAR": 1, "MPI_UNSIGNED_CHAR": 1, "MPI_BYTE": 1,
+    "MPI_WCHAR": 4, "MPI_SHORT": 2, "MPI_UNSIGNED_SHORT": 2, "MPI_INT": 4, "MPI_UNSIGNED": 4,
+    "MPI_LONG": 8, "MPI_UNSIGNED_LONG": 8, "MPI_FLOAT": 4, "MPI_DOUBLE": 8,
+    "MPI_LONG_DOUBLE": 16, "MPI_LONG_LONG_INT": 8, "MPI_LONG_LONG": 8,
+    "MPI_UNSIGNED_LONG_LONG": 8, "MPI_PACKED": 1, "MPI_FLOAT_INT": 8, "MPI_DOUBLE_INT": 12,
+    "MPI_LONG_INT": 12, "MPI_SHORT_INT": 6, "MPI_2INT": 8, "MPI_LONG_DOUBLE_INT": 20,
+    "MPI_COMPLEX": 8, "MPI_DOUBLE_COMPLEX": 16, "MPI_LOGICAL": 4, "MPI_REAL": 4,
+    "MPI_DOUBLE_PRECISION": 8, "MPI_INTEGER": 4, "MPI_2INTEGER": 8, "MPI_2COMPLEX": 16,
+    "MPI_2DOUBLE_COMPLEX": 32, "MPI_2REAL": 8, "MPI_2DOUBLE_PRECISION": 16,
+    "MPI_CHARACTER": 1, "MPI_INT8_T": 1, "MPI_INT16_T": 2, "MPI_INT32_T": 4,
+    "MPI_INT64_T": 8, "MPI_UINT8_T": 1, "MPI_UINT16_T": 2, "MPI_UINT32_T": 4,
+    "MPI_UINT64_T": 8, "MPI_C_BOOL": 1, "MPI_REAL4": 4, "MPI_REAL8": 8, "MPI_INTEGER4": 4,
+    "MPI_INTEGER8": 8, "MPI_COMPLEX16": 16,
+}
+#: calls that neither move data nor wait: no operation (their time is not compute either)
+NO_OP_PREFIXES = ("MPI_Init", "MPI_Finalize", "MPI_Comm_rank", "MPI_Comm_size", "MPI_Wtime",
+                  "MPI_Wtick", "MPI_Get_count", "MPI_Get_processor_name", "MPI_Type_",
+                  "MPI_Op_", "MPI_Errhandler_", "MPI_Attr_", "MPI_Initialized",
+                  "MPI_Finalized", "MPI_Get_version", "MPI_Abort", "MPI_Pcontrol",
+                  "MPI_Test", "MPI_Request_free", "MPI_Comm_get_attr", "MPI_Query_thread",
+                  "MPI_Error_", "MPI_Group_", "MPI_Info_", "MPI_Buffer_", "MPI_Address",
+                  "MPI_Get_address", "MPI_Comm_set_errhandler", "MPI_Comm_get_name",
+                  "MPI_Comm_set_name", "MPI_Comm_compare", "MPI_Comm_test_inter")
+SENDS = {"MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Bsend"}
+ISENDS = {"MPI_Isend", "MPI_Issend", "MPI_Irsend", "MPI_Ibsend"}
+COLLECTIVE_CALLS = {"MPI_Barrier": "barrier", "MPI_Bcast": "bcast", "MPI_Reduce": "reduce",
+                    "MPI_Allreduce": "allreduce", "MPI_Allgather": "allgather",
+                    "MPI_Alltoall": "alltoall", "MPI_Alltoallv": "alltoallv",
+                    "MPI_Gather": "gather", "MPI_Scatter": "scatter"}
+#: first tag of the collectives (applications' tags stay far below: MPI guarantees 32767)
+COLLECTIVE_TAG = 1 << 30
+_ENTER = re.compile(r"^(MPI_\w+) entering at walltime (\d+)\.(\d{1,9}),")
+_RETURN = re.compile(r"^(MPI_\w+) returning at walltime (\d+)\.(\d{1,9}),")
+_PARAM = re.compile(r"^[\w ]+?\b(\w+)(?:\[[^\]]*\])*=(.*)$")
+_NUMBER = re.compile(r"-?\d+")
+
+
+class _OneRank:
+    """A ProgramBuilder rank seen as the assembler's calls, keeping only rank ``r``'s part of
+    a collective written for every rank (each rank's trace writes its own part)."""
+
+    def __init__(self, rb: RankBuilder, n: int) -> None:
+        self.rb, self.n_ranks, self.r = rb, n, rb.rank
+
+    def op(self, ranks: np.ndarray, kind: int, peer: np.ndarray | int = -1,
+           nbytes: np.ndarray | int = 0, tag: np.ndarray | int = 0,
+           time_ps: np.ndarray | int = 0, *, blocking: bool = True) -> np.ndarray:
+        ranks = np.asarray(ranks)
+        out = np.full(ranks.shape[0], -1, dtype=np.int64)
+        mine = np.flatnonzero(ranks == self.r)
+        if mine.size:
+            i = int(mine[0])
+            pe, nb, tg = (int(np.broadcast_to(np.asarray(v), ranks.shape)[i])
+                          for v in (peer, nbytes, tag))
+            out[i] = self.rb._seq(kind, pe, nb, tg, 0, blocking)
+        return out
+
+    def wait(self, ranks: np.ndarray, handles: np.ndarray) -> None:
+        for r, h in zip(np.asarray(ranks).tolist(), np.asarray(handles).tolist(), strict=True):
+            if r == self.r:
+                self.rb.wait(h)
+
+
+class _RankTrace:
+    """One rank's file, replayed call by call into its builder."""
+
+    def __init__(self, rb: RankBuilder, n: int, path: Path, reader: _Reader) -> None:
+        self.rb, self.n, self.path, self.rd = rb, n, path, reader
+        self.requests: dict[int, int] = {}
+        self.last_return: int | None = None  # ns
+        self.at = 0  # the line of the last number read (for refusals)
+
+    def fail(self, line: int, message: str) -> ConfigError:
+        return ConfigError(f"line {line}: {message}", source=str(self.path))
+
+    def run(self) -> None:
+        call: str | None = None
+        params: dict[str, tuple[str, int]] = {}
+        start = 0
+        enter_ns = 0
+        for first, lines in text_lines(self.path, "DUMPI trace"):
+            for no, raw in enumerate(lines, first):
+                line = raw.strip()
+                if not line:
+                    continue
+                if call is None:
+                    m = _ENTER.match(line)
+                    if m is None:
+                        raise self.fail(no, f"expected 'MPI_... entering at walltime ...', "
+                                        f"got {line[:80]!r}")
+                    call, start, params = m.group(1), no, {}
+                    enter_ns = int(m.group(2)) * 10**9 + int(m.group(3).ljust(9, "0"))
+                    continue
+                m = _RETURN.match(line)
+                if m is not None:
+                    if m.group(1) != call:
+                        raise self.fail(no, f"{m.group(1)} returns inside {call} (line "
+                                        f"{start})")
+                    self.gap(enter_ns)
+                    self.call(call, params, start)
+                    self.last_return = int(m.group(2)) * 10**9 + int(m.group(3).ljust(9, "0"))
+                    call = None
+                    continue
+                if line.startswith("Perfcounters:"):
+                    continue
+                p = _PARAM.match(line)
+                if p is None:
+                    raise self.fail(no, f"not a parameter of {call}: {line[:80]!r}")
+                params[p.group(1)] = (p.group(2).strip(), no)
+        if call is not None:
+            raise self.fail(start, f"{call} never returns (a truncated trace?)")
+
+    def gap(self, enter_ns: int) -> None:
+        if self.last_return is not None and enter_ns > self.last_return:
+            ps = int(round((enter_ns - self.last_return) * 1000 * self.rd.compute_scale))
+            if ps > 0:
+                self.rd.count(1, self.path, 0)
+                self.rb.compute_ps(ps)
+
+    # ------------------------------------------------------------------ parameters
+
+    def value(self, params: dict[str, tuple[str, int]], name: str, call: str,
+              line: int) -> tuple[str, int]:
+        """A parameter's text and its line (the call's line when it is missing)."""
+        return params.get(name, ("", line))
+
+    def num(self, params: dict[str, tuple[str, int]], name: str, call: str, line: int) -> int:
+        if name not in params:
+            raise self.fail(line, f"{call} without '{name}'")
+        raw, at = params[name]
+        m = _NUMBER.match(raw)
+        if m is None:
+            raise self.fail(at, f"{call}: {name}={raw!r} is not a number")
+        self.at = at
+        return int(m.group(0))
+
+    def numbers(self, params: dict[str, tuple[str, int]], name: str, call: str,
+                line: int) -> list[int]:
+        raw, at = self.value(params, name, call, line)
+        if not raw.startswith("["):
+            raise self.fail(at, f"{call}: {name} is {raw or 'missing'} (a list is needed)")
+        self.at = at
+        return [int(x) for x in _NUMBER.findall(raw)]
+
+    def dtype(self, params: dict[str, tuple[str, int]], name: str, call: str,
+              line: int) -> int:
+        raw, at = self.value(params, name, call, line)
+        line = at
+        m = re.match(r"(-?\d+) \((.+)\)$", raw)
+        if m is None:
+            raise self.fail(line, f"{call}: {name} {raw!r} is not 'id (name)'")
+        ident, label = int(m.group(1)), m.group(2)
+        if ident in self.rd.datatype_sizes:
+            return self.rd.datatype_sizes[ident]
+        if label in DATATYPE_BYTES:
+            return DATATYPE_BYTES[label]
+        raise self.fail(line, f"{call}: the size of datatype {ident} ({label}) is unknown; "
+                        "give it in datatype_sizes")
+
+    def world(self, params: dict[str, tuple[str, int]], call: str, line: int) -> bool:
+        """True on MPI_COMM_WORLD, False on MPI_COMM_SELF; any other is refused."""
+        raw, line = self.value(params, "comm", call, line)
+        if "MPI_COMM_WORLD" in raw:
+            return True
+        if "MPI_COMM_SELF" in raw:
+            return False
+        raise self.fail(line, f"{call} on communicator {raw or '?'}: only MPI_COMM_WORLD is "
+                        "read (the ASCII trace does not say who belongs to other "
+                        "communicators)")
+
+    def size(self, count: int, unit: int, call: str, line: int) -> int:
+        b = count * unit
+        if not 0 <= b < MAX_MESSAGE_BYTES:
+            raise self.fail(line, f"{call}: {b} B is outside 0 .. 2**40 - 1")
+        return b
+
+    def rank_of(self, v: int, what: str, call: str, line: int) -> int:
+        line = self.at
+        if v < 0:
+            raise self.fail(line, f"{call}: {what} {v} is a wildcard or MPI_PROC_NULL; "
+                            "receives match by source and tag here, without wildcards")
+        if v >= self.n:
+            raise self.fail(line, f"{call}: {what} {v}, but the trace has ranks 0 to "
+                            f"{self.n - 1}")
+        return v
+
+    # ------------------------------------------------------------------ calls
+
+    def call(self, call: str, pr: dict[str, tuple[str, int]], line: int) -> None:
+        rb = self.rb
+        if call in SENDS or call in ISENDS or call in ("MPI_Recv", "MPI_Irecv"):
+            send = call in SENDS or call in ISENDS
+            if not self.world(pr, call, line):
+                raise self.fail(line, f"{call} on MPI_COMM_SELF: a rank's message to itself")
+            peer = self.rank_of(self.num(pr, "dest" if send else "source", call, line),
+                                "dest" if send else "source", call, line)
+            tag = self.num(pr, "tag", call, line)
+            if tag < 0:
+                raise self.fail(self.at, f"{call}: tag {tag} (MPI_ANY_TAG) is a wildcard")
+            nb = self.size(self.num(pr, "count", call, line),
+                           self.dtype(pr, "datatype", call, line), call, line)
+            self.rd.count(1, self.path, line)
+            kind = SEND if send else RECV
+            if call in SENDS or call == "MPI_Recv":
+                rb._seq(kind, peer, nb, tag, 0, True)
+            else:
+                h = rb._seq(kind, peer, nb, tag, 0, False)
+                self.requests[self.numbers(pr, "request", call, line)[0]] = h
+            self.label(line)
+        elif call == "MPI_Sendrecv":
+            dst = self.rank_of(self.num(pr, "dest", call, line), "dest", call, line)
+            src = self.rank_of(self.num(pr, "source", call, line), "source", call, line)
+            st = self.size(self.num(pr, "sendcount", call, line),
+                           self.dtype(pr, "sendtype", call, line), call, line)
+            rt = self.size(self.num(pr, "recvcount", call, line),
+                           self.dtype(pr, "recvtype", call, line), call, line)
+            stag, rtag = self.num(pr, "sendtag", call, line), self.num(pr, "recvtag", call, line)
+            if min(stag, rtag) < 0:
+                raise self.fail(self.at, f"{call}: MPI_ANY_TAG is a wildcard")
+            self.world(pr, call, line)
+            self.rd.count(2, self.path, line)
+            hr = rb.irecv(src, rt, rtag)
+            self.label(line)
+            hs = rb.isend(dst, st, stag)
+            self.label(line)
+            rb.wait(hr, hs)
+        elif call in ("MPI_Wait", "MPI_Waitall"):
+            ids = self.numbers(pr, "request" if call == "MPI_Wait" else "requests", call, line)
+            for i in ids:
+                if i not in self.requests:
+                    raise self.fail(self.at, f"{call}: request {i} was not started by an Isend "
+                                    "or Irecv of this rank (or was already completed)")
+                rb.wait(self.requests.pop(i))
+        elif call in COLLECTIVE_CALLS:
+            self.collective(COLLECTIVE_CALLS[call], call, pr, line)
+        elif call.startswith(NO_OP_PREFIXES):
+            return
+        else:
+            raise self.fail(line, f"{call} is not read (its effect depends on timing, or it "
+                            "is not a call this reader models; see federation.programs.dumpi)")
+
+    def label(self, line: int) -> None:
+        rb = self.rb
+        rb._annotate(len(rb.kind) - 1, f"{self.path.name}:{line}", line)
+
+    def collective(self, op: str, call: str, pr: dict[str, tuple[str, int]],
+                   line: int) -> None:
+        if not self.world(pr, call, line):
+            return
+        sizes = None
+        nbytes = 0
+        if op in ("bcast", "reduce", "allreduce"):
+            nbytes = self.size(self.num(pr, "count", call, line),
+                               self.dtype(pr, "datatype", call, line), call, line)
+        elif op in ("allgather", "alltoall", "gather", "scatter"):
+            nbytes = self.size(self.num(pr, "sendcount", call, line),
+                               self.dtype(pr, "sendtype", call, line), call, line)
+        elif op == "alltoallv":
+            su = self.dtype(pr, "sendtype", call, line)
+            ru = self.dtype(pr, "recvtype", call, line)
+            sc = self.numbers(pr, "sendcounts", call, line)
+            rc = self.numbers(pr, "recvcounts", call, line)
+            if len(sc) != self.n or len(rc) != self.n:
+                raise self.fail(line, f"{call}: sendcounts and recvcounts need {self.n} "
+                                "entries (one per rank)")
+            sizes = np.zeros((self.n, self.n), dtype=np.int64)
+            sizes[self.rb.rank] = np.asarray(sc, dtype=np.int64) * su
+            sizes[:, self.rb.rank] = np.asarray(rc, dtype=np.int64) * ru
+        root = self.num(pr, "root", call, line) if op in ("bcast", "reduce", "gather",
+                                                         "scatter") else 0
+        if not 0 <= root < self.n:
+            raise self.fail(line, f"{call}: root {root} is not a rank of the trace")
+        before = len(self.rb.kind)
+        try:
+            collective(_OneRank(self.rb, self.n), op, None, nbytes,
+                       algorithm=self.rd.algorithms.get(op, "auto"), root=root,
+                       tag=COLLECTIVE_TAG, sizes=sizes)
+        except ConfigError as e:
+            raise self.fail(line, f"{call}: {e.message}") from None
+        for i in range(before, len(self.rb.kind)):
+            self.rb._annotate(i, f"{self.path.name}:{line}", line)
+        self.rd.count(len(self.rb.kind) - before, self.path, line)
+
+
+class _Reader:
+    def __init__(self, compute_scale: float, datatype_sizes: dict[int, int],
+                 algorithms: dict[str, str], max_ops: int | None) -> None:
+        self.compute_scale = compute_scale
+        self.datatype_sizes = datatype_sizes
+        self.algorithms = algorithms
+        self.max_ops = max_ops
+        self.ops = 0
+
+    def count(self, k: int, path: Path, line: int) -> None:
+        self.ops += k
+        if self.max_ops is not None and self.ops > self.max_ops:
+            budget = op_budget()
+            where = f"line {line}: the trace reaches "
+            if budget is not None and budget.max_ops == self.max_ops:
+                raise budget.refuse(self.ops, str(path), where)
+            raise ConfigError(f"{where}{self.ops:,} operations, beyond the {self.max_ops:,} "
+                              "allowed", source=str(path))
+
+
+def trace_files(path: Path, max_ranks: int | None = None) -> list[Path]:
+    """The per-rank files of a folder, ordered by rank (the last number in each name), or
+    ``[path]`` for a file."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise ConfigError("no such DUMPI trace (a folder of per-rank files, or a file)",
+                          source=str(path))
+    by_rank: dict[int, Path] = {}
+    for f in sorted(path.iterdir()):
+        if not f.is_file() or f.name.startswith("."):
+            continue
+        nums = re.findall(r"\d+", f.name)
+        if not nums:
+            raise ConfigError(f"{f.name}: no rank number in the file name (rank files are "
+                              "named like trace-0003.txt)", source=str(path))
+        r = int(nums[-1])
+        if r in by_rank:
+            raise ConfigError(f"{f.name} and {by_rank[r].name} both name rank {r}",
+                              source=str(path))
+        by_rank[r] = f
+    if not by_rank:
+        raise ConfigError("the folder holds no trace file", source=str(path))
+    n = len(by_rank)
+    missing = sorted(set(range(n)) - set(by_rank))
+    if missing:
+        raise ConfigError(f"{n} files, but no file for rank {missing[0]} (ranks must be 0 to "
+                          f"{n - 1}, one file each)", source=str(path))
+    if max_ranks is not None and n > max_ranks:
+        raise ConfigError(f"{n} ranks, but the machine has {max_ranks} nodes",
+                          source=str(path))
+    return [by_rank[r] for r in range(n)]
+
+
+def read_dumpi(path: str | Path, *, compute_scale: float = 1.0,
+               datatype_sizes: dict[int, int] | None = None,
+               algorithms: dict[str, str] | None = None, max_ranks: int | None = None,
+               max_ops: int | None = None) -> RankPrograms:
+    """Rank programs from ``dumpi2ascii`` output (see the module docstring).  Operations are
+    labelled ``file:line``.  Check the result with
+    :func:`~federation.programs.checks.check_programs`."""
+    p = Path(path)
+    if not compute_scale >= 0:
+        raise ValueError(f"compute_scale must be >= 0, got {compute_scale}")
+    files = trace_files(p, max_ranks)
+    n = len(files)
+    rd = _Reader(compute_scale, dict(datatype_sizes or {}), dict(algorithms or {}),
+                 reading_max_ops(max_ops))
+    b = ProgramBuilder(n)
+    for r, f in enumerate(files):
+        _RankTrace(b.rank(r), n, f, rd).run()
+    return b.build(source=str(p))
+
+
+__all__ = ["COLLECTIVE_TAG", "DATATYPE_BYTES", "read_dumpi", "trace_files"]

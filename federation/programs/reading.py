@@ -1,0 +1,116 @@
+"""Reading program files as streams, within bounds: what every schedule reader shares.
+
+A schedule file is read a line at a time and turned into operations as it goes, never held
+whole: a 20 MB trace once peaked at 1 GB because every line was kept as a list of strings
+before any operation was made.  Three bounds hold while reading, each refused as one
+:class:`~federation.errors.ConfigError` naming the file and line:
+
+* the file must be a regular file (``/dev/zero`` or a pipe in a trace list never ends);
+* a line may hold at most :data:`MAX_LINE_CHARS` characters (a binary file has no line ends);
+* the operations read so far must fit the memory a point may use (:class:`OpBudget`, set by
+  :mod:`federation.pipeline.rank_programs` from ``--max-memory`` around a workload's
+  ``programs`` call), so a slip such as ``num_ranks 100000000`` or a huge trace is refused
+  before memory runs out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+
+from federation.errors import ConfigError
+
+#: longest line read (characters): schedule lines are short; a longer one is not a schedule
+MAX_LINE_CHARS = 1 << 20
+_BLOCK_CHARS = 1 << 20
+
+
+@dataclass(frozen=True)
+class OpBudget:
+    """How many operations a point's programs may have, and why (for the refusal)."""
+
+    max_ops: int
+    #: the limit in the user's terms, e.g. "--max-memory (12 GiB, less 0.1 GiB for the machine)"
+    why: str
+
+    def refuse(self, n_ops: int, source: str | None, where: str = "",
+               path: str | None = None) -> ConfigError:
+        """The refusal of ``n_ops`` operations (``where`` leads the message, e.g. ``"line 12:
+        the schedule reaches "``)."""
+        return ConfigError(f"{where}{n_ops:,} operations, beyond the {self.max_ops:,} that "
+                           f"fit {self.why}", source=source, path=path)
+
+
+_BUDGET: ContextVar[OpBudget | None] = ContextVar("federation_op_budget", default=None)
+
+
+def op_budget() -> OpBudget | None:
+    """The operation budget of the point whose programs are being built (None: unbounded)."""
+    return _BUDGET.get()
+
+
+@contextmanager
+def limited_ops(budget: OpBudget | None) -> Iterator[None]:
+    """Run a workload's ``programs`` under ``budget`` (readers and built-in workloads check
+    their operation counts against it as they go)."""
+    token = _BUDGET.set(budget)
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def max_ops(given: int | None = None) -> int | None:
+    """The smaller of an explicit bound and the current budget's."""
+    b = op_budget()
+    if b is None:
+        return given
+    return b.max_ops if given is None else min(given, b.max_ops)
+
+
+def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, list[str]]]:
+    """The lines of a UTF-8 text file, streamed a block at a time: ``(number of the first
+    line, lines)`` (without their line ends), each within :data:`MAX_LINE_CHARS`.  A
+    missing, unreadable or non-regular file, undecodable bytes or an over-long line are
+    refused naming the file (and line).  Blocks, not single lines, because a generator step
+    per line cost as much as reading the file."""
+    p = Path(path)
+    src = str(p)
+    try:
+        regular = p.is_file()
+        exists = regular or p.exists()
+    except OSError as exc:  # e.g. a name too long for the file system
+        raise ConfigError(f"cannot read the {what}: {exc.strerror or exc}", source=src) from None
+    if not regular:
+        raise ConfigError(f"the {what} is not a regular file" if exists
+                          else f"no such {what} file", source=src)
+    n = 0
+    try:
+        with open(p, encoding="utf-8") as f:
+            carry = ""
+            while True:
+                # a block at a time, split in C: a readline per line cost twice as long
+                block = f.read(_BLOCK_CHARS)
+                lines = (carry + block).split("\n")
+                carry = lines.pop()
+                if len(carry) > MAX_LINE_CHARS:
+                    raise ConfigError(f"line {n + len(lines) + 1} is longer than "
+                                      f"{MAX_LINE_CHARS:,} characters: not a {what} (a binary "
+                                      "file?)", source=src)
+                if not block:
+                    if carry:
+                        lines.append(carry)
+                    if lines:
+                        yield n + 1, lines
+                    return
+                if lines:
+                    yield n + 1, lines
+                    n += len(lines)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"line {n + 1} or soon after: not UTF-8 text ({exc.reason}): not a "
+                          f"{what}?", source=src) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read the {what}: {exc.strerror or exc}", source=src) from None

@@ -1,0 +1,129 @@
+"""The static communication summary (``federation.programs.analysis``) and ``federation comm``:
+exact figures of hand-written programs, the command on an experiment and a schedule file,
+the heat map written deterministically, and refusals (exit 2, one line)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+from conftest import one_error, run_cli
+
+from federation.programs.analysis import communication, describe
+from federation.programs.builder import ProgramBuilder
+from federation.programs.collectives import collective
+
+
+def small() -> ProgramBuilder:
+    b = ProgramBuilder(4)
+    b.rank(0).send(1, 100)
+    b.rank(0).send(1, 50, tag=1)
+    b.rank(0).send(3, 7)
+    b.rank(1).recv(0, 100)
+    b.rank(1).recv(0, 50, tag=1)
+    b.rank(3).recv(0, 7)
+    b.rank(2).compute_ps(1500)
+    b.rank(2).send(3, 1000)
+    b.rank(3).recv(2, 1000)
+    return b
+
+
+def test_exact_figures_of_a_small_program():
+    s = communication(small().build())
+    assert (s.n_ranks, s.operations, s.messages, s.bytes, s.compute_ps) == (4, 9, 4, 1157, 1500)
+    assert s.sends.tolist() == [3, 0, 1, 0]
+    assert s.sent_bytes.tolist() == [157, 0, 1000, 0]
+    assert s.receives.tolist() == [0, 2, 0, 2]
+    assert s.received_bytes.tolist() == [0, 150, 0, 1007]
+    assert s.partners.tolist() == [2, 0, 1, 0]
+    assert s.rank_compute_ps.tolist() == [0, 0, 1500, 0]
+    assert list(zip(s.pair_src.tolist(), s.pair_dst.tolist(), s.pair_messages.tolist(),
+                    s.pair_bytes.tolist(), strict=True)) == \
+        [(0, 1, 2, 150), (0, 3, 1, 7), (2, 3, 1, 1000)]
+    assert s.sizes.tolist() == [7, 50, 100, 1000] and s.size_counts.tolist() == [1, 1, 1, 1]
+    m = s.matrix("bytes")
+    assert m[0, 1] == 150 and m[2, 3] == 1000 and m.sum() == 1157
+    assert s.matrix("messages", max_side=2).tolist() == [[2, 1], [0, 1]]
+    text = "\n".join(describe(s))
+    assert "4 ranks, 9 operations, 4 messages" in text and "rank 2 -> 3: 1 messages" in text
+
+
+def test_matrix_of_an_alltoall_is_full_off_the_diagonal():
+    b = ProgramBuilder(9)
+    collective(b, "alltoall", None, 10, algorithm="pairwise")
+    s = communication(b.build())
+    m = s.matrix("messages")
+    assert (m == 1 - np.eye(9, dtype=np.int64)).all()
+    assert s.to_dict()["per_rank_stats"]["partners"] == {"min": 8, "mean": 8.0, "max": 8}
+
+
+def test_empty_and_compute_only_programs():
+    b = ProgramBuilder(2)
+    b.rank(1).compute_ps(10)
+    s = communication(b.build())
+    assert s.messages == 0 and s.matrix().sum() == 0 and s.to_dict()["matrix"]["rows"] == []
+    assert describe(s)[0].startswith("2 ranks, 1 operations, 0 messages")
+
+
+def experiment(tmp_path, workload: dict) -> str:  # noqa: ANN001
+    doc = {"schema_version": 1, "name": "c",
+           "machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}},
+           "routing": {"algorithm": "minimal"}, "workload": workload}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    return "e.yaml"
+
+
+def test_command_on_an_experiment_text_json_and_plot(tmp_path):
+    e = experiment(tmp_path, {"kind": "allreduce", "ranks": 16, "size": "8B",
+                              "iterations": 3})
+    r = run_cli("comm", e, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "e.yaml: workload allreduce" in r.stdout
+    assert "16 ranks, 384 operations, 192 messages, 1.50 KiB (1,536 B)" in r.stdout
+    r = run_cli("comm", e, "--json", cwd=tmp_path)
+    doc = json.loads(r.stdout)
+    assert doc["messages"] == 192 and doc["per_rank"]["sends"] == [12] * 16
+    assert [0, 1, 3, 24] in doc["matrix"]["rows"]
+    r = run_cli("comm", e, "--plot", "m/heat.png", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    first = (tmp_path / "m/heat.png").read_bytes()
+    assert first[:4] == b"\x89PNG"
+    line = one_error(run_cli("comm", e, "--plot", "m/heat.png", cwd=tmp_path))
+    assert "exists" in line and "--overwrite" in line
+    assert run_cli("comm", e, "--plot", "m/heat.png", "--overwrite", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "m/heat.png").read_bytes() == first  # the same file, byte for byte
+
+
+def test_command_on_a_goal_schedule(tmp_path):
+    (tmp_path / "s.goal").write_text("num_ranks 2\nrank 0 {\nl1: send 64b to 1\n}\n"
+                                     "rank 1 {\nl1: recv 64b from 0\n}\n")
+    r = run_cli("comm", "s.goal", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "s.goal (goal)" in r.stdout and "2 ranks, 2 operations, 1 messages, 64 B" in r.stdout
+
+
+@pytest.mark.parametrize("args,words", [
+    (["e.yaml", "--point", "3"], "--point: the experiment has 1 point(s)"),
+    (["e.yaml", "--format", "otf2"], "--format: must be one of auto, goal, ti, dumpi"),
+    (["e.yaml", "--plot", "x.jpg"], "--plot: the file name must end in .png, .svg or .pdf"),
+    (["missing.goal"], "missing.goal: no such GOAL schedule file"),
+])
+def test_refusals(tmp_path, args, words):
+    experiment(tmp_path, {"kind": "allreduce", "ranks": 4})
+    line = one_error(run_cli("comm", *args, cwd=tmp_path))
+    assert words in line
+
+
+def test_open_loop_workload_is_refused(tmp_path):
+    e = experiment(tmp_path, {"kind": "synthetic", "pattern": "uniform", "load": 0.1})
+    line = one_error(run_cli("comm", e, cwd=tmp_path))
+    assert "workload.kind" in line and "open loop" in line
+
+
+def test_a_bad_program_is_refused_as_run_would(tmp_path):
+    e = experiment(tmp_path, {"kind": "collective", "op": "allgather",
+                              "algorithm": "recursive_doubling", "ranks": 12})
+    line = one_error(run_cli("comm", e, cwd=tmp_path))
+    assert "workload.algorithm" in line and "power-of-two" in line

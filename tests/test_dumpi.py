@@ -1,0 +1,167 @@
+"""DUMPI traces (``dumpi2ascii`` output) read into rank programs (``federation.programs.dumpi``):
+a hand-written 3-rank trace read to exact operations and edges, collectives expanded per rank,
+refusals naming the file and line (one message, exit 2), the ``program`` workload reading a
+trace folder, and ``federation export`` writing any program as GOAL (read back the same)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from conftest import one_error, run_cli
+from test_collectives import as_sets
+
+from federation.errors import ConfigError
+from federation.programs.builder import ProgramBuilder
+from federation.programs.checks import check_programs
+from federation.programs.collectives import allreduce
+from federation.programs.dumpi import COLLECTIVE_TAG, read_dumpi
+from federation.programs.goal import read_goal
+
+RING = Path(__file__).parent / "data" / "dumpi" / "ring"
+
+
+def test_ring_trace_to_exact_programs():
+    p = read_dumpi(RING)
+    b = ProgramBuilder(3)
+    for r in range(3):
+        rb = b.rank(r)
+        rb.compute_ps(10_000_000)  # 1 us -> 11 us between MPI_Comm_rank and MPI_Irecv
+        h1 = rb.irecv((r - 1) % 3, 32, 7)  # 4 x MPI_DOUBLE
+        h2 = rb.isend((r + 1) % 3, 32, 7)
+        rb.wait(h1, h2)
+        rb.compute_ps(2_500_000)  # 15 us -> 17.5 us
+    allreduce(b, None, 4, algorithm="recursive_doubling", tag=COLLECTIVE_TAG)  # MPI_INT
+    assert as_sets(p) == as_sets(b.build())
+    assert p.op_label[1] == "dumpi-2024-0000.txt:9" and int(p.op_line[1]) == 9
+    check_programs(p, 3)
+
+
+def test_compute_scale_and_algorithm_choice():
+    p = read_dumpi(RING, compute_scale=0.5, algorithms={"allreduce": "ring"})
+    comp = p.op_time_ps[p.op_kind == 2]
+    assert sorted(set(comp.tolist())) == [1_250_000, 5_000_000]
+    # ring of 4 B over 3 ranks: pieces 2, 2, 0 B; reduce-scatter: 2 exchanges per rank (the
+    # empty piece too), allgather: the empty piece skipped, 2 sends and 2 receives in all
+    assert int((p.op_tag >= COLLECTIVE_TAG).sum()) == 3 * 2 * 2 + 2 * 2 * 2
+
+
+def copy_ring(tmp_path: Path) -> Path:
+    d = tmp_path / "t"
+    shutil.copytree(RING, d)
+    return d
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("change,file,words", [
+    (("int source=2", "int source=-1 (MPI_ANY_SOURCE)"), "0000",
+     "line 12: MPI_Irecv: source -1 is a wildcard"),
+    (("MPI_Datatype datatype=11 (MPI_DOUBLE)", "MPI_Datatype datatype=40 (user-defined)"),
+     "0001", "line 11: MPI_Irecv: the size of datatype 40 (user-defined) is unknown"),
+    (("MPI_Op op=3 (MPI_SUM)\nMPI_Comm comm=2 (MPI_COMM_WORLD)",
+      "MPI_Op op=3 (MPI_SUM)\nMPI_Comm comm=5 (user-comm)"),
+     "0002", "line 34: MPI_Allreduce on communicator 5 (user-comm)"),
+    (("MPI_Waitall entering", "MPI_Waitany entering"), "0000", "MPI_Waitall returns inside"),
+    (("MPI_Request requests[2]=[0, 1]", "MPI_Request requests[2]=[0, 9]"), "0001",
+     "line 27: MPI_Waitall: request 9 was not started"),
+    (("int tag=7", "int tag=-1 (MPI_ANY_TAG)"), "0002", "line 13: MPI_Irecv: tag -1"),
+    (("MPI_Finalize returning at walltime 0.000020000, cputime 0.000000000 seconds in "
+      "thread 0.\n", ""), "0000", "line 36: MPI_Finalize never returns"),
+    (("int count=4\n", "int count=4\nbogus\n"), "0000", "line 11: not a parameter of "
+     "MPI_Irecv: 'bogus'"),
+])
+def test_refusals_name_the_file_and_line(tmp_path, change, file, words):
+    d = copy_ring(tmp_path)
+    edit(d / f"dumpi-2024-{file}.txt", *change)
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
+    assert words in str(e.value) and f"dumpi-2024-{file}.txt" in str(e.value)
+
+
+def test_waitany_is_refused(tmp_path):
+    d = copy_ring(tmp_path)
+    f = d / "dumpi-2024-0000.txt"
+    f.write_text(f.read_text().replace("MPI_Waitall", "MPI_Waitany"))
+    with pytest.raises(ConfigError, match="line 25: MPI_Waitany is not read"):
+        read_dumpi(d)
+
+
+def test_files_must_name_every_rank_once(tmp_path):
+    d = copy_ring(tmp_path)
+    (d / "dumpi-2024-0001.txt").rename(d / "dumpi-2024-0005.txt")
+    with pytest.raises(ConfigError, match="no file for rank 1"):
+        read_dumpi(d)
+    (d / "dumpi-2024-0005.txt").rename(d / "x-0002.txt")
+    with pytest.raises(ConfigError, match="both name rank 2"):
+        read_dumpi(d)
+
+
+def test_an_unmatched_receive_is_refused_with_its_line(tmp_path):
+    d = copy_ring(tmp_path)
+    edit(d / "dumpi-2024-0001.txt", "int dest=2", "int dest=0")  # rank 2's irecv is alone
+    p = read_dumpi(d)
+    with pytest.raises(ConfigError) as e:
+        check_programs(p, 3)
+    assert "dumpi-2024-000" in str(e.value) and ":" in str(e.value)
+    assert "receive" in str(e.value) or "send" in str(e.value)
+
+
+def experiment(tmp_path: Path, trace: str) -> Path:
+    doc = {"schema_version": 1, "name": "d",
+           "machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}},
+           "routing": {"algorithm": "minimal"},
+           "workload": {"kind": "program", "path": trace}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    return tmp_path / "e.yaml"
+
+
+def test_program_workload_runs_a_trace_folder(tmp_path):
+    copy_ring(tmp_path)
+    e = experiment(tmp_path, "t")
+    r = run_cli("run", str(e), "--out", "out", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("comm", "t", cwd=tmp_path)
+    assert "3 ranks, 20 operations, 7 messages" in r.stdout
+
+
+def test_an_unmatched_receive_through_validate_is_one_message(tmp_path):
+    d = copy_ring(tmp_path)
+    edit(d / "dumpi-2024-0001.txt", "int dest=2", "int dest=0")
+    line = one_error(run_cli("validate", str(experiment(tmp_path, "t")), cwd=tmp_path))
+    assert "dumpi-2024-000" in line
+
+
+def test_export_to_goal_reads_back_the_same_programs(tmp_path):
+    r = run_cli("export", str(RING), "--out", "ring.goal", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    back = read_goal(tmp_path / "ring.goal")
+    mine = read_dumpi(RING)
+    for f in ("rank_first", "op_kind", "op_peer", "op_bytes", "op_tag", "op_time_ps"):
+        assert np.array_equal(getattr(back, f), getattr(mine, f)), f
+    assert as_sets(back)[1] == as_sets(mine)[1]
+    line = one_error(run_cli("export", str(RING), "--out", "ring.goal", cwd=tmp_path))
+    assert "exists" in line
+    line = one_error(run_cli("export", str(RING), "--out", "x.goal", "--calc-unit", "1us",
+                             cwd=tmp_path))
+    assert "not a whole number of 1us" in line and "1ps" in line
+
+
+def test_export_an_experiment_with_drawn_compute(tmp_path):
+    doc = {"schema_version": 1, "name": "d", "seed": 4,
+           "machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}},
+           "routing": {"algorithm": "minimal"},
+           "workload": {"kind": "nekbone", "ranks": 8, "iterations": 2,
+                        "compute": {"dist": "normal", "mean": "5us", "std": "1us"}}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    r = run_cli("export", "e.yaml", "--out", "n.goal", "--calc-unit", "1ps", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    back = read_goal(tmp_path / "n.goal", calc_unit_ps=1)
+    assert back.n_ranks == 8 and len(set(back.op_time_ps[back.op_kind == 2].tolist())) == 16

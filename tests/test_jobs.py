@@ -1,0 +1,279 @@
+"""Jobs sharing a machine (issue 21 items 1 and 5): the old form is one job, per-job figures
+add up to the run's, a job alone with ``slowdown`` gives 1.0, open-loop traffic stays inside
+its job's nodes, ``start`` delays a job exactly, and the tables name each row's job."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+from conftest import REPO, run_cli
+
+from federation.pipeline.load import load_experiment
+from federation.pipeline.messages import merged_batches
+from federation.pipeline.run import run_experiment
+from federation.plugin.components import Messages
+
+QUICK = str(REPO / "schemas" / "machines" / "quickstart-dragonfly.yaml")  # 72 nodes
+STOP = {"warmup": "0us", "measure": "4us"}
+
+
+def write(tmp_path, doc: dict, name: str = "e.yaml"):  # noqa: ANN201
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump({"machine": QUICK, **doc}))
+    return path
+
+
+def run(tmp_path, doc: dict, name: str = "e.yaml"):  # noqa: ANN201
+    """The point's summary and tables, as the runner makes them."""
+    loaded = load_experiment(write(tmp_path, doc, name))
+    result = run_experiment(loaded, tmp_path / f"out-{name}", overwrite=True)
+    return result.points[0], tmp_path / f"out-{name}"
+
+
+def table(folder, name: str) -> dict:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(folder / f"{name}-0.parquet").to_pydict()
+
+
+def figures(point) -> dict:  # noqa: ANN001
+    out = point.summary.model_dump(mode="json")
+    out.pop("jobs", None)
+    return out
+
+
+@pytest.mark.parametrize(("old", "jobs"), [
+    ({"workload": {"kind": "synthetic", "load": 0.3, "pattern": "group_shift"}},
+     [{"name": "w", "workload": {"kind": "synthetic", "load": 0.3, "pattern": "group_shift"},
+       "placement": "all"}]),
+    ({"workload": {"kind": "allreduce", "size": "2KiB", "iterations": 2}},
+     [{"name": "w", "workload": {"kind": "allreduce", "size": "2KiB", "iterations": 2},
+       "placement": "rest"}]),
+    ({"workload": {"kind": "pingpong", "sizes": [4096], "iterations": 4, "nodes": [0, 70]},
+      "background": {"kind": "synthetic", "load": 0.4}},
+     [{"name": "fg", "placement": "all", "shared": True,
+       "workload": {"kind": "pingpong", "sizes": [4096], "iterations": 4, "nodes": [0, 70]}},
+      {"name": "bg", "placement": "all", "shared": True,
+       "workload": {"kind": "synthetic", "load": 0.4}}]),
+])
+def test_the_old_form_is_one_job(tmp_path, old, jobs):
+    """``workload`` (and ``background``) and the same as jobs on every node give the same
+    figures and tables; the jobs form adds the per-job summary and the tables' job column."""
+    a, fa = run(tmp_path, {**old, "stop": STOP}, "old.yaml")
+    b, fb = run(tmp_path, {"jobs": jobs, "stop": STOP}, "new.yaml")
+    assert a.summary.jobs is None and b.summary.jobs is not None
+    assert figures(a) == figures(b)
+    for name in ("packets", "messages", "ports"):
+        ta, tb = table(fa, name), table(fb, name)
+        tb.pop("job", None)
+        assert ta == tb, name
+
+
+def mixed(**extra) -> dict:
+    return {"jobs": [
+        {"name": "ar", "workload": {"kind": "allreduce", "size": "4KiB", "iterations": 2},
+         "placement": {"kind": "random_nodes", "count": 16}},
+        {"name": "pp", "workload": {"kind": "pingpong", "sizes": [512, 16384], "iterations": 3},
+         "placement": {"kind": "list", "nodes": [5, 66]}},
+        {"name": "bg", "workload": {"kind": "synthetic", "load": 0.3},
+         "placement": "rest"},
+    ], "stop": STOP, **extra}
+
+
+def test_per_job_figures_add_up_to_the_run(tmp_path):
+    point, folder = run(tmp_path, mixed())
+    s = point.summary
+    jobs = {j.name: j for j in s.jobs}
+    for key in ("packets_delivered", "bytes_delivered"):
+        assert sum(getattr(j, key) for j in jobs.values()) == getattr(s, key), key
+    assert jobs["ar"].messages + jobs["pp"].messages == s.programs.messages
+    assert jobs["ar"].operations + jobs["pp"].operations == s.programs.operations
+    assert jobs["ar"].ranks == 16 and jobs["pp"].ranks == 2
+    assert max(jobs["ar"].completion_ns, jobs["pp"].completion_ns) == s.programs.completion_ns
+    ports = table(folder, "ports")
+    nic = np.array(ports["bytes"])[np.array(ports["node"]) >= 0]
+    nic_rows = [i for i, r in enumerate(ports["router"]) if r < 0]
+    assert sum(j.injection_bytes for j in jobs.values()) == int(
+        np.array(ports["bytes"])[nic_rows].sum()) and nic.size
+    # two closed-loop jobs: the engine's sums over program packets cannot be split by job
+    assert jobs["ar"].latency_ns is None and jobs["pp"].mean_hops is None
+    assert jobs["bg"].latency_ns.p99 is not None
+    msgs = table(folder, "messages")
+    assert set(msgs["job"]) == {"ar", "pp", "bg"}
+    for name in ("ar", "pp"):
+        rows = [i for i, j in enumerate(msgs["job"]) if j == name]
+        assert len(rows) == jobs[name].messages
+
+
+def test_open_loop_jobs_add_up_and_keep_their_percentiles(tmp_path):
+    """Two open-loop jobs: per-job packets, bytes and mean latency recombine into the run's;
+    each job's percentiles are its own packets' (from the packets table)."""
+    doc = {"jobs": [
+        {"name": "a", "workload": {"kind": "synthetic", "load": 0.5,
+                                   "pattern": {"kind": "shift", "offset": 3}},
+         "placement": {"kind": "random_routers", "count": 24}},
+        {"name": "b", "workload": {"kind": "synthetic", "load": 0.2,
+                                   "injection": "poisson"}, "placement": "rest"}],
+        "stop": STOP}
+    point, folder = run(tmp_path, doc)
+    s = point.summary
+    a, b = s.jobs
+    assert a.packets_delivered + b.packets_delivered == s.packets_delivered
+    assert a.packets_generated + b.packets_generated == s.packets_generated
+    assert a.bytes_injected + b.bytes_injected == s.bytes_injected
+    pk = table(folder, "packets")
+    measured = np.array(pk["measured"])
+    lat = (np.array(pk["delivered_ps"]) - np.array(pk["created_ps"]))[measured] / 1e3
+    job = np.array(pk["job"])[measured]
+    for j in (a, b):
+        mine = lat[job == j.name]
+        assert j.latency_ns.mean == pytest.approx(mine.mean(), rel=1e-12)
+        assert j.latency_ns.p99 == pytest.approx(float(np.percentile(mine, 99)), rel=1e-12)
+    n = a.packets_delivered + b.packets_delivered
+    assert s.latency_ns.mean == pytest.approx(
+        (a.latency_ns.mean * len(lat[job == "a"]) + b.latency_ns.mean * len(lat[job == "b"]))
+        / len(lat), rel=1e-12) and n
+
+
+def test_confined_traffic_never_leaves_its_nodes(tmp_path):
+    """A synthetic job's uniform traffic stays among its own nodes, every destination of
+    them drawn."""
+    doc = {"jobs": [{"name": "u", "workload": {"kind": "synthetic", "load": 0.6},
+                     "placement": {"kind": "random_nodes", "count": 10}},
+                    {"name": "other", "workload": {"kind": "allreduce"},
+                     "placement": {"kind": "contiguous", "count": 8}}],
+           "stop": STOP}
+    point, folder = run(tmp_path, doc)
+    nodes = set(point.summary.jobs[0].nodes)
+    msgs = table(folder, "messages")
+    mine = [i for i, j in enumerate(msgs["job"]) if j == "u"]
+    assert mine and {msgs["src"][i] for i in mine} == nodes
+    assert {msgs["dst"][i] for i in mine} == nodes
+    assert all(msgs["src"][i] != msgs["dst"][i] for i in mine)
+    pk = table(folder, "packets")
+    assert set(pk["src"]) | set(pk["dst"]) <= nodes
+
+
+def test_a_job_alone_with_slowdown_gives_one(tmp_path):
+    doc = {"jobs": [{"name": "ar", "workload": {"kind": "allreduce", "size": "8KiB"},
+                     "placement": {"kind": "random_nodes", "count": 12}}], "slowdown": True}
+    point, _ = run(tmp_path, doc)
+    (j,) = point.summary.jobs
+    assert j.slowdown == 1.0 and j.completion_alone_ns == j.completion_ns > 0
+
+
+def test_slowdown_beside_background(tmp_path):
+    """Beside a loaded background the same job on the same nodes is slower; alone it takes
+    what the job alone takes."""
+    alone, _ = run(tmp_path, {"jobs": [mixed()["jobs"][0]]}, "alone.yaml")
+    both, _ = run(tmp_path, {**mixed(slowdown=True),
+                             "jobs": [mixed()["jobs"][0], {**mixed()["jobs"][2],
+                                                           "workload": {"kind": "synthetic",
+                                                                        "load": 0.9}}],
+                             "stop": {"warmup": "0us", "measure": "40us"}}, "both.yaml")
+    fg = both.summary.jobs[0]
+    assert fg.completion_alone_ns == alone.summary.jobs[0].completion_ns
+    assert fg.slowdown == fg.completion_ns / fg.completion_alone_ns > 1
+
+
+def test_start_delays_a_job_exactly(tmp_path):
+    """On an otherwise idle machine a job started later runs the same: its completion from
+    its start is the one from 0, its ranks finish that much later."""
+    base = {"name": "ar", "workload": {"kind": "allreduce", "size": "1KiB"},
+            "placement": {"kind": "contiguous", "count": 8}}
+    now, _ = run(tmp_path, {"jobs": [base]}, "now.yaml")
+    later, _ = run(tmp_path, {"jobs": [{**base, "start": "3us"}]}, "later.yaml")
+    assert later.summary.jobs[0].completion_ns == now.summary.jobs[0].completion_ns
+    assert later.summary.jobs[0].start_ns == 3000.0
+    assert later.summary.programs.completion_ns == now.summary.programs.completion_ns + 3000
+    assert later.summary.jobs[0].operations == now.summary.jobs[0].operations
+
+
+def test_open_loop_start_and_the_window(tmp_path):
+    doc = {"jobs": [{"name": "a", "workload": {"kind": "synthetic", "load": 0.3},
+                     "placement": {"kind": "contiguous", "count": 20}, "start": "2us"},
+                    {"name": "b", "workload": {"kind": "synthetic", "load": 0.3},
+                     "placement": "rest"}], "stop": STOP}
+    _, folder = run(tmp_path, doc)
+    msgs = table(folder, "messages")
+    first = min(c for c, j in zip(msgs["created_ps"], msgs["job"], strict=True) if j == "a")
+    assert first >= 2_000_000
+    assert min(c for c, j in zip(msgs["created_ps"], msgs["job"], strict=True) if j == "b") \
+        < 2_000_000
+
+
+def test_merged_streams_are_the_sorted_union():
+    rng = np.random.default_rng(5)
+
+    def stream(k: int):  # noqa: ANN202
+        ends = np.sort(rng.integers(1, 10_000, size=5))
+        parts, t0 = [], 0
+        for e in ends.tolist():
+            t = np.sort(rng.integers(t0, e, size=rng.integers(0, 30)))
+            parts.append((e, Messages(t, np.full(t.size, k, np.int32),
+                                      np.zeros(t.size, np.int32), np.ones(t.size, np.int64))))
+            t0 = e
+        return lambda: iter(parts)
+
+    streams = [stream(k) for k in range(3)]
+    merged = list(merged_batches(streams)())
+    ends = [e for e, _ in merged]
+    assert ends == sorted(ends)
+    last = 0
+    for e, m in merged:
+        assert (m.time_ps >= last).all() and (m.time_ps < e).all()
+        last = e
+    got = np.concatenate([m.time_ps for _, m in merged])
+    want = np.sort(np.concatenate([m.time_ps for s in streams for _, m in s()]))
+    assert np.array_equal(got, want)
+
+
+def test_results_name_every_job_and_its_nodes(tmp_path):
+    e = write(tmp_path, mixed())
+    r = run_cli("run", str(e), "--out", "o", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    p = doc["points"][0]
+    names = [j["name"] for j in p["summary"]["jobs"]]
+    assert names == ["ar", "pp", "bg"]
+    nodes = [set(j["nodes"]) for j in p["summary"]["jobs"]]
+    assert nodes[1] == {5, 66} and len(nodes[0]) == 16 and not nodes[0] & nodes[1]
+    assert set().union(*nodes) == set(range(72))
+    assert [j["name"] for j in p["workload"]["jobs"]] == names
+    assert p["resolved"]["jobs"][0]["placement"] == {"kind": "random_nodes", "count": 16}
+    assert "jobs.bg.placement" in p["components"]
+    # the resolved document runs again to the same figures
+    (tmp_path / "r.json").write_text(json.dumps(p["resolved"]))
+    r2 = run_cli("run", "r.json", "--out", "o2", "--json", cwd=tmp_path)
+    assert r2.returncode == 0, r2.stderr
+    assert json.loads(r2.stdout)["points"][0]["summary"] == p["summary"]
+    # the terminal table has a row per job
+    r3 = run_cli("run", str(e), "--out", "o3", cwd=tmp_path)
+    rows = [ln.split() for ln in r3.stdout.splitlines()]
+    assert any(x[:2] == ["ar", "allreduce"] for x in rows)
+    assert any(x[:2] == ["bg", "synthetic"] for x in rows)
+
+
+def test_plot_draws_each_jobs_completion_and_slowdown(tmp_path):
+    """``federation plot`` draws the jobs figure from summary.jobs: the bars are the
+    summary's completion, alone and slowdown."""
+    from federation.plots.data import series_of
+    from federation.plots.jobs import draw_jobs
+    from federation.plots.reader import load_folder
+
+    point, folder = run(tmp_path, mixed(slowdown=True))
+    fig = draw_jobs(series_of([load_folder(folder)]), [load_folder(folder)], tmp_path / "p",
+                    "png")
+    jobs = {j.name: j for j in point.summary.jobs}
+    assert [b.job for b in fig.bars] == ["ar", "pp"]  # the closed-loop ones
+    for b in fig.bars:
+        j = jobs[b.job]
+        assert (b.completion_ns, b.alone_ns, b.slowdown) == (
+            j.completion_ns, j.completion_alone_ns, j.slowdown)
+    assert fig.path.is_file()
+    r = run_cli("plot", str(folder), "--out", str(tmp_path / "all"), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "all" / "jobs.png").is_file()

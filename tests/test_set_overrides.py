@@ -1,0 +1,188 @@
+"""``--set key=value``: read as the file reads values, and never silently beaten by the sweep.
+
+Issue 17, case 7: ``--set workload.load=0.3`` was ignored when the file swept
+``workload.load``; ``--set workload.load=.nan`` passed ``validate`` (the sweep replaced it);
+``--set x=5e8`` was a string where the same ``5e8`` in a file is a number.  The rule now: an
+override fixes the value it gives in every point (see :mod:`federation.pipeline.overrides`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import one_error, run_cli
+
+from federation.errors import ConfigError
+from federation.pipeline.load import load_experiment
+
+MACHINE = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
+
+
+def _files(tmp: Path, sweep: str = "{workload.load: [0.1, 0.2, 0.3]}",
+           machine: str = "m.yaml") -> Path:
+    (tmp / "m.yaml").write_text(MACHINE)
+    (tmp / "m2.yaml").write_text(MACHINE + "links: {global: {latency: 300ns}}\n")
+    e = tmp / "e.yaml"
+    e.write_text(f"machine: {machine}\nrouting: {{algorithm: minimal}}\n"
+                 "workload: {kind: synthetic, pattern: uniform, load: 0.1}\n"
+                 f"stop: {{warmup: 0.1us, measure: 0.5us}}\nsweep: {sweep}\n")
+    return e
+
+
+def _loads(loaded) -> list[float]:
+    return [p.workload.params.load for p in loaded.points]
+
+
+def _refused(e: Path, *sets: str) -> str:
+    with pytest.raises(ConfigError) as exc:
+        load_experiment(e, list(sets))
+    return str(exc.value)
+
+
+def test_override_of_a_swept_key_replaces_the_axis(tmp_path):
+    e = _files(tmp_path)
+    loaded = load_experiment(e, ["workload.load=0.3"])
+    assert _loads(loaded) == [0.3] and loaded.points[0].sweep == {}
+    assert loaded.experiment.sweep == {}
+    assert loaded.notes == [f"--set workload.load=0.3 replaces the sweep over workload.load "
+                            f"(3 values) in {e}: every point has workload.load = 0.3"]
+    # the other axes stay: one point per routing, all at 0.3
+    e2 = _files(tmp_path, "{workload.load: [0.1, 0.2], routing.algorithm: [minimal, valiant]}")
+    loaded = load_experiment(e2, ["workload.load=0.3"])
+    assert _loads(loaded) == [0.3, 0.3]
+    assert [p.sweep for p in loaded.points] == [{"routing.algorithm": "minimal"},
+                                                {"routing.algorithm": "valiant"}]
+
+
+def test_cli_notes_the_replaced_axis_and_the_run_records_the_value(tmp_path):
+    _files(tmp_path, sweep="{workload.load: [0.1, 0.2]}")
+    r = run_cli("run", "e.yaml", "--set", "workload.load=0.25", "--out", "o", "--set",
+                "outputs={packets: false, ports: false, messages: false}", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[0] == (
+        "note: --set workload.load=0.25 replaces the sweep over workload.load (2 values) in "
+        "e.yaml: every point has workload.load = 0.25")
+    doc = json.loads((tmp_path / "o" / "results.json").read_text())
+    (point,) = doc["points"]
+    assert point["sweep"] == {} and point["resolved"]["workload"]["load"] == 0.25
+    assert "sweep" not in point["resolved"]
+
+
+def test_nan_override_is_refused_even_where_the_sweep_would_hide_it(tmp_path):
+    e = _files(tmp_path)
+    for text in (".nan", ".inf", "-.inf"):
+        msg = _refused(e, f"workload.load={text}")
+        assert msg.startswith("--set: workload.load: ") and "not a finite number" in msg
+    msg = _refused(e, "sweep.workload.load=[0.1, .nan]")
+    assert msg.startswith("--set: sweep.workload.load[1]: nan is not a finite number")
+    line = one_error(run_cli("validate", "e.yaml", "--set", "workload.load=.nan",
+                             cwd=tmp_path))
+    assert line.startswith("error: --set: workload.load: nan is not a finite number")
+
+
+def test_values_are_read_as_in_a_file(tmp_path):
+    e = _files(tmp_path)
+    # 5e8 is a number in a file (YAML 1.2 rule of read_document) and so on the command line
+    loaded = load_experiment(e, ["machine.links.global.bandwidth=5e8"])
+    assert loaded.points[0].machine.machine.links["global"].bandwidth == 5e8
+    (tmp_path / "m3.yaml").write_text(MACHINE + "links: {global: {bandwidth: 5e8}}\n")
+    in_file = load_experiment(_files(tmp_path, machine="m3.yaml"))
+    assert in_file.points[0].machine.machine.links["global"].bandwidth == 5e8
+    assert _loads(load_experiment(e, ["sweep.workload.load=[5e-1, 1e-1]"])) == [0.5, 0.1]
+    # a key twice in a mapping, and text that is not YAML, are refused as in a file
+    msg = _refused(e, "workload={kind: synthetic, kind: messages}")
+    assert msg.startswith("--set: workload: duplicate key 'kind'")
+    assert _refused(e, "name=[x").startswith("--set: name: invalid YAML at line 1")
+    # an empty value is null, as after 'name:' in a file
+    assert load_experiment(e, ["name="]).experiment.name is None
+
+
+def test_sweep_keys_are_axes(tmp_path):
+    e = _files(tmp_path)
+    loaded = load_experiment(e, ["sweep.workload.load=[0.4, 0.5]"])
+    assert _loads(loaded) == [0.4, 0.5]
+    loaded = load_experiment(e, ["sweep.routing.algorithm=[minimal, valiant]"])
+    assert len(loaded.points) == 6
+    assert load_experiment(e, ["sweep={}"]).points[0].sweep == {}
+    msg = _refused(e, "sweep.workload.load=0.4")
+    assert "sweep.workload.load" in msg and "valid list" in msg
+    assert "(the value comes from --set sweep.workload.load=0.4)" in msg
+
+
+def test_contradicting_overrides_are_refused_naming_both(tmp_path):
+    e = _files(tmp_path)
+    assert _refused(e, "workload.load=0.3", "sweep.workload.load=[0.1]") == (
+        "--set: --set workload.load=0.3 fixes workload.load, which --set sweep... sweeps; "
+        "give one of them")
+    assert _refused(e, "workload.load=0.3", "workload.load=0.4") == (
+        "--set: workload.load is given twice (--set workload.load=0.3 and --set "
+        "workload.load=0.4); give it once")
+    assert _refused(e, "workload={kind: synthetic, load: 0.4}", "workload.load=0.2") == (
+        "--set: --set workload={kind: synthetic, load: 0.4} and --set workload.load=0.2 both "
+        "give workload.load; give it once")
+    assert "both give sweep.workload.load" in _refused(
+        e, "sweep={workload.load: [0.1]}", "sweep.workload.load=[0.2]")
+
+
+def test_ancestor_override_keeps_the_axes_it_does_not_give(tmp_path):
+    e = _files(tmp_path)
+    loaded = load_experiment(e, ["workload={kind: synthetic, pattern: group_shift}"])
+    assert _loads(loaded) == [0.1, 0.2, 0.3] and not loaded.notes
+    assert {p.workload.params.pattern.kind for p in loaded.points} == {"group_shift"}
+    loaded = load_experiment(e, ["workload={kind: synthetic, pattern: group_shift, load: 0.05}"])
+    assert _loads(loaded) == [0.05] and len(loaded.notes) == 1
+
+
+def test_machine_overrides_reach_a_machine_file_and_a_swept_machine(tmp_path):
+    e = _files(tmp_path)
+    loaded = load_experiment(e, ["machine.links.global.latency=50ns"])
+    assert [p.machine.machine.links["global"].latency for p in loaded.points] == [
+        pytest.approx(50e-9)] * 3
+    # the file sweeps whole machine files: the override applies inside each
+    e2 = _files(tmp_path, sweep="{machine: [m.yaml, m2.yaml]}")
+    loaded = load_experiment(e2, ["machine.router.vcs=4"])
+    assert [p.machine.machine.router.vcs for p in loaded.points] == [4, 4]
+    assert [p.sweep["machine"] for p in loaded.points] == ["m.yaml", "m2.yaml"]
+    assert loaded.points[1].machine.machine.links["global"].latency == pytest.approx(300e-9)
+    assert "global" not in loaded.points[0].machine.machine.links
+    # replacing the machine replaces the axis over machines
+    loaded = load_experiment(e2, ["machine=m2.yaml"])
+    assert len(loaded.points) == 1 and loaded.points[0].sweep == {}
+    # the file's other fields stay: a sweep inside an overridden machine applies on top
+    e3 = _files(tmp_path, sweep="{machine.router.vcs: [3, 4]}")
+    loaded = load_experiment(e3, ["machine=m2.yaml"])
+    assert [p.machine.machine.router.vcs for p in loaded.points] == [3, 4]
+    assert [p.machine.machine.links["global"].latency for p in loaded.points] == [
+        pytest.approx(300e-9)] * 2
+
+
+def test_errors_name_the_file_and_the_override_that_gave_the_value(tmp_path):
+    e = _files(tmp_path)
+    m = tmp_path / "m.yaml"
+    assert _refused(e, "foo.bar=1") == (
+        f"{e}: foo: unknown key (the value comes from --set foo.bar=1)")
+    # a field of the machine file is named in that file, as loading it would
+    assert _refused(e, "machine.routr.vcs=1") == (
+        f"{m}: routr: unknown key (the value comes from --set machine.routr.vcs=1)")
+    assert _refused(e, "machine.links.global.bandwidth=-5") == (
+        f"{m}: links.global.bandwidth: must be positive, got -5 (the value comes from --set "
+        "machine.links.global.bandwidth=-5)")
+    assert _refused(e, "machine.topology.p=0") == (
+        f"{m}: topology.p: Input should be greater than or equal to 1 (the value comes from "
+        "--set machine.topology.p=0)")
+    # an error the file makes by itself is not blamed on an unrelated override
+    m.write_text(MACHINE.replace("p: 2", "p: 0"))
+    assert _refused(e, "workload.load=0.2") == (
+        f"{m}: topology.p: Input should be greater than or equal to 1")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("nonsense", "expected key=value"), ("=3", "empty key"),
+    ("a..b=1", "'a..b' has an empty field name"), ("workload.=1", "empty field name"),
+])
+def test_malformed_overrides(tmp_path, text, words):
+    e = _files(tmp_path)
+    msg = _refused(e, text)
+    assert msg.startswith("--set: ") and words in msg
