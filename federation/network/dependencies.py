@@ -190,6 +190,8 @@ class Walk:
             bump = tables.port_vc_bump
             self.bump = (np.zeros(n_ports, np.int64) if bump is None
                          else np.asarray(bump).astype(np.int64))
+            # minimal's vc_step: on (BookSim2): a bumping hop itself takes the higher VC
+            self.on_bump = bool(tables.extra.get("vc_on_bump", False))
             self.D, self.dim0 = 1, 0
         else:
             pd = (np.full(n_ports, -1, np.int64) if tables.port_dim is None
@@ -444,8 +446,8 @@ class Walk:
         and whether the VC exists (a VC beyond ``router.vcs`` stops the run instead)."""
         if self.counter:
             lvl = s
-            vc = lvl + off
             s2 = lvl + self.bump[o]
+            vc = (s2 if self.on_bump else lvl) + off
         else:
             lvl, d = np.divmod(s, self.D)
             do = self.dimidx[o]

@@ -40,7 +40,7 @@ from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA, use
 from federation.engine.jit import part
 from federation.engine.tables_route import route, table_port, table_program, ugal_choice
 from federation.models.units import PositiveSize
-from federation.plugin.components import RoutingProgram, TablePlan
+from federation.plugin.components import ClassPlan, RoutingProgram, TablePlan
 from federation.plugins.routings.valiant import Valiant
 
 
@@ -56,6 +56,17 @@ def decide_at_injection(sim, tables, node, pk):
 
 
 # --------------------------------------------------------------------------- intermediate: node
+#: BookSim2's VC = phase, as moves between (link class, VC): phase 0 (VC 0) local, global,
+#: local to the intermediate router; phase 1 (VC 1) local hops up to the global hop, which
+#: and whatever follows it take VC 2.  The proof finds the cycle local 0 -> global 0 -> local
+#: 0 (a packet on its way to an intermediate and one leaving its source group share the local
+#: VC 0 channels), so this plan is refused unless --no-deadlock-check: a reproduction of
+#: BookSim's figures, not a routing proved safe.
+NODE_PLAN = ClassPlan((
+    ("local", 0, "global", 0), ("global", 0, "local", 0),
+    ("local", 0, "local", 1), ("local", 0, "global", 2),
+    ("global", 0, "local", 1), ("global", 0, "global", 2),
+    ("local", 1, "global", 2), ("global", 2, "local", 2)))
 # P_PHASE holds BookSim's phase (the VC); P_LEVEL is 1 once the choice is made.
 
 
@@ -161,6 +172,7 @@ class Ugal(Valiant):
             inject = node_inject if self.params.decide == "injection" else None
             prog = table_program(node_route, tables, network.ports.n_ports, inject)
             prog.via_limit = network.n_routers
+            prog.vc_plan = NODE_PLAN
             return prog
         if self.params.decide == "source_router":
             return None  # the table routing decides at the source router
