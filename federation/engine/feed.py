@@ -40,7 +40,11 @@ REC_DELIVER = 7  #: ps (-1: still in the network when the run ended)
 REC_HOPS = 8  #: router-to-router hops
 REC_MINIMAL = 9  #: 1 unless the routing marked it non-minimal
 REC_VIA = 10  #: the routing's intermediate (group or router, -1 none)
-REC_COLS = 11
+#: -1: an open-loop packet; else a rank program's packet of this flow (message = flow // 3;
+#: its REC_ID is -1, the driver numbers them in delivery order): only when the run keeps
+#: their rows (``Prog.keep``)
+REC_FLOW = 11
+REC_COLS = 12
 
 #: records the loop buffers before the driver drains them (88 B each: 1.4 MB); each drain
 #: is a stop of the loop and a vectorised pass in Python, so fewer, larger drains are faster
@@ -64,13 +68,38 @@ def record(sim, pg, row, now):
     """Open-loop packet in ``row`` reached its destination NIC: write its record for the
     driver and give its row back."""
     sc = sim.sc
+    i = write_record(sim, row, now)
+    rec = sim.rec
+    pm = sim.pm
+    rec[i, REC_ID] = pm[row, A.M_ID]
+    rec[i, REC_MSG] = pm[row, A.M_MSG]
+    rec[i, REC_FLOW] = -1
+    pm[row, A.M_ID] = -1
+    pg.free[sc[S_FREE]] = row
+    sc[S_FREE] += 1
+
+
+@part
+def record_program(sim, row, f, now):
+    """Rank-program packet of flow ``f`` in ``row`` reached its destination NIC and the run
+    keeps its packets' rows (``Prog.keep``): write its record (the caller frees the row)."""
+    i = write_record(sim, row, now)
+    rec = sim.rec
+    rec[i, REC_ID] = -1
+    rec[i, REC_MSG] = f // 3
+    rec[i, REC_FLOW] = f
+
+
+@part
+def write_record(sim, row, now):
+    """The next delivery record (returned) with the figures of the packet in ``row``, which
+    arrived ``now``; the caller fills in who it is."""
+    sc = sim.sc
     i = sc[S_REC]
     sc[S_REC] = i + 1
     rec = sim.rec
     ps = sim.ps
     pm = sim.pm
-    rec[i, REC_ID] = pm[row, A.M_ID]
-    rec[i, REC_MSG] = pm[row, A.M_MSG]
     rec[i, REC_SRC] = ps[row, A.P_SRC]
     rec[i, REC_DST] = ps[row, A.P_DST]
     rec[i, REC_SIZE] = ps[row, A.P_SIZE]
@@ -80,9 +109,7 @@ def record(sim, pg, row, now):
     rec[i, REC_HOPS] = ps[row, A.P_HOPS]
     rec[i, REC_MINIMAL] = ps[row, A.P_MINIMAL]
     rec[i, REC_VIA] = ps[row, A.P_VIA]
-    pm[row, A.M_ID] = -1
-    pg.free[sc[S_FREE]] = row
-    sc[S_FREE] += 1
+    return i
 
 
 @part
@@ -304,6 +331,7 @@ def undelivered(sim: Sim) -> np.ndarray:
     out[:, REC_HOPS] = ps[rows, A.P_HOPS]
     out[:, REC_MINIMAL] = ps[rows, A.P_MINIMAL]
     out[:, REC_VIA] = ps[rows, A.P_VIA]
+    out[:, REC_FLOW] = -1
     # the feed past each NIC's pointer, less the heads that already have rows
     slots, node = backlog(sim)
     head_born = (sim.nic_orow[node] >= 0) & (slots == sim.nic_ptr[node])
@@ -316,6 +344,7 @@ def undelivered(sim: Sim) -> np.ndarray:
     wait[:, REC_SRC] = node
     wait[:, REC_INJECT] = -1
     wait[:, REC_MINIMAL] = 1
+    wait[:, REC_FLOW] = -1
     out = np.concatenate([out, wait])
     out[:, REC_DELIVER] = -1
     return out

@@ -123,6 +123,9 @@ class NativeRun:
     #: keep every packet's and message's row for the tables (``outputs.packets`` /
     #: ``outputs.messages``); else only sums and percentiles
     keep_packets: bool = True
+    #: and the rank programs' packets' rows too (``outputs.packets``: the messages table needs
+    #: none of them); without it the loop only sums them (``Prog.pstat``)
+    keep_program_packets: bool = True
     #: packet rows the engine may hold at once (the memory limit): a run that queues more
     #: (a saturated network's NIC backlog) stops with a message instead of swapping
     max_rows: int = 1 << 34
@@ -256,6 +259,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     P, V, N = pt.n_ports, job.n_vcs, net.n_nodes
     port_ser, port_lat, port_buf, router_delay = _port_figures(job)
     pg = job.programs.prog if job.programs is not None else no_programs(N)
+    keep_programs = job.programs is not None and job.keep_packets and job.keep_program_packets
+    pg = pg._replace(keep=np.int64(keep_programs))
     sim = _initial_state(job, port_ser, port_lat, port_buf, router_delay, pg)
     prog = job.program or RoutingProgram(table_route, program_tables(job.tables, P),
                                          job.tables.vcs_required, job.tables.description)
@@ -268,7 +273,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                         (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
                         iq=job.iq)
     state = [sim, pg]  # replaced when the heap or the pool grows
-    sink = PacketSink(job.window, keep=job.keep_packets)
+    sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs)
     chunks = job.chunks()
     pending: list[PacketChunk | None] = [next(chunks, None)]
     total = (job.programs.n_packets if job.programs is not None else 0) + (

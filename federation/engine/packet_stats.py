@@ -3,12 +3,14 @@
 The native engine hands its driver one record per delivered open-loop packet
 (:mod:`federation.engine.feed`); a :class:`PacketSink` folds them into sums, per-message
 completion and exact latency percentiles, so that a run with 10^8 packets needs memory for
-what is in flight, not for every packet.  Percentiles stay exact: the measured packets'
-latencies go to an in-memory buffer that spills to a temporary file past
-:data:`SPILL_VALUES`, and :func:`order_statistics` finds the k-th smallest value in a few
-histogram passes over it (each pass narrows the value range 65,536-fold), so nothing is ever
-sorted whole.  The per-packet and per-message tables are kept only when asked for (``keep``),
-and then on disk, in order, as the rows come (:mod:`federation.results.spool`).
+what is in flight, not for every packet.  Rank programs' packets leave records only when the
+run keeps its packets table, and those only become rows (the loop sums their figures itself).
+Percentiles stay exact: the measured packets' latencies go to an in-memory buffer that
+spills to a temporary file past :data:`SPILL_VALUES`, and :func:`order_statistics` finds the
+k-th smallest value in a few histogram passes over it (each pass narrows the value range
+65,536-fold), so nothing is ever sorted whole.  The per-packet and per-message tables are
+kept only when asked for (``keep``), and then on disk, in order, as the rows come
+(:mod:`federation.results.spool`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from federation.engine.feed import (
     REC_CREATED,
     REC_DELIVER,
     REC_DST,
+    REC_FLOW,
     REC_HOPS,
     REC_ID,
     REC_INJECT,
@@ -168,6 +171,9 @@ class PacketStats:
     packets: Spool | None = None
     #: the open-loop messages' rows by message number, spooled likewise
     messages: Spool | None = None
+    #: the rank programs' packets' rows in delivery order (``keep_programs``), else ``None``;
+    #: their figures are not in the sums above (the loop sums them: ``Prog.pstat``)
+    program_packets: Spool | None = None
 
 
 #: the open-loop messages' columns the sink keeps (:meth:`_Chunk.rows`; the messages table
@@ -201,10 +207,11 @@ class _Chunk:
 
 class PacketSink:
     """Folds delivery records into :class:`PacketStats` (``window``: ``[w0, w1)`` ps, or
-    ``None``: every delivered packet is measured)."""
+    ``None``: every delivered packet is measured).  ``keep_programs``: the records of rank
+    programs' packets come too (``Prog.keep``), and go to their own table only."""
 
     def __init__(self, window: tuple[int, int] | None, keep: bool = False,
-                 spill_at: int = SPILL_VALUES) -> None:
+                 spill_at: int = SPILL_VALUES, keep_programs: bool = False) -> None:
         self.w0, self.w1 = window if window is not None else (0, _NEVER)
         self.s = PacketStats()
         self.lat, self.net = ValueStore(spill_at), ValueStore(spill_at)
@@ -214,6 +221,8 @@ class PacketSink:
         self.packet_rows = InOrder("packet", Spool(PACKET_COLUMNS)) if keep else None
         self.message_rows = InOrder("message", Spool(MESSAGE_COLUMNS)) if keep else None
         self.end = _NEVER  #: messages created after this never existed (:meth:`ended`)
+        # the programs' packets, numbered in delivery order (a deterministic order: the loop's)
+        self.program_rows = Spool(PROGRAM_PACKET_COLUMNS) if keep_programs else None
 
     def loaded(self, c: PacketChunk) -> None:
         """A chunk entered the engine: its packets count as generated."""
@@ -224,6 +233,11 @@ class PacketSink:
 
     def add(self, rec: np.ndarray) -> None:
         """Records of delivered packets (or, at the end, undelivered ones: delivery -1)."""
+        if self.program_rows is not None and rec.shape[0]:
+            prog = rec[:, REC_FLOW] >= 0
+            if prog.any():
+                self._programs(rec[prog])
+                rec = rec[~prog]
         if not rec.shape[0]:
             return
         if self.packet_rows is not None:
@@ -249,6 +263,15 @@ class PacketSink:
             s.hops += int(m[:, REC_HOPS].sum())
             s.nonminimal += int((m[:, REC_MINIMAL] == 0).sum())
         self._messages(d)
+
+    def _programs(self, rec: np.ndarray) -> None:
+        """Rows of delivered program packets: every one measured (a program run's window is
+        the whole run); ``packet`` numbers them in delivery order."""
+        assert self.program_rows is not None
+        cols = _packet_columns(rec, 0, _NEVER)
+        cols["packet"] = self.program_rows.rows + np.arange(rec.shape[0], dtype=np.int64)
+        cols["flow"] = rec[:, REC_FLOW].copy()
+        self.program_rows.append(cols)
 
     def ended(self, rec: np.ndarray, end_ps: int) -> None:
         """The run ended at ``end_ps`` (rank programs finished) with the packets of ``rec``
@@ -302,6 +325,7 @@ class PacketSink:
         if self.packet_rows is not None and self.message_rows is not None:
             s.packets = self.packet_rows.flush()
             s.messages = self.message_rows.flush()
+        s.program_packets = self.program_rows
         return s
 
 
@@ -326,6 +350,9 @@ def _packet_columns(rec: np.ndarray, w0: int, w1: int) -> dict[str, np.ndarray]:
 
 #: the packets table's columns
 PACKET_COLUMNS = list(_packet_columns(np.zeros((0, REC_COLS), dtype=np.int64), 0, 0))
+#: the rank programs' packets' columns (``flow``: message ``flow // 3``; ``flow % 3``: data,
+#: rendezvous request or reply, see :mod:`federation.engine.programs`)
+PROGRAM_PACKET_COLUMNS = [*PACKET_COLUMNS, "flow"]
 
 
 def stats_of_packets(pk: Packets, inject: np.ndarray, deliver: np.ndarray, hops: np.ndarray,
@@ -339,6 +366,7 @@ def stats_of_packets(pk: Packets, inject: np.ndarray, deliver: np.ndarray, hops:
                    (REC_INJECT, inject), (REC_DELIVER, deliver), (REC_HOPS, hops),
                    (REC_MINIMAL, minimal), (REC_VIA, via)):
         rec[:, col] = x
+    rec[:, REC_FLOW] = -1
     sink = PacketSink(window, keep)
     if pk.count:
         sink.loaded(whole_chunk(pk))

@@ -55,6 +55,7 @@ from federation.engine.events import (
     S_STACK,
     push,
 )
+from federation.engine.feed import record_program
 from federation.engine.jit import part
 from federation.engine.prefetch import prefetch
 from federation.engine.queue import room
@@ -332,9 +333,10 @@ def new_packet(sim, pg, node, f):
 
 @part
 def delivered(sim, pg, pk, now):
-    """Program packet ``pk`` reached its destination NIC: count it, free its row, and when
-    it completes its flow: data finishes (or awaits) the receive, a request is answered once
-    the receive is posted, a reply queues the data."""
+    """Program packet ``pk`` reached its destination NIC: count it (and record it when the run
+    keeps its packets table), free its row, and when it completes its flow: data finishes (or
+    awaits) the receive, a request is answered once the receive is posted, a reply queues the
+    data."""
     st = pg.pstat
     lat = now - sim.pm[pk, M_TIME]
     st[PSTAT_PACKETS] += 1
@@ -346,6 +348,8 @@ def delivered(sim, pg, pk, now):
     st[PSTAT_HOPS] += sim.ps[pk, P_HOPS]
     st[PSTAT_NONMINIMAL] += 1 - sim.ps[pk, P_MINIMAL]
     f = pg.row_flow[pk]
+    if pg.keep:  # the packets table: a record like an open-loop packet's
+        record_program(sim, pk, f, now)
     pg.free[sim.sc[S_FREE]] = pk
     sim.sc[S_FREE] += 1
     pg.flow_left[f] -= 1

@@ -73,8 +73,8 @@ class Sim(NamedTuple):
     wakes: np.ndarray  #: int64[N, 2] NICs to wake (node, time) when the loop resumes
     # ---- results
     pkt_tail: np.ndarray  #: int64[rows] (cut-through only; length 1 otherwise)
-    rec: np.ndarray  #: int64[cap, feed.REC_COLS] delivered open-loop packets, drained by the
-    #: driver (sc[S_REC] of them)
+    rec: np.ndarray  #: int64[cap, feed.REC_COLS] delivered open-loop packets (and program
+    #: packets when ``Prog.keep``), drained by the driver (sc[S_REC] of them)
     port_bytes: np.ndarray  #: int64[P]
     port_pkts: np.ndarray  #: int64[P]
     port_busy: np.ndarray  #: int64[P]
@@ -94,7 +94,9 @@ class Prog(NamedTuple):
     ``3m + 1`` and ``3m + 2``.  Program packets are born in the loop: a packet gets a row of
     the packet state when it reaches
     the head of its NIC, and gives it back when it is delivered, so memory follows the packets
-    in flight, not the run's total.  Their figures are summed in ``pstat`` as they arrive.
+    in flight, not the run's total.  Their figures are summed in ``pstat`` as they arrive,
+    and recorded one by one like open-loop packets' only when the run keeps its packets
+    table (``keep``).
     Without programs the operation, rank, message and flow arrays have length 1 and
     ``n_ops`` is 0; the pool of packet rows (``row_flow``, ``free``) serves open-loop packets
     too.
@@ -114,6 +116,8 @@ class Prog(NamedTuple):
     vc_policy: np.int64  #: injection VC of program packets: 0 zero, 1 spread, 2 random
     via_mode: np.int64  #: intermediates of program packets: 0 none, 1 a group, 2 a router,
     #: 3 the router of a node drawn among all (a destination in the source group: none)
+    keep: np.int64  #: 1: each delivered packet leaves a delivery record (``Sim.rec``) for the
+    #: packets table (``outputs.packets``); 0: only ``pstat`` (set by the driver)
     # operations
     op_kind: np.ndarray  #: int64[O] SEND, RECV, COMPUTE (federation.programs.model)
     op_rank: np.ndarray  #: int64[O]

@@ -2,7 +2,8 @@
 
 Every figure is over the measurement window (for rank programs: the whole run, which ends when
 the programs finish); the per-port whole-run totals are kept beside them.  Rank programs'
-packets are born and recycled in the loop, so they come as sums (``Prog.pstat``), not rows.
+packets are born and recycled in the loop, so their figures come as sums (``Prog.pstat``);
+their rows in the packets table come only when the run keeps it (``outputs.packets``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from federation.results.spool import Table
 def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[str, np.ndarray],
                                                             dict[str, np.ndarray]]:
     """Reduce raw results to the summary plus the per-packet and per-port tables (the
-    packets table is empty unless the run kept its packets: ``outputs.packets``)."""
+    packets table is empty unless the run kept its packets: :func:`packet_table`)."""
     net = prep.network
     pt = net.ports
     st = raw.packets
@@ -90,12 +91,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         with_program_packets(fields, raw.programs.pstat, capacity)
     fields["jobs"] = job_summaries(prep, raw)
     summary = PointSummary(**fields)
-    packets: Table | dict[str, np.ndarray] = st.packets if st.packets is not None else {}
-    cols = job_columns(prep)
-    if cols is not None and st.packets is not None:
-        by_node = cols[0]
-        packets = st.packets.mapped(lambda c: {**c, "job": by_node[c["src"]]},
-                                    [*st.packets.names, "job"])
+    packets = packet_table(prep, raw)
     local = np.where(pt.port_router >= 0,
                      np.arange(pt.n_ports) - pt.router_port_start[np.maximum(pt.port_router, 0)], 0)
     ports = {
@@ -121,13 +117,78 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     return summary, packets, ports
 
 
+def packet_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.ndarray]:
+    """The packets table (empty unless the run kept its packets: ``outputs.packets``), with a
+    ``job`` column when the experiment gives jobs; a rank-program run's is
+    :func:`program_packet_table`."""
+    st = raw.packets
+    cols = job_columns(prep)
+    if raw.programs is not None and prep.job.programs is not None:
+        return program_packet_table(prep, raw, cols)
+    if st.packets is None:
+        return {}
+    if cols is None:
+        return st.packets
+    by_node = cols[0]
+    return st.packets.mapped(lambda c: {**c, "job": by_node[c["src"]]},
+                             [*st.packets.names, "job"])
+
+
+#: the columns a rank-program run's packets table shares with an open-loop run's, as they are
+_SHARED = ["src", "dst", "size", "created_ps", "injected_ps", "delivered_ps", "hops", "minimal",
+           "via_group", "measured"]
+
+
+def program_packet_table(prep: PreparedPoint, raw: RawResult,
+                         cols: tuple[np.ndarray, np.ndarray] | None
+                         ) -> Table | dict[str, np.ndarray]:
+    """Per packet of a rank-program run, with the conventions of
+    :func:`program_message_table`: the background's packets first (``background`` true,
+    ``packet`` and ``message`` their open-loop numbers, ``rank`` -1), then the programs' in
+    delivery order (``packet`` 0, 1, ... in that order; ``message`` indexes the programs' rows
+    of the messages table; ``rank``: the rank whose NIC sent it, the message's source rank
+    but for a rendezvous reply; ``control``: a rendezvous request or reply).  Every program
+    packet is measured: the run's window is the whole run."""
+    st = raw.packets
+    if st.packets is None and st.program_packets is None:
+        return {}
+    t = prep.job.programs
+    assert t is not None
+    # the sending rank of each flow: data (3m) and request (3m + 1) from the source rank,
+    # reply (3m + 2) from the destination rank
+    rank_of_flow = np.stack([t.msg_src_rank, t.msg_src_rank, t.msg_dst_rank],
+                            axis=1).reshape(-1).astype(np.int32)
+
+    def rows(c: dict[str, np.ndarray], background: bool) -> dict[str, np.ndarray]:
+        n = c["packet"].shape[0]
+        flow = c["flow"] if not background else np.zeros(0, dtype=np.int64)
+        rank = np.full(n, -1, dtype=np.int32) if background else rank_of_flow[flow]
+        out = {"packet": c["packet"], "background": np.full(n, background),
+               "message": c["message"], "rank": rank, **{k: c[k] for k in _SHARED},
+               "control": np.zeros(n, dtype=bool) if background else flow % 3 != 0}
+        if cols is not None:
+            by_node, by_rank = cols
+            out["job"] = (by_node[c["src"]] if background else by_rank[rank] if by_rank.size
+                          else np.full(n, "", dtype=object))
+        return out
+
+    empty = {**{k: np.zeros(0, dtype=np.int64) for k in ["packet", "message", *_SHARED]},
+             "src": np.zeros(0, dtype=np.int32)}
+    names = list(rows(empty, True))
+    parts = [tab.mapped(lambda c, bg=bg: rows(c, bg), names)
+             for tab, bg in ((st.packets, True), (st.program_packets, False))
+             if tab is not None]
+    return Table(lambda: (c for p in parts for c in p.chunks()), names)
+
+
 def with_program_packets(fields: dict[str, Any], pstat: np.ndarray, capacity: float) -> None:
     """Add the packets of rank programs to the summary's packet figures.
 
     They are born and recycled inside the loop and summed as they arrive (``Prog.pstat``), so
-    means, maxima and totals are exact but there is no per-packet list to take percentiles
-    from: with rank programs ``p50`` and ``p99`` are null, and the packets table lists only
-    open-loop (background) packets."""
+    means, maxima and totals are exact but no percentile is taken over them: with rank
+    programs ``p50`` and ``p99`` are null.  The packets table has their rows when the run
+    keeps it (:func:`program_packet_table`); the summary's figures come from the sums
+    either way, so they do not depend on ``outputs.packets``."""
     from federation.engine.programs import (
         PSTAT_BYTES,
         PSTAT_HOPS,

@@ -234,7 +234,8 @@ def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
                               arbiter.state(built.network, machine.router.vcs)),
                      owner=built.owner, given_seed=None, n_classes=n_classes,
                      programs=programs, traffic=traffic, seed_rng=rng_route,
-                     keep_packets=bool(outputs.packets or outputs.messages), max_rows=max_rows,
+                     keep_packets=bool(outputs.packets or outputs.messages),
+                     keep_program_packets=bool(outputs.packets), max_rows=max_rows,
                      router=machine.router)
 
 
