@@ -48,11 +48,16 @@ def load(tmp_path, doc: dict, name: str = "e.yaml"):  # noqa: ANN201
 
 
 def run(tmp_path, doc: dict, name: str = "e.yaml"):  # noqa: ANN201
+    """Prepared point, raw result, summary and the background's rows of the packets table
+    (the programs' rows follow them: ``tests/test_program_packets.py``)."""
     point = load(tmp_path, doc, name).points[0]
     prep = prepare(point)
     raw = point.engine.run(prep.job)
-    summary, packets, _ = summarize(prep, raw)
-    return prep, raw, summary, packets
+    summary, table, _ = summarize(prep, raw)
+    packets = {k: np.asarray(table[k]) for k in table}
+    bg = packets["background"]
+    assert int((~bg).sum()) == int(raw.programs.pstat[0])
+    return prep, raw, summary, {k: v[bg] for k, v in packets.items()}
 
 
 @pytest.fixture(scope="module")

@@ -244,14 +244,13 @@ def test_malformed_performance_is_refused(folder, tmp_path):
     assert load_folder(dst).performance == []
 
 
-def test_rank_program_folders_are_read_and_their_empty_tables_explained(tmp_path):
-    """A closed-loop run lists no packets (they are summed in the loop): its folder is read,
-    and the skipped distributions say why instead of blaming ``outputs.packets``."""
+def test_rank_program_folders_are_read_and_their_packets_drawn(tmp_path):
+    """A closed-loop run lists its packets (issue 19 item 5): its folder is read, the table's
+    measured rows are the summary's packets, and their distributions are drawn."""
     from federation.cli.plot import draw_folders
     from federation.pipeline.load import load_experiment
     from federation.pipeline.run import run_experiment
-    from federation.plots.data import load_folder, series_of
-    from federation.plots.standard import _why_not
+    from federation.plots.data import load_folder
 
     (tmp_path / "e.yaml").write_text(
         "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
@@ -259,11 +258,12 @@ def test_rank_program_folders_are_read_and_their_empty_tables_explained(tmp_path
     run_experiment(load_experiment(tmp_path / "e.yaml"), tmp_path / "pp")
     f = load_folder(tmp_path / "pp")
     (p,) = f.result.points
-    assert f.table(p, "packets")["point"].size == 0 and p.summary.packets_measured > 0
-    (s,) = series_of([f])
-    assert _why_not(s, "packets", "packets") == "minimal: its packets tables hold no measured " \
-                                                "packets"
+    t = f.table(p, "packets")
+    assert t["point"].size == p.summary.packets_measured == 4 * 8 and t["measured"].all()
     assert draw_folders([tmp_path / "pp"], tmp_path / "plots", "png", 0.05)
+    names = {x.name for x in (tmp_path / "plots").iterdir()}
+    assert any(n.startswith("latency-distribution") for n in names), names
+    assert any(n.startswith("hops") for n in names), names
 
 
 def test_an_sst_folder_is_read(tmp_path):

@@ -413,7 +413,8 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, rout
         if ((hops < 0) | (hops > limit)).any():
             raise refuse("hops", f"a measured packet with hops outside 0..{limit} (the engine's "
                          f"hop limit for {routers} routers)")
-        if s.programs is None:  # rank programs' packets are summed in the loop, not listed
+        # rank programs' packets: tables written before they were listed lack their rows
+        if s.programs is None:
             if int(m.sum()) != s.packets_measured:
                 raise refuse("measured", f"{int(m.sum())} measured packets, but the point's "
                              f"summary counts {s.packets_measured}: not this point's table")

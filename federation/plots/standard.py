@@ -87,7 +87,7 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
 
 def _why_not(s: Series, table: str, rows: str) -> str:
     """Why a distribution of ``s`` has nothing to draw: no such tables, or tables without a
-    measured row (e.g. rank programs, whose packets are summed in the loop, not listed)."""
+    measured row (e.g. a rank-program run's written before its packets were listed)."""
     if any(s.folder.has_table(p, table) for p in s.points):
         return f"{s.label}: its {table} tables hold no measured {rows}"
     return f"{s.label}: no {table} tables (outputs.{table} was off)"
