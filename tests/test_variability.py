@@ -154,3 +154,16 @@ def test_the_summary_gives_the_figures_of_the_messages_table(tmp_path):
     assert b == variability(done[sel], per_unit=1e3) and b.samples > 100
     assert json.loads(texts[1])["points"][0]["summary"]["programs"][
         "message_completion_ns"]["qcd"] == want.qcd
+    # the distribution figure: one CDF per job, annotated with the summary's figures
+    from federation.plots.data import series_of
+    from federation.plots.distributions import draw_message_completion, spread_label
+    from federation.plots.reader import load_folder
+
+    folder = load_folder(tmp_path / "b")
+    (series,) = series_of([folder])
+    fig = draw_message_completion(series, [folder], tmp_path / "figs", "png", "mc")
+    assert fig.path.exists()
+    got = {d.job: d.stats for d in fig.dists}
+    assert got["pp"] == want and set(got) == {"pp", "bg"}
+    label = spread_label(next(d for d in fig.dists if d.job == "pp"))
+    assert f"QCD {want.qcd:.3f}" in label and f"max/median {want.max_over_median:.2f}" in label
