@@ -35,8 +35,10 @@ SIGMA_MAX = 4.0
 
 
 class PeriodLaw(Params):
-    """A law of period lengths with a given mean: ``exponential`` (or the bare name), ``{law:
-    pareto, shape: alpha}`` with alpha > 1, ``{law: lognormal, sigma: s}`` with s > 0."""
+    """A law of period lengths with a given mean: exponential, pareto or lognormal.
+
+    Written ``exponential`` (the bare name), ``{law: pareto, shape: alpha}`` with alpha > 1,
+    or ``{law: lognormal, sigma: s}`` with 0 < s <= 4."""
 
     law: LawName = Field("exponential", description="the family of the period lengths")
     shape: float | None = Field(

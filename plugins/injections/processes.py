@@ -127,8 +127,9 @@ class OnOffParams(Params):
 
 
 class OnOff(InjectionProcess):
-    """Bursts: on and off periods (exponential, Pareto or lognormal lengths of the given
-    means), Poisson arrivals while on."""
+    """Bursts: on and off periods of given means and laws, Poisson arrivals while on.
+
+    The laws (exponential, Pareto, lognormal: :mod:`.laws`) shape the bursts, not the load."""
 
     name = "on_off"
     Params = OnOffParams
