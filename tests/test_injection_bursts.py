@@ -155,3 +155,13 @@ def test_an_unquoted_on_key_is_the_on_time(tmp_path):
         "    placement: rest\n")
     r = run_cli("validate", "e.yaml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_burst_at_exactly_the_nic_rate_is_accepted():
+    """0.04 x (1 us + 24 us) / 1 us is 1 (1.0000000000000002 in floating point)."""
+    p = OnOff(OnOffParams(on=1e-6, off=24e-6))
+    p.check(InjectionContext(n_nodes=2, slot_ps=1000, load=0.04, horizon_ps=10**9,
+                             rng=np.random.default_rng(0)))
+    with pytest.raises(Exception, match="1.01 of its NIC"):
+        p.check(InjectionContext(n_nodes=2, slot_ps=1000, load=0.0404, horizon_ps=10**9,
+                                 rng=np.random.default_rng(0)))

@@ -138,7 +138,7 @@ class OnOff(InjectionProcess):
     def check(self, ctx: InjectionContext) -> None:
         on, off = float(self.params.on), float(self.params.off)
         peak = ctx.load * (on + off) / on
-        if peak > 1:
+        if peak > 1 + 1e-9:  # a peak of exactly 1 (0.04 x 25 us / 1 us) rounds above it
             raise ConfigError(f"during a burst a node would offer load x (on + off) / on = "
                               f"{peak:.3g} of its NIC, more than it can inject; lower the load "
                               f"or make the bursts longer against the pauses", path="on")
