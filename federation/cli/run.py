@@ -218,9 +218,11 @@ def _program_rows(keys: list[str], points: list[PointResult]
                   ) -> tuple[list[str], list[list[str]]]:
     """Per point: when the programs completed (the last rank's finish), how the ranks'
     finish times spread, and how long a message took from its send's start to its last
-    packet's arrival."""
+    packet's arrival: the mean over every message (a background's too), then the median,
+    QCD and max/median of the programs' messages (``programs.message_completion_ns``)."""
     head = [*keys, "routing", "ranks", "ops", "msgs", "completion ns", "finish min",
-            "mean", "max", "msg mean ns", *SPREAD_HEAD, "hops", "pkts", "wall s"]
+            "mean", "max", "msg mean ns", "prog p50 ns", *SPREAD_HEAD[1:], "hops", "pkts",
+            "wall s"]
     rows = []
     for p in points:
         s = p.summary
