@@ -86,8 +86,11 @@ def test_pingpong_table_is_results_json(tmp_path):
     row = lines[3].split()
     assert row[:-1] == ["minimal", "2", "12", "6", f"{pg['completion_ns']:.1f}",
                         f"{min(fin):.1f}", f"{sum(fin) / 2:.1f}", f"{max(fin):.1f}",
-                        f"{s['message_completion_ns_mean']:.1f}", f"{s['mean_hops']:.2f}",
-                        str(s["packets_delivered"])]
+                        f"{s['message_completion_ns_mean']:.1f}",
+                        *(f"{v[k]:{f}}" for v in [pg["message_completion_ns"]]
+                          for k, f in (("median", ".1f"), ("qcd", ".3f"),
+                                       ("max_over_median", ".2f"))),
+                        f"{s['mean_hops']:.2f}", str(s["packets_delivered"])]
     assert lines[5] == "busiest links over the run, until the programs completed:"
     links = s["busiest_links"]
     assert len(links) == 5

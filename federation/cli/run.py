@@ -11,7 +11,7 @@ import typer
 
 from federation.cli.app import app
 from federation.cli.terminal import progress_reporter
-from federation.results.model import LinkUse, PointResult, RunResult
+from federation.results.model import LinkUse, PointResult, RunResult, Variability
 
 if TYPE_CHECKING:
     from federation.pipeline.points import LoadedExperiment
@@ -218,9 +218,11 @@ def _program_rows(keys: list[str], points: list[PointResult]
                   ) -> tuple[list[str], list[list[str]]]:
     """Per point: when the programs completed (the last rank's finish), how the ranks'
     finish times spread, and how long a message took from its send's start to its last
-    packet's arrival."""
+    packet's arrival: the mean over every message (a background's too), then the median,
+    QCD and max/median of the programs' messages (``programs.message_completion_ns``)."""
     head = [*keys, "routing", "ranks", "ops", "msgs", "completion ns", "finish min",
-            "mean", "max", "msg mean ns", "hops", "pkts", "wall s"]
+            "mean", "max", "msg mean ns", "prog p50 ns", *SPREAD_HEAD[1:], "hops", "pkts",
+            "wall s"]
     rows = []
     for p in points:
         s = p.summary
@@ -231,15 +233,26 @@ def _program_rows(keys: list[str], points: list[PointResult]
                      str(pg.operations), str(pg.messages), _num(pg.completion_ns),
                      _num(min(fin) if fin else None), _num(sum(fin) / len(fin) if fin else None),
                      _num(max(fin) if fin else None), _num(s.message_completion_ns_mean),
+                     *_spread(pg.message_completion_ns),
                      _num(s.mean_hops, ".2f"), str(s.packets_delivered), _wall(p)])
     return head, rows
+
+
+#: the message completion times' variability (the Aries noise paper's figures)
+SPREAD_HEAD = ["msg p50 ns", "QCD", "max/p50"]
+
+
+def _spread(v: Variability | None) -> list[str]:
+    if v is None:
+        return ["-"] * len(SPREAD_HEAD)
+    return [_num(v.median), _num(v.qcd, ".3f"), _num(v.max_over_median, ".2f")]
 
 
 def _job_rows(keys: list[str], points: list[PointResult]) -> tuple[list[str], list[list[str]]]:
     """Per job of each point: its nodes, its completion (closed loop; alone and the slowdown
     with ``slowdown: true``), how its messages and packets fared."""
     head = [*keys, "job", "workload", "nodes", "completion ns", "alone ns", "slowdown",
-            "msg mean ns", "lat mean ns", "p99", "hops", "pkts"]
+            "msg mean ns", *SPREAD_HEAD, "lat mean ns", "p99", "hops", "pkts"]
     rows = []
     for p in points:
         for j in p.summary.jobs or []:
@@ -247,7 +260,7 @@ def _job_rows(keys: list[str], points: list[PointResult]) -> tuple[list[str], li
             rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), j.name, j.workload,
                          str(len(j.nodes)), _num(j.completion_ns),
                          _num(j.completion_alone_ns), _num(j.slowdown, ".3f"),
-                         _num(j.message_completion_ns_mean),
+                         _num(j.message_completion_ns_mean), *_spread(j.message_completion_ns),
                          _num(lat.mean if lat else None), _num(lat.p99 if lat else None),
                          _num(j.mean_hops, ".2f"),
                          "-" if j.packets_delivered is None else str(j.packets_delivered)])

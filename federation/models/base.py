@@ -87,14 +87,22 @@ MAX_DEPTH = 100
 _YAML_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
 
 
+_BOOL, _STR = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:str"
+
+
 class _Loader(yaml.SafeLoader):
-    """YAML 1.1 safe loader with two YAML 1.2 rules: ``5e9`` and ``1e-7`` are numbers (1.1 reads
-    exponents without a dot or sign as strings), and a key given twice in one mapping is an
-    error (1.1 keeps the last silently)."""
+    """YAML 1.1 safe loader with three YAML 1.2 rules: ``5e9`` and ``1e-7`` are numbers (1.1
+    reads exponents without a dot or sign as strings), a key given twice in one mapping is an
+    error (1.1 keeps the last silently), and a mapping key ``on``/``off``/``yes``/``no`` is a
+    string (1.1 reads it as a boolean)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            # YAML 1.2: a key ``on``, ``off``, ``yes`` or ``no`` is a string (1.1 reads a
+            # boolean, so on_off's ``on:`` would reach the model as ``True``)
+            if key_node.tag == _BOOL and key_node.value.lower() not in ("true", "false"):
+                key_node.tag = _STR
             key = self.construct_object(key_node, deep=deep)
             line = key_node.start_mark.line + 1
             try:

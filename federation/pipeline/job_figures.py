@@ -20,10 +20,17 @@ from collections.abc import Iterator
 import numpy as np
 
 from federation.engine.native import RawResult
-from federation.engine.packet_stats import ValueStore, percentiles_ns
+from federation.engine.packet_stats import ValueStore, order_statistics, percentiles_ns
 from federation.engine.state import Prog
 from federation.pipeline.points import Placed, PlacedJob, PreparedPoint, everywhere
-from federation.results.model import JobSummary, LatencyStats, Spread, TwoOptSummary
+from federation.results.model import (
+    JobSummary,
+    LatencyStats,
+    Spread,
+    TwoOptSummary,
+    Variability,
+)
+from federation.results.variability import from_order_statistics, variability
 
 
 def owners(placed: Placed, n_nodes: int, which: list[PlacedJob]) -> np.ndarray:
@@ -113,6 +120,7 @@ def closed_figures(prep: PreparedPoint, raw: RawResult, pj: PlacedJob) -> dict:
         rank_finish_ns=spread(finish / 1e3),
         message_completion_ns_mean=(float((fin - post)[done].mean()) / 1e3 if done.any()
                                     else None),
+        message_completion_ns=variability((fin - post)[done], per_unit=1e3),
         packets_generated=packets, packets_delivered=packets, bytes_injected=nbytes,
         bytes_delivered=nbytes)
     if len(layout.ranks) == 1:  # the engine's sums are this job's alone
@@ -143,7 +151,10 @@ def open_table(prep: PreparedPoint, raw: RawResult, jobs: list[PlacedJob],
                                     p99=st.latency.p99, max=st.latency.max),
             mean_hops=st.hops / m if m else None,
             message_completion_ns_mean=(st.message_completion_ps / st.messages_measured / 1e3
-                                        if st.messages_measured else None))}
+                                        if st.messages_measured else None),
+            message_completion_ns=(completions(prep, raw, owner, [jobs[0].job.index])
+                                   [jobs[0].job.index][0] if st.messages is not None
+                                   else None))}
     if st.packets is None or not alone:
         return {}
     return from_tables(prep, raw, alone, owner)
@@ -165,7 +176,7 @@ def from_tables(prep: PreparedPoint, raw: RawResult, jobs: list[PlacedJob],
     drains = raw.programs is None  # the run delivered every packet it created
     w0, w1 = raw.window if prep.window is None else prep.window
     acc = {pj.job.index: dict(n=0, nbytes=0, got=0, got_bytes=0, hops=0, measured=0,
-                              lat=ValueStore(), lat_sum=0, mct=0, mct_n=0) for pj in jobs}
+                              lat=ValueStore(), lat_sum=0) for pj in jobs}
     for c in _chunks(st.packets):
         job = owner[c["src"]]
         for j, a in acc.items():
@@ -184,14 +195,7 @@ def from_tables(prep: PreparedPoint, raw: RawResult, jobs: list[PlacedJob],
             a["lat_sum"] += int(lat.sum())
             a["measured"] += int(m.sum())
             a["hops"] += int(c["hops"][sel][m].sum())
-    for c in _chunks(st.messages):
-        job = owner[c["src"]]
-        done, created = c["completed_ps"], c["created_ps"]
-        inw = (created >= w0) & (created < w1) & (done >= 0)
-        for j, a in acc.items():
-            sel = inw & (job == j)
-            a["mct"] += int((done - created)[sel].sum())
-            a["mct_n"] += int(sel.sum())
+    mct = completions(prep, raw, owner, list(acc))
     out = {}
     for j, a in acc.items():
         store: ValueStore = a["lat"]
@@ -205,7 +209,33 @@ def from_tables(prep: PreparedPoint, raw: RawResult, jobs: list[PlacedJob],
             packets_generated=a["n"] if drains else None, packets_delivered=a["got"],
             bytes_injected=a["nbytes"] if drains else None, bytes_delivered=a["got_bytes"],
             latency_ns=lat, mean_hops=a["hops"] / a["measured"] if a["measured"] else None,
-            message_completion_ns_mean=a["mct"] / a["mct_n"] / 1e3 if a["mct_n"] else None)
+            message_completion_ns_mean=mct[j][1], message_completion_ns=mct[j][0])
+    return out
+
+
+def completions(prep: PreparedPoint, raw: RawResult, owner: np.ndarray, jobs: list[int]
+                ) -> dict[int, tuple[Variability | None, float | None]]:
+    """Per open-loop job (index), the variability and mean of the completion times (ns) of
+    its messages created in the window that completed, from the kept messages table (read
+    chunk by chunk; exact order statistics over a store that spills to disk)."""
+    w0, w1 = raw.window if prep.window is None else prep.window
+    stores = {j: ValueStore() for j in jobs}
+    sums = dict.fromkeys(jobs, 0)
+    for c in _chunks(raw.packets.messages):
+        job = owner[c["src"]]
+        done, created = c["completed_ps"], c["created_ps"]
+        inw = (created >= w0) & (created < w1) & (done >= 0)
+        for j in jobs:
+            t = (done - created)[inw & (job == j)]
+            stores[j].add(t)
+            sums[j] += int(t.sum())
+    out = {}
+    for j, store in stores.items():
+        n = store.count
+        out[j] = (from_order_statistics(n, lambda ranks, s=store: order_statistics(s, ranks),
+                                        per_unit=1e3),
+                  sums[j] / n / 1e3 if n else None)
+        store.close()
     return out
 
 

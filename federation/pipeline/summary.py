@@ -20,6 +20,7 @@ from federation.pipeline.job_figures import job_columns, job_summaries
 from federation.pipeline.points import PreparedPoint
 from federation.results.model import LatencyStats, LinkUse, PointSummary, ProgramSummary
 from federation.results.spool import Table
+from federation.results.variability import variability
 
 
 def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[str, np.ndarray],
@@ -85,7 +86,8 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         events=raw.events,
         packet_hops=raw.packet_hops,
         busiest_links=busiest,
-        programs=program_summary(raw),
+        programs=program_summary(raw, prep.job.programs.msg_src.shape[0]
+                                 if prep.job.programs is not None else None),
     )
     if raw.programs is not None:
         with_program_packets(fields, raw.programs.pstat, capacity)
@@ -230,17 +232,21 @@ def window_of(prep: PreparedPoint, raw: RawResult) -> tuple[int, int]:
     return prep.window if prep.window is not None else raw.window
 
 
-def program_summary(raw: RawResult) -> ProgramSummary | None:
-    """Completion and per-rank finish times of the rank programs (``None``: open loop)."""
+def program_summary(raw: RawResult, n_messages: int | None = None) -> ProgramSummary | None:
+    """Completion and per-rank finish times of the rank programs (``None``: open loop), and the
+    variability of their messages' completion times (of the first ``n_messages``: the
+    state's tables may have a spare row)."""
     pg = raw.programs
     if pg is None:
         return None
     finish = pg.rank_finish[:pg.rank_left.shape[0]]
+    fin, post = pg.msg_finish[:n_messages], pg.msg_post[:n_messages]
     return ProgramSummary(
         ranks=int(finish.shape[0]), operations=int(pg.n_ops),
         messages=int((pg.msg_post >= 0).sum()),
         completion_ns=float(finish.max()) / 1e3 if finish.size else 0.0,
-        rank_finish_ns=[float(x) / 1e3 for x in finish.tolist()])
+        rank_finish_ns=[float(x) / 1e3 for x in finish.tolist()],
+        message_completion_ns=variability((fin - post)[fin >= 0], per_unit=1e3))
 
 
 def class_columns(raw: RawResult) -> dict[str, np.ndarray]:

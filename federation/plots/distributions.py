@@ -1,4 +1,6 @@
-"""Distributions per point: packet latency (histogram and CDF), hop count, message completion.
+"""Distributions per point: packet latency (histogram and CDF), hop count, message completion
+(with the Aries noise paper's variability figures: median and its 95 % interval, QCD,
+max / median).
 
 One figure per series, one line (or bar set) per point, coloured light to dark by load.  Only
 what the summary counts is drawn: packets and messages *created in the measurement window*
@@ -13,16 +15,30 @@ from pathlib import Path
 import numpy as np
 
 from federation.plots.data import ResultFolder, Series, figure_title, measured_latency_ns
-from federation.plots.style import legend, log_axis, new_figure, ramp, save, suptitle, wants_log
+from federation.plots.style import (
+    legend,
+    legend_height,
+    log_axis,
+    new_figure,
+    ramp,
+    save,
+    suptitle,
+    wants_log,
+)
+from federation.results.model import Variability
+from federation.results.variability import variability
 
 
 @dataclass
 class Distribution:
-    """One point's sample as drawn (sorted values; the CDF is ``(i + 1) / n``)."""
+    """One point's sample as drawn (sorted values; the CDF is ``(i + 1) / n``); message
+    completion: one per job when the point ran several, with its variability figures."""
 
     point: int
     label: str
     values: np.ndarray
+    job: str | None = None
+    stats: Variability | None = None
 
 
 @dataclass
@@ -123,30 +139,68 @@ def draw_hops(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str,
     return DistributionFigure(save(fig, out_dir, name, fmt), s.label, "hops", dists)
 
 
+def completion_samples(s: Series) -> list[Distribution]:
+    """Per point (and per job when its messages table names several), the completion times
+    of its measured messages, with their variability figures (the summary's, recomputed)."""
+    dists = []
+    for p in s.points:
+        if not s.folder.has_table(p, "messages"):
+            continue
+        t = s.folder.table(p, "messages")
+        ok = t["measured"].astype(bool) & (t["completed_ps"] >= 0)
+        groups: list[tuple[str | None, np.ndarray]] = [(None, ok)]
+        if "job" in t:
+            job = np.asarray(t["job"], dtype=object)
+            names = sorted({str(x) for x in job[ok]} - {""})
+            if len(names) > 1:
+                groups = [(name, ok & (job == name)) for name in names]
+        for name, sel in groups:
+            ps = np.asarray(t["completion_ps"])[sel]
+            if ps.size:
+                label = s.load_label(p) + (f", {name}" if name else "")
+                dists.append(Distribution(p.index, label, np.sort(ps / 1e3), name,
+                                          variability(ps, per_unit=1e3)))
+    return dists
+
+
+def spread_label(d: Distribution) -> str:
+    """The legend entry: the point, then the paper's variability figures."""
+    v = d.stats
+    if v is None:
+        return d.label
+    ci = (f" [{v.median_ci_low:.4g}, {v.median_ci_high:.4g}]"
+          if v.median_ci_low is not None else "")
+    qcd = "-" if v.qcd is None else f"{v.qcd:.3f}"
+    ratio = "-" if v.max_over_median is None else f"{v.max_over_median:.2f}"
+    return f"{d.label}: median {v.median:.4g}{ci} ns, QCD {qcd}, max/median {ratio}"
+
+
 def draw_message_completion(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str,
                             name: str) -> DistributionFigure | None:
     """CDF of message completion time (creation to the last packet's delivery) of the messages
-    created in the window, per point."""
-    dists = []
-    for p in s.points:
-        if s.folder.has_table(p, "messages"):
-            t = s.folder.table(p, "messages")
-            ok = t["measured"].astype(bool) & (t["completed_ps"] >= 0)
-            v = np.sort(t["completion_ps"][ok] / 1e3)
-            if v.size:
-                dists.append(Distribution(p.index, s.load_label(p), v))
+    created in the window, per point (per job when several ran), each annotated with the Aries
+    noise paper's variability figures: the median with its 95 % confidence interval (drawn as
+    a bar across the median), QCD and max / median (:mod:`federation.results.variability`)."""
+    dists = completion_samples(s)
     if not dists:
         return None
-    fig, axes = new_figure(width=6.8, height=4.4)
+    fig, axes = new_figure(width=7.6, height=4.6 + legend_height(len(dists)))
     ax = axes[0][0]
     for d, c in zip(dists, ramp(len(dists)), strict=True):
         _cdf(ax, d, c)
+        ax.lines[-1].set_label(spread_label(d))
+        v = d.stats
+        if v is not None and v.median_ci_low is not None:
+            ax.errorbar([v.median], [0.5], xerr=[[v.median - v.median_ci_low],
+                                                 [v.median_ci_high - v.median]],
+                        fmt="o", color=c, markersize=3, capsize=3, linewidth=1)
     log = wants_log(np.concatenate([d.values for d in dists]))
     if log:
         log_axis(ax, "x")
     ax.set_xlabel("message completion time (ns" + (", log scale)" if log else ")"))
     ax.set_ylabel("fraction of measured messages completed within x")
     ax.set_ylim(0, 1.01)
-    legend(ax, len(dists))
+    ax.set_title("bars at 0.5: the median's 95 % confidence interval", fontsize="small")
+    legend(ax, len(dists), fig=fig)
     suptitle(fig, figure_title(f"Message completion, {s.label}", folders, s.points))
     return DistributionFigure(save(fig, out_dir, name, fmt), s.label, "completion_ns", dists)

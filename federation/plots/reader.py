@@ -56,6 +56,8 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
     "messages": {"point": "int", "completed_ps": "int", "completion_ps": "int",
                  "measured": "bool"},
 }
+#: columns read when the table has them: the messages' ``job`` (per-job distributions)
+OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"messages": {"job": "str"}}
 TABLE_SUFFIXES = (".parquet", ".csv")
 _NUMPY = {"int": np.int64, "number": np.float64, "bool": np.bool_, "str": object}
 
@@ -302,6 +304,10 @@ def _read_performance(folder: Path, n_points: int) -> list[dict[str, float] | No
 
 
 # ------------------------------------------------------------------------- the tables
+def _with_optional(want: dict[str, str], names: list[str], name: str) -> dict[str, str]:
+    return {**want, **{c: k for c, k in OPTIONAL_COLUMNS.get(name, {}).items() if c in names}}
+
+
 def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
     """The columns of :data:`TABLE_COLUMNS` ``[name]`` of a Parquet or CSV table, checked for
     presence, type and empty cells (columns the figures do not read are not loaded)."""
@@ -318,6 +324,7 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
                 with pcsv.open_csv(f, read_options=threads) as reader:
                     names = reader.schema.names
                 _check_names(names, want, name, source)
+                want = _with_optional(want, names, name)
                 table = pcsv.read_csv(_rewound(f), read_options=threads,
                                       convert_options=pcsv.ConvertOptions(
                                           include_columns=list(want)))
@@ -326,6 +333,7 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
 
                 names = pq.read_schema(f).names
                 _check_names(names, want, name, source)
+                want = _with_optional(want, names, name)
                 table = pq.read_table(_rewound(f), columns=list(want),
                                       use_threads=isinstance(f, str),
                                       pre_buffer=isinstance(f, str))

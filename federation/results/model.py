@@ -46,6 +46,29 @@ class LinkUse(FederationModel):
     bytes: int = Field(description="bytes sent over the whole run")
 
 
+class Variability(FederationModel):
+    """How a sample of times spreads, in the Aries noise paper's figures (its §3.3): quartiles,
+    the quartile coefficient of dispersion, the median with its distribution-free 95 %
+    confidence interval, the maximum over the median.  Computed by
+    :mod:`federation.results.variability`; in ns like the figure it describes."""
+
+    samples: int = Field(description="values in the sample")
+    median: float
+    median_ci_low: float | None = Field(
+        description="the median's 95 % confidence interval, from order statistics of the "
+        "binomial (distribution-free); null below 6 values, where none reaches 95 %")
+    median_ci_high: float | None
+    median_ci_coverage: float | None = Field(
+        description="the interval's exact coverage probability (at least 0.95)")
+    q1: float = Field(description="first quartile (NumPy's linear percentile)")
+    q3: float = Field(description="third quartile")
+    qcd: float | None = Field(
+        description="quartile coefficient of dispersion, (q3 - q1) / (q3 + q1); null when both "
+        "are 0")
+    max: float
+    max_over_median: float | None = Field(description="max / median; null when the median is 0")
+
+
 class ProgramSummary(FederationModel):
     """How the rank programs of a closed-loop run finished."""
 
@@ -54,6 +77,9 @@ class ProgramSummary(FederationModel):
     messages: int
     completion_ns: float = Field(description="program completion time: the last rank's finish")
     rank_finish_ns: list[float] = Field(description="when each rank's last operation finished")
+    message_completion_ns: Variability | None = Field(
+        None, description="variability of the programs' message completion times (a send's "
+        "start to its last packet's arrival) over the messages that completed")
 
 
 class TwoOptSummary(FederationModel):
@@ -105,6 +131,10 @@ class JobSummary(FederationModel):
     slowdown: float | None = Field(
         None, description="with slowdown: completion with the others / alone")
     message_completion_ns_mean: float | None = None
+    message_completion_ns: Variability | None = Field(
+        None, description="variability of its message completion times: a closed-loop job's "
+        "completed messages; an open-loop job's messages created in the window, when its "
+        "figures come from the kept tables")
     packets_generated: int | None = None
     packets_delivered: int | None = None
     bytes_injected: int | None = None

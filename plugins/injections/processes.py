@@ -9,8 +9,10 @@ times the NIC bandwidth whatever the process.
   synchronised;
 * ``poisson``: a Poisson process of rate ``load`` per slot at each node (exponential gaps);
 * ``periodic``: exactly every ``slot / load``, from a per-node random phase;
-* ``on_off``: bursts.  Each node alternates *on* and *off* periods of exponential lengths of
-  means ``on`` and ``off`` (starting in either, as the stationary process would); during an on
+* ``on_off``: bursts.  Each node alternates *on* and *off* periods of lengths of means ``on``
+  and ``off``, exponential by default, or Pareto or lognormal (``on_law``, ``off_law``:
+  :mod:`.laws`; heavy-tailed bursts), starting in either and in mid-period as the stationary
+  process would; during an on
   period it creates messages as a Poisson process of rate ``load x (on + off) / on`` per slot,
   which must not exceed one message per slot (what its NIC can inject), and none while off.
   So ``load`` stays the mean while the traffic comes in bursts, as production background does.
@@ -28,6 +30,7 @@ from pydantic import Field
 from federation import InjectionContext, InjectionProcess, Params
 from federation.errors import ConfigError
 from federation.models.units import PositiveTime, seconds_to_ps
+from federation.plugins.injections.laws import PeriodLaw
 
 
 def bernoulli_slots(rng: np.random.Generator, n: int, n_slots: int,
@@ -113,12 +116,20 @@ class Periodic(InjectionProcess):
 
 
 class OnOffParams(Params):
-    on: PositiveTime = Field(description="mean length of a burst (exponential)")
-    off: PositiveTime = Field(description="mean pause between bursts (exponential)")
+    on: PositiveTime = Field(description="mean length of a burst")
+    off: PositiveTime = Field(description="mean pause between bursts")
+    on_law: PeriodLaw = Field(
+        default_factory=PeriodLaw, description="law of the burst lengths, of mean 'on': "
+        "exponential (default), {law: pareto, shape: alpha > 1} (heavy-tailed bursts), "
+        "{law: lognormal, sigma: s}")
+    off_law: PeriodLaw = Field(
+        default_factory=PeriodLaw, description="law of the pauses, of mean 'off' (as on_law)")
 
 
 class OnOff(InjectionProcess):
-    """Bursts: exponential on and off periods, Poisson arrivals while on."""
+    """Bursts: on and off periods of given means and laws, Poisson arrivals while on.
+
+    The laws (exponential, Pareto, lognormal: :mod:`.laws`) shape the bursts, not the load."""
 
     name = "on_off"
     Params = OnOffParams
@@ -127,7 +138,7 @@ class OnOff(InjectionProcess):
     def check(self, ctx: InjectionContext) -> None:
         on, off = float(self.params.on), float(self.params.off)
         peak = ctx.load * (on + off) / on
-        if peak > 1:
+        if peak > 1 + 1e-9:  # a peak of exactly 1 (0.04 x 25 us / 1 us) rounds above it
             raise ConfigError(f"during a burst a node would offer load x (on + off) / on = "
                               f"{peak:.3g} of its NIC, more than it can inject; lower the load "
                               f"or make the bursts longer against the pauses", path="on")
@@ -136,10 +147,23 @@ class OnOff(InjectionProcess):
         rng, n = ctx.rng, ctx.n_nodes
         on, off = (float(seconds_to_ps(x)) for x in (self.params.on, self.params.off))
         on, off = max(on, 1.0), max(off, 1.0)
+        on_law, off_law = self.params.on_law, self.params.off_law
+        plain = on_law.exponential and off_law.exponential  # the draws of before the laws
         rate = ctx.load * (on + off) / on / ctx.slot_ps
         state = rng.random(n) < on / (on + off)  # True: on
         begin = np.zeros(n)
-        end = rng.exponential(np.where(state, on, off))
+
+        def lengths(st: np.ndarray, first: bool = False) -> np.ndarray:
+            if plain:
+                return rng.exponential(np.where(st, on, off))
+            out = np.empty(st.shape[0])
+            for which, law, mean in ((st, on_law, on), (~st, off_law, off)):
+                k = int(which.sum())
+                out[which] = (law.draw_residual(rng, mean, k) if first
+                              else law.draw(rng, mean, k))
+            return out
+
+        end = lengths(state, first=True)
 
         def span(t0: int, t1: int) -> tuple[np.ndarray, np.ndarray]:
             parts: list[tuple[np.ndarray, np.ndarray]] = []
@@ -153,7 +177,7 @@ class OnOff(InjectionProcess):
                 todo = todo[end[todo] <= t1]  # periods that end in the span: the next one
                 begin[todo] = end[todo]
                 state[todo] = ~state[todo]
-                end[todo] = begin[todo] + rng.exponential(np.where(state[todo], on, off))
+                end[todo] = begin[todo] + lengths(state[todo])
             if not parts:
                 return np.zeros(0, np.int64), np.zeros(0, np.int64)
             return (np.concatenate([p[0] for p in parts]),
