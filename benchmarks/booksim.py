@@ -38,6 +38,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 #: BookSim's example dragonfly router (src/examples/dragonflyconfig), one-flit packets
 ROUTER = """\
@@ -77,6 +78,7 @@ class BookSimRun:
     wall_s: float
     max_rss_mb: float
     output: str
+    cpu_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -118,7 +120,8 @@ def run(binary: str | os.PathLike, cfg: str) -> BookSimRun:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "booksim.cfg"
         path.write_text(cfg)
-        wall, rss, _, out = timed_child([str(binary), str(path)])
+        child = timed_child([str(binary), str(path)])
+    out = child.out
     overall = out.split("====== Overall Traffic Statistics ======")
     tail = overall[-1] if len(overall) > 1 else ""
     taken = re.findall(r"Time taken is (\d+) cycles", out)
@@ -129,12 +132,21 @@ def run(binary: str | os.PathLike, cfg: str) -> BookSimRun:
         injected=_figure(tail, "Injected packet rate average"),
         hops=_figure(tail, "Hops average"),
         cycles=int(taken[-1]) if taken else None,
-        wall_s=wall, max_rss_mb=rss, output=out)
+        wall_s=child.wall_s, max_rss_mb=child.rss_mb, output=out, cpu_s=child.cpu_s)
 
 
-def timed_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int,
-                                                                              str]:
-    """``(wall s, peak RSS MB, exit code, stdout)`` of a child process.
+class Child(NamedTuple):
+    """What a child process cost and said."""
+
+    wall_s: float
+    rss_mb: float  #: peak resident memory
+    code: int  #: exit code
+    out: str  #: stdout and stderr
+    cpu_s: float  #: user plus system time (a loaded machine disturbs it less than wall time)
+
+
+def timed_child(argv: list[str], env: dict[str, str] | None = None) -> Child:
+    """Wall time, peak RSS, exit code, output and processor time of a child process.
 
     The peak resident memory comes from GNU time (``-f %M``) when the machine has it: a
     child forked from this (large) Python process starts with its pages resident, so
@@ -157,4 +169,5 @@ def timed_child(argv: list[str], env: dict[str, str] | None = None) -> tuple[flo
             lines = [x for x in report.read_text().split() if x.isdigit()]
             if lines:
                 rss = int(lines[-1]) / 1024
-    return wall, rss, proc.returncode, out
+    cpu = usage.ru_utime + usage.ru_stime  # GNU time's own and its waited-for child's
+    return Child(wall, rss, proc.returncode, out, cpu)

@@ -35,9 +35,9 @@ BookSim2 end to end, on ``booksim2`` >= 3x, peak RSS <= 1.5x BookSim2's.
 
 ``--booksim PATH`` adds, per point of the ``booksim`` scenarios, one BookSim2 run of the same
 cycles and one ``federation run`` process of the same experiment (after an untimed one that
-loads or compiles its loop), and prints both processes' wall time and peak resident memory and
-their ratio.  ``--sst`` does the same with SST merlin (``engine: sst``) where ``sst`` is on
-PATH.
+loads or compiles its loop), and prints both processes' wall time, processor time (user plus
+system) and peak resident memory and their ratios.  ``--sst`` does the same with SST merlin
+(``engine: sst``) where ``sst`` is on PATH.
 
     python benchmarks/engine.py [--scenario codes booksim] [--loads 0.1 0.5] [--routing ugal]
         [--booksim /path/to/booksim] [--sst] [--router-model booksim_iq]
@@ -223,25 +223,27 @@ def external(args: argparse.Namespace, scenario: str, load: float) -> list[dict[
         path.write_text(yaml.safe_dump(doc))
         argv = [federation, "run", str(path), "--out", f"{d}/out", "--overwrite", "--json"]
         subprocess.run(argv, capture_output=True, check=True)  # loads or compiles the loop
-        wall, rss, code, text = bs.timed_child(argv)
+        c = bs.timed_child(argv)
         lat = None
-        if code == 0:
-            lat = json.loads(text)["points"][0]["summary"]["latency_ns"]["mean"]
-        out.append({"who": "native", "wall_s": wall, "rss_mb": rss, "latency": lat})
+        if c.code == 0:
+            lat = json.loads(c.out)["points"][0]["summary"]["latency_ns"]["mean"]
+        out.append({"who": "native", "wall_s": c.wall_s, "cpu_s": c.cpu_s, "rss_mb": c.rss_mb,
+                    "latency": lat})
         if args.sst and shutil.which("sst"):
             sdoc = {**doc, "engine": {"kind": "sst"}}
             path.write_text(yaml.safe_dump(sdoc))
-            wall, rss, code, text = bs.timed_child(argv)
-            lat = (json.loads(text)["points"][0]["summary"]["latency_ns"]["mean"]
-                   if code == 0 else None)
-            out.append({"who": "sst", "wall_s": wall, "rss_mb": rss, "latency": lat})
+            c = bs.timed_child(argv)
+            lat = (json.loads(c.out)["points"][0]["summary"]["latency_ns"]["mean"]
+                   if c.code == 0 else None)
+            out.append({"who": "sst", "wall_s": c.wall_s, "cpu_s": c.cpu_s, "rss_mb": c.rss_mb,
+                        "latency": lat})
     if args.booksim and scenario in BOOKSIM_P:
         w, m = _ns(warmup), _ns(measure)
         period = m // 3
         cfg = bs.config(BOOKSIM_P[scenario], "ugal" if args.routing == "ugal" else "min",
                         "uniform", load, w - w % period or period, period)
         r = bs.run(args.booksim, cfg)
-        out.append({"who": "booksim", "wall_s": r.wall_s, "rss_mb": r.max_rss_mb,
+        out.append({"who": "booksim", "wall_s": r.wall_s, "cpu_s": r.cpu_s, "rss_mb": r.max_rss_mb,
                     "latency": r.latency, "cycles": r.cycles})
     return out
 
@@ -313,21 +315,24 @@ def compare(args: argparse.Namespace, scenario: str) -> None:
     _, _, loads, _, _, _ = SCENARIOS[scenario]
     if not args.json:
         print(f"\n{scenario}, whole processes: {'load':>5} {'who':>8} {'wall s':>8} "
-              f"{'RSS MB':>7} {'lat ns':>9} {'x faster':>9} {'RSS ratio':>9}")
+              f"{'cpu s':>7} {'RSS MB':>7} {'lat ns':>9} {'x faster':>9} {'x cpu':>6} "
+              f"{'RSS ratio':>9}")
     for load in args.loads or loads:
         rows = external(args, scenario, load)
         ours = rows[0]
         for r in rows:
             r.update({"scenario": scenario, "load": load,
                       "speedup": r["wall_s"] / ours["wall_s"],
+                      "cpu_speedup": r["cpu_s"] / ours["cpu_s"] if ours["cpu_s"] else None,
                       "rss_ratio": ours["rss_mb"] / r["rss_mb"]})
             if args.json:
                 print(json.dumps(r), flush=True)
             else:
                 lat = f"{r['latency']:>9.2f}" if r["latency"] is not None else f"{'n/a':>9}"
                 print(f"{'':>{len(scenario) + 19}}{load:>5.2f} {r['who']:>8} "
-                      f"{r['wall_s']:>8.2f} {r['rss_mb']:>7.1f} {lat} "
-                      f"{r['speedup']:>9.2f} {r['rss_ratio']:>9.2f}", flush=True)
+                      f"{r['wall_s']:>8.2f} {r['cpu_s']:>7.2f} {r['rss_mb']:>7.1f} {lat} "
+                      f"{r['speedup']:>9.2f} {r['cpu_speedup'] or 0:>6.2f} "
+                      f"{r['rss_ratio']:>9.2f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -242,15 +242,18 @@ class PacketSink:
             return
         if self.packet_rows is not None:
             self.packet_rows.add(_packet_columns(rec, self.w0, self.w1))
+        # views, not copies, when every row is kept (every drain but the last): each copy of
+        # a record block is memory the process maps, faults in and unmaps again
         got = rec[:, REC_DELIVER] >= 0
-        d = rec[got]
+        d = rec if got.all() else rec[got]
         s = self.s
         s.delivered += d.shape[0]
         s.delivered_bytes += int(d[:, REC_SIZE].sum())
         dv = d[:, REC_DELIVER]
         s.accepted_bytes += int(d[(dv >= self.w0) & (dv < self.w1), REC_SIZE].sum())
         cr = d[:, REC_CREATED]
-        m = d[(cr >= self.w0) & (cr < self.w1)]
+        inw = (cr >= self.w0) & (cr < self.w1)
+        m = d if inw.all() else d[inw]
         if m.shape[0]:
             s.measured += m.shape[0]
             s.measured_bytes += int(m[:, REC_SIZE].sum())
@@ -288,9 +291,10 @@ class PacketSink:
             return
         firsts = np.array([c.first for c in self.chunks])
         which = np.searchsorted(firsts, d[:, REC_MSG], side="right") - 1
-        for ci in np.unique(which).tolist():
+        chunks = np.unique(which).tolist()
+        for ci in chunks:
             c = self.chunks[ci]
-            part = d[which == ci]
+            part = d if len(chunks) == 1 else d[which == ci]
             i = part[:, REC_MSG] - c.first
             np.subtract.at(c.left, i, 1)
             np.maximum.at(c.done, i, part[:, REC_DELIVER])
