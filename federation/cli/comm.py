@@ -79,6 +79,22 @@ def is_experiment(file: Path) -> bool:
     return file.suffix.lower() in (".yaml", ".yml", ".json")
 
 
+def read_programs(file: Path, overrides: list[str], index: int, fmt: str,
+                  max_memory: str | None) -> tuple[RankPrograms, str]:
+    """The programs ``comm`` and ``export`` work on: point ``index`` of an experiment file
+    (``--set`` applied, built and checked under ``--max-memory``), or a schedule file read
+    whole (``--set`` refused: it applies to experiment files only)."""
+    from federation.cli.run import parse_max_memory
+    from federation.pipeline.bounds import default_max_memory
+
+    if is_experiment(file):
+        limit = parse_max_memory(max_memory) or default_max_memory()
+        return experiment_programs(file, overrides, index, limit)
+    if overrides:
+        raise ConfigError("--set applies to experiment files", source="--set")
+    return schedule_programs(file, fmt)
+
+
 @app.command()
 def comm(
     file: Annotated[Path, typer.Argument(help="an experiment file (its closed-loop workload), "
@@ -99,8 +115,6 @@ def comm(
 ) -> None:
     """Summarise what a program communicates without simulating it: messages, bytes,
     per-rank sends and compute, message sizes, the busiest pairs, the communication matrix."""
-    from federation.cli.run import parse_max_memory
-    from federation.pipeline.bounds import default_max_memory
     from federation.programs.analysis import communication, describe
     from federation.results.outputs import OutputFile
 
@@ -116,13 +130,7 @@ def comm(
                               source="--plot")
         target = OutputFile(plot, source="--plot", overwrite=overwrite, make_parents=True)
     try:
-        if is_experiment(file):
-            limit = parse_max_memory(max_memory) or default_max_memory()
-            progs, label = experiment_programs(file, set_ or [], point, limit)
-        else:
-            if set_:
-                raise ConfigError("--set applies to experiment files", source="--set")
-            progs, label = schedule_programs(file, fmt)
+        progs, label = read_programs(file, set_ or [], point, fmt, max_memory)
         summary = communication(progs)
         if target is not None:
             from federation.plots.comm import comm_figure

@@ -38,15 +38,8 @@ def export(
     """Write a program (an experiment's workload, or a schedule) as a GOAL schedule."""
     import numpy as np
 
-    from federation.cli.comm import (
-        SCHEDULE_FORMATS,
-        experiment_programs,
-        is_experiment,
-        schedule_programs,
-    )
-    from federation.cli.run import parse_max_memory
+    from federation.cli.comm import SCHEDULE_FORMATS, read_programs
     from federation.models.units import PS_PER_S, parse_time
-    from federation.pipeline.bounds import default_max_memory
     from federation.programs.goal import format_goal
     from federation.programs.model import COMPUTE
     from federation.results.outputs import OutputFile
@@ -64,13 +57,7 @@ def export(
                           source="--calc-unit")
     target = OutputFile(out, source="--out", overwrite=overwrite, make_parents=True)
     try:
-        if is_experiment(file):
-            limit = parse_max_memory(max_memory) or default_max_memory()
-            progs, label = experiment_programs(file, set_ or [], point, limit)
-        else:
-            if set_:
-                raise ConfigError("--set applies to experiment files", source="--set")
-            progs, label = schedule_programs(file, fmt)
+        progs, label = read_programs(file, set_ or [], point, fmt, max_memory)
         t = progs.op_time_ps[progs.op_kind == COMPUTE]
         bad = t[t % unit_ps != 0]
         if bad.size:
