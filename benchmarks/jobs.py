@@ -12,7 +12,9 @@ dragonfly:
 * open loop: uniform traffic at load 0.4 on every node for 400 us, against two jobs of half the
   nodes each at the same load (the same packets per second);
 * closed loop: a 16-rank allreduce (16 KiB, 40 iterations) on 16 nodes, against two of them on
-  16 nodes each (twice the packets, the same per rank).
+  16 nodes each (twice the packets, the same per rank), and one of 32 ranks on 32 nodes (as
+  many ranks as the two jobs: the loop's cost per hop grows with the ranks and events in flight,
+  whichever job they belong to).
 
 For each it prints the best of ``--repeat`` runs' wall seconds of the engine and of the loop's
 processor time (a shared machine stretches wall time), packet hops, events and nanoseconds
@@ -94,6 +96,9 @@ RUNS = {
     "closed loop, one job": {"jobs": [
         {"name": "a", "workload": {**AR, "ranks": 16},
          "placement": {"kind": "contiguous", "count": 16}}]},
+    "closed loop, one job of 32 ranks": {"jobs": [
+        {"name": "a", "workload": {**AR, "ranks": 32},
+         "placement": {"kind": "contiguous", "count": 32}}]},
     "closed loop, two jobs": {"jobs": [
         {"name": "a", "workload": {**AR, "ranks": 16},
          "placement": {"kind": "contiguous", "count": 16}},
