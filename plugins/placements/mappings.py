@@ -30,8 +30,8 @@ import numpy as np
 from pydantic import Field, field_validator
 from scipy.sparse.csgraph import breadth_first_order
 
-from federation import Placement, PlacementContext
-from federation.plugins.placements.simple import CountParams, too_few
+from federation import PlacementContext
+from federation.plugins.placements.simple import CountParams, CountPlacement, too_few
 
 
 def router_nodes(ctx: PlacementContext) -> tuple[np.ndarray, np.ndarray]:
@@ -58,15 +58,12 @@ class RingParams(CountParams):
     start: int = Field(0, ge=0, description="the router the ring starts at")
 
 
-class Ring(Placement):
+class Ring(CountPlacement):
     """Consecutive nodes along the ring of routers, from ``start``."""
 
     name = "ring"
     Params = RingParams
     params: RingParams
-
-    def count(self) -> int:
-        return self.params.count
 
     def place(self, ctx: PlacementContext) -> np.ndarray:
         net = ctx.network
@@ -91,15 +88,12 @@ class TreeParams(CountParams):
                              "(default: a free router drawn from the job's stream)")
 
 
-class HierarchicalTree(Placement):
+class HierarchicalTree(CountPlacement):
     """Breadth first over the routers from ``root``."""
 
     name = "hierarchical_tree"
     Params = TreeParams
     params: TreeParams
-
-    def count(self) -> int:
-        return self.params.count
 
     def place(self, ctx: PlacementContext) -> np.ndarray:
         net = ctx.network
@@ -130,15 +124,12 @@ class StrideParams(CountParams):
         return v
 
 
-class CirculantStride(Placement):
+class CirculantStride(CountPlacement):
     """``count`` routers ``routers / count`` apart, one node each."""
 
     name = "circulant_stride"
     Params = StrideParams
     params: StrideParams
-
-    def count(self) -> int:
-        return self.params.count
 
     def place(self, ctx: PlacementContext) -> np.ndarray:
         R = ctx.network.n_routers

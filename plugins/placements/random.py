@@ -30,20 +30,14 @@ import math
 import numpy as np
 from pydantic import Field
 
-from federation import Placement, PlacementContext
-from federation.plugins.placements.simple import CountParams, too_few
+from federation import PlacementContext
+from federation.plugins.placements.simple import CountParams, CountPlacement, too_few
 
 
-class RandomNodes(Placement):
+class RandomNodes(CountPlacement):
     """``count`` free nodes drawn uniformly at random."""
 
     name = "random_nodes"
-    Params = CountParams
-    params: CountParams
-
-    def count(self) -> int:
-        return self.params.count
-
     def place(self, ctx: PlacementContext) -> np.ndarray:
         free = np.nonzero(ctx.free)[0]
         too_few(ctx, self.params.count, free.shape[0])
@@ -77,33 +71,21 @@ def whole_units(ctx: PlacementContext, count: int, unit_of_node: np.ndarray, n_u
     return np.concatenate(out).astype(np.int64)
 
 
-class RandomRouters(Placement):
+class RandomRouters(CountPlacement):
     """Whole free routers drawn at random, until ``count`` nodes."""
 
     name = "random_routers"
-    Params = CountParams
-    params: CountParams
-
-    def count(self) -> int:
-        return self.params.count
-
     def place(self, ctx: PlacementContext) -> np.ndarray:
         net = ctx.network
         return whole_units(ctx, self.params.count, net.node_router.astype(np.int64),
                            net.n_routers, "routers")
 
 
-class RandomGroups(Placement):
+class RandomGroups(CountPlacement):
     """Whole free groups drawn at random, until ``count`` nodes (routers on machines
     without groups)."""
 
     name = "random_groups"
-    Params = CountParams
-    params: CountParams
-
-    def count(self) -> int:
-        return self.params.count
-
     def place(self, ctx: PlacementContext) -> np.ndarray:
         net = ctx.network
         return whole_units(ctx, self.params.count, net.node_group.astype(np.int64),
@@ -122,15 +104,12 @@ def geometric_size(u: float, mean: float) -> int:
     return max(1, math.ceil(math.log1p(-u) / math.log1p(-p)))
 
 
-class Geometric(Placement):
+class Geometric(CountPlacement):
     """Clusters of consecutive free routers, of geometric sizes, until ``count`` nodes."""
 
     name = "geometric"
     Params = GeometricParams
     params: GeometricParams
-
-    def count(self) -> int:
-        return self.params.count
 
     def place(self, ctx: PlacementContext) -> np.ndarray:
         net = ctx.network

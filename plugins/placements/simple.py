@@ -21,6 +21,17 @@ class CountParams(Params):
     count: int = Field(ge=1, description="nodes the job gets")
 
 
+class CountPlacement(Placement):
+    """A placement of ``params.count`` nodes (every built-in one but ``list``, ``rest`` and
+    ``all``): subclasses give ``name``, ``Params`` (a :class:`CountParams`) and ``place``."""
+
+    Params = CountParams
+    params: CountParams
+
+    def count(self) -> int:
+        return self.params.count
+
+
 def too_few(ctx: PlacementContext, want: int, have: int, what: str = "free nodes") -> None:
     """Refuse a placement that asks for more nodes than there are."""
     if want > have:
@@ -32,15 +43,12 @@ class ContiguousParams(CountParams):
     start: int = Field(0, ge=0, description="the first node considered (node number)")
 
 
-class Contiguous(Placement):
+class Contiguous(CountPlacement):
     """The next ``count`` free nodes in node order, from ``start``."""
 
     name = "contiguous"
     Params = ContiguousParams
     params: ContiguousParams
-
-    def count(self) -> int:
-        return self.params.count
 
     def place(self, ctx: PlacementContext) -> np.ndarray:
         p = self.params
