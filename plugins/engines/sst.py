@@ -106,10 +106,8 @@ def federation_add_commands(app: Any) -> None:
         from federation.adapters.sst.run import run_experiment
         from federation.pipeline.load import load_experiment
 
-        overrides = list(set_ or [])
-        loaded = load_experiment(file, overrides)
-        if not all(isinstance(p.engine, Sst) for p in loaded.points):
-            loaded = load_experiment(file, ["engine.kind=sst", *overrides])
+        # engine.kind=sst keeps an sst engine's own options and gives another engine sst's
+        loaded = load_experiment(file, ["engine.kind=sst", *(set_ or [])])
         placed: list[Path] = []
         run_experiment(loaded, out, overwrite, placed=placed.append)
         print((placed[0] if placed else out) / "results.json")
