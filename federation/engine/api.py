@@ -39,6 +39,7 @@ P_SIZE = 9
 P_VIA = 10
 P_SRC = 11
 P_CLASS = 12  #: traffic class (QoS)
+P_MODE = 15  #: routing mode the packet's message asked for (-1: the routing's own)
 PS_COLS = 16
 
 # columns of the per-row metadata ``sim.pm`` (int64, one 32-byte row per packet)
@@ -49,9 +50,16 @@ M_MSG = 3  #: open-loop message number
 PM_COLS = 4
 
 #: routing-owned fields, in the order ``get_field`` numbers them
-F_LEVEL, F_DIM, F_PHASE, F_VIA, F_USER0, F_USER1, F_USER2 = range(7)
-FIELD_COLUMNS = np.array([P_LEVEL, P_DIM, P_PHASE, P_VIA, 13, 14, 15], dtype=np.int64)
-N_FIELDS = 7
+F_LEVEL, F_DIM, F_PHASE, F_VIA, F_USER0, F_USER1 = range(6)
+FIELD_COLUMNS = np.array([P_LEVEL, P_DIM, P_PHASE, P_VIA, 13, 14], dtype=np.int64)
+N_FIELDS = 6
+
+# columns of the per-NIC counters ``sim.nic_ctr`` (int64[N, NC_COLS]), as Aries' NIC counters
+NC_REQ_FLITS = 0  #: request flits (bytes / flit size) the NIC injected
+NC_STALL = 1  #: ps a ready packet was held at the NIC by back-pressure (no credit)
+NC_REQ_PKTS = 2  #: request packets the NIC injected
+NC_RSP_LAT = 3  #: cumulative request-to-response latency, ps
+NC_COLS = 4
 
 
 # --------------------------------------------------------------------------- the router
@@ -167,6 +175,19 @@ def pkt_size(sim, pk):
 def pkt_class(sim, pk):
     """Traffic class (0 without QoS)."""
     return np.int64(sim.ps[pk, P_CLASS])
+
+
+@part
+def pkt_mode(sim, pk):
+    """Routing mode the packet's message asked for (a per-message mode, as Cray's
+    ``MPICH_GNI_ROUTING_MODE``); -1: the routing's own configured mode."""
+    return np.int64(sim.ps[pk, P_MODE])
+
+
+@part
+def nic_counter(sim, node, k):
+    """Node ``node``'s NIC counter ``k`` (``NC_*``) as it stands now."""
+    return sim.nic_ctr[node, k]
 
 
 @part

@@ -210,6 +210,7 @@ def born(sim, pg, node, slot):
     ps[row, A.P_NEXT] = -1
     ps[row, A.P_DIM] = -1
     ps[row, A.P_MINIMAL] = 1
+    ps[row, A.P_MODE] = -1
     f = sim.feed
     ps[row, A.P_DST] = f[slot, F_DST]
     ps[row, A.P_SIZE] = f[slot, F_SIZE]

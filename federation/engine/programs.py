@@ -34,6 +34,7 @@ from federation.engine.api import (
     P_DST,
     P_HOPS,
     P_MINIMAL,
+    P_MODE,
     P_NEXT,
     P_SIZE,
     P_SRC,
@@ -322,6 +323,7 @@ def new_packet(sim, pg, node, f):
     ps[row, P_VC] = vc
     ps[row, P_DIM] = -1
     ps[row, P_MINIMAL] = 1
+    ps[row, P_MODE] = -1
     ps[row, P_DST] = dst
     ps[row, P_SIZE] = size
     ps[row, P_VIA] = via

@@ -206,8 +206,13 @@ class QosPolicy(Component):
         per class when there are several."""
         return np.zeros(messages.count, dtype=np.int16)
 
+    def class_names(self) -> list[str]:
+        """The traffic classes by name; a class's number is its index (0: served first by
+        priority policies).  Jobs, operation kinds and workloads name classes from this list."""
+        return ["default"]
+
     def n_classes(self) -> int:
-        return 1
+        return len(self.class_names())
 
 
 # --------------------------------------------------------------------------- workload
