@@ -191,6 +191,64 @@ def nic_counter(sim, node, k):
 
 
 @part
+def pkt_created(sim, pk):
+    """When the packet was created (its message was generated or sent), ps: its age is
+    ``now(sim) - pkt_created(sim, pk)`` (an age-based arbiter's key)."""
+    return sim.pm[pk, M_TIME]
+
+
+@part
+def pkt_injected(sim, pk):
+    """When the packet left its NIC, ps (-1: not yet)."""
+    return sim.pm[pk, M_INJECT]
+
+
+# --------------------------------------------------------------------------- requests
+# What an arbiter reads: output port ``o``'s requests form a list, oldest first, from
+# ``port_requests(sim, o)`` through ``request_next``; each is an input queue ``qi`` (input
+# port x V + VC) whose head packet ``request_head(sim, qi)`` waits for ``o``.
+
+
+@part
+def port_requests(sim, o):
+    """The first (oldest) request waiting for output port ``o``; -1: none."""
+    return sim.req_head[o]
+
+
+@part
+def request_next(sim, qi):
+    """The request after ``qi`` in its output port's list; -1: ``qi`` is the last."""
+    return sim.req_next[qi]
+
+
+@part
+def request_head(sim, qi):
+    """The packet at the head of input queue ``qi``: the one request ``qi`` would send."""
+    return np.int64(sim.q_head[qi])
+
+
+@part
+def request_port(sim, qi):
+    """The input port of queue ``qi``."""
+    return qi // sim.n_vcs
+
+
+@part
+def request_vc(sim, qi):
+    """The input VC of queue ``qi``."""
+    return qi % sim.n_vcs
+
+
+@part
+def request_credit_ok(sim, o, qi):
+    """True if request ``qi``'s head packet has credit for its whole size on output ``o``
+    now (the loop settles returned credits before it calls the arbiter).  An arbiter must
+    pick only such a request: the loop refuses any other."""
+    pk = sim.q_head[qi]
+    return sim.credits[o * sim.n_vcs + sim.ps[pk, P_OUTVC]] >= sim.ps[pk, P_SIZE]
+
+
+@part
 def get_field(sim, pk, k):
     return np.int64(sim.ps[pk, FIELD_COLUMNS[k]])
 

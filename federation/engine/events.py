@@ -44,6 +44,8 @@ ST_PROGRAMS_DONE = 10  # every operation of every rank program has finished: the
 ST_PROGRAM_STUCK = 11  # nothing is left to happen, yet some operations never finished
 ST_POOL_FULL = 12  # the packet row pool is nearly empty: the driver grows it
 ST_RECORDS_FULL = 13  # the delivery records buffer is full: the driver drains it
+ST_BAD_ARBITER = 14  # the arbiter's answer S_BAD_A (queue), S_BAD_B (prev) at output port
+# S_BADPKT was refused (federation.engine.arbiter_check; reports.arbiter_report says why)
 
 # indices into the int64 scalar state array
 S_NOW = 0

@@ -28,6 +28,7 @@ from federation.engine.api import (
     P_VC,
     random_below,
 )
+from federation.engine.arbiter_check import arbiter_answer_ok
 from federation.engine.credits import credit_wait, returns_then, settle_credits
 from federation.engine.events import (
     EV_ARRIVE,
@@ -113,9 +114,11 @@ __all__ = ["run_loop"]
 LOOKAHEAD = 8
 
 # --- variant (compile.py replaces these lines): PROGRAMS False compiles a loop without rank
-# programs, IQ True one of booksim_iq routers (federation.engine.iq)
+# programs, IQ True one of booksim_iq routers (federation.engine.iq), CHECK_ARBITER False one
+# that trusts the arbiter's answers (engine: {kind: native, check_arbiter: false})
 PROGRAMS = True
 IQ = False
+CHECK_ARBITER = True
 # --- end of variant
 
 # --- call-outs (compile.py replaces these three lines)
@@ -172,22 +175,28 @@ def route_head(sim, rt, ip, vc, now):
 
 @part
 def try_send(sim, ab, o, now):
-    """Output port ``o`` of a router: if idle, send what the arbiter picks."""
+    """Output port ``o`` of a router: if idle, send what the arbiter picks.  Returns 0, or
+    ``ST_BAD_ARBITER`` when the arbiter's answer is refused (``arbiter_answer_ok``)."""
     if sim.busy_until[o] > now:
         if sim.req_head[o] >= 0:
             wake_port_at(sim, o, sim.busy_until[o])
-        return
+        return np.int64(0)
     settle_credits(sim, o)  # the credits returned by now
     qi, prev = ARBITRATE(sim, ab, o)
+    if CHECK_ARBITER:
+        bad = arbiter_answer_ok(sim, o, qi, prev)
+        if bad != 0:
+            return bad
     if qi < 0:
         note_stall(sim, o, now)
         if sim.req_head[o] >= 0:
             credit_wait(sim, o)
-        return
+        return np.int64(0)
     pk, done = take_request(sim, o, qi, prev, now)
     transmit(sim, o, pk, sim.ps[pk, P_OUTVC], done, now)
     if sim.req_head[o] >= 0:
         wake_port_at(sim, o, done)
+    return np.int64(0)
 
 
 @part
@@ -581,7 +590,10 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             if o >= sim.n_router_ports:
                 nic = o - sim.n_router_ports  # credit back at a NIC
             elif o >= 0:
-                try_send(sim, ab, o, now)
+                status = try_send(sim, ab, o, now)
+                if status != 0:
+                    sc[S_EVENTS] += processed
+                    return status
         else:
             now = sc[S_NOW]
         if PROGRAMS and moved:

@@ -42,6 +42,7 @@ from federation.engine.program_arrays import ProgramTraffic, no_programs
 from federation.engine.queue import Q_COUNT, Q_SIDE, bucket_shift, new_queue
 from federation.engine.reports import (
     CLOCK_RANGE,
+    arbiter_report,
     deadlock_report,
     routing_report,
     stuck_report,
@@ -251,8 +252,10 @@ def check_vcs(tables: RouteTables, n_vcs: int, routing_name: str) -> None:
 
 
 def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = None,
-               budget: int = 2_000_000) -> RawResult:
-    """Run the loop to completion; raise :class:`SimulationError` on deadlock."""
+               budget: int = 2_000_000, check_arbiter: bool = True) -> RawResult:
+    """Run the loop to completion; raise :class:`SimulationError` on deadlock.
+    ``check_arbiter=False`` (the engine's explicit switch) runs a loop that trusts the
+    arbiter's answers (:mod:`federation.engine.arbiter_check`)."""
     return_freed_memory()
     net = job.network
     pt = net.ports
@@ -271,7 +274,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     # compiled (or loaded, already compiled) for these arguments' types: untimed
     run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner,
                         (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
-                        iq=job.iq)
+                        iq=job.iq, check_arbiter=check_arbiter)
     state = [sim, pg]  # replaced when the heap or the pool grows
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs)
     chunks = job.chunks()
@@ -356,6 +359,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         progress(int(sc[E.S_DELIVERED]), max(total, int(sc[E.S_DELIVERED])))
     if status in (E.ST_BAD_VC, E.ST_BAD_PORT, E.ST_NO_ROUTE, E.ST_HOP_LIMIT):
         raise RoutingError(routing_report(net, job, sim, status, owner))
+    if status == E.ST_BAD_ARBITER:
+        raise RoutingError(arbiter_report(net, sim, owner))
     if status == E.ST_TIME_LIMIT:
         raise SimulationError(time_limit_report(net, sc, job.programs))
     if status == E.ST_DEADLOCK:

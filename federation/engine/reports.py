@@ -172,3 +172,60 @@ def deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarr
         f"undelivered; {stuck_in.size} input ports hold packets, {stuck_out.size} output ports "
         f"wait for credits. Stuck ports: " + "; ".join(names)
     )
+
+
+def arbiter_owner(owner: str) -> str:
+    """``arbiter 'y' (plugin q)`` out of the components' owner text (``routing 'x' (plugin p)
+    with arbiter 'y' (plugin q)``, :func:`federation.pipeline.build.component_owner`)."""
+    _, sep, arb = owner.partition(" with ")
+    return arb if sep else (owner or "the arbiter")
+
+
+def arbiter_report(net: Network, sim: Any, owner: str) -> str:
+    """What was wrong with the arbiter's answer the loop refused (``ST_BAD_ARBITER``: the
+    state is as the arbiter left it; :mod:`federation.engine.arbiter_check` checks in the same
+    order)."""
+    sc = sim.sc
+    o, qi, prev = int(sc[E.S_BADPKT]), int(sc[E.S_BAD_A]), int(sc[E.S_BAD_B])
+    V = int(sim.n_vcs)
+    n = int(sim.req_next.shape[0])
+    head = (f"{arbiter_owner(owner)} answered (queue {qi}, prev {prev}) for output "
+            f"{_port_name(net, o)} at t={int(sc[E.S_NOW])}ps: ")
+
+    def queue(q: int) -> str:
+        return f"queue {q} ({_port_name(net, q // V)} VC {q % V})"
+
+    if not -1 <= qi < n:
+        return head + (f"queue {qi} does not exist (queue ids are input port x {V} + VC, "
+                       f"0..{n - 1}; -1: send nothing)")
+    waiting = _requests(sim, o)
+    if qi not in waiting:
+        return head + (f"{queue(qi)} is not waiting for this port (its requests: "
+                       f"{_queues(waiting, V)})")
+    k = waiting.index(qi)
+    before = waiting[k - 1] if k > 0 else -1
+    if prev != before:
+        return head + (f"prev must be the request before {queue(qi)} in the port's list, "
+                       f"{before}{' (it is the first)' if before < 0 else ''}, not {prev}")
+    pk = int(sim.q_head[qi])
+    ovc, size = int(sim.ps[pk, A.P_OUTVC]), int(sim.ps[pk, A.P_SIZE])
+    free = int(sim.credits[o * V + ovc])
+    return head + (f"the head packet of {queue(qi)}, {packet_name(sim, pk)}, needs {size} B "
+                   f"of credit on VC {ovc} and the port has {free} B: an arbiter must pick "
+                   "only requests with credit (federation.engine.arbiters.credit_ok)")
+
+
+def _requests(sim: Any, o: int) -> list[int]:
+    """Output ``o``'s request list, in order (at most its request count)."""
+    out, q = [], int(sim.req_head[o])
+    while q >= 0 and len(out) < int(sim.req_count[o]):
+        out.append(q)
+        q = int(sim.req_next[q])
+    return out
+
+
+def _queues(qs: list[int], V: int) -> str:
+    """The first few queue ids of a request list (``none`` when empty)."""
+    if not qs:
+        return "none"
+    return ", ".join(str(q) for q in qs[:8]) + (", ..." if len(qs) > 8 else "")

@@ -11,12 +11,16 @@ class Native(Engine):
     name = "native"
 
     class Params(Params):
-        pass
+        #: check every answer of the output-port arbiter (a queue waiting for the port, the
+        #: request before it, credit for its packet) and stop the run naming the arbiter when
+        #: one is wrong; ``false`` compiles a loop without the check, for an arbiter you trust
+        #: (the check costs about 1 % of the loop's speed: docs/architecture.md)
+        check_arbiter: bool = True
 
     def run(self, job, progress=None):  # noqa: ANN001, ANN201
         from federation.engine.native import run_native
 
-        return run_native(job, progress=progress)
+        return run_native(job, progress=progress, check_arbiter=self.params.check_arbiter)
 
 
 @hookimpl
