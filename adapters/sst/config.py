@@ -28,6 +28,7 @@ from federation.pipeline.points import (
 
 from . import ember
 from .options import SstOptions
+from .qos import check_qos
 from .script import (
     BUILD_SCRIPT,
     NIC_STATS,
@@ -157,9 +158,7 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
 def _check_experiment(point: ResolvedPoint) -> None:
     """Workload, QoS and stop rule that merlin's offered_load endpoint can reproduce."""
     machine = point.machine.machine
-    if point.machine.qos.name != "none":
-        raise Refusal("qos.kind", f"QoS policy {point.machine.qos.name!r} is not mapped to "
-                      "merlin's qos_settings by this adapter")
+    check_qos(point)
     wl = point.workload
     if wl.name != "synthetic":
         raise Refusal("workload.kind", f"workload {wl.name!r}: merlin endpoints generate their "

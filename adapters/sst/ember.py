@@ -28,6 +28,7 @@ from typing import Any
 from federation.models.units import seconds_to_ps
 from federation.pipeline.points import ResolvedPoint
 
+from .qos import check_qos
 from .topologies import Refusal
 
 #: our closed-loop workload -> ember motif (``ember.<name>Motif``)
@@ -68,9 +69,7 @@ def ember_job(point: ResolvedPoint, n_nodes: int, nodes: Any = None) -> EmberJob
     if nodes is not None:
         job = ember_job(point, len(nodes))
         return EmberJob(job.motifs, [int(nodes[k]) for k in job.rank_node], job.notes)
-    if point.machine.qos.name != "none":
-        raise Refusal("qos.kind", f"QoS policy {point.machine.qos.name!r} is not mapped to "
-                      "merlin's qos_settings by this adapter")
+    check_qos(point)
     wl = point.workload
     if wl.name not in EMBER_TWINS:
         raise Refusal("workload.kind", f"workload {wl.name!r} has no ember motif twin (ember "
