@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from federation import Engine, Params, hookimpl
 
 
@@ -11,11 +13,12 @@ class Native(Engine):
     name = "native"
 
     class Params(Params):
-        #: check every answer of the output-port arbiter (a queue waiting for the port, the
-        #: request before it, credit for its packet) and stop the run naming the arbiter when
-        #: one is wrong; ``false`` compiles a loop without the check, for an arbiter you trust
-        #: (the check costs about 1 % of the loop's speed: docs/architecture.md)
-        check_arbiter: bool = True
+        check_arbiter: bool = Field(
+            True, description="check every answer of the output-port arbiter (a queue waiting "
+            "for the port, the request before it, credit for its packet) and stop the run "
+            "naming the arbiter when one is wrong; false compiles a loop without the check, "
+            "for an arbiter you trust (the check costs 1-2 % of the loop's speed at most: "
+            "docs/architecture.md, Call-outs)")
 
     def run(self, job, progress=None):  # noqa: ANN001, ANN201
         from federation.engine.native import run_native
