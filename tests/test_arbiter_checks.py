@@ -31,7 +31,7 @@ from federation import Params, hookimpl
 from federation.components import Arbiter
 from federation.engine import api
 
-MODES = {"fair": 0, "credit": 1, "prev": 2, "nowhere": 3, "stranger": 4}
+MODES = {"fair": 0, "credit": 1, "prev": 2, "nowhere": 3, "stranger": 4, "idle": 5}
 
 
 @njit(cache=True)
@@ -50,6 +50,8 @@ def picky(sim, state, o):
         return 1 << 40, -1
     if mode == 4:  # the last queue id: a NIC's input, never waiting at a router
         return state[1][0] - 1, -1
+    if mode == 5:  # never sends (lawful: -1 lets the port wait; but nothing wakes it)
+        return -1, -1
     # fair: by class (0 first), then by age (the earliest created), among those with credit
     best, best_prev, best_key = -1, -1, np.int64(1) << 62
     qi, prev = first, -1
@@ -122,6 +124,15 @@ def test_a_wrong_answer_stops_the_run_naming_the_arbiter(picky_site, tmp_path, m
     assert not (tmp_path / "out").exists()  # nothing half-written
 
 
+def test_an_arbiter_that_never_sends_is_named_by_the_deadlock(picky_site, tmp_path):
+    """-1 is a lawful answer (the port waits), but a port that holds a request with credit
+    waits for nothing: the run ends in a deadlock whose message blames the arbiter."""
+    line = one_error(run(picky_site, tmp_path, "idle"))
+    assert ": arbiter 'picky' (plugin picky) sent nothing from " in line, line
+    assert "output ports although a request there had credit (router " in line, line
+    assert "; deadlock at t=" in line and "undelivered" in line, line
+
+
 def test_an_arbiter_written_with_the_accessors_runs(picky_site, tmp_path):
     r = run(picky_site, tmp_path, "fair")
     assert r.returncode == 0, r.stderr
@@ -143,3 +154,41 @@ def test_the_switch_compiles_the_check_out(picky_site, tmp_path):
 
     ports = pq.read_table(next((tmp_path / "out").rglob("ports-*.parquet"))).to_pydict()
     assert max(ports["peak_input_occupancy_bytes"]) > 8192  # 8 KiB per VC, over-filled
+
+
+def test_a_buffer_deadlock_does_not_blame_the_arbiter():
+    """A real deadlock (a 4-router ring routed clockwise on one VC, buffers of one packet):
+    every stuck output waits for credit, so the message names ports, not the arbiter."""
+    import numpy as np
+
+    from federation.engine.native import LinkFigures, NativeRun, Packets, run_native
+    from federation.errors import SimulationError
+    from federation.network import NetworkBuilder
+    from federation.network.routes import shortest_path_routes
+
+    b = NetworkBuilder(["ring"])
+    for r in b.add_routers(4, radix=4):
+        b.attach_nodes(r, 1)
+        b.add_link(r, (r + 1) % 4, "ring")
+    net = b.build()
+    t = shortest_path_routes(net)
+    pt = net.ports
+    nbr = {(int(pt.port_router[p]), int(pt.port_router[pt.port_peer[p]])): p
+           for p in range(pt.n_router_ports) if pt.port_link[p] >= 0}
+    for r in range(4):
+        for d in range(4):
+            if r != d:
+                t.gnext[r, d] = nbr[(r, (r + 1) % 4)]
+    t.port_vc_bump[:] = 0
+    n = 400
+    src = np.arange(n) % 4
+    packets = Packets(time_ps=np.zeros(n, np.int64), src=src, dst=(src + 2) % 4,
+                      size=np.full(n, 512, np.int64), msg=np.arange(n), via=np.full(n, -1))
+    fig = LinkFigures(bandwidth=5.12e9, latency=1e-8, buffer=512)
+    job = NativeRun(net, {"terminal": fig, "ring": fig}, 5.12e9, 5e-8, 1, t, packets,
+                    owner="routing 'minimal' (plugin native) with arbiter 'oldest_first' "
+                    "(plugin native)")
+    with pytest.raises(SimulationError) as e:
+        run_native(job)
+    assert str(e.value).startswith("deadlock at t="), str(e.value)
+    assert "arbiter" not in str(e.value)

@@ -365,7 +365,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         raise SimulationError(time_limit_report(net, sc, job.programs))
     if status == E.ST_DEADLOCK:
         raise SimulationError(deadlock_report(net, V, sim.q_head, sim.req_head, sc,
-                                              int(sc[E.S_LOADED] + sc[E.S_QUEUED])))
+                                              int(sc[E.S_LOADED] + sc[E.S_QUEUED]), sim,
+                                              owner))
     if status == E.ST_PROGRAM_STUCK:
         raise SimulationError(stuck_report(job, pg, int(sc[E.S_NOW])))
     drain()

@@ -155,10 +155,47 @@ def _op_name(job: Any, op: int) -> str:
 
 
 def deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarray,
-                     sc: np.ndarray, total: int) -> str:
+                     sc: np.ndarray, total: int, sim: Any = None, owner: str = "") -> str:
+    """Which ports hold the undelivered packets; with ``sim``, also the output ports whose
+    arbiter answered -1 although a request had credit (a port waiting for nothing)."""
+    withheld = withheld_ports(sim) if sim is not None else []
+    text = _deadlock_text(net, V, q_head, req_head, sc, total, withheld)
+    if withheld:
+        return (f"{arbiter_owner(owner)} sent nothing from {len(withheld)} output ports "
+                f"although a request there had credit ({_port_name(net, withheld[0])} "
+                "first): its answer -1 lets a port wait, but only a credit return or a new "
+                f"request wakes it; {text}")
+    return text
+
+
+def withheld_ports(sim: Any) -> list[int]:
+    """Output ports with a request whose packet has credit, counting the returns still
+    pending (at a deadlock every return is due): what a lawful arbiter would have sent."""
+    V = int(sim.n_vcs)
+    out = []
+    for o in np.nonzero(sim.req_head >= 0)[0].tolist():
+        free = sim.credits[o * V:(o + 1) * V].copy()
+        h = int(sim.cr_head[o])
+        while h >= 0:
+            free[int(sim.cr[h, 1])] += sim.cr[h, 2]
+            h = int(sim.cr[h, 3])
+        for q in _requests(sim, o):
+            pk = int(sim.q_head[q])
+            if free[int(sim.ps[pk, A.P_OUTVC])] >= int(sim.ps[pk, A.P_SIZE]):
+                out.append(o)
+                break
+    return out
+
+
+def _deadlock_text(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarray,
+                   sc: np.ndarray, total: int, withheld: list[int]) -> str:
+    """The stuck ports: inputs holding packets, outputs waiting for credit (``withheld``:
+    outputs holding a request with credit, named as such)."""
     pt = net.ports
     stuck_in = np.nonzero((q_head.reshape(-1, V) >= 0).any(axis=1))[0]
-    stuck_out = np.nonzero(req_head >= 0)[0]
+    held = set(withheld)
+    stuck_out = np.array([p for p in np.nonzero(req_head >= 0)[0].tolist() if p not in held],
+                         dtype=np.int64)
 
     def name(p: int, what: str) -> str:
         r = int(pt.port_router[p])
@@ -166,11 +203,15 @@ def deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarr
         return f"router {r} port {local} ({what}, {net.link_classes[pt.port_class[p]]})"
 
     names = [name(p, "input") for p in stuck_in[:8]]
+    names += [name(p, "output holding a request with credit") for p in withheld[:8]]
     names += [name(p, "output waiting for credit") for p in stuck_out[:8]]
+    outs = f"{stuck_out.size} output ports wait for credits"
+    if withheld:
+        outs += f", {len(withheld)} hold a request with credit"
     return (
         f"deadlock at t={int(sc[E.S_NOW])}ps: {total - int(sc[E.S_DELIVERED])} of {total} packets "
-        f"undelivered; {stuck_in.size} input ports hold packets, {stuck_out.size} output ports "
-        f"wait for credits. Stuck ports: " + "; ".join(names)
+        f"undelivered; {stuck_in.size} input ports hold packets, {outs}. Stuck ports: "
+        + "; ".join(names)
     )
 
 
