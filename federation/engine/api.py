@@ -4,7 +4,11 @@ A routing plugin's per-hop function has the signature ``route(sim, tables, r, ip
 (port, vc)``: at router ``r`` the packet ``pk``, head of its queue on input port ``ip``, leaves
 through global ``port`` (one of ``r``'s, see :func:`router_ports`) on output ``vc``.  Return
 ``(-1, 0)`` for "no route" (the run stops with a message naming the routing).  ``tables`` is
-whatever tuple of arrays and numbers the plugin's Python side built once per run.
+whatever tuple of arrays and numbers the plugin's Python side built once per run.  An
+arbiter's ``arbitrate(sim, state, o) -> (qi, prev)`` reads output ``o``'s requests through
+:func:`port_requests`, :func:`request_next`, :func:`request_head` and
+:func:`request_credit_ok`, and their packets' age and class through :func:`pkt_created` and
+:func:`pkt_class` (the loop checks its answer: :mod:`federation.engine.arbiter_check`).
 
 These accessors are small compiled functions; numba inlines them, so reading through them
 costs what reading the arrays directly costs, and plugin code keeps working when the
