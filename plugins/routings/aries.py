@@ -167,6 +167,9 @@ class Aries(Valiant):
     def intermediate_rule(self, tables: RouteTables) -> str:
         return "none"
 
+    def modes(self) -> list[str]:
+        return list(MODES)
+
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
         p = self.params
         packet = int(machine.packet_size)
