@@ -82,31 +82,30 @@ def select(cfg, ratios, lat, stall, age, node, size, ad, bs):
 
 
 @part
-def sample(sim, snap, lat, stall, age, prev, node):
-    """Read ``node``'s NIC counters: what moved since the last reading is the sample of
-    ``prev``, the mode of the message sent then (none when no packet went)."""
-    flits = nic_counter(sim, node, NC_REQ_FLITS) - snap[node, 0]
-    stalled = nic_counter(sim, node, NC_STALL) - snap[node, 1]
-    pkts = nic_counter(sim, node, NC_REQ_PKTS) - snap[node, 2]
-    latency = nic_counter(sim, node, NC_RSP_LAT) - snap[node, 3]
+def sample(snap, lat, stall, age, prev, node, counters):
+    """Take ``node``'s NIC counters (``counters``: request flits, stalled ps, request packets,
+    cumulative latency ps): what moved since the last reading is the sample of ``prev``, the
+    mode of the message sent then (no sample when no packet went)."""
+    flits = counters[0] - snap[node, 0]
+    pkts = counters[2] - snap[node, 2]
     for k in range(age.shape[1]):
         if age[node, k] < NEVER:
             age[node, k] += 1
     if prev >= 0 and pkts > 0:
-        lat[node, prev] = latency / pkts
-        stall[node, prev] = stalled / max(flits, 1)
+        lat[node, prev] = (counters[3] - snap[node, 3]) / pkts
+        stall[node, prev] = (counters[1] - snap[node, 1]) / max(flits, 1)
         age[node, prev] = 1
-    snap[node, 0] += flits
-    snap[node, 1] += stalled
-    snap[node, 2] += pkts
-    snap[node, 3] += latency
+    for j in range(4):
+        snap[node, j] = counters[j]
 
 
 @part
-def decide(sim, state, node, size, mode):
-    """Algorithm 1 for one send of ``node`` (see the module docstring)."""
+def step(state, node, size, mode, counters):
+    """Algorithm 1 for one send of ``node`` given its NIC counters as they stand (the module
+    docstring); returns the mode.  Apart from :func:`decide` so that tests can script the
+    counters."""
     cfg, ratios, total, cur, snap, lat, stall, age = state
-    sample(sim, snap, lat, stall, age, cur[node], node)
+    sample(snap, lat, stall, age, cur[node], node, counters)
     ad = mode if mode >= 0 else cfg[C_AD]
     bs = cfg[C_BS]
     total[node] += size
@@ -117,6 +116,17 @@ def decide(sim, state, node, size, mode):
     choice = select(cfg, ratios, lat, stall, age, node, size, ad, bs)
     cur[node] = choice
     return choice
+
+
+@part
+def decide(sim, state, node, size, mode):
+    """The controller's call-out: :func:`step` with ``node``'s NIC counters."""
+    counters = state[8]
+    counters[0] = nic_counter(sim, node, NC_REQ_FLITS)
+    counters[1] = nic_counter(sim, node, NC_STALL)
+    counters[2] = nic_counter(sim, node, NC_REQ_PKTS)
+    counters[3] = nic_counter(sim, node, NC_RSP_LAT)
+    return step(state[:8], node, size, mode, counters)
 
 
 class AppAwareParams(Params):
@@ -162,4 +172,5 @@ class AppAware(Controller):
         return (cfg, np.array([p.latency_ratio, p.stall_ratio]),
                 np.zeros(n_nodes, dtype=np.int64), np.full(n_nodes, -1, dtype=np.int64),
                 np.zeros((n_nodes, 4), dtype=np.int64), np.zeros((n_nodes, k)),
-                np.zeros((n_nodes, k)), np.full((n_nodes, k), NEVER, dtype=np.int64))
+                np.zeros((n_nodes, k)), np.full((n_nodes, k), NEVER, dtype=np.int64),
+                np.zeros(4, dtype=np.int64))  # the counters read (no allocation per send)
