@@ -36,7 +36,8 @@ class ModeProbe(Routing):
     def tables(self, network, topology, machine):  # noqa: ANN001
         return topology.minimal_routes(network)
 
-    def modes(self) -> list[str]:
+    @classmethod
+    def modes(cls) -> list[str]:
         return list(MODES)
 
     def program(self, network, topology, machine, tables):  # noqa: ANN001

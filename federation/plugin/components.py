@@ -165,6 +165,13 @@ class Routing(Component):
         """A compiled per-hop routing, or ``None`` (the default) to follow :meth:`tables`."""
         return None
 
+    @classmethod
+    def modes(cls) -> list[str]:
+        """Names of the routing's modes, in the order a packet's mode (``pkt_mode``, a
+        message's per-message routing mode) numbers them; ``[]``: the routing has no modes
+        and ignores a packet's."""
+        return []
+
     def intermediates(self, tables: RouteTables, src_router: np.ndarray, dst_router: np.ndarray,
                       rng: np.random.Generator) -> np.ndarray:
         """Per-packet intermediate group, -1 for none.  Minimal routings return all -1."""
@@ -177,12 +184,6 @@ class Routing(Component):
         a group).  A routing that overrides :meth:`intermediates` must override this too, or
         rank programs are refused with it (the engine will not route them without)."""
         return "none"
-
-    def modes(self) -> list[str]:
-        """The routing's modes by name (a mode's number, the packet column ``P_MODE``, is its
-        index); a message may ask for one (``pkt_mode``).  Default: none, so a message that
-        names a mode is refused before the run."""
-        return []
 
 
 # --------------------------------------------------------------------------- arbitration

@@ -167,9 +167,6 @@ class Aries(Valiant):
     def intermediate_rule(self, tables: RouteTables) -> str:
         return "none"
 
-    def modes(self) -> list[str]:
-        return list(MODES)
-
     def program(self, network, topology, machine, tables) -> RoutingProgram:  # noqa: ANN001
         p = self.params
         packet = int(machine.packet_size)
@@ -181,6 +178,10 @@ class Aries(Valiant):
         prog.vc_plan = TablePlan(valiant="group", decide="source_group", commit_bump=1,
                                  spread="source_group")
         return prog
+
+    @classmethod
+    def modes(cls) -> list[str]:
+        return list(MODES)
 
 
 @hookimpl
