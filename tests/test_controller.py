@@ -217,3 +217,11 @@ def test_a_third_party_controller_registers_and_runs(tmp_path, tmp_path_factory,
         sys.path.remove(str(site))
         sys.modules.pop("federation_parity", None)
         registry.reset_plugins()
+
+
+def test_docs_show_the_by_size_controller_verbatim():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    source = (root / "plugins" / "controllers" / "by_size.py").read_text()
+    assert source in (root / "docs" / "plugins.md").read_text()
