@@ -71,6 +71,11 @@ def test_collective_modes_come_before_the_experiments(tmp_path):
         "allreduce", routing_mode="BETA", collective_modes={"alltoall": "GAMMA"}))
     s = seen(prep)
     assert s[:, BETA].sum() == prep.job.programs.n_packets == s.sum() > 0
+    d = collective_doc("allreduce", collective_modes={"allreduce": "ALPHA"})
+    d["workload"] = {"kind": "allreduce", "size": 64}  # the allreduce workload is one too
+    prep, *_ = simulate(tmp_path, d)
+    s = seen(prep)
+    assert s[:, ALPHA].sum() == prep.job.programs.n_packets == s.sum() > 0
 
 
 def test_a_jobs_mode_comes_before_the_experiments(tmp_path):

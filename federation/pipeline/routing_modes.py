@@ -7,7 +7,7 @@ message's mode, first found of:
 
 1. its send's own (``RankPrograms.op_mode``: a workload or program that names one);
 2. its collective's (``collective_modes: {alltoall: ADAPTIVE_1}``; the ``collective``
-   workload's sends are all of its ``op``);
+   workload's sends are all of its ``op``, the ``allreduce`` workload's of allreduce);
 3. its job's ``routing_mode``, else the experiment's;
 4. none (-1): the routing's configured mode.
 
@@ -134,8 +134,9 @@ def with_modes(point: ResolvedPoint, job: ResolvedJob, progs: RankPrograms) -> R
     unchanged when neither the job nor the experiment names one."""
     mode, coll, _, _ = job_modes(point, job)
     meta = progs.meta or {}
-    if meta.get("workload") == "collective" and meta.get("op") in coll:
-        mode = coll[meta["op"]]
+    op = meta.get("op") if meta.get("workload") == "collective" else meta.get("workload")
+    if op in coll:  # the collective workload's op, or a workload that is one (allreduce)
+        mode = coll[op]
     if mode is None:
         return progs
     names = list(progs.mode_names or [])
