@@ -44,7 +44,7 @@ PIPELINE_STAGES: dict[str, tuple[str, ...]] = {
     "preflight": ("preflight",),
     "build": ("build", "tables_check"),
     "jobs": ("jobs",),
-    "traffic": ("traffic", "messages", "rank_programs"),
+    "traffic": ("traffic", "messages", "rank_programs", "routing_modes"),
     "summary": ("summary", "job_figures"),
 }
 PIPELINE_DRIVERS = ("point", "distributed", "run")

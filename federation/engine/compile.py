@@ -1,4 +1,5 @@
-"""Compile the event loop with a routing's and an arbiter's functions inside it.
+"""Compile the event loop with a routing's, an arbiter's (and a routing controller's)
+functions inside it.
 
 Numba cannot cache a compiled function that takes another compiled function as an argument or
 closes over one (the cache key then holds the callee's identity, new in every process), and a
@@ -16,7 +17,7 @@ Only what ``loop.py`` defines (the functions that call a plugin, and the loop) i
 for a copy: every other part (queue, router, NIC, programs) is a cached
 :func:`~federation.engine.jit.part`, compiled once for all loops.  The compiled loop is kept as
 native code (:mod:`federation.engine.native_code`) named by a digest of the copy's text, of
-the source of the modules that define the three functions, of every engine module and of the
+the source of the modules that define the call-outs, of every engine module and of the
 run's argument types, so editing a plugin or the engine compiles a fresh loop instead of
 loading a stale one, and a loop compiled before is loaded without importing numba.  A change
 in a module that a plugin's modules import is not seen: ``FEDERATION_CACHE_DIR`` can be
@@ -45,9 +46,9 @@ from federation.engine.jit import (
 from federation.engine.native_code import NativeLoop, layout_of, native_loop
 from federation.errors import RoutingError
 
-_BEGIN = "# --- call-outs (compile.py replaces these three lines)\n"
+_BEGIN = "# --- call-outs (compile.py replaces these lines)\n"
 _END = "# --- end of call-outs\n"
-_VARIANT = "PROGRAMS = True\nIQ = False\nCHECK_ARBITER = True\n"
+_VARIANT = "PROGRAMS = True\nIQ = False\nCHECK_ARBITER = True\nCONTROLLED = False\n"
 
 
 def cache_dir() -> Path:
@@ -108,34 +109,41 @@ def _module_source(module: str) -> str:
 
 
 def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
-             programs: bool = True, iq: bool = False,
+             programs: bool = True, iq: bool = False, control: Any = None,
              check_arbiter: bool = True) -> NativeLoop:
-    """The compiled loop calling these three functions (``owner`` names the routing and
-    arbiter in messages) for arguments like ``args`` (``budget, until, sim, pg, rt, ab,
-    cur``); ``programs=False``: the open-loop variant; ``iq``: booksim_iq routers;
+    """The compiled loop calling these functions (``owner`` names the routing and arbiter in
+    messages) for arguments like ``args`` (``budget, until, sim, pg, rt, ab, cur``);
+    ``programs=False``: the open-loop variant; ``iq``: booksim_iq routers; ``control``: a
+    routing controller's ``decide`` (``None``: none, and no call is compiled);
     ``check_arbiter=False``: the arbiter's answers are not checked."""
     layout = ("tuple", tuple(layout_of(a) for a in args))
     defaults = (default_loop.ROUTE, default_loop.INJECT, default_loop.ARBITRATE)
-    if (route, inject, arbitrate) == defaults and programs and not iq and check_arbiter:
+    controlled = control is not None and programs
+    if (route, inject, arbitrate) == defaults and programs and not iq and not controlled \
+            and check_arbiter:
         text = Path(default_loop.__file__).read_text()
         return _native(["loop.py", text], layout, owner,
                        lambda: compiled_function(default_loop.run_loop))
-    names = [_where(f, w, owner) for f, w in ((route, "route"), (inject, "inject"),
-                                               (arbitrate, "arbitrate"))]
+    calls = [(route, "route", "ROUTE"), (inject, "inject", "INJECT"),
+             (arbitrate, "arbitrate", "ARBITRATE")]
+    if controlled:
+        calls.append((control, "decide", "CONTROL"))
+    names = [_where(f, w, owner) for f, w, _ in calls]
     text = Path(default_loop.__file__).read_text()
     head, rest = text.split(_BEGIN, 1)
-    _, tail = rest.split(_END, 1)
-    if not programs or iq or not check_arbiter:
+    old_block, tail = rest.split(_END, 1)
+    if not programs or iq or controlled or not check_arbiter:
         head = head.replace(_VARIANT, f"PROGRAMS = {programs}\nIQ = {iq}\n"
-                            f"CHECK_ARBITER = {check_arbiter}\n", 1)
+                            f"CHECK_ARBITER = {check_arbiter}\nCONTROLLED = {controlled}\n", 1)
     # each call-out is recompiled from its Python source as a part of the loop: LLVM then
     # inlines it, as it does the built-in parts (a call that is not inlined passes the whole
     # ``Sim`` container, hundreds of scalars once flattened, and costs more than the routing)
     options = ", ".join(f"{k}={v!r}" for k, v in PART_OPTIONS.items() if k != "cache")
     block = "".join(f"from {m} import {n} as _{alias}_SOURCE  # noqa: E402\n"
                     f"{alias} = njit({options})(_{alias}_SOURCE.py_func)\n"
-                    for (m, n), alias in zip(names, ("ROUTE", "INJECT", "ARBITRATE"),
-                                             strict=True))
+                    for (m, n), (_, _, alias) in zip(names, calls, strict=True))
+    if not controlled:  # the default's import, never called
+        block += next(x + "\n" for x in old_block.splitlines() if " as CONTROL " in x)
     text = head + _BEGIN + "from numba import njit  # noqa: E402\n" + block + _END + tail
     parts = [text] + [_module_source(m) for m, _ in names]
     return _native(parts, layout, owner, lambda: _copy(text, parts).run_loop.compiled())

@@ -1,12 +1,14 @@
 """The compiled event loop: events in time order, each handled by the router, NIC, routing and
 arbiter parts.
 
-The routing and the arbiter are *call-outs*: ``ROUTE`` and ``INJECT`` (the routing plugin's
-per-hop and at-injection functions) and ``ARBITRATE`` (the arbiter's).  The three imports
-below bind the built-in table routing and oldest-first arbitration; for any other pair,
-:mod:`federation.engine.compile` writes a copy of this module with those three lines replaced
-and compiles that, so plugin code is compiled *into* the loop (inlined by LLVM like the
-built-ins) and cached on disk like it.  Keep the marked block exactly three import lines.
+The routing, the arbiter and the routing controller are *call-outs*: ``ROUTE`` and ``INJECT``
+(the routing plugin's per-hop and at-injection functions), ``ARBITRATE`` (the arbiter's) and
+``CONTROL`` (a routing controller's per-message decision, called only in a ``CONTROLLED``
+variant).  The four imports below bind the built-in table routing, oldest-first arbitration
+and no controller; for any other set, :mod:`federation.engine.compile` writes a copy of this
+module with those four lines replaced and compiles that, so plugin code is compiled *into* the
+loop (inlined by LLVM like the built-ins) and cached on disk like it.  Keep the marked block
+exactly four import lines.
 
 Event kinds (see :mod:`federation.engine.events`): ARRIVE (a packet reached an input port or a
 NIC), READY (a new head of an input queue is routed), FREE (an output port finished sending),
@@ -115,18 +117,33 @@ LOOKAHEAD = 8
 
 # --- variant (compile.py replaces these lines): PROGRAMS False compiles a loop without rank
 # programs, IQ True one of booksim_iq routers (federation.engine.iq), CHECK_ARBITER False one
-# that trusts the arbiter's answers (engine: {kind: native, check_arbiter: false})
+# that trusts the arbiter's answers (engine: {kind: native, check_arbiter: false}), CONTROLLED
+# True one that calls a routing controller at each send (without, the call is not compiled)
 PROGRAMS = True
 IQ = False
 CHECK_ARBITER = True
+CONTROLLED = False
 # --- end of variant
 
-# --- call-outs (compile.py replaces these three lines)
+# --- call-outs (compile.py replaces these lines)
 from federation.engine.arbiters import oldest_first as ARBITRATE  # noqa: E402
+from federation.engine.programs import keep_mode as CONTROL  # noqa: E402
 from federation.engine.tables_route import inject as INJECT  # noqa: E402
 from federation.engine.tables_route import route as ROUTE  # noqa: E402
 
 # --- end of call-outs
+
+
+@part
+def control_sends(sim, pg):
+    """The routing controller's decisions (``CONTROL``, compiled in only when ``CONTROLLED``)
+    for the messages handed to their NICs by the event just handled, in the order they were
+    handed: each message's mode, before its first packet is born."""
+    for i in range(1, pg.ctl_pend[0] + 1):
+        m = pg.ctl_pend[i]
+        pg.msg_mode[m] = CONTROL(sim, pg.ctl, pg.flow_node[3 * m], pg.msg_size[m],
+                                 pg.msg_mode[m])
+    pg.ctl_pend[0] = 0
 
 
 @part
@@ -598,6 +615,8 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             now = sc[S_NOW]
         if PROGRAMS and moved:
             settle(sim, pg, now)
+            if CONTROLLED:
+                control_sends(sim, pg)
         if nic >= 0:
             pg.kick[sc[S_KICK]] = nic
             sc[S_KICK] += 1

@@ -133,6 +133,8 @@ class NativeRun:
     #: the machine's ``router`` block (its ``model``: ``booksim_iq`` clocks the routers, see
     #: :mod:`federation.engine.iq`); ``None``: the default router model
     router: RouterConfig | None = None
+    #: a routing controller's ``decide`` (its state is the programs' ``Prog.ctl``); ``None``
+    controller: Any = None
 
     @property
     def iq(self) -> bool:
@@ -274,7 +276,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     # compiled (or loaded, already compiled) for these arguments' types: untimed
     run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner,
                         (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
-                        iq=job.iq, check_arbiter=check_arbiter)
+                        iq=job.iq, control=job.controller, check_arbiter=check_arbiter)
     state = [sim, pg]  # replaced when the heap or the pool grows
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs)
     chunks = job.chunks()

@@ -36,6 +36,8 @@ class ProgramFigures:
     injection_vc: str = "spread"
     #: intermediates of program packets: "none", "group" or "router" (Valiant's rule)
     via: str = "none"
+    #: the routing's modes (``Routing.modes``): a send's named mode is its index here
+    modes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -201,6 +203,8 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
         free=np.arange(cap - 1, -1, -1, dtype=i64),  # pops lowest first
         pstat=np.zeros(8, dtype=i64), router_group=rg, group_first=group_first,
         group_routers=gorder.astype(i64),
+        msg_mode=_modes(progs, sends, fig.modes), ctl_on=i64(0), ctl_pend=full(M + 1, 0),
+        ctl=NO_CONTROLLER,
     )
     return ProgramTraffic(
         prog=_nonempty(prog), programs=progs,
@@ -209,6 +213,33 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
         msg_tag=progs.op_tag[sends].astype(i64), msg_rdv=rdv,
         roots=np.nonzero(op_wait == 0)[0].astype(i64),
     )
+
+
+#: the controller state of a run without a controller (one type for every such run)
+NO_CONTROLLER = (np.zeros(1, dtype=np.int64),)
+
+
+def _modes(progs: RankPrograms, sends: np.ndarray, modes: tuple[str, ...]) -> np.ndarray:
+    """Each message's routing mode: its send's named mode as an index of the routing's
+    ``modes`` (-1: the routing's own).  A name the routing lacks is refused, naming the
+    operation and the routing's modes (the pipeline checks its own fields before this)."""
+    out = np.full(max(sends.shape[0], 1), -1, dtype=np.int64)
+    if progs.op_mode is None or not sends.shape[0]:
+        return out
+    names = progs.mode_names or []
+    index = np.array([modes.index(m) if m in modes else -2 for m in names] + [-1],
+                     dtype=np.int64)
+    got = index[progs.op_mode[sends]]
+    bad = np.nonzero(got == -2)[0]
+    if bad.size:
+        op = int(sends[bad[0]])
+        name = names[int(progs.op_mode[op])]
+        known = ", ".join(modes) if modes else "none: the routing has no modes"
+        raise ConfigError(f"{progs.describe(op)}: routing mode {name!r} is not a mode of the "
+                          f"routing (its modes: {known})", source=progs.source,
+                          path="workload")
+    out[:sends.shape[0]] = got
+    return out
 
 
 def _table(n: int, **columns: np.ndarray | int) -> dict[str, np.ndarray]:

@@ -188,8 +188,13 @@ def start_send(sim, pg, op, now):
 @part
 def hand(sim, pg, op, now):
     """A send's message reaches its NIC: its first flow (the data, or the rendezvous
-    request) is queued."""
+    request) is queued.  With a routing controller the message is noted for its decision,
+    which the loop makes after the event, before any NIC is tried (``control_sends``)."""
     m = pg.op_msg[op]
+    if pg.ctl_on:  # the controller decides its mode before its first packet is born
+        k = pg.ctl_pend[0] + 1
+        pg.ctl_pend[k] = m
+        pg.ctl_pend[0] = k
     f = 3 * m
     if pg.msg_rdv[m]:
         f += 1
@@ -323,7 +328,7 @@ def new_packet(sim, pg, node, f):
     ps[row, P_VC] = vc
     ps[row, P_DIM] = -1
     ps[row, P_MINIMAL] = 1
-    ps[row, P_MODE] = -1
+    ps[row, P_MODE] = pg.msg_mode[m]  # the message's routing mode (all its flows)
     ps[row, P_DST] = dst
     ps[row, P_SIZE] = size
     ps[row, P_VIA] = via
@@ -373,6 +378,13 @@ def delivered(sim, pg, pk, now):
             pg.msg_arrived[m] = now
     else:
         queue_flow(sim, pg, f - 2, now)  # the reply is back: the data goes
+
+
+@part
+def keep_mode(sim, state, node, size, mode):
+    """The routing controller of a run without one: each message keeps its mode (the loop
+    calls ``CONTROL`` only when a controller is compiled in)."""
+    return mode
 
 
 @part

@@ -180,3 +180,10 @@ class Prog(NamedTuple):
     router_group: np.ndarray  #: int64[R]
     group_first: np.ndarray  #: int64[G+1] routers of group g: group_routers[group_first[g]:...]
     group_routers: np.ndarray  #: int64[R]
+    # routing modes per message, and the routing controller (federation.plugin.components.
+    # Controller) that chooses them at each send
+    msg_mode: np.ndarray  #: int64[M] routing mode of each message's packets (P_MODE), -1
+    ctl_on: np.int64  #: 1: a controller decides each message's mode as it is handed to its NIC
+    ctl_pend: np.ndarray  #: int64[M + 1] messages handed since the last decisions: [0] their
+    #: count, then the messages in order
+    ctl: tuple  #: the controller's own arrays (Controller.state)

@@ -115,6 +115,14 @@ class Job(DocumentModel):
                         "first operations)")
     shared: bool = Field(False, description="the job's nodes may also belong to other jobs "
                          "(else any overlap is refused)")
+    routing_mode: str | None = Field(
+        None, description="routing mode of the job's rank-program messages (a name of the "
+        "routing's modes, e.g. ADAPTIVE_3), as Cray's MPICH_GNI_ROUTING_MODE; default: the "
+        "experiment's routing_mode")
+    collective_modes: dict[str, str] | None = Field(
+        None, description="routing mode by collective ({alltoall: ADAPTIVE_1}, as "
+        "MPICH_GNI_A2A_ROUTING_MODE) for the job's collective workload; default: the "
+        "experiment's")
 
 
 class Experiment(DocumentModel):
@@ -142,6 +150,17 @@ class Experiment(DocumentModel):
     slowdown: bool = Field(
         False, description="also run each closed-loop job alone on the same nodes (same seed) "
         "and report its completion with the others over alone")
+    routing_mode: str | None = Field(
+        None, description="routing mode of every rank-program message (a name of the "
+        "routing's modes, e.g. ADAPTIVE_3), as Cray's MPICH_GNI_ROUTING_MODE; a send's own "
+        "mode and collective_modes come first; default: the routing's configured mode")
+    collective_modes: dict[str, str] = Field(
+        default_factory=dict, description="routing mode by collective of the collective "
+        "workload ({alltoall: ADAPTIVE_1}: MPICH_GNI_A2A_ROUTING_MODE)")
+    routing_controller: ComponentSpec | None = Field(
+        None, description="{kind: ..., <params>}: a routing controller choosing each "
+        "rank-program message's routing mode at its send, in the loop (e.g. app_aware, "
+        "by_size)")
     engine: ComponentSpec = Field(default_factory=lambda: ComponentSpec(kind="native", params={}))
     seed: int = Field(1, ge=0)
     stop: StopRule = Field(default_factory=StopRule)

@@ -119,7 +119,8 @@ def program_figures(point: ResolvedPoint, built: Built) -> ProgramFigures:
                           min(int(machine.nic.eager_threshold), MAX_MESSAGE_BYTES),
                           machine.control_packet_bytes(), overhead("send_overhead"),
                           overhead("recv_overhead"), injection_vc=machine.router.injection_vc,
-                          via=intermediate_rule(point, built))
+                          via=intermediate_rule(point, built),
+                          modes=tuple(point.routing.modes()))
 
 
 def op_budget(built: Built, max_memory: int) -> OpBudget:
@@ -187,8 +188,13 @@ class ProgramCache:
         self._first: str | None = None
 
     def check(self, point: ResolvedPoint, built: Built, placed: Placed | None = None) -> None:
-        """The preflight of one point: build and check its closed-loop jobs' programs (once
-        per key), and keep them for its run when they fit."""
+        """The preflight of one point: its routing modes and controller
+        (:func:`~federation.pipeline.routing_modes.check_routing_modes`), then build and
+        check its closed-loop jobs' programs (once per key), and keep them for its run when
+        they fit."""
+        from federation.pipeline.routing_modes import check_routing_modes
+
+        check_routing_modes(point)
         for job in closed_jobs(point):
             nodes = job_nodes(placed, job)
             key = program_key(point, job, nodes)

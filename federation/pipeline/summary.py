@@ -297,7 +297,9 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
     packets table), then the programs' (``message`` indexes their state).  Created: the
     background message's creation or the send's start; started: its first data packet left
     the NIC; completed: its last one arrived (-1, not ``measured``: still in flight when the
-    programs finished).  Background rows have rank and tag -1, no rendezvous."""
+    programs finished); ``routing_mode``: the mode the message was sent with (an index of the
+    routing's modes, -1 its own).  Background rows have rank, tag and mode -1, no
+    rendezvous."""
     t = prep.job.programs
     assert t is not None
     n = t.msg_src.shape[0]  # the state's tables may have a spare row
@@ -317,6 +319,7 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
         "dst_rank": t.msg_dst_rank.astype(np.int32),
         "tag": t.msg_tag.astype(np.int32),
         "rendezvous": t.msg_rdv.astype(bool),
+        "routing_mode": pg.msg_mode[:n].astype(np.int8),  # as sent (a controller's choice)
     }
     def background(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         n = m["message"].shape[0]
@@ -337,6 +340,7 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
             "dst_rank": none,
             "tag": none,
             "rendezvous": np.zeros(n, dtype=bool),
+            "routing_mode": np.full(n, -1, dtype=np.int8),
         }
 
     cols = job_columns(prep)

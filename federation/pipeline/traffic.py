@@ -13,6 +13,8 @@ May import: :mod:`.points`, :mod:`.bounds`, the other traffic modules (:mod:`.me
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from federation.engine.native import NativeRun
@@ -57,8 +59,9 @@ from federation.pipeline.rank_programs import (
     job_nodes,
     program_figures,
 )
+from federation.pipeline.routing_modes import controller_state, with_modes
 from federation.plugin.components import Messages
-from federation.programs.model import RankPrograms
+from federation.programs.model import RankPrograms, joined_modes
 
 
 def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
@@ -82,7 +85,9 @@ def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
     if closed:
         if programs is None or any(j.index not in programs for j in closed):
             raise ValueError("a closed-loop point's traffic needs its rank programs")
-        merged, layout = merge_programs(placed, programs)
+        by_index = {j.index: j for j in closed}
+        merged, layout = merge_programs(placed, {i: with_modes(point, by_index[i], p)
+                                                 for i, p in programs.items()})
         return _prepare_programs(point, built, max_memory, rng_route, merged, placed, layout,
                                  programs)
     if len(jobs) > 1:
@@ -221,7 +226,8 @@ def open_traffic(point: ResolvedPoint, built: Built, batches: Batches, expected:
 
 def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
          window: tuple[int, int] | None, rng_route: np.random.Generator, n_classes: int,
-         max_rows: int, programs: ProgramTraffic | None = None) -> NativeRun:
+         max_rows: int, programs: ProgramTraffic | None = None,
+         controller: Any = None) -> NativeRun:
     """The one description the engine gets: network, routing, arbiter, programs, traffic."""
     machine = point.machine.machine
     arbiter = point.machine.arbiter
@@ -236,7 +242,7 @@ def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
                      programs=programs, traffic=traffic, seed_rng=rng_route,
                      keep_packets=bool(outputs.packets or outputs.messages),
                      keep_program_packets=bool(outputs.packets), max_rows=max_rows,
-                     router=machine.router)
+                     router=machine.router, controller=controller)
 
 
 def _max_rows(built: Built, max_memory: int, other: int) -> int:
@@ -276,8 +282,12 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
         opened, n_classes = open_traffic(point, built, whole_batches(background, packet), n_bg,
                                          background_rngs(point)[1])
     traffic = build_traffic(progs, net.n_nodes, fig, built.tables.router_group)
+    control = controller_state(point, net.n_nodes, packet)
+    if control is not None:  # the controller's arrays ride in the programs' state
+        traffic.prog = traffic.prog._replace(ctl_on=np.int64(1), ctl=control[1])
     job = _job(point, built, opened, None, rng_route, n_classes,
-               _max_rows(built, max_memory, est.packets), traffic)
+               _max_rows(built, max_memory, est.packets), traffic,
+               control[0] if control is not None else None)
     return PreparedPoint(point, net, job, None, built, placed, layout, programs_by_job)
 
 
@@ -381,7 +391,9 @@ def delayed(p: RankPrograms, start_ps: int) -> RankPrograms:
     return RankPrograms(first, kind, spread(p.op_peer, -1), spread(p.op_bytes, 0),
                         spread(p.op_tag, 0), time, before, after, dkind, p.rank_node, label,
                         spread(p.op_line, 0) if p.op_line is not None else None, p.source,
-                        dict(p.meta))
+                        dict(p.meta),
+                        spread(p.op_mode, -1) if p.op_mode is not None else None,
+                        p.mode_names)
 
 
 def concatenated(pieces: list[tuple[RankPrograms, np.ndarray]]) -> RankPrograms:
@@ -413,7 +425,8 @@ def concatenated(pieces: list[tuple[RankPrograms, np.ndarray]]) -> RankPrograms:
                         cat([d[1] for d in deps]), cat([d[2] for d in deps]),
                         cat(nodes).astype(np.int64), labels,
                         cat(lines) if lines is not None else None,
-                        pieces[0][0].source if len(pieces) == 1 else None, {})
+                        pieces[0][0].source if len(pieces) == 1 else None, {},
+                        *joined_modes([p for p, _ in pieces]))
 
 
 def check_intermediates(point: ResolvedPoint, built: Built, via: np.ndarray,

@@ -165,6 +165,13 @@ class Routing(Component):
         """A compiled per-hop routing, or ``None`` (the default) to follow :meth:`tables`."""
         return None
 
+    @classmethod
+    def modes(cls) -> list[str]:
+        """Names of the routing's modes, in the order a packet's mode (``pkt_mode``, a
+        message's per-message routing mode) numbers them; ``[]``: the routing has no modes
+        and ignores a packet's."""
+        return []
+
     def intermediates(self, tables: RouteTables, src_router: np.ndarray, dst_router: np.ndarray,
                       rng: np.random.Generator) -> np.ndarray:
         """Per-packet intermediate group, -1 for none.  Minimal routings return all -1."""
@@ -191,6 +198,40 @@ class Arbiter(Component):
 
     def state(self, network: Network, n_vcs: int) -> tuple:
         """The arbiter's own arrays, built once per run (default: none)."""
+        return (np.zeros(1, dtype=np.int64),)
+
+
+# --------------------------------------------------------------------------- controllers
+
+
+class Controller(Component):
+    """Chooses each rank-program message's routing mode as the message is sent, inside the
+    engine's loop (``routing_controller:`` of an experiment): an application-aware routing
+    library such as the one of De Sensi et al. (SC'19), which intercepts each send and picks
+    its mode from the NIC counters.
+
+    ``function`` is ``decide(sim, state, node, size, mode) -> mode``, a module-level numba
+    ``@njit`` function the loop calls once per message, when the send hands it to the NIC of
+    ``node``: ``size`` is its bytes, ``mode`` the mode it carries (its own, its collective's,
+    its job's; -1: the routing's configured one), and the answer is the mode it is sent with
+    (an index of the routing's :meth:`Routing.modes`, or -1).  It may read the NIC counters
+    (``federation.engine.api.nic_counter``) and the clock (``sim.sc[S_NOW]``), and keeps what
+    it learns in ``state``, its own arrays (:meth:`state`).  An answer outside the routing's
+    modes is refused by the loop's routing like any bad mode: return only indices of
+    ``modes``."""
+
+    #: ``decide(sim, state, node, size, mode) -> mode``, a module-level numba ``@njit`` function
+    function: ClassVar[Any] = None
+
+    def check(self, modes: list[str]) -> None:
+        """Refuse (``ValueError`` with the reason; the caller names the field) a routing whose
+        modes (``modes``) this controller cannot use.  Default: it needs at least one."""
+        if not modes:
+            raise ValueError("the routing has no modes to choose from")
+
+    def state(self, n_nodes: int, modes: list[str], packet_size: int) -> tuple:
+        """The controller's own arrays, built once per run (default: none).  ``modes`` are
+        the routing's, ``packet_size`` the machine's bytes per packet."""
         return (np.zeros(1, dtype=np.int64),)
 
 

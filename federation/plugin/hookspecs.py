@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from federation.plugin.components import Arbiter, Engine, QosPolicy, Routing, Topology, Workload
+    from federation.plugin.components import (
+        Arbiter,
+        Controller,
+        Engine,
+        QosPolicy,
+        Routing,
+        Topology,
+        Workload,
+    )
     from federation.plugin.jobs import InjectionProcess, Placement, TrafficPattern
 
 hookspec = pluggy.HookspecMarker("federation")
@@ -61,6 +69,13 @@ def federation_register_qos(register: Callable[[type[QosPolicy]], None]) -> None
 def federation_register_arbiters(register: Callable[[type[Arbiter]], None]) -> None:
     """Register :class:`~federation.plugin.components.Arbiter` subclasses
     (``machine.router.arbiter``)."""
+
+
+@hookspec
+def federation_register_controllers(register: Callable[[type[Controller]], None]) -> None:
+    """Register :class:`~federation.plugin.components.Controller` subclasses (an
+    experiment's ``routing_controller.kind``): per-message routing-mode policies run in the
+    engine's loop at each send."""
 
 
 @hookspec

@@ -29,6 +29,7 @@ from federation.plugin import hookspecs
 from federation.plugin.components import (
     Arbiter,
     Component,
+    Controller,
     Engine,
     QosPolicy,
     Routing,
@@ -79,6 +80,7 @@ BUILTIN_PLUGINS: dict[str, str] = {
     "injections": "federation.plugins.injections",
     "qos_none": "federation.plugins.qos.none",
     "arbiters": "federation.plugins.arbiters",
+    "controllers": "federation.plugins.controllers",
     "native": "federation.plugins.engines.native",
     "sst": "federation.plugins.engines.sst",
     "simgrid": "federation.plugins.engines.simgrid",
@@ -157,6 +159,8 @@ class FederationPlugins:
         self.routings: ComponentRegistry[Routing] = ComponentRegistry("routing", Routing)
         self.qos: ComponentRegistry[QosPolicy] = ComponentRegistry("QoS policy", QosPolicy)
         self.arbiters: ComponentRegistry[Arbiter] = ComponentRegistry("arbiter", Arbiter)
+        self.controllers: ComponentRegistry[Controller] = ComponentRegistry(
+            "routing controller", Controller)
         self.workloads: ComponentRegistry[Workload] = ComponentRegistry("workload", Workload)
         self.engines: ComponentRegistry[Engine] = ComponentRegistry("engine", Engine)
         self.placements: ComponentRegistry[Placement] = ComponentRegistry("placement",
@@ -216,6 +220,7 @@ class FederationPlugins:
             ("federation_register_routings", self.routings),
             ("federation_register_qos", self.qos),
             ("federation_register_arbiters", self.arbiters),
+            ("federation_register_controllers", self.controllers),
             ("federation_register_workloads", self.workloads),
             ("federation_register_engines", self.engines),
             ("federation_register_placements", self.placements),
@@ -249,6 +254,7 @@ class FederationPlugins:
             "routings": self.routings,
             "qos": self.qos,
             "arbiters": self.arbiters,
+            "controllers": self.controllers,
             "workloads": self.workloads,
             "engines": self.engines,
             "placements": self.placements,

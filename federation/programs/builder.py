@@ -24,7 +24,15 @@ import numpy as np
 
 from federation.errors import ConfigError
 from federation.models.units import clock_ps
-from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
+from federation.programs.model import (
+    COMPUTE,
+    FINISH,
+    RECV,
+    SEND,
+    START,
+    RankPrograms,
+    joined_modes,
+)
 
 
 class RankBuilder:
@@ -38,7 +46,8 @@ class RankBuilder:
     """
 
     __slots__ = ("rank", "kind", "peer", "nbytes", "tag", "time_ps", "dep_before",
-                 "dep_after", "dep_kind", "labels", "lines", "_fin", "_sta", "_pending")
+                 "dep_after", "dep_kind", "labels", "lines", "modes", "_fin", "_sta",
+                 "_pending")
 
     def __init__(self, rank: int) -> None:
         self.rank = rank
@@ -52,6 +61,7 @@ class RankBuilder:
         self.dep_kind: list[int] = []
         self.labels: list[str] | None = None
         self.lines: list[int] | None = None
+        self.modes: dict[int, str] | None = None  #: a send's routing mode by handle
         self._fin: list[int] = []
         self._sta: list[int] = []
         self._pending: dict[int, None] = {}  # outstanding non-blocking ops, in issue order
@@ -134,17 +144,25 @@ class RankBuilder:
             self._pending[h] = None
         return h
 
-    def send(self, dst: int, nbytes: int, tag: int = 0) -> int:
-        """Blocking send: the next operation waits for its last packet to leave the NIC."""
-        return self._seq(SEND, dst, nbytes, tag, 0, True)
+    def send(self, dst: int, nbytes: int, tag: int = 0, mode: str | None = None) -> int:
+        """Blocking send: the next operation waits for its last packet to leave the NIC.
+        ``mode``: the message's routing mode (a name of the routing's ``modes()``)."""
+        return self._mode(self._seq(SEND, dst, nbytes, tag, 0, True), mode)
+
+    def _mode(self, h: int, mode: str | None) -> int:
+        if mode is not None:
+            if self.modes is None:
+                self.modes = {}
+            self.modes[h] = str(mode)
+        return h
 
     def recv(self, src: int, nbytes: int, tag: int = 0) -> int:
         """Blocking receive of a message from ``src`` with ``tag``."""
         return self._seq(RECV, src, nbytes, tag, 0, True)
 
-    def isend(self, dst: int, nbytes: int, tag: int = 0) -> int:
+    def isend(self, dst: int, nbytes: int, tag: int = 0, mode: str | None = None) -> int:
         """Non-blocking send; finish it with :meth:`wait` or :meth:`waitall`."""
-        return self._seq(SEND, dst, nbytes, tag, 0, False)
+        return self._mode(self._seq(SEND, dst, nbytes, tag, 0, False), mode)
 
     def irecv(self, src: int, nbytes: int, tag: int = 0) -> int:
         """Non-blocking receive; finish it with :meth:`wait` or :meth:`waitall`."""
@@ -242,6 +260,7 @@ class ProgramBuilder:
                 labels.extend(lab)
                 line_list.extend(lin)
             lines = np.asarray(line_list, dtype=np.int64)
+        op_mode, mode_names = _modes(rs, rank_first, n)
         return RankPrograms(
             rank_first=rank_first,
             op_kind=flat("kind", n),
@@ -256,7 +275,23 @@ class ProgramBuilder:
             op_label=labels,
             op_line=lines,
             source=source,
+            op_mode=op_mode,
+            mode_names=mode_names,
         )
+
+
+def _modes(rs: list[RankBuilder], rank_first: np.ndarray, n: int
+           ) -> tuple[np.ndarray | None, list[str] | None]:
+    """The sends' routing modes given by ``mode=`` (indices into the sorted names)."""
+    if all(r.modes is None for r in rs):
+        return None, None
+    names = sorted({m for r in rs for m in (r.modes or {}).values()})
+    index = {m: i for i, m in enumerate(names)}
+    out = np.full(n, -1, dtype=np.int8)
+    for r in rs:
+        for h, m in (r.modes or {}).items():
+            out[int(rank_first[r.rank]) + h] = index[m]
+    return out, names
 
 
 def _int64(rs: list[RankBuilder], attr: str, count: int) -> np.ndarray:
@@ -354,6 +389,7 @@ def concatenate(parts: Sequence[RankPrograms],
         lines = np.concatenate([p.op_line for p in parts])
     if rank_node is None and all(p.rank_node is not None for p in parts):
         rank_node = np.concatenate([p.rank_node for p in parts])
+    op_mode, mode_names = joined_modes(list(parts))
     return RankPrograms(
         rank_first=rank_first,
         op_kind=np.concatenate([p.op_kind for p in parts]),
@@ -368,4 +404,6 @@ def concatenate(parts: Sequence[RankPrograms],
         op_label=labels,
         op_line=lines,
         source=parts[0].source if len({p.source for p in parts}) == 1 else None,
+        op_mode=op_mode,
+        mode_names=mode_names,
     )

@@ -103,6 +103,11 @@ class RankPrograms:
     op_line: np.ndarray | None = None  #: int64[n_ops], 0: unknown
     source: str | None = None
     meta: dict = field(default_factory=dict)
+    #: int8[n_ops]: a send's routing mode, an index into ``mode_names`` (-1: none given, the
+    #: job's or the routing's own); ``None``: no send names one.  A per-message mode, as Cray's
+    #: uGNI calls take one (``MPICH_GNI_ROUTING_MODE`` per message)
+    op_mode: np.ndarray | None = None
+    mode_names: list[str] | None = None  #: the names ``op_mode`` indexes
 
     def __post_init__(self) -> None:
         # each field in the dtype the engine stores it in; a value that dtype cannot hold (a
@@ -113,6 +118,15 @@ class RankPrograms:
             self.rank_node = _exact(self.rank_node, np.int64, "rank_node")
         if self.op_line is not None:
             self.op_line = _exact(self.op_line, np.int64, "op_line")
+        if self.op_mode is not None:
+            self.op_mode = _exact(self.op_mode, np.int8, "op_mode")
+            names = self.mode_names or []
+            if self.op_mode.shape != self.op_kind.shape or (
+                    self.op_mode.size and not -1 <= int(self.op_mode.min())
+                    <= int(self.op_mode.max()) < len(names)):
+                raise ConfigError(f"RankPrograms.op_mode: one value per operation, each -1 or "
+                                  f"an index of mode_names ({len(names)} names)",
+                                  path="workload")
 
     @property
     def n_ranks(self) -> int:
@@ -130,6 +144,13 @@ class RankPrograms:
     def op_rank(self) -> np.ndarray:
         """int64[n_ops]: the rank of each operation."""
         return np.repeat(np.arange(self.n_ranks, dtype=np.int64), np.diff(self.rank_first))
+
+    def send_modes(self) -> list[str | None]:
+        """Each operation's routing mode by name (``None``: none given); for messages."""
+        if self.op_mode is None:
+            return [None] * self.n_ops
+        names = self.mode_names or []
+        return [names[m] if m >= 0 else None for m in self.op_mode.tolist()]
 
     def nodes(self) -> np.ndarray:
         """int64[n_ranks]: the node each rank runs on."""
@@ -159,3 +180,20 @@ class RankPrograms:
             where = f", {self.source or 'line'}:{int(self.op_line[op])}" if self.source \
                 else f", line {int(self.op_line[op])}"
         return f"rank {rank} {name} ({what}{where})"
+
+
+def joined_modes(parts: list[RankPrograms]) -> tuple[np.ndarray | None, list[str] | None]:
+    """The sends' routing modes of ``parts`` stacked one after the other (``op_mode`` and
+    ``mode_names`` of the joined programs): each part's indices moved to the joined names."""
+    if all(p.op_mode is None for p in parts):
+        return None, None
+    names = sorted({m for p in parts for m in (p.mode_names or [])})
+    index = {m: i for i, m in enumerate(names)}
+    cols = []
+    for p in parts:
+        if p.op_mode is None:
+            cols.append(np.full(p.n_ops, -1, dtype=np.int8))
+            continue
+        remap = np.array([index[m] for m in (p.mode_names or [])] + [-1], dtype=np.int8)
+        cols.append(remap[p.op_mode])  # -1 indexes the trailing -1
+    return np.concatenate(cols), names

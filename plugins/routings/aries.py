@@ -179,6 +179,10 @@ class Aries(Valiant):
                                  spread="source_group")
         return prog
 
+    @classmethod
+    def modes(cls) -> list[str]:
+        return list(MODES)
+
 
 @hookimpl
 def federation_register_routings(register) -> None:  # noqa: ANN001

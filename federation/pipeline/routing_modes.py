@@ -1,0 +1,157 @@
+"""Per-message routing modes and the routing controller of a point: checked before the run,
+applied to the rank programs' sends, handed to the engine.
+
+A rank-program message may carry a routing mode, as Cray's uGNI calls take one per message
+(``MPICH_GNI_ROUTING_MODE`` for a whole job, ``MPICH_GNI_A2A_ROUTING_MODE`` for alltoall).  A
+message's mode, first found of:
+
+1. its send's own (``RankPrograms.op_mode``: a workload or program that names one);
+2. its collective's (``collective_modes: {alltoall: ADAPTIVE_1}``; the ``collective``
+   workload's sends are all of its ``op``, the ``allreduce`` workload's of allreduce);
+3. its job's ``routing_mode``, else the experiment's;
+4. none (-1): the routing's configured mode.
+
+A routing controller (``routing_controller:``, :class:`~federation.plugin.components.
+Controller`) then chooses each message's mode at its send, in the loop, from that start.
+Every name is checked against the routing's :meth:`~federation.plugin.components.Routing.
+modes` before any point runs, naming the field and the routing's modes.
+
+Part of the *traffic* stage.  May import: :mod:`.points` and the layers below the pipeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from federation.errors import ConfigError
+from federation.programs.collectives import ALGORITHMS
+from federation.programs.model import SEND, RankPrograms
+
+if TYPE_CHECKING:
+    from federation.pipeline.points import ResolvedJob, ResolvedPoint
+    from federation.plugin.components import Controller
+
+
+def job_modes(point: ResolvedPoint, job: ResolvedJob) -> tuple[str | None, dict[str, str],
+                                                                str, str]:
+    """The job's ``routing_mode`` and ``collective_modes`` (its own where it gives them, else
+    the experiment's) and the fields they came from."""
+    exp = point.experiment
+    mode, coll = exp.routing_mode, dict(exp.collective_modes)
+    mode_at, coll_at = "routing_mode", "collective_modes"
+    if exp.jobs is not None and job.field.startswith("jobs["):
+        j = exp.jobs[job.index]
+        if j.routing_mode is not None:
+            mode, mode_at = j.routing_mode, f"{job.field}.routing_mode"
+        if j.collective_modes is not None:
+            coll, coll_at = dict(j.collective_modes), f"{job.field}.collective_modes"
+    return mode, coll, mode_at, coll_at
+
+
+def _named(point: ResolvedPoint, modes: list[str], name: str, at: str) -> None:
+    if name in modes:
+        return
+    r = point.routing.name
+    known = (f"its modes: {', '.join(modes)}" if modes
+             else "it has no modes (aries has: use routing aries)")
+    raise ConfigError(f"routing mode {name!r} is not a mode of routing {r!r} ({known})",
+                      source=point.source, path=at)
+
+
+def check_routing_modes(point: ResolvedPoint) -> None:
+    """Refuse, before any point runs, a mode name the routing does not have, a collective
+    that does not exist, and modes or a controller where nothing would apply them (no
+    rank programs, an engine other than the native one); resolve the controller."""
+    from federation.pipeline.points import point_jobs
+
+    exp = point.experiment
+    modes = point.routing.modes()
+    jobs = point_jobs(point)
+    closed = [j for j in jobs if j.closed_loop]
+    used = []
+    for job in jobs:
+        mode, coll, mode_at, coll_at = job_modes(point, job)
+        for op, name in coll.items():
+            if op not in ALGORITHMS:
+                raise ConfigError(f"{op!r} is not a collective (one of "
+                                  f"{', '.join(sorted(ALGORITHMS))})", source=point.source,
+                                  path=f"{coll_at}.{op}")
+            _named(point, modes, name, f"{coll_at}.{op}")
+            used.append(f"{coll_at}.{op}")
+        if mode is not None:
+            _named(point, modes, mode, mode_at)
+            used.append(mode_at)
+    if exp.routing_controller is not None:
+        used.append("routing_controller")
+    if not used:
+        return
+    if not closed:
+        raise ConfigError("routing modes and controllers apply to rank-program messages; "
+                          "this experiment has no closed-loop workload", source=point.source,
+                          path=used[0])
+    if point.engine.name != "native":
+        raise ConfigError(f"engine {point.engine.name!r} does not take per-message routing "
+                          "modes or a routing controller (the native engine does)",
+                          source=point.source, path=used[0])
+    controller(point)
+
+
+def controller(point: ResolvedPoint) -> Controller | None:
+    """The point's routing controller (``None``: none), its parameters validated and checked
+    against the routing's modes."""
+    from federation.models.base import validate_model
+    from federation.plugin.registry import get_plugins
+
+    spec = point.experiment.routing_controller
+    if spec is None:
+        return None
+    try:
+        cls = get_plugins().controllers.get(spec.kind)
+    except KeyError as exc:
+        raise ConfigError(exc.args[0], source=point.source,
+                          path="routing_controller.kind") from None
+    params = spec.params if isinstance(spec.params, cls.Params) else validate_model(
+        cls.Params, spec.params, point.source, prefix="routing_controller")
+    ctl = cls(params)
+    try:
+        ctl.check(point.routing.modes())
+    except ValueError as exc:
+        raise ConfigError(f"routing controller {spec.kind!r} with routing "
+                          f"{point.routing.name!r}: {exc}", source=point.source,
+                          path="routing_controller") from None
+    if cls.function is None:
+        raise ConfigError(f"routing controller {spec.kind!r} has no compiled function "
+                          "(Controller.function)", source=point.source,
+                          path="routing_controller.kind")
+    return ctl
+
+
+def with_modes(point: ResolvedPoint, job: ResolvedJob, progs: RankPrograms) -> RankPrograms:
+    """``progs`` (one job's) with every send's mode by the rules of the module docstring;
+    unchanged when neither the job nor the experiment names one."""
+    mode, coll, _, _ = job_modes(point, job)
+    meta = progs.meta or {}
+    op = meta.get("op") if meta.get("workload") == "collective" else meta.get("workload")
+    if op in coll:  # the collective workload's op, or a workload that is one (allreduce)
+        mode = coll[op]
+    if mode is None:
+        return progs
+    names = list(progs.mode_names or [])
+    if mode not in names:
+        names.append(mode)
+    own = progs.op_mode if progs.op_mode is not None else np.full(progs.n_ops, -1, np.int8)
+    fill = (own < 0) & (progs.op_kind == SEND)
+    op_mode = np.where(fill, names.index(mode), own).astype(np.int8)
+    return dataclasses.replace(progs, op_mode=op_mode, mode_names=names)
+
+
+def controller_state(point: ResolvedPoint, n_nodes: int, packet_size: int
+                     ) -> tuple[Any, tuple] | None:
+    """``(decide, state)`` of the point's controller for the engine, ``None`` without one."""
+    ctl = controller(point)
+    if ctl is None:
+        return None
+    return type(ctl).function, tuple(ctl.state(n_nodes, point.routing.modes(), packet_size))
