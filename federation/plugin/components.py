@@ -165,6 +165,13 @@ class Routing(Component):
         """A compiled per-hop routing, or ``None`` (the default) to follow :meth:`tables`."""
         return None
 
+    @classmethod
+    def modes(cls) -> list[str]:
+        """Names of the routing's modes, in the order a packet's mode (``pkt_mode``, a
+        message's per-message routing mode) numbers them; ``[]``: the routing has no modes
+        and ignores a packet's."""
+        return []
+
     def intermediates(self, tables: RouteTables, src_router: np.ndarray, dst_router: np.ndarray,
                       rng: np.random.Generator) -> np.ndarray:
         """Per-packet intermediate group, -1 for none.  Minimal routings return all -1."""
