@@ -114,3 +114,22 @@ def test_the_detour_plan_is_proved_and_its_level_is_needed(tmp_path):
 def test_modes_are_listed_for_per_message_modes():
     assert Aries.modes() == MODES and MODES[0] == "ADAPTIVE_0" and MODES[3] == "ADAPTIVE_3"
     assert Routing.modes() == []
+
+
+def test_a_detour_towards_a_router_of_the_row_goes_through_the_row(tmp_path):
+    """Router 0 (chassis 0, slot 0) to router 4 (chassis 1, slot 0), two nodes each way at
+    their NICs' full rate, more than the one inter-chassis link carries: packets detour, but
+    only through another router of slot 0 (then one hop): through a router of chassis 0 the
+    tables (intra-chassis first) would lead back through router 0.  So every packet makes 1
+    hop (minimal) or 2 (detour), none 3."""
+    prep, raw, s, pk, _ = simulate(tmp_path, {
+        "machine": SMALL, "routing": {"algorithm": "aries", "mode": "ADAPTIVE_0"},
+        "jobs": [{"name": "a", "workload": {"kind": "synthetic", "load": 1.0,
+                                           "pattern": {"kind": "shift", "offset": 2}},
+                  "placement": {"kind": "list", "nodes": [0, 1, 8, 9]}}],
+        "stop": {"warmup": "0.5us", "measure": "2us"}, "seed": 3})
+    m = pk["measured"]
+    assert set(prep.network.node_router[pk["dst"][m]]) == {0, 4}
+    hops, minimal = pk["hops"][m], pk["minimal"][m]
+    assert (hops[minimal] == 1).all() and (hops[~minimal] == 2).all()
+    assert (~minimal).sum() > 0.1 * m.sum()

@@ -153,12 +153,13 @@ def _bias(cfg, mode, hops):
 def _local(sim, tables, r, pk, dr, mode):
     """First hop of a packet for a router of its own group, at its source router ``r``: two
     random minimal candidates (the equal-cost ports: intra-chassis first, the tables' path, or
-    inter-chassis first) and two random non-minimal ones (any other neighbour in the group:
-    another router of the row or column), the least congested with the mode's bias."""
+    inter-chassis first) and two random non-minimal ones (another neighbour in the group, a
+    router of the row or column, from which the tables do not lead back through ``r``), the
+    least congested with the mode's bias."""
     base, gmask, lmask, first, port, cfg, dmask = tables
     ps = sim.ps
     m = lmask[r, base[3][dr]]
-    nm = dmask[r] & ~m
+    nm = _detours(sim, base, first, port, r, dr, dmask[r] & ~m)
     n, k = mask_count(m), mask_count(nm)
     if n == 0:
         return np.int64(-1), np.int64(0)
@@ -184,6 +185,25 @@ def _local(sim, tables, r, pk, dr, mode):
         if c < best_cost:
             best, best_cost, minimal = o, c, False
     return _local_hop(sim, base, r, pk, dr, best, minimal)
+
+
+@part
+def _detours(sim, base, first, port, r, dr, nm):
+    """The ports of mask ``nm`` (neighbours of ``r`` in its group) whose tables' path to
+    ``dr`` does not come back through ``r`` (on Aries: a router of the column when ``dr`` is
+    in the row, since the tables go intra-chassis first)."""
+    lnext, rlocal = base[1], base[3]
+    out = nm
+    b = np.int64(0)
+    while nm:
+        if nm & np.uint64(1):
+            z = sim.port_router[sim.port_peer[port[first[r] + b]]]
+            t = lnext[z, rlocal[dr]]
+            if z != dr and t >= 0 and sim.port_router[sim.port_peer[t]] == r:
+                out &= ~(np.uint64(1) << np.uint64(b))
+        nm >>= np.uint64(1)
+        b += 1
+    return out
 
 
 @part
