@@ -20,10 +20,14 @@ import numpy as np
 import yaml
 from conftest import simulate
 
+from federation import hookimpl
+from federation.engine.api import P_MODE
+from federation.engine.jit import part
 from federation.network.deadlock import prove
 from federation.pipeline.load import load_experiment
 from federation.pipeline.point import BuildCache
 from federation.plugin.components import Routing
+from federation.plugin.registry import get_plugins, reset_plugins
 from federation.plugins.routings.aries import MODES, Aries
 
 MACHINE = Path(__file__).resolve().parent.parent / "schemas" / "machines" / "aries-xc.yaml"
@@ -133,3 +137,46 @@ def test_a_detour_towards_a_router_of_the_row_goes_through_the_row(tmp_path):
     hops, minimal = pk["hops"][m], pk["minimal"][m]
     assert (hops[minimal] == 1).all() and (hops[~minimal] == 2).all()
     assert (~minimal).sum() > 0.1 * m.sum()
+
+
+@part
+def _even_nodes_nmin_hash(sim, tables, node, pk):
+    """At the NIC: packets of even nodes ask for NMIN_HASH (as a message's mode would)."""
+    if node % 2 == 0:
+        sim.ps[pk, P_MODE] = 5
+
+
+class _PerPacketAries(Aries):
+    name = "aries_per_packet_test"
+
+    def program(self, network, topology, machine, tables):  # noqa: ANN001
+        prog = super().program(network, topology, machine, tables)
+        prog.inject = _even_nodes_nmin_hash
+        return prog
+
+
+class _Plugin:
+    @staticmethod
+    @hookimpl
+    def federation_register_routings(register) -> None:  # noqa: ANN001
+        register(_PerPacketAries)
+
+
+def test_a_packet_mode_overrides_the_configured_one(tmp_path):
+    """Configured IN_ORDER (always minimal); packets whose mode says NMIN_HASH (index 5 of
+    ``Aries.modes()``) all go non-minimally, the others all minimally."""
+    plugins = get_plugins()
+    plugins.add(_Plugin(), "aries_per_packet_test", "test")
+    try:
+        _, raw, _, pk, _ = simulate(tmp_path, {
+            "machine": SMALL, "routing": {"algorithm": "aries_per_packet_test",
+                                          "mode": "IN_ORDER"},
+            "workload": {"kind": "synthetic", "load": 0.2},
+            "stop": {"warmup": "0.2us", "measure": "1us"}, "seed": 4})
+    finally:
+        reset_plugins()
+    m = pk["measured"] & (pk["hops"] > 0)
+    even = pk["src"][m] % 2 == 0
+    assert even.sum() > 50 and (~even).sum() > 50
+    assert (~pk["minimal"][m][even]).all() and pk["minimal"][m][~even].all()
+    assert Aries.modes()[5] == "NMIN_HASH"
