@@ -5,21 +5,33 @@ packet two minimal and two non-minimal paths are picked at random; the congestio
 estimated from local queue occupancy and from far-end congestion inferred from credits; a
 *bias* is added to the non-minimal estimates; the packet takes the least congested.  Here:
 
-* minimal candidates: two ports drawn from the router's equal-cost minimal ports towards the
-  destination (:mod:`federation.network.equal_cost`); non-minimal candidates: the first ports
-  towards two intermediate groups drawn among the others (Valiant paths);
+* towards another group -- minimal candidates: two ports drawn from the router's equal-cost
+  minimal ports towards the destination (:mod:`federation.network.equal_cost`); non-minimal
+  candidates: the first ports towards two intermediate groups drawn among the others (Valiant
+  paths);
+* inside a group (the packet's destination router is in its source group) -- at the source
+  router, minimal candidates: two of the equal-cost minimal ports (on Aries intra-chassis
+  first, the tables' path, or inter-chassis first); non-minimal candidates: two of the other
+  neighbours in the group (another router of the row or column), except those from which
+  the tables lead back through the source router; after a hop that is not the tables' own
+  the packet routes minimally by the tables, one VC level up (``TablePlan.detour``): at most
+  3 hops, where the paper's "non-minimal path inside a group" is not detailed;
 * cost of a port: bytes of the packets waiting for it at this router (``queued x packet
-  size``) plus bytes sent on it whose credit has not returned (far-end congestion);
-* the choice is made again at every router of the source group until the packet commits to a
-  non-minimal path (as Aries routes adaptively hop by hop); it then follows the tables through
-  its intermediate group, like ``valiant``;
+  size``) plus bytes sent on it whose credit has not returned (far-end congestion); with
+  ``router.credit_delay`` the credits, hence this far-end part, are that much late (phantom
+  congestion; the paper gives no figure);
+* towards another group the choice is made again at every router of the source group until
+  the packet commits to a non-minimal path (as Aries routes adaptively hop by hop); it then
+  follows the tables through its intermediate group, like ``valiant``;
 * modes (``MPICH_GNI_ROUTING_MODE``): ``ADAPTIVE_0`` no bias; ``ADAPTIVE_1`` a bias towards
   minimal that grows as the packet nears its destination (``bias_step`` at the source router,
   one ``bias_step`` more for every hop made); ``ADAPTIVE_2`` low bias (``bias_low``);
   ``ADAPTIVE_3`` high bias (``bias_high``); ``MIN_HASH`` always minimal, the port hashed from
   the destination among the equal-cost ones; ``NMIN_HASH`` always non-minimal, the
-  intermediate group hashed from source and destination; ``IN_ORDER`` always minimal on the
-  tables' single path (packets of a pair stay in order).
+  intermediate group (inside a group: the neighbour) hashed from source and destination;
+  ``IN_ORDER`` always minimal on the tables' single path (packets of a pair stay in order).
+  A packet's own mode (``pkt_mode``: a message's per-message mode, an index into
+  :meth:`Aries.modes`) overrides the configured one.
 
 The bias values are not public.  Defaults, in packets of the machine (64 B on the shipped
 Aries machine): ``bias_step`` 1, ``bias_low`` 2, ``bias_high`` 8, so that at the source router
@@ -27,7 +39,8 @@ the modes order ADAPTIVE_0 < ADAPTIVE_1 < ADAPTIVE_2 < ADAPTIVE_3.  Costs move i
 so a bias below one packet acts like none.
 
 VC plan as ``par``: VC = global hops so far, plus one for a commitment after a minimal hop in
-the source group (4 VCs on a dragonfly-family machine).
+the source group (4 VCs on a dragonfly-family machine); inside a group, VC 0 for the first
+hop and 1 after a detour (``TablePlan.detour``, proved with the rest before the run).
 """
 
 from __future__ import annotations
