@@ -41,6 +41,7 @@ system) and peak resident memory and their ratios.  ``--sst`` does the same with
 
     python benchmarks/engine.py [--scenario codes booksim] [--loads 0.1 0.5] [--routing ugal]
         [--booksim /path/to/booksim] [--sst] [--router-model booksim_iq]
+        [--credit-delay 20ns]
 """
 
 from __future__ import annotations
@@ -210,6 +211,8 @@ def _router(args: argparse.Namespace) -> dict[str, Any] | None:
         router["model"] = args.router_model
         if args.router_model == "booksim_iq":
             router.setdefault("credit_delay", "2ns")
+    if args.credit_delay:
+        router["credit_delay"] = args.credit_delay
     return router or None
 
 
@@ -273,6 +276,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="router.injection_vc for every scenario (default: the machine's)")
     ap.add_argument("--router-model", choices=["default", "booksim_iq"],
                     help="router.model for every scenario (default: the machine's)")
+    ap.add_argument("--credit-delay", metavar="TIME",
+                    help="router.credit_delay for every scenario, e.g. 20ns (default: the "
+                    "machine's; the default router's is 0)")
     ap.add_argument("--booksim", metavar="PATH",
                     help="a BookSim2 binary: run it on the booksim scenarios beside "
                     "`federation run`, process against process")
@@ -295,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         child = [sys.executable, __file__, "--in-process", "--scenario", s,
                  "--routing", args.routing, "--seed", str(args.seed),
                  "--repeat", str(args.repeat)]
-        for opt in ("warmup", "measure", "injection_vc", "router_model"):
+        for opt in ("warmup", "measure", "injection_vc", "router_model", "credit_delay"):
             if getattr(args, opt):
                 child += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
         if args.loads:

@@ -11,7 +11,9 @@ rule written out as the engine has it.  Each pair of consecutive hops is a depen
 As the walk does, a Valiant packet forgets its destination in its first phase: from its
 intermediate it may head for any destination outside the intermediate's group (a packet's
 second phase never starts in its source or destination group; the walk does not track which
-source group a packet came from, so its second phase may also head back there).
+source group a packet came from, so its second phase may also head back there).  Likewise a
+detour hop (``detour: source``) from a source router forgets the destination: from the
+neighbour it reached, a level up, it may head for any router of the group carrying nodes.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Reference:
         pt = net.ports
         self.t, self.V, self.plan = t, n_vcs, plan
         self.peer = pt.port_router[pt.port_peer].astype(int)
+        self.owner = np.where(pt.port_link >= 0, pt.port_router, -1)[:pt.n_router_ports]
         self.group, self.local = t.router_group.astype(int), t.router_local.astype(int)
         self.G = t.gnext.shape[1]
         self.counter = t.vc_mode == VC_COUNTER
@@ -120,6 +123,18 @@ class Reference:
                 self.walk(z, d, v, ph, h[1], h[2], hops + 1, und and group[z] == src_group,
                           src_group, ch)
 
+    def detour(self, s: int, gs: int) -> None:
+        """A first hop from ``s`` to any neighbour in its group, then minimal a level up."""
+        for o in np.nonzero(self.owner == s)[0]:
+            z = int(self.peer[o])
+            h = self.hop(int(o), 0, -1, 0)
+            if z < 0 or self.group[z] != gs or h is None:
+                continue
+            for d in self.carriers:
+                if self.group[d] == gs:
+                    self.walk(z, d, -1, 0, h[1] + self.plan.detour_bump, h[2], 1, False, gs,
+                              int(o) * self.V + h[0])
+
     def run(self) -> set[tuple[int, int]]:
         plan, group = self.plan, self.group
         for s in self.carriers:
@@ -128,6 +143,8 @@ class Reference:
                     continue
                 gs, gd = group[s], group[d]
                 self.walk(s, d, -1, 0, 0, -1, 0, False, gs, -1)  # minimal
+                if plan.detour == "source" and gs == gd:
+                    self.detour(s, gs)
                 if plan.valiant == "none":
                     continue
                 if plan.decide == "source_group":

@@ -29,7 +29,9 @@ from federation.engine.queue import push_key
 
 @part
 def credit_return(sim, port, vc, size, time):
-    """``size`` bytes of credit for ``port``'s ``vc`` arrive at ``time``."""
+    """``size`` bytes of credit for ``port``'s ``vc`` reach it at ``time`` and are usable
+    ``router.credit_delay`` later (0 by default: at once)."""
+    time += sim.credit_delay
     sc = sim.sc
     if time < 0 or time >= TIME_LIMIT_PS:
         push(sim, time, EV_CREDIT, port, vc, size)  # the clock guard records it

@@ -473,6 +473,14 @@ def _port_figures(job: NativeRun) -> tuple[np.ndarray, np.ndarray, np.ndarray, n
     return port_ser, port_lat, port_buf, np.int64(round(job.router_delay_s * PS_PER_S))
 
 
+def _credit_delay(job: NativeRun) -> np.int64:
+    """``router.credit_delay`` of the default router model in ps (booksim_iq applies its own
+    in its clocked credit pipeline)."""
+    if job.iq or job.router is None:
+        return np.int64(0)
+    return np.int64(round(float(job.router.credit_delay) * PS_PER_S))
+
+
 def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
                    port_buf: np.ndarray, router_delay: np.int64, pg: Prog) -> Sim:
     """The loop's state before any packet is loaded: empty queues and NICs, the operations
@@ -516,7 +524,8 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
                     float(router.credit_delay) * PS_PER_S, port_lat, port_ser, V,
                     net.n_routers, N, rows, net_random_vc(job))
     return Sim(
-        n_vcs=i64(V), router_delay=router_delay, cut_through=bool(job.cut_through),
+        n_vcs=i64(V), router_delay=router_delay, credit_delay=_credit_delay(job),
+        cut_through=bool(job.cut_through),
         n_router_ports=i64(pt.n_router_ports), max_hops=i64(job.max_hops or 4 * net.n_routers + 8),
         port_peer=pt.port_peer.astype(i64), port_router=pt.port_router.astype(i64),
         port_ser=port_ser, port_lat=port_lat, port_buf=port_buf,

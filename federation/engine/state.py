@@ -21,6 +21,7 @@ class Sim(NamedTuple):
     # ---- figures of the machine (read-only during a run)
     n_vcs: np.int64  #: VCs per port
     router_delay: np.int64  #: ps from arrival to routing
+    credit_delay: np.int64  #: ps a returned credit takes to be usable upstream (default model)
     cut_through: bool  #: route on the head's arrival (virtual cut-through)
     n_router_ports: np.int64  #: ports below this id belong to routers, the rest to NICs
     max_hops: np.int64  #: more router-to-router hops than this is a routing loop

@@ -130,14 +130,18 @@ class RouterConfig(DocumentModel):
         2.0, ge=1.0, le=16.0, description="booksim_iq: internal speedup, allocation steps per "
         "cycle (BookSim's internal_speedup; its dragonfly example: 2.0)")
     credit_delay: Time = Field(
-        0.0, description="booksim_iq: time a router takes to process a returned credit before "
-        "it can be used (BookSim's credit_delay, in cycles there; its dragonfly example: 2)")
+        0.0, description="time a returned credit takes, after crossing its cable, before the "
+        "upstream router (or NIC) can use it: the credit count and the far-end congestion "
+        "routings read from it (UGAL, PAR, aries) lag by this much, so they see phantom "
+        "congestion (default router: 0, credits usable on arrival; booksim_iq: BookSim's "
+        "credit_delay, in cycles there; its dragonfly example: 2)")
 
     @model_validator(mode="after")
     def _model_fields(self) -> RouterConfig:
         if self.model == "default":
+            if self.credit_delay < 0:
+                raise ValueError("router.credit_delay must not be negative")
             given = [f for f, v in (("cycle", self.cycle is not None),
-                                    ("credit_delay", self.credit_delay != 0),
                                     ("speedup", self.speedup != 2.0)) if v]
             if given:
                 raise ValueError(f"{', '.join(given)} apply to router.model: booksim_iq "
@@ -165,8 +169,10 @@ class RouterConfig(DocumentModel):
         reads as before the models existed, and either runs again as it is)."""
         data = handler(self)
         if self.model == "default":
-            for key in ("model", "cycle", "speedup", "credit_delay"):
+            for key in ("model", "cycle", "speedup"):
                 data.pop(key, None)
+            if not self.credit_delay:
+                data.pop("credit_delay", None)
         else:
             data.pop("delay", None)
         return data

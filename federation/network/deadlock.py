@@ -20,9 +20,11 @@ What is analysed (:func:`prove`):
   a superset of the built-in draws), minimal or Valiant as UGAL may choose at the source, and
   what the plan adds: a choice again at every router of the source group (``decide``), the
   equal-cost minimal ports of :mod:`federation.network.equal_cost` (``spread``), VC levels
-  added at a commitment or at the intermediate router.  The walk is over *routing states*
-  ``(router, mode, column, VC level[, dimension])`` -- one per (router, destination group or
-  local router, level), never per packet -- found by a vectorised breadth-first search
+  added at a commitment or at the intermediate router, a first hop from the source router
+  to any neighbour in its group followed by minimal hops ``detour_bump`` levels up
+  (``detour``).  The walk is over *routing states* ``(router, mode, column, VC
+  level[, dimension])`` -- one per (router, destination group or local router, level),
+  never per packet -- found by a vectorised breadth-first search
   (:mod:`federation.network.dependencies`).  The graph then holds channels and states: a
   channel leads to the states a packet arriving on it may be in, a state to the channels it
   may leave on.  States at one router never form a cycle among themselves, so this graph has
@@ -119,10 +121,11 @@ def plan_problem(plan: object, network: Network, n_vcs: int) -> str | None:
         for name, allowed in (("valiant", ("none", "group", "router")),
                               ("decide", ("source", "source_group")),
                               ("spread", ("none", "source_group", "all")),
-                              ("intermediates", ("other_groups", "any_group"))):
+                              ("intermediates", ("other_groups", "any_group")),
+                              ("detour", ("none", "source"))):
             if getattr(plan, name) not in allowed:
                 return f"TablePlan.{name} = {getattr(plan, name)!r} is not one of {allowed}"
-        for name in ("commit_bump", "turn_bump"):
+        for name in ("commit_bump", "turn_bump", "detour_bump"):
             v = getattr(plan, name)
             if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 0:
                 return f"TablePlan.{name} = {v!r} must be an integer >= 0"

@@ -122,6 +122,7 @@ class Walk:
                  owner: str) -> None:
         pt = network.ports
         self.plan = plan
+        self.network = network
         self.R = R = network.n_routers
         self.V = n_vcs
         self.ports_of = pt
@@ -320,8 +321,30 @@ class Walk:
                     part.append(self.node(self.base_vs, x, s0))
                 else:
                     part.append(self.dec(UND0, g, xs, zero))
+            if self.plan.detour == "source":
+                part.append(self.detours(x, s0))
             out.append(self.admit(np.concatenate(part)))
         return np.concatenate(out)
+
+    def detours(self, x: np.ndarray, s0: np.ndarray) -> np.ndarray:
+        """``detour: source``: from source routers ``x`` (destination in their own group,
+        state ENTER), a hop to any neighbour of the group, which the packet then enters again
+        ``detour_bump`` levels up."""
+        from federation.network.routes import cable_ports
+
+        cp = cable_ports(self.network)
+        i, o = fan(cp.indptr.astype(np.int64), cp.port.astype(np.int64), x)
+        z = self.peer[o]
+        keep = self.group[z] == self.group[x[i]]
+        i, o, z = i[keep], o[keep], z[keep]
+        vc, s2, ok = self.step(s0[i], o, 0)
+        s3, up = self.bumped(s2, self.plan.detour_bump)
+        ok &= up
+        ch = o[ok] * self.V + vc[ok]
+        tgt = self.ent(0, z[ok], s3[ok])
+        self.edges(self.ent(0, x[i][ok], s0[i][ok]), ch)
+        self.edges(ch, tgt)
+        return tgt
 
     def decode(self, codes: np.ndarray, base: int) -> tuple[np.ndarray, ...]:
         rel = codes - base

@@ -80,6 +80,11 @@ class TablePlan:
     * ``commit_bump``: VC levels added when a packet commits to its Valiant path at a router
       of its source group other than its source router (``turn_nonminimal``).
     * ``turn_bump``: VC levels added at the intermediate router (``valiant: router``).
+    * ``detour``: ``"source"`` -- a packet whose destination router is in its source group
+      may first hop from its source router to any router of that group one cable away (its
+      VC by the tables' rule, as a first minimal hop), then route minimally from there with
+      ``detour_bump`` more VC levels (the intra-group non-minimal paths of ``aries``, through
+      another router of the row or column); ``"none"``.
     * ``intermediates``: which groups a Valiant packet's intermediate (group, or router's
       group) may be: ``"other_groups"`` than its source and destination groups (every
       built-in draw: ``Routing.intermediate_rule`` ``group`` and ``router``, the loop's draws
@@ -92,6 +97,8 @@ class TablePlan:
     commit_bump: int = 0
     turn_bump: int = 0
     intermediates: Literal["other_groups", "any_group"] = "other_groups"
+    detour: Literal["none", "source"] = "none"
+    detour_bump: int = 1
 
 
 @dataclass(frozen=True)

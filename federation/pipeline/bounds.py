@@ -77,10 +77,12 @@ def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
                       f"one {size:g} B packet takes {format_time(nic_ser)} to leave a NIC at "
                       f"{nic_bw:g} B/s, beyond {CLOCK_LIMIT}")
     delay = float(machine.router.delay)
-    if delay >= TIME_LIMIT_S:
-        raise refuse_figure(point, "router.delay",
-                            f"{format_time(delay)} is beyond {CLOCK_LIMIT}; plain numbers are "
-                            "seconds (write '50ns', not 50)")
+    for name, value in (("router.delay", delay),
+                        ("router.credit_delay", float(machine.router.credit_delay))):
+        if value >= TIME_LIMIT_S:
+            raise refuse_figure(point, name,
+                                f"{format_time(value)} is beyond {CLOCK_LIMIT}; plain numbers "
+                                "are seconds (write '50ns', not 50)")
     stop = point.experiment.stop
     if stop.warmup >= TIME_LIMIT_S:
         raise ConfigError(f"{format_time(stop.warmup)} is beyond {CLOCK_LIMIT}",
