@@ -1,0 +1,154 @@
+"""Aries' NIC counters (issue 23): request packets, request flits, the stall of a ready packet
+held back by back-pressure, the cumulative request latency; per NIC in ``sim.nic_ctr``, exact
+at any event (read through ``api.nic_counter``), over the window in the results, per job.
+
+Small machines with hand-computed timelines: one router, terminal links of 10 ns at 5.12 GB/s
+(a 512 B packet takes 100 ns), router delay 50 ns, so a packet between two nodes of the router
+has a network latency of 100 + 10 + 50 + 100 + 10 = 270 ns at zero load.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from federation.engine import api
+from federation.engine.native import LinkFigures, NativeRun, Packets, run_native
+from federation.network import NetworkBuilder
+from federation.network.routes import shortest_path_routes
+from federation.plugin.components import RoutingProgram
+
+BW = 5.12e9  # 512 B = 100 ns exactly
+NS = 1000  # ps
+
+
+def one_router(sends: list[tuple[int, int, int]], nodes: int, buffer: int = 64 * 512,
+               window: tuple[int, int] | None = None, flit: int = 16,
+               program: RoutingProgram | None = None) -> NativeRun:
+    """``sends``: (creation ns, source, destination) of 512 B packets on one router."""
+    b = NetworkBuilder([])
+    b.add_routers(1, radix=nodes)
+    b.attach_nodes(0, nodes)
+    net = b.build()
+    t, s, d = (np.array(x, dtype=np.int64) for x in zip(*sends, strict=True))
+    n = t.size
+    packets = Packets(time_ps=t * NS, src=s, dst=d, size=np.full(n, 512, np.int64),
+                      msg=np.arange(n), via=np.full(n, -1))
+    fig = LinkFigures(bandwidth=BW, latency=10e-9, buffer=buffer)
+    return NativeRun(net, {"terminal": fig}, BW, 50e-9, 1, shortest_path_routes(net), packets,
+                     window, nic_flit=flit, program=program)
+
+
+def col(ctr: np.ndarray, k: int) -> list[int]:
+    return [int(x) for x in ctr[:, k]]
+
+
+def test_a_stream_counts_its_packets_flits_and_latency():
+    """Node 0 sends 20 packets of 512 B, one every 200 ns, to node 1: 20 request packets of
+    32 flits (16 B), no stall (the link is free long before each packet), 270 ns each."""
+    sends = [(200 * k, 0, 1) for k in range(20)]
+    raw = run_native(one_router(sends, 2))
+    c = raw.nic_ctr
+    assert col(c, api.NC_REQ_PKTS) == [20, 0]
+    assert col(c, api.NC_REQ_FLITS) == [20 * 32, 0]
+    assert col(c, api.NC_STALL) == [0, 0]
+    assert col(c, api.NC_RSP_LAT) == [20 * 270 * NS, 0]
+    # the latency is the packets' network latency, summed on their source NIC
+    lat = raw.pkt_deliver - raw.pkt_inject
+    assert int(lat.sum()) == c[0, api.NC_RSP_LAT]
+    # nic.flit: ceil(512 / 100) = 6 flits a packet
+    assert col(run_native(one_router(sends, 2, flit=100)).nic_ctr, api.NC_REQ_FLITS) == [120, 0]
+
+
+def test_the_window_counts_what_happened_in_it():
+    """Over [1050, 3050) ns: the 10 packets that left node 0's NIC at 1200 .. 3000 ns, and
+    the latency of the 10 delivered in it (at 200k + 270 ns: k = 4 .. 13)."""
+    sends = [(200 * k, 0, 1) for k in range(20)]
+    raw = run_native(one_router(sends, 2, window=(1050 * NS, 3050 * NS)))
+    w = raw.window_ports.nics
+    assert col(w, api.NC_REQ_PKTS) == [10, 0]
+    assert col(w, api.NC_REQ_FLITS) == [320, 0]
+    assert col(w, api.NC_RSP_LAT) == [10 * 270 * NS, 0]
+
+
+def two_into_one(**kw) -> NativeRun:
+    """Nodes 0 and 1 each send two packets to node 2 at time 0, behind input buffers of one
+    packet: the second packets wait at their NICs for credit.  Node 3 sends to node 0 at 200
+    and 480 ns (a path of its own: it disturbs nothing; its first packet's credit is back at
+    470 ns, so it never stalls)."""
+    sends = [(0, 0, 2), (0, 0, 2), (0, 1, 2), (0, 1, 2), (200, 3, 0), (480, 3, 0)]
+    return one_router(sends, 4, buffer=512, **kw)
+
+
+def test_stall_behind_a_shared_ejection_port_has_the_closed_form():
+    """Timeline (ns).  Both NICs send their first packet (A from node 0, B from node 1) over
+    [0, 100); both reach the router at 110 and are routed at 160.  The port to node 2 sends A
+    over [160, 260), then B over [260, 360).  Each packet's credit leaves with its tail and
+    crosses the 10 ns cable: node 0's is back at 270, node 1's at 370.  So node 0's second
+    packet, ready at 100, stalls 170 ns; node 1's stalls 270 ns.  Latencies: A 270; B 370
+    (delivered at 370); A2 leaves at 270, is routed at 430, sent [430, 530), delivered at 540:
+    270; B2 leaves at 370, routed at 530, sent [530, 630), delivered at 640: 270."""
+    raw = run_native(two_into_one())
+    c = raw.nic_ctr
+    assert col(c, api.NC_STALL) == [170 * NS, 270 * NS, 0, 0]
+    assert col(c, api.NC_REQ_PKTS) == [2, 2, 0, 2]
+    assert col(c, api.NC_REQ_FLITS) == [64, 64, 0, 64]
+    assert col(c, api.NC_RSP_LAT) == [540 * NS, 640 * NS, 0, 540 * NS]
+    # the NIC port's own stall counter (the output side of the NIC) says the same
+    nic = job_nic_ports(raw, two_into_one())
+    assert [int(x) for x in raw.port_stall[nic]] == col(c, api.NC_STALL)
+
+
+def job_nic_ports(raw, job: NativeRun) -> np.ndarray:
+    return job.network.ports.nic_port
+
+
+def test_a_window_edge_inside_a_stall_counts_its_part():
+    """Window [0, 200 ns): both NICs have stalled since 100 ns; [200 ns, end): the rest."""
+    first = run_native(two_into_one(window=(0, 200 * NS))).window_ports.nics
+    assert col(first, api.NC_STALL) == [100 * NS, 100 * NS, 0, 0]
+    assert col(first, api.NC_REQ_PKTS) == [1, 1, 0, 0]  # node 3's leaves at 200 ns
+    rest = run_native(two_into_one(window=(200 * NS, 2**40))).window_ports.nics
+    assert col(rest, api.NC_STALL) == [70 * NS, 170 * NS, 0, 0]
+    assert col(first + rest, api.NC_RSP_LAT) == [540 * NS, 640 * NS, 0, 540 * NS]
+
+
+def test_counters_read_during_the_run_are_the_final_counts_so_far():
+    """A routing's NIC hook reads every NIC's counters through ``api.nic_counter`` at each
+    injection (what a controller reading them at each send sees).  Node 3's packets leave at
+    200 ns (both other NICs are in their stall since 100 ns: the open stall counts) and at
+    480 ns (the stalls ended at 270 and 370, A and B were delivered at 270 and 370, node 3's
+    first packet at 470)."""
+    import nic_probe
+
+    tables = nic_probe.tables(4, 16)
+    prog = RoutingProgram(route=nic_probe.route, inject=nic_probe.inject, tables=tables,
+                          vcs_required=1, description="counter probe")
+    raw = run_native(two_into_one(program=prog))
+    log = tables[0][:int(tables[1][0])]
+    assert len(log) == 6
+    rows = {(int(r[0]) // NS, int(r[1])): r[2:].reshape(4, api.NC_COLS) for r in log}
+    at200, at480 = rows[(200, 3)], rows[(480, 3)]
+    assert col(at200, api.NC_STALL) == [100 * NS, 100 * NS, 0, 0]
+    assert col(at200, api.NC_REQ_PKTS) == [1, 1, 0, 1]  # its own packet counts as it leaves
+    assert col(at200, api.NC_RSP_LAT) == [0, 0, 0, 0]
+    assert col(at480, api.NC_STALL) == [170 * NS, 270 * NS, 0, 0]
+    assert col(at480, api.NC_REQ_PKTS) == [2, 2, 0, 2]
+    assert col(at480, api.NC_RSP_LAT) == [270 * NS, 370 * NS, 0, 270 * NS]
+    # the NIC whose stall ends as it sends reads that stall once (at 270 and 370 ns)
+    assert rows[(270, 0)][0, api.NC_STALL] == 170 * NS
+    assert rows[(370, 1)][1, api.NC_STALL] == 270 * NS
+    # every reading is a prefix of the final counts, and counts 32 flits a packet
+    assert (log[:, 2:] <= raw.nic_ctr.reshape(-1)).all()
+    assert (log[:, 2 + api.NC_REQ_FLITS::api.NC_COLS]
+            == 32 * log[:, 2 + api.NC_REQ_PKTS::api.NC_COLS]).all()
+
+
+@pytest.mark.parametrize("flit", [0, -16])
+def test_a_flit_below_one_byte_is_refused(flit):
+    from pydantic import ValidationError
+
+    from federation.models.machine import NicConfig
+
+    with pytest.raises(ValidationError, match="flit"):
+        NicConfig(flit=flit)
