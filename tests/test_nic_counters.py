@@ -152,3 +152,81 @@ def test_a_flit_below_one_byte_is_refused(flit):
 
     with pytest.raises(ValidationError, match="flit"):
         NicConfig(flit=flit)
+
+
+def test_results_table_and_job_sums_agree_with_the_ports_and_packets(tmp_path):
+    """Two closed-loop jobs and an open-loop background on the quickstart dragonfly, through
+    the runner: the ``nics`` table has a row per node; each NIC's packets and stall are its
+    NIC port's (the ports table), its latency the sum over the packets it sent (packets
+    table), its flits ceil(size / 16) per packet; a job's counters are the sum over its
+    nodes' rows; the point's, the sum over all."""
+    from test_jobs import mixed, run, table
+
+    point, folder = run(tmp_path, mixed())
+    nics, ports, packets = (table(folder, n) for n in ("nics", "ports", "packets"))
+    n = len(nics["node"])
+    assert nics["node"] == list(range(n)) and n == 72
+    nic_rows = [i for i, r in enumerate(ports["router"]) if r < 0]
+    by_node = {ports["node"][i]: i for i in nic_rows}
+    order = [by_node[k] for k in range(n)]
+    for ours, theirs in (("request_packets", "packets"), ("stall_ps", "stall_ps"),
+                         ("request_packets_window", "packets_window"),
+                         ("stall_ps_window", "stall_ps_window")):
+        assert nics[ours] == [ports[theirs][i] for i in order], ours
+    src, size = np.array(packets["src"]), np.array(packets["size"])
+    done = np.array(packets["delivered_ps"]) >= 0
+    lat = np.array(packets["delivered_ps"]) - np.array(packets["injected_ps"])
+    assert nics["latency_ps"] == np.bincount(src[done], lat[done], minlength=n).astype(
+        np.int64).tolist()
+    sent = np.array(packets["injected_ps"]) >= 0
+    assert nics["request_flits"] == np.bincount(src[sent], (size[sent] + 15) // 16,
+                                                minlength=n).astype(np.int64).tolist()
+    s = point.summary
+    jobs = {j.name: j for j in s.jobs}
+    for name, j in jobs.items():
+        rows = [i for i in range(n) if nics["job"][i] == name]
+        assert sorted(rows) == sorted(j.nodes), name
+        w = j.nics
+        assert w.request_packets == sum(nics["request_packets_window"][i] for i in rows)
+        assert w.request_flits == sum(nics["request_flits_window"][i] for i in rows)
+        assert w.stall_ns * 1e3 == pytest.approx(sum(nics["stall_ps_window"][i] for i in rows))
+        assert w.latency_ns * 1e3 == pytest.approx(sum(nics["latency_ps_window"][i]
+                                                       for i in rows))
+        assert w.mean_latency_ns == pytest.approx(w.latency_ns / w.request_packets)
+    assert s.nics.request_packets == sum(nics["request_packets_window"])
+    assert s.nics.request_packets == sum(j.nics.request_packets for j in jobs.values())
+    assert s.nics.stall_per_flit_ns == pytest.approx(s.nics.stall_ns / s.nics.request_flits)
+
+
+def test_outputs_nics_off_writes_no_table(tmp_path):
+    from test_jobs import run
+
+    doc = {"workload": {"kind": "synthetic", "load": 0.2}, "stop": {"warmup": "0us",
+                                                                     "measure": "1us"},
+           "outputs": {"nics": False}}
+    point, folder = run(tmp_path, doc)
+    assert "nics" not in point.files and not list(folder.glob("nics-*"))
+    assert point.summary.nics.request_packets > 0  # the summary keeps its totals
+
+
+def test_booksim_iq_nics_count_the_same_way(tmp_path):
+    """``router.model: booksim_iq``: a NIC adds a cycle to its stall per cycle its due packet
+    finds no credit, as its port's counter does; packets and latency as with the default."""
+    from conftest import simulate
+    from test_router_iq import machine
+
+    m = machine()
+    m["links"] = {c: {**f, "buffer": "64B"} for c, f in m["links"].items()}
+    msgs = [{"at": "0ns", "src": s, "dst": 3, "size": "64B"} for s in (0, 1) for _ in range(10)]
+    doc = {"machine": m, "workload": {"kind": "messages", "messages": msgs},
+           "stop": {"warmup": "0ns", "measure": "1us"}, "outputs": {"packets": True}}
+    prep, raw, _, packets, _ = simulate(tmp_path, doc)
+    nic = prep.network.ports.nic_port
+    c = raw.nic_ctr
+    assert c[:, api.NC_STALL].tolist() == raw.port_stall[nic].tolist()
+    assert c[0, api.NC_STALL] > 0 and c[1, api.NC_STALL] > 0
+    assert c[:, api.NC_REQ_PKTS].tolist()[:4] == [10, 10, 0, 0]
+    assert c[:, api.NC_REQ_FLITS].tolist()[:4] == [40, 40, 0, 0]
+    lat = packets["delivered_ps"] - packets["injected_ps"]
+    assert c[:, api.NC_RSP_LAT].tolist()[:2] == [int(lat[packets["src"] == s].sum())
+                                                 for s in (0, 1)]
