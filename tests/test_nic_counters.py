@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from federation.engine import api
 from federation.engine.native import LinkFigures, NativeRun, Packets, run_native
@@ -230,3 +232,34 @@ def test_booksim_iq_nics_count_the_same_way(tmp_path):
     lat = packets["delivered_ps"] - packets["injected_ps"]
     assert c[:, api.NC_RSP_LAT].tolist()[:2] == [int(lat[packets["src"] == s].sum())
                                                  for s in (0, 1)]
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(sends=st.lists(st.tuples(st.integers(0, 2000), st.integers(0, 3), st.integers(0, 3)),
+                      min_size=1, max_size=25).map(
+                          lambda xs: [(t, s, d) for t, s, d in sorted(xs) if s != d]),
+       cut=st.integers(1, 3000), flit=st.sampled_from([1, 7, 16, 100]))
+def test_counters_agree_with_the_packets_and_split_at_any_edge(sends, cut, flit):
+    """Random 512 B packets among 4 nodes of one router behind one-packet buffers (so NICs
+    stall): each NIC's counters are its packets' (count, ceil(512 / flit) flits each, latency
+    summed by source), its stall is its NIC port's, and the windows [0, cut) and [cut, end)
+    add up to the whole run, whatever instant ``cut`` falls on."""
+    if not sends:
+        return
+    whole = run_native(one_router(sends, 4, buffer=512, flit=flit))
+    c = whole.nic_ctr
+    src = np.array([s for _, s, _ in sends])
+    lat = whole.pkt_deliver - whole.pkt_inject
+    assert c[:, api.NC_REQ_PKTS].tolist() == np.bincount(src, minlength=4).tolist()
+    assert c[:, api.NC_REQ_FLITS].tolist() == (np.bincount(src, minlength=4)
+                                               * -(-512 // flit)).tolist()
+    assert c[:, api.NC_RSP_LAT].tolist() == np.bincount(src, lat, minlength=4).astype(
+        np.int64).tolist()
+    nic = one_router(sends, 4).network.ports.nic_port
+    assert c[:, api.NC_STALL].tolist() == whole.port_stall[nic].tolist()
+    first = run_native(one_router(sends, 4, buffer=512, flit=flit, window=(0, cut * NS)))
+    rest = run_native(one_router(sends, 4, buffer=512, flit=flit, window=(cut * NS, 2**40)))
+    assert (first.window_ports.nics + rest.window_ports.nics).tolist() == c.tolist()
+    inj = whole.pkt_inject < cut * NS
+    assert first.window_ports.nics[:, api.NC_REQ_PKTS].tolist() == np.bincount(
+        src[inj], minlength=4).tolist()
