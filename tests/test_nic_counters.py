@@ -150,10 +150,13 @@ def test_counters_read_during_the_run_are_the_final_counts_so_far():
 def test_a_flit_below_one_byte_is_refused(flit):
     from pydantic import ValidationError
 
+    from federation.errors import SimulationError
     from federation.models.machine import NicConfig
 
     with pytest.raises(ValidationError, match="flit"):
         NicConfig(flit=flit)
+    with pytest.raises(SimulationError, match=r"nic\.flit .* is outside 1 \.\. "):
+        run_native(one_router([(0, 0, 1)], 2, flit=flit))  # the engine's own guard
 
 
 def test_results_table_and_job_sums_agree_with_the_ports_and_packets(tmp_path):

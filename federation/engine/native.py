@@ -503,6 +503,8 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
     sc[E.S_SEQ] = n0
     i64 = np.int64
     C = max(1, int(job.n_classes))
+    if not 1 <= job.nic_flit <= MAX_PACKET_BYTES:  # the loop divides by it (nic.flit checks it)
+        raise SimulationError(f"nic.flit {job.nic_flit} B is outside 1 .. {MAX_PACKET_BYTES}")
     cr, cr_free = credit_pool(4096)
     sc[E.S_CRFREE] = cr_free.shape[0]
     iq = no_iq()
