@@ -229,10 +229,10 @@ def compute_point(index: int, point: ResolvedPoint, cache: BuildCache,
         tables["packets"] = packets
     if exp.outputs.ports:
         tables["ports"] = ports
-    if exp.outputs.messages:
-        tables["messages"] = message_table(prep, raw)
     if exp.outputs.nics and raw.nic_ctr is not None:
         tables["nics"] = nic_table(prep, raw)
+    if exp.outputs.messages:  # written last, as before the nics table existed
+        tables["messages"] = message_table(prep, raw)
     result = PointResult(
         index=index, sweep=point.sweep, seed=exp.seed, engine=point.engine.name,
         routing=point.routing.name, routing_description=prep.built.tables.description,
