@@ -178,6 +178,13 @@ def test_results_table_and_job_sums_agree_with_the_ports_and_packets(tmp_path):
                          ("request_packets_window", "packets_window"),
                          ("stall_ps_window", "stall_ps_window")):
         assert nics[ours] == [ports[theirs][i] for i in order], ours
+    # incoming bytes: a NIC's are what its router's port to the node sent it, and back
+    to_node = {ports["node"][i]: i for i, r in enumerate(ports["router"]) if r >= 0
+               and ports["node"][i] >= 0}
+    for k in range(n):
+        for col_ in ("bytes_in", "bytes_in_window"):
+            assert ports[col_][by_node[k]] == ports[col_.replace("_in", "")][to_node[k]]
+            assert ports[col_][to_node[k]] == ports[col_.replace("_in", "")][by_node[k]]
     src, size = np.array(packets["src"]), np.array(packets["size"])
     done = np.array(packets["delivered_ps"]) >= 0
     lat = np.array(packets["delivered_ps"]) - np.array(packets["injected_ps"])
