@@ -23,7 +23,7 @@ def test_quickstart_runs_and_writes_results(tmp_path):
     assert "busiest links" in r.stdout and "lat mean ns" in r.stdout
     out = tmp_path / "out"
     doc = json.loads((out / "results.json").read_text())
-    assert doc["schema_name"] == "hpc-federation.results" and doc["schema_version"] == 5
+    assert doc["schema_name"] == "hpc-federation.results" and doc["schema_version"] == 6
     assert [p["sweep"]["workload.load"] for p in doc["points"]] == [0.1, 0.3, 0.5, 0.7, 0.9]
     for p in doc["points"]:
         s = p["summary"]

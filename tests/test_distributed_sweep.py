@@ -41,7 +41,8 @@ def test_two_workers_give_the_serial_bytes(tmp_path):
     assert spread.returncode == 0, spread.stderr
     assert spread.stderr == ""  # no worker log, no progress bar when stderr is not a terminal
     a, b = files(tmp_path / "serial"), files(tmp_path / "spread")
-    expected = {f"{t}-{i}.parquet" for t in ("packets", "ports", "messages") for i in range(8)}
+    expected = {f"{t}-{i}.parquet" for t in ("packets", "ports", "messages", "nics")
+                for i in range(8)}
     assert set(a) == set(b) == expected | {"results.json"}
     for name in a:
         assert a[name] == b[name], name
@@ -75,7 +76,7 @@ def test_existing_cluster_gives_the_serial_bytes(tmp_path, scheduler):
     r = run_cli("run", "e.yaml", "--out", "spread", "--scheduler", scheduler, cwd=tmp_path)
     assert r.returncode == 0 and r.stderr == "", r.stderr
     a, b = files(tmp_path / "serial"), files(tmp_path / "spread")
-    assert len(a) == 13 and a == b
+    assert len(a) == 17 and a == b
 
 
 def test_failing_point_keeps_finished_points_like_a_serial_run(tmp_path, scheduler):
@@ -96,7 +97,7 @@ def test_failing_point_keeps_finished_points_like_a_serial_run(tmp_path, schedul
     assert sorted(kept + doc["missing_points"]) == list(range(5))
     names = {p.name for p in (tmp_path / "spread").iterdir()}
     assert names == {"results.json", "performance.json"} | {
-        f"{t}-{i}.parquet" for t in ("packets", "ports", "messages") for i in kept}
+        f"{t}-{i}.parquet" for t in ("packets", "ports", "messages", "nics") for i in kept}
     # a point both runs finished has the same bytes in both
     assert files(tmp_path / "spread")["packets-0.parquet"] == (
         tmp_path / "serial" / "packets-0.parquet").read_bytes()
@@ -193,6 +194,6 @@ def test_ctrl_c_cancels_the_points_and_closes_the_cluster(tmp_path):
     assert doc["status"] == "incomplete" and doc["error"] == "interrupted by SIGINT"
     assert kept and len(kept) < 16 and sorted(kept + doc["missing_points"]) == list(range(16))
     assert {p.name for p in (tmp_path / "o").iterdir()} == {"results.json", "performance.json"} | {
-        f"{t}-{i}.parquet" for t in ("packets", "ports", "messages") for i in kept}
+        f"{t}-{i}.parquet" for t in ("packets", "ports", "messages", "nics") for i in kept}
     gone, alive = psutil.wait_procs(workers, timeout=30)
     assert not alive, alive

@@ -57,7 +57,7 @@ def kept(folder: Path, n: int, error: str) -> list[int]:
     assert doc["status"] == "incomplete" and doc["error"] == error
     assert done and sorted(done + doc["missing_points"]) == list(range(n))
     assert {p.name for p in folder.iterdir()} == {"results.json", "performance.json"} | {
-        f"{t}-{i}.parquet" for t in ("packets", "ports", "messages") for i in done}
+        f"{t}-{i}.parquet" for t in ("packets", "ports", "messages", "nics") for i in done}
     return done
 
 

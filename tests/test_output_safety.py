@@ -295,8 +295,9 @@ def test_full_disk_while_writing_tables_keeps_the_finished_points(tmp_path):
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert doc["status"] == "incomplete" and doc["missing_points"] == [1, 2]
     assert [p["index"] for p in doc["points"]] == [0]
-    assert listing(tmp_path / "o") == ["messages-0.parquet", "packets-0.parquet",
-                                       "performance.json", "ports-0.parquet", "results.json"]
+    assert listing(tmp_path / "o") == ["messages-0.parquet", "nics-0.parquet",
+                                       "packets-0.parquet", "performance.json",
+                                       "ports-0.parquet", "results.json"]
     assert listing(tmp_path) == ["e.yaml", "full-disk", "m.yaml", "o"]
 
 
@@ -320,8 +321,8 @@ def test_documents_that_cannot_be_written_keep_the_tables(tmp_path, monkeypatch)
     assert str(err.value) == (
         f"cannot write {tmp_path / 'o' / 'results.json'}: No space left on device; the tables "
         f"of the 1 finished points are kept in {tmp_path / 'o'}, without results.json")
-    assert listing(tmp_path / "o") == ["messages-0.parquet", "packets-0.parquet",
-                                       "ports-0.parquet"]
+    assert listing(tmp_path / "o") == ["messages-0.parquet", "nics-0.parquet",
+                                       "packets-0.parquet", "ports-0.parquet"]
 
 
 def test_results_never_claim_a_point_whose_tables_are_missing(tmp_path):

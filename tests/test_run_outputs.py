@@ -55,7 +55,8 @@ def test_existing_output_folder_is_refused_then_replaced_whole(tmp_path):
                 "sweep={workload.load: [0.1]}", "--set", "outputs.format=csv", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     names = sorted(p.name for p in (tmp_path / "o").iterdir())
-    assert names == ["messages-0.csv", "packets-0.csv", "performance.json", "ports-0.csv",
+    assert names == ["messages-0.csv", "nics-0.csv", "packets-0.csv", "performance.json",
+                     "ports-0.csv",
                      "results.json"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".federation-")]
 

@@ -59,10 +59,14 @@ FIELD_COLUMNS = np.array([P_LEVEL, P_DIM, P_PHASE, P_VIA, 13, 14], dtype=np.int6
 N_FIELDS = 6
 
 # columns of the per-NIC counters ``sim.nic_ctr`` (int64[N, NC_COLS]), as Aries' NIC counters
-NC_REQ_FLITS = 0  #: request flits (bytes / flit size) the NIC injected
+# (docs/architecture.md, "NIC counters"): request packets and flits count when a packet starts
+# to leave the NIC; the stall when it ends (read it through ``nic_counter``/``nic_stall_now``,
+# which add a stall still open); the latency when the packet is delivered
+NC_REQ_FLITS = 0  #: request flits (ceil(bytes / nic.flit) per packet) the NIC injected
 NC_STALL = 1  #: ps a ready packet was held at the NIC by back-pressure (no credit)
 NC_REQ_PKTS = 2  #: request packets the NIC injected
-NC_RSP_LAT = 3  #: cumulative request-to-response latency, ps
+NC_RSP_LAT = 3  #: cumulative request-to-response latency, ps (our packets have no responses:
+#: each delivered packet adds its network latency, from leaving its NIC to its delivery)
 NC_COLS = 4
 
 
@@ -190,7 +194,10 @@ def pkt_mode(sim, pk):
 
 @part
 def nic_counter(sim, node, k):
-    """Node ``node``'s NIC counter ``k`` (``NC_*``) as it stands now."""
+    """Node ``node``'s NIC counter ``k`` (``NC_*``) as it stands now: exact at any event
+    (``NC_STALL`` through :func:`nic_stall_now`)."""
+    if k == NC_STALL:
+        return nic_stall_now(sim, node)
     return sim.nic_ctr[node, k]
 
 
@@ -250,6 +257,17 @@ def request_credit_ok(sim, o, qi):
     pick only such a request: the loop refuses any other."""
     pk = sim.q_head[qi]
     return sim.credits[o * sim.n_vcs + sim.ps[pk, P_OUTVC]] >= sim.ps[pk, P_SIZE]
+
+
+@part
+def nic_stall_now(sim, node):
+    """Node ``node``'s stall counter up to now: the stalls that ended plus the one going on
+    (its ready packet has waited for credit since ``stall_start`` of its NIC port)."""
+    start = sim.stall_start[sim.nic_port[node]]
+    total = sim.nic_ctr[node, NC_STALL]
+    if start >= 0:
+        total += sim.sc[S_NOW] - start
+    return total
 
 
 @part

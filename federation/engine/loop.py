@@ -21,6 +21,7 @@ import numpy as np
 
 from federation.engine.api import (
     M_INJECT,
+    NC_STALL,
     P_CLASS,
     P_DST,
     P_HOPS,
@@ -77,7 +78,7 @@ from federation.engine.events import (
     decode,
     push,
 )
-from federation.engine.feed import F_TIME, born, record, wake_nics
+from federation.engine.feed import F_TIME, born, count_request, record, wake_nics
 from federation.engine.iq import C_CREDIT as IQ_CREDIT
 from federation.engine.iq import C_CYCLE as IQ_CYCLE
 from federation.engine.iq import C_VCRAND as IQ_VCRAND
@@ -302,6 +303,7 @@ def try_inject(sim, pg, rt, node, now):
         credit_wait(sim, o)
         return
     sim.pm[pk, M_INJECT] = now
+    count_request(sim, node, pk, now)
     INJECT(sim, rt, node, pk)
     done = now + np.int64(size * sim.port_ser[o] + 0.5)
     nic_advance(sim, pg, node, f, done)
@@ -373,9 +375,11 @@ def iq_inject(sim, pg, rt, node, t):
         vc = random_below(sim, V)
     if sim.credits[o * V + vc] < size:
         sim.port_stall[o] += C
+        sim.nic_ctr[node, NC_STALL] += C
         return 0, t + 1
     sim.ps[pk, P_VC] = vc
     sim.pm[pk, M_INJECT] = t * C
+    count_request(sim, node, pk, t * C)
     INJECT(sim, rt, node, pk)
     r = sim.node_router[node]
     status = iq_route(sim, rt, r, sim.port_peer[o], pk)  # the source router's, now

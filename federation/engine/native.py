@@ -135,6 +135,8 @@ class NativeRun:
     router: RouterConfig | None = None
     #: a routing controller's ``decide`` (its state is the programs' ``Prog.ctl``); ``None``
     controller: Any = None
+    #: bytes per flit of the NIC counters (``nic.flit``): request flits = ceil(size / flit)
+    nic_flit: int = 16
 
     @property
     def iq(self) -> bool:
@@ -187,10 +189,15 @@ class PortCounters:
     bytes: np.ndarray
     packets: np.ndarray
     stall: np.ndarray
+    #: the per-NIC counters at the same reading (int64[N, api.NC_COLS]; ``None``: an engine
+    #: that keeps none)
+    nics: np.ndarray | None = None
 
     def __sub__(self, other: PortCounters) -> PortCounters:
+        nics = (self.nics - other.nics if self.nics is not None and other.nics is not None
+                else None)
         return PortCounters(self.busy - other.busy, self.bytes - other.bytes,
-                            self.packets - other.packets, self.stall - other.stall)
+                            self.packets - other.packets, self.stall - other.stall, nics)
 
 
 @dataclass
@@ -227,6 +234,9 @@ class RawResult:
     #: the most open-loop packets waiting at NICs seen between two slices of the loop
     #: (about one chunk, plus a saturated network's backlog)
     peak_waiting: int = 0
+    #: whole-run per-NIC counters (int64[N, api.NC_COLS], ``api.NC_*`` columns; ``None``: an
+    #: engine that keeps none); ``window_ports.nics`` holds them within ``window``
+    nic_ctr: np.ndarray | None = None
 
     def column(self, name: str) -> np.ndarray:
         """One column of the packets table (by packet number), when the run kept it
@@ -313,8 +323,10 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
 
     def counters(at: int) -> PortCounters:
         s = state[0]
-        return counters_at(at, s.port_busy, s.busy_until, s.port_bytes, s.port_pkts,
-                           s.port_stall, s.stall_start)
+        ports = counters_at(at, s.port_busy, s.busy_until, s.port_bytes, s.port_pkts,
+                            s.port_stall, s.stall_start)
+        ports.nics = nic_counters_at(at, s.nic_ctr, s.stall_start[s.nic_port])
+        return ports
 
     # the loop stops before the first event at or after each edge of the window, so that the
     # per-port counters can be read as they stand at exactly that time
@@ -391,7 +403,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         wall_s=wall, cpu_s=cpu, feed_s=feed_s, window=window, window_ports=in_window,
         port_class_bytes=sim.port_class_bytes.reshape(P, C),
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
-        peak_waiting=peak_waiting,
+        peak_waiting=peak_waiting, nic_ctr=nic_counters_at(end, sim.nic_ctr,
+                                                           sim.stall_start[sim.nic_port]),
     )
 
 
@@ -506,6 +519,8 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
     sc[E.S_SEQ] = n0
     i64 = np.int64
     C = max(1, int(job.n_classes))
+    if not 1 <= job.nic_flit <= MAX_PACKET_BYTES:  # the loop divides by it (nic.flit checks it)
+        raise SimulationError(f"nic.flit {job.nic_flit} B is outside 1 .. {MAX_PACKET_BYTES}")
     cr, cr_free = credit_pool(4096)
     sc[E.S_CRFREE] = cr_free.shape[0]
     iq = no_iq()
@@ -555,7 +570,7 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         port_busy=np.zeros(P, dtype=i64), port_stall=np.zeros(P, dtype=i64),
         port_peak=np.zeros(P, dtype=i64),
         n_classes=i64(C), port_class_bytes=np.zeros(P * C, dtype=i64),
-        nic_ctr=np.zeros((N, A.NC_COLS), dtype=i64), iq=iq,
+        nic_ctr=np.zeros((N, A.NC_COLS), dtype=i64), nic_flit=i64(job.nic_flit), iq=iq,
     )
 
 
@@ -589,6 +604,20 @@ def counters_at(t: int, port_busy: np.ndarray, busy_until: np.ndarray, port_byte
     busy = port_busy - np.maximum(busy_until - t, 0)
     stall = port_stall + np.where(stall_start >= 0, t - stall_start, 0)
     return PortCounters(busy, port_bytes.copy(), port_pkts.copy(), stall)
+
+
+def nic_counters_at(t: int, nic_ctr: np.ndarray, stall_start: np.ndarray) -> np.ndarray:
+    """The per-NIC counters as they stand at time ``t`` (read as :func:`counters_at` is).
+
+    Request flits and packets count when a packet starts to leave its NIC, the latency when it
+    is delivered, so only the stall needs a correction: a NIC whose ready packet waits for
+    credit at ``t`` (its port's ``stall_start >= 0``) has stalled ``t - stall_start`` more
+    than its column says (the loop adds a stall when it ends; :func:`api.nic_counter` adds the
+    open part the same way during the run).
+    """
+    out = nic_ctr.copy()
+    out[:, A.NC_STALL] += np.where(stall_start >= 0, t - stall_start, 0)
+    return out
 
 
 def check_engine_figures(net: Network, port_ser: np.ndarray, port_lat_ps: np.ndarray,

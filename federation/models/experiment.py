@@ -64,6 +64,8 @@ class Outputs(DocumentModel):
     packets: bool = Field(True, description="write the per-packet table")
     ports: bool = Field(True, description="write the per-port table")
     messages: bool = Field(True, description="write the per-message completion table")
+    nics: bool = Field(True, description="write the per-NIC counters table (Aries' NIC "
+                       "counters over the measurement window)")
 
 
 class RankOrder(DocumentModel):

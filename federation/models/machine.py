@@ -198,6 +198,10 @@ class NicConfig(DocumentModel):
     recv_overhead: Time = Field(
         0.0, description="rank programs: LogGP o at the receiver, from a message's arrival "
         "(receive posted) to the receive's finish")
+    flit: PacketSize = Field(
+        16, description="bytes per flit of the NIC counters (request flits = ceil(packet "
+        "size / flit) per packet): 16 B, an Aries payload flit (a 64 B request packet is 4 "
+        "payload flits and a header flit; our packet size includes its header). Counting only")
 
 
 class Machine(DocumentModel):

@@ -26,6 +26,7 @@ from federation.pipeline.points import Placed, PlacedJob, PreparedPoint, everywh
 from federation.results.model import (
     JobSummary,
     LatencyStats,
+    NicCounters,
     Spread,
     TwoOptSummary,
     Variability,
@@ -73,6 +74,7 @@ def job_summaries(prep: PreparedPoint, raw: RawResult) -> list[JobSummary] | Non
             fields.update(table.get(job.index, {}))
         if (everyone[pj.nodes] == job.index).all():
             fields.update(link_figures(prep, raw, pj))
+            fields["nics"] = job_nic_counters(raw, pj.nodes)
         out.append(JobSummary(**fields))
     return out
 
@@ -87,6 +89,27 @@ def link_figures(prep: PreparedPoint, raw: RawResult, pj: PlacedJob) -> dict:
     return dict(injection_bytes=int(raw.port_bytes[nic].sum()),
                 injection_utilization=spread(util),
                 ejection_bytes=int(raw.port_bytes[pt.node_port[pj.nodes]].sum()))
+
+
+def nic_counters(ctr: np.ndarray) -> NicCounters:
+    """Aries' NIC counters summed over the rows of ``ctr`` (int64[n, api.NC_COLS]), with the
+    routing noise paper's ratios s (stall per flit) and L (latency per packet)."""
+    from federation.engine.api import NC_REQ_FLITS, NC_REQ_PKTS, NC_RSP_LAT, NC_STALL
+
+    tot = ctr.sum(axis=0, dtype=np.int64)
+    flits, pkts = int(tot[NC_REQ_FLITS]), int(tot[NC_REQ_PKTS])
+    stall, lat = int(tot[NC_STALL]), int(tot[NC_RSP_LAT])
+    return NicCounters(request_packets=pkts, request_flits=flits, stall_ns=stall / 1e3,
+                       latency_ns=lat / 1e3,
+                       stall_per_flit_ns=stall / 1e3 / flits if flits else None,
+                       mean_latency_ns=lat / 1e3 / pkts if pkts else None)
+
+
+def job_nic_counters(raw: RawResult, nodes: np.ndarray) -> NicCounters | None:
+    """The job's nodes' NIC counters in the window (all theirs when no other job holds the
+    nodes; ``None``: the engine keeps none)."""
+    w = raw.window_ports.nics
+    return nic_counters(w[nodes]) if w is not None else None
 
 
 def closed_figures(prep: PreparedPoint, raw: RawResult, pj: PlacedJob) -> dict:

@@ -16,8 +16,8 @@ from federation.engine.native import RawResult
 from federation.engine.packet_stats import MESSAGE_COLUMNS, Latency
 from federation.engine.state import Prog
 from federation.models.units import PS_PER_S
-from federation.pipeline.job_figures import job_columns, job_summaries
-from federation.pipeline.points import PreparedPoint
+from federation.pipeline.job_figures import job_columns, job_summaries, nic_counters, owners
+from federation.pipeline.points import PreparedPoint, everywhere
 from federation.results.model import LatencyStats, LinkUse, PointSummary, ProgramSummary
 from federation.results.spool import Table
 from federation.results.variability import variability
@@ -92,6 +92,8 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     if raw.programs is not None:
         with_program_packets(fields, raw.programs.pstat, capacity)
     fields["jobs"] = job_summaries(prep, raw)
+    if raw.window_ports.nics is not None:
+        fields["nics"] = nic_counters(raw.window_ports.nics)
     summary = PointSummary(**fields)
     packets = packet_table(prep, raw)
     local = np.where(pt.port_router >= 0,
@@ -114,9 +116,44 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         "busy_ps": raw.port_busy,
         "stall_ps": raw.port_stall,
         "peak_input_occupancy_bytes": raw.port_peak,
+        **incoming_columns(raw, pt.port_peer),
         **class_columns(raw),
     }
     return summary, packets, ports
+
+
+def incoming_columns(raw: RawResult, port_peer: np.ndarray) -> dict[str, np.ndarray]:
+    """Incoming bytes per port (as Aries' tiles count incoming flits): what the far end of its
+    cable sent into it, in the window (transmissions started in it) and over the run.  The
+    ``stall`` columns are the output side's (a port's requests waiting for credit)."""
+    return {"bytes_in_window": raw.window_ports.bytes[port_peer],
+            "bytes_in": raw.port_bytes[port_peer]}
+
+
+def nic_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
+    """Per NIC (node), Aries' four NIC counters in the measurement window (corrected at its
+    edges: :func:`~federation.engine.native.nic_counters_at`) and over the whole run, with a
+    ``job`` column when the experiment gives jobs (empty: the engine keeps no counters)."""
+    from federation.engine.api import NC_REQ_FLITS, NC_REQ_PKTS, NC_RSP_LAT, NC_STALL
+
+    w, run = raw.window_ports.nics, raw.nic_ctr
+    if w is None or run is None:
+        return {}
+    net = prep.network
+    out: dict[str, np.ndarray] = {"node": np.arange(net.n_nodes, dtype=np.int64),
+                                  "router": net.node_router.astype(np.int64)}
+    if prep.point.given_jobs:  # the node's job; "": no job's, or several jobs'
+        placed = prep.placed or everywhere(prep.point, net.n_nodes)
+        owner = owners(placed, net.n_nodes, list(placed.jobs))
+        name_of = {pj.job.index: pj.job.name for pj in placed.jobs}
+        out["job"] = np.array([name_of.get(int(o), "") for o in owner.tolist()], dtype=object)
+    for name, k in (("request_packets", NC_REQ_PKTS), ("request_flits", NC_REQ_FLITS),
+                    ("stall_ps", NC_STALL), ("latency_ps", NC_RSP_LAT)):
+        out[f"{name}_window"] = w[:, k].copy()
+    for name, k in (("request_packets", NC_REQ_PKTS), ("request_flits", NC_REQ_FLITS),
+                    ("stall_ps", NC_STALL), ("latency_ps", NC_RSP_LAT)):
+        out[name] = run[:, k].copy()
+    return out
 
 
 def packet_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.ndarray]:

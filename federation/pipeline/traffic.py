@@ -242,7 +242,8 @@ def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
                      programs=programs, traffic=traffic, seed_rng=rng_route,
                      keep_packets=bool(outputs.packets or outputs.messages),
                      keep_program_packets=bool(outputs.packets), max_rows=max_rows,
-                     router=machine.router, controller=controller)
+                     router=machine.router, controller=controller,
+                     nic_flit=int(machine.nic.flit))
 
 
 def _max_rows(built: Built, max_memory: int, other: int) -> int:

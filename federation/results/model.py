@@ -17,7 +17,8 @@ from federation.models.base import FederationModel
 #: window, what ``busiest_links`` is ranked by) and ``utilization_run``; ``bytes_window`` added.
 #: 4: ``ComponentOrigin.program`` (an external engine's library and version, e.g. SimGrid)
 #: 5: ``PointSummary.programs`` (rank programs: completion and per-rank finish times)
-RESULTS_SCHEMA_VERSION = 5
+#: 6: ``PointSummary.nics`` and ``JobSummary.nics`` (Aries' NIC counters over the window)
+RESULTS_SCHEMA_VERSION = 6
 
 
 class LatencyStats(FederationModel):
@@ -93,6 +94,23 @@ class TwoOptSummary(FederationModel):
     accepted: int = Field(description="swaps kept")
 
 
+class NicCounters(FederationModel):
+    """Aries' four NIC counters (the routing noise paper's §2.3) summed over NICs, in the
+    measurement window, with the two ratios its Algorithm 1 reads.  Request packets and flits
+    count when a packet starts to leave its NIC; the stall is the time a packet ready at the
+    NIC waited for credit (back-pressure), not for the link; our packets have no responses, so
+    the latency is each packet's network latency (leaving its NIC to delivery), added at
+    delivery to its source NIC (docs/architecture.md, "NIC counters")."""
+
+    request_packets: int
+    request_flits: int = Field(description="ceil(packet size / nic.flit) per packet")
+    stall_ns: float = Field(description="time ready packets waited at NICs for credit")
+    latency_ns: float = Field(description="cumulative request latency (network latency of "
+                              "the packets delivered)")
+    stall_per_flit_ns: float | None = Field(description="s: stall / request flits")
+    mean_latency_ns: float | None = Field(description="L: latency / request packets")
+
+
 class Spread(FederationModel):
     """Least, mean and greatest of a figure over a job's ranks or ports."""
 
@@ -147,6 +165,9 @@ class JobSummary(FederationModel):
         None, description="its NICs' utilisation in the window")
     ejection_bytes: int | None = Field(
         None, description="bytes delivered into its nodes over the whole run")
+    nics: NicCounters | None = Field(
+        None, description="its nodes' NIC counters in the window (null when other jobs share "
+        "its nodes)")
 
 
 class PointSummary(FederationModel):
@@ -175,14 +196,19 @@ class PointSummary(FederationModel):
     jobs: list[JobSummary] | None = Field(
         None, description="per job, with 'jobs' or 'slowdown' in the experiment (absent "
         "otherwise)")
+    nics: NicCounters | None = Field(
+        None, description="every NIC's counters in the window (absent when the engine keeps "
+        "none)")
 
     @model_serializer(mode="wrap")
     def _without_absent_jobs(self, handler: Any) -> Any:
         """Leave ``jobs`` out when there are none, so the results of an experiment without
         jobs keep the document they had."""
         out = handler(self)
-        if isinstance(out, dict) and out.get("jobs") is None:
-            out.pop("jobs", None)
+        if isinstance(out, dict):
+            for key in ("jobs", "nics"):
+                if out.get(key) is None:
+                    out.pop(key, None)
         return out
 
 
