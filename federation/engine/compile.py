@@ -46,7 +46,7 @@ from federation.errors import RoutingError
 
 _BEGIN = "# --- call-outs (compile.py replaces these three lines)\n"
 _END = "# --- end of call-outs\n"
-_VARIANT = "PROGRAMS = True\nIQ = False\n"
+_VARIANT = "PROGRAMS = True\nIQ = False\nQOS = False\nRINGS = False\n"
 
 
 def cache_dir() -> Path:
@@ -107,13 +107,16 @@ def _module_source(module: str) -> str:
 
 
 def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
-             programs: bool = True, iq: bool = False) -> NativeLoop:
+             programs: bool = True, iq: bool = False, qos: bool = False,
+             rings: bool = False) -> NativeLoop:
     """The compiled loop calling these three functions (``owner`` names the routing and
     arbiter in messages) for arguments like ``args`` (``budget, until, sim, pg, rt, ab,
-    cur``); ``programs=False``: the open-loop variant; ``iq``: booksim_iq routers."""
+    cur``); ``programs=False``: the open-loop variant; ``iq``: booksim_iq routers; ``qos``:
+    several traffic classes, each in its own VCs; ``rings``: a QoS arbiter state with
+    sliding windows (:mod:`federation.engine.qos`)."""
     layout = ("tuple", tuple(layout_of(a) for a in args))
     defaults = (default_loop.ROUTE, default_loop.INJECT, default_loop.ARBITRATE)
-    if (route, inject, arbitrate) == defaults and programs and not iq:
+    if (route, inject, arbitrate) == defaults and programs and not (iq or qos or rings):
         text = Path(default_loop.__file__).read_text()
         return _native(["loop.py", text], layout, owner,
                        lambda: compiled_function(default_loop.run_loop))
@@ -122,8 +125,9 @@ def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
     text = Path(default_loop.__file__).read_text()
     head, rest = text.split(_BEGIN, 1)
     _, tail = rest.split(_END, 1)
-    if not programs or iq:
-        head = head.replace(_VARIANT, f"PROGRAMS = {programs}\nIQ = {iq}\n", 1)
+    if not programs or iq or qos or rings:
+        head = head.replace(_VARIANT, f"PROGRAMS = {programs}\nIQ = {iq}\nQOS = {qos}\n"
+                            f"RINGS = {rings}\n", 1)
     # each call-out is recompiled from its Python source as a part of the loop: LLVM then
     # inlines it, as it does the built-in parts (a call that is not inlined passes the whole
     # ``Sim`` container, hundreds of scalars once flattened, and costs more than the routing)
