@@ -258,3 +258,43 @@ def test_booksim_iq_takes_no_classes(tmp_path):
     with pytest.raises(ConfigError) as exc:
         prepare(point)
     assert "machine.router.model" in str(exc.value)
+
+
+def test_qos_none_gives_mains_quickstart_figures():
+    """``qos: none`` runs the loop without QoS code: the quickstart's figures (measured on
+    main before QoS, commit b15d135, at ``stop.measure=4us``) are unchanged."""
+    from federation.pipeline.summary import summarize
+
+    main = {0.5: (2399, 851.4492623979912, 0.5020666374731316, 16557, 5610, 5328896),
+            0.9: (4279, 1660.2579587123862, 0.7534153247005726, 38155, 9923, 9462272)}
+    exp = load_experiment(None, ["stop.measure=4us", "machine.qos.kind=none"])
+    points = [p for p in exp.points if p.sweep["workload.load"] in main]
+    assert len(points) == 2
+    for point in points:
+        prep = prepare(point)
+        raw = point.engine.run(prep.job)
+        s, _, ports = summarize(prep, raw)
+        got = (int(s.packets_delivered), float(s.latency_ns.mean), float(s.accepted_load),
+               int(raw.events), int(raw.packet_hops), int(ports["bytes"].sum()))
+        assert got == main[point.sweep["workload.load"]]
+
+
+def test_ugal_with_two_classes_delivers_everything(tmp_path):
+    """An adaptive routing reads credits through the api in its packet's class's VCs; the run
+    with two classes is proved deadlock-free with one class's VCs and delivers every packet."""
+    from federation.pipeline.summary import summarize
+
+    doc = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
+                       "router": {"vcs": 6}, "qos": caps(0.7, 0.3, window="200ns")},
+           "routing": {"algorithm": "ugal"},
+           "workload": {"kind": "synthetic", "pattern": "uniform", "load": 0.6},
+           "stop": {"warmup": "0ns", "measure": "2us"}}
+    path = tmp_path / "u.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    point = load_experiment(path, plugins=plugins()).points[0]
+    prep = prepare(point)
+    raw = point.engine.run(prep.job)
+    s, _, ports = summarize(prep, raw)
+    assert s.packets_delivered == s.packets_generated > 500
+    assert (raw.port_class_bytes.sum(axis=1) == raw.port_bytes).all()
+    assert raw.port_class_bytes[:, 0].sum() > 0 and raw.port_class_bytes[:, 1].sum() > 0

@@ -211,12 +211,15 @@ def prove_deadlock_free(point: ResolvedPoint, built: Built) -> Built:
     except (RoutingError, ProofTooLarge) as exc:
         raise refuse(f"cannot be proved deadlock-free: {exc}") from None
     if proof.cycle:
-        raise refuse(deadlock_message(proof, n_vcs))
+        raise refuse(deadlock_message(proof, n_vcs, int(point.machine.qos.n_classes())))
     return replace(built, deadlock=proof)
 
 
-def deadlock_message(proof: DeadlockProof, n_vcs: int) -> str:
-    return (f"can deadlock on this machine (router.vcs = {n_vcs}): its channel dependency "
+def deadlock_message(proof: DeadlockProof, n_vcs: int, n_classes: int = 1) -> str:
+    """``n_vcs``: the VCs the proof had (one traffic class's, with several)."""
+    vcs = (f"router.vcs = {n_vcs}" if n_classes <= 1 else
+           f"router.vcs = {n_vcs * n_classes}: {n_vcs} per traffic class")
+    return (f"can deadlock on this machine ({vcs}): its channel dependency "
             f"graph ({proof.method}) has a cycle of {len(proof.cycle)} channels, buffers "
             f"that packets can fill while each waits for the next: {cycle_text(proof.cycle)}. "
             "Use a routing whose VC plan breaks the cycle (more router.vcs help only a "
