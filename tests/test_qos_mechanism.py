@@ -19,6 +19,8 @@ import types
 import numpy as np
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from federation import hookimpl
 from federation.errors import ConfigError
@@ -298,3 +300,57 @@ def test_ugal_with_two_classes_delivers_everything(tmp_path):
     assert s.packets_delivered == s.packets_generated > 500
     assert (raw.port_class_bytes.sum(axis=1) == raw.port_bytes).all()
     assert raw.port_class_bytes[:, 0].sum() > 0 and raw.port_class_bytes[:, 1].sum() > 0
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(c0=st.integers(1, 20), c1=st.integers(1, 20), w=st.sampled_from([4, 7, 10]),
+       sliding=st.booleans())
+def test_caps_property_work_conserving_and_guaranteed(tmp_path_factory, c0, c1, w, sliding):
+    """Any caps (multiples of 0.05), window and kind: the bottleneck sends one packet per
+    slot from 1 us on while packets wait (work-conserving); with static windows, in every
+    whole window in which both classes still have packets, the high class gets at least its
+    cap's packets and the low one at least its cap's of what is left."""
+    tmp = tmp_path_factory.mktemp("prop")
+    n = 30
+    hi, lo, raw, prep = run(tmp, caps(c0 / 20, c1 / 20, window=f"{w}us",
+                                      kind="sliding" if sliding else "static"),
+                            saturating(n * PKT))
+    both = np.sort(np.concatenate([hi, lo]))
+    assert list(both) == list(range(1, 2 * n + 1))
+    if sliding:
+        return
+    k0 = -(-round(c0 / 20 * w * PKT) // PKT)  # packets to reach the cap: ceil(capb / size)
+    k1 = -(-round(c1 / 20 * w * PKT) // PKT)
+    end = min(hi[-1], lo[-1])
+    for k in range(1, end // w):
+        if (k + 1) * w > end:
+            break
+        c_hi = int(((hi >= k * w) & (hi < (k + 1) * w)).sum())
+        c_lo = int(((lo >= k * w) & (lo < (k + 1) * w)).sum())
+        assert c_hi >= min(k0, w) and c_lo >= min(k1, w - k0)
+
+
+def test_cli_refuses_a_wrong_vc_count_with_exit_2(tmp_path):
+    """The shipped ``bandwidth_caps`` through ``federation run``: one message naming the file,
+    ``router.vcs`` and both numbers; exit 2, no traceback, nothing written."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({
+        "machine": {"topology": {"kind": "dragonfly", "p": 1, "a": 2, "h": 1},
+                    "router": {"vcs": 3},
+                    "qos": {"kind": "bandwidth_caps", "window": "5us",
+                            "classes": [{"name": "high", "cap": 0.7},
+                                        {"name": "low", "cap": 0.3}]}},
+        "workload": {"kind": "synthetic", "load": 0.2},
+        "stop": {"warmup": "0ns", "measure": "1us"}}))
+    env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    r = subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
+                        "run", "e.yaml", "--out", "o"], capture_output=True, text=True,
+                       cwd=tmp_path, env=env)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "e.yaml" in r.stderr and "machine.router.vcs" in r.stderr
+    assert "router.vcs must be 2 x 2 = 4; it is 3" in r.stderr
+    assert not (tmp_path / "o" / "results.json").exists()
