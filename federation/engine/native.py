@@ -271,6 +271,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     prog = job.program or RoutingProgram(table_route, program_tables(job.tables, P),
                                          job.tables.vcs_required, job.tables.description)
     arb_fn, arb_state = job.arbiter or (oldest_first, (np.zeros(1, dtype=np.int64),))
+    arb_state = fresh_state(arb_state)
     qos_state = isinstance(arb_state, QosState)
     if qos_state:
         set_caps(arb_state, port_ser)
@@ -403,6 +404,14 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
         peak_waiting=peak_waiting,
     )
+
+
+def fresh_state(state: tuple) -> tuple:
+    """A copy of an arbiter's state for one run: the loop writes into it (round-robin
+    pointers, QoS counters), and a job may be run more than once (benchmarks' repeats), each
+    run from the state its arbiter built."""
+    items = [x.copy() if isinstance(x, np.ndarray) else x for x in state]
+    return type(state)(*items) if hasattr(state, "_fields") else tuple(items)
 
 
 def last_credit_return(sim: Sim) -> int:
