@@ -39,7 +39,7 @@ from federation.engine.feed import (
 from federation.engine.iq import default_cycle, new_iq, no_iq
 from federation.engine.packet_stats import PacketSink, PacketStats
 from federation.engine.program_arrays import ProgramTraffic, no_programs
-from federation.engine.qos import ST_QOS_RING, QosState, grow_rings, inactive_time, set_caps
+from federation.engine.qos import ST_QOS_RING, grow_rings, inactive_time, run_state
 from federation.engine.queue import Q_COUNT, Q_SIDE, bucket_shift, new_queue
 from federation.engine.reports import (
     CLOCK_RANGE,
@@ -247,15 +247,6 @@ class RawResult:
     pkt_created = property(lambda self: self.column("created_ps"))
 
 
-def check_vcs(tables: RouteTables, n_vcs: int, routing_name: str) -> None:
-    if tables.vcs_required > n_vcs:
-        raise RoutingError(
-            f"routing {routing_name!r} ({tables.description}) needs {tables.vcs_required} virtual "
-            f"channels for deadlock freedom but the machine has router.vcs = {n_vcs}; set "
-            f"router.vcs: {tables.vcs_required} or more"
-        )
-
-
 def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = None,
                budget: int = 2_000_000) -> RawResult:
     """Run the loop to completion; raise :class:`SimulationError` on deadlock."""
@@ -271,10 +262,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     prog = job.program or RoutingProgram(table_route, program_tables(job.tables, P),
                                          job.tables.vcs_required, job.tables.description)
     arb_fn, arb_state = job.arbiter or (oldest_first, (np.zeros(1, dtype=np.int64),))
-    arb_state = fresh_state(arb_state)
-    qos_state = isinstance(arb_state, QosState)
-    if qos_state:
-        set_caps(arb_state, port_ser)
+    arb_state, qos_state = run_state(arb_state, port_ser)
     if job.iq and job.n_classes > 1:
         raise SimulationError("router.model booksim_iq allocates VCs itself: QoS traffic "
                               "classes need the default router model")
@@ -399,19 +387,10 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
         wall_s=wall, cpu_s=cpu, feed_s=feed_s, window=window, window_ports=in_window,
         port_class_bytes=sim.port_class_bytes.reshape(P, C),
-        port_class_inactive=(inactive_time(arb_state, end)
-                             if qos_state and arb_state.kind == 0 else None),
+        port_class_inactive=inactive_time(arb_state, end) if qos_state else None,
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
         peak_waiting=peak_waiting,
     )
-
-
-def fresh_state(state: tuple) -> tuple:
-    """A copy of an arbiter's state for one run: the loop writes into it (round-robin
-    pointers, QoS counters), and a job may be run more than once (benchmarks' repeats), each
-    run from the state its arbiter built."""
-    items = [x.copy() if isinstance(x, np.ndarray) else x for x in state]
-    return type(state)(*items) if hasattr(state, "_fields") else tuple(items)
 
 
 def last_credit_return(sim: Sim) -> int:

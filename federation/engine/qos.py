@@ -112,6 +112,19 @@ def set_caps(st: QosState, port_ser: np.ndarray) -> None:
     st.capb[:] = np.minimum(caps, 2.0**62).astype(np.int64).reshape(-1)
 
 
+def run_state(state: tuple, port_ser: np.ndarray) -> tuple[tuple, bool]:
+    """``(the state one run starts from, whether it is a QoS policy's)``: a copy of the
+    arbiter's state (the loop writes into it: QoS counters, round-robin pointers; a job may be
+    run more than once, as the benchmarks' repeats are), with a QoS policy's byte caps set
+    from the ports' figures."""
+    items = [x.copy() if isinstance(x, np.ndarray) else x for x in state]
+    fresh = type(state)(*items) if hasattr(state, "_fields") else tuple(items)
+    if isinstance(fresh, QosState):
+        set_caps(fresh, port_ser)
+        return fresh, True
+    return fresh, False
+
+
 def grow_rings(st: QosState) -> QosState:
     """``st`` with every ring twice as long (entries kept in order from slot 0)."""
     K = int(st.ring_k[0])
@@ -130,10 +143,13 @@ def grow_rings(st: QosState) -> QosState:
                        full=np.zeros(1, dtype=np.int64))
 
 
-def inactive_time(st: QosState, end: int) -> np.ndarray:
+def inactive_time(st: QosState, end: int) -> np.ndarray | None:
     """Ps each (port, class) spent inactive over ``[0, end]`` (ports x classes): the closed
     spans plus those still open, each closed where the policy would have closed it (the
-    window edge; sliding: the expiry that takes the class below its cap), or at ``end``."""
+    window edge; sliding: the expiry that takes the class below its cap), or at ``end``;
+    ``None`` for a policy without inactive classes."""
+    if st.kind != K_CAPS:
+        return None
     C = int(st.n_classes)
     W = int(st.window)
     out = st.inactive.copy()

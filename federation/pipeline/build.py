@@ -19,7 +19,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from federation.engine.native import LinkFigures, check_vcs
+from federation.engine.native import LinkFigures
 from federation.errors import ConfigError, RoutingError
 from federation.models.machine import Machine
 from federation.network import Network
@@ -37,7 +37,7 @@ from federation.pipeline.points import (
     refuse_figure,
 )
 from federation.pipeline.tables_check import check_point_tables, plugin_of
-from federation.plugin.components import Routing, RoutingProgram
+from federation.plugin.components import RouteTables, Routing, RoutingProgram
 
 
 def resolve_links(machine: Machine, topology: Any, network: Network, source: str,
@@ -110,6 +110,16 @@ def build(point: ResolvedPoint, max_memory: int, estimate: MemoryEstimate | None
                     else tables.vcs_required)
     built = Built(build_key(point), net, links, nic_bw, tables, est, program, owner)
     return prove_deadlock_free(point, built) if deadlock_check else built
+
+
+def check_vcs(tables: RouteTables, n_vcs: int, routing_name: str) -> None:
+    """The route tables' VC count against ``router.vcs``."""
+    if tables.vcs_required > n_vcs:
+        raise RoutingError(
+            f"routing {routing_name!r} ({tables.description}) needs {tables.vcs_required} virtual "
+            f"channels for deadlock freedom but the machine has router.vcs = {n_vcs}; set "
+            f"router.vcs: {tables.vcs_required} or more"
+        )
 
 
 def check_class_vcs(point: ResolvedPoint, need: int) -> None:
