@@ -39,9 +39,15 @@ loads or compiles its loop), and prints both processes' wall time, processor tim
 system) and peak resident memory and their ratios.  ``--sst`` does the same with SST merlin
 (``engine: sst``) where ``sst`` is on PATH.
 
+``--qos strict_priority|bandwidth_caps|weighted_round_robin`` runs every point with two
+traffic classes, by source-node parity (even nodes: class 0), each in its own VCs
+(``router.vcs`` = ``--qos-vcs``, default 4: twice minimal's 2 on a dragonfly): caps 0.7 / 0.3
+over 1 us static windows, or weights 3 / 1.  Issue 22's targets: without QoS as fast as before
+(>= 0.97 of main's packet-hops/s), two classes at most 15 % more time per packet-hop.
+
     python benchmarks/engine.py [--scenario codes booksim] [--loads 0.1 0.5] [--routing ugal]
         [--booksim /path/to/booksim] [--sst] [--router-model booksim_iq]
-        [--credit-delay 20ns]
+        [--credit-delay 20ns] [--qos bandwidth_caps]
 """
 
 from __future__ import annotations
@@ -107,8 +113,49 @@ def shipped_machine(name: str) -> str:
     return str(Path(m.__file__).parent / f"{name}.yaml")
 
 
+QOS = {
+    "strict_priority": {"classes": [{"name": "even"}, {"name": "odd"}]},
+    "bandwidth_caps": {"classes": [{"name": "even", "cap": 0.7}, {"name": "odd", "cap": 0.3}],
+                       "window": "1us"},
+    "weighted_round_robin": {"classes": [{"name": "even", "weight": 3},
+                                         {"name": "odd", "weight": 1}]},
+}
+
+
+def qos_plugins() -> Any:
+    """The plugins with ``bench_<policy>``: each QoS policy, classes by source parity."""
+    import types
+
+    import numpy as np
+
+    from federation import hookimpl
+    from federation.plugin.registry import FederationPlugins
+    from federation.plugins.qos.bandwidth_caps import BandwidthCaps
+    from federation.plugins.qos.strict_priority import StrictPriorityQos
+    from federation.plugins.qos.weighted_round_robin import WeightedRoundRobin
+
+    def parity(self: Any, messages: Any) -> Any:
+        return (messages.src % 2).astype(np.int16)
+
+    classes = [type(f"Bench{base.__name__}", (base,), {"name": f"bench_{base.name}",
+                                                        "traffic_class": parity})
+               for base in (BandwidthCaps, StrictPriorityQos, WeightedRoundRobin)]
+
+    @hookimpl
+    def federation_register_qos(register: Any) -> None:
+        for cls in classes:
+            register(cls)
+
+    module = types.ModuleType("bench_qos")
+    module.federation_register_qos = federation_register_qos  # type: ignore[attr-defined]
+    pm = FederationPlugins()
+    pm.add(module, "bench_qos", "benchmarks")
+    return pm
+
+
 def experiment(scenario: str, load: float, routing: str, warmup: str, measure: str, seed: int,
-               router: dict | None = None) -> dict[str, Any]:
+               router: dict | None = None, qos: str | None = None,
+               qos_vcs: int = 4) -> dict[str, Any]:
     """The experiment document of one point (``routing``: ``minimal``, ``ugal``, ...; on the
     BookSim scenarios ``ugal`` is BookSim's: a random node, decided at injection, 3 VCs; with
     the booksim_iq router ``minimal`` takes BookSim's VC plan too)."""
@@ -125,6 +172,9 @@ def experiment(scenario: str, load: float, routing: str, warmup: str, measure: s
         machine["router"].pop("delay", None)
         if routing == "minimal":
             algo["vc_step"] = "on"  # BookSim's VC plan: the global hop on VC 1
+    if qos:
+        machine["qos"] = {"kind": f"bench_{qos}", **QOS[qos]}
+        machine["router"]["vcs"] = qos_vcs
     return {
         "machine": machine,
         "routing": algo,
@@ -146,17 +196,18 @@ def proved(doc: dict) -> bool:
 
 
 def run_point(scenario: str, load: float, routing: str, warmup: str, measure: str, seed: int,
-              repeat: int = 1, router: dict | None = None) -> dict:
+              repeat: int = 1, router: dict | None = None, qos: str | None = None,
+              qos_vcs: int = 4) -> dict:
     from federation.pipeline.bounds import default_max_memory
     from federation.pipeline.load import load_experiment
     from federation.pipeline.point import BuildCache, prepare
     from federation.pipeline.summary import summarize
 
-    doc = experiment(scenario, load, routing, warmup, measure, seed, router)
+    doc = experiment(scenario, load, routing, warmup, measure, seed, router, qos, qos_vcs)
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "bench.yaml"
         path.write_text(yaml.safe_dump(doc))
-        point = load_experiment(path).points[0]
+        point = load_experiment(path, plugins=qos_plugins() if qos else None).points[0]
         prep = prepare(point, BuildCache(default_max_memory(), proved(doc)))
         walls, cpus = [], []
         for _ in range(repeat):
@@ -192,13 +243,14 @@ def run_scenario(args: argparse.Namespace, scenario: str) -> None:
     _, _, loads, warmup, measure, _ = SCENARIOS[scenario]
     router = _router(args)
     run_point(scenario, loads[0], args.routing, "0us", "0.1us", args.seed,
-              router=router)  # loads (or compiles) the loop
+              router=router, qos=args.qos, qos_vcs=args.qos_vcs)  # loads (or compiles) the loop
     # what the process holds before any point of this scenario: Python, NumPy and the loaded
     # loop (the peak RSS below minus this is what the points added)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     for load in args.loads or loads:
         r = run_point(scenario, load, args.routing, args.warmup or warmup,
-                      args.measure or measure, args.seed, args.repeat, router)
+                      args.measure or measure, args.seed, args.repeat, router, args.qos,
+                      args.qos_vcs)
         r["baseline_rss_mb"] = base
         print(json.dumps(r), flush=True)
 
@@ -284,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
                     "`federation run`, process against process")
     ap.add_argument("--sst", action="store_true",
                     help="also run SST merlin (engine: sst) where `sst` is on PATH")
+    ap.add_argument("--qos", choices=list(QOS),
+                    help="two traffic classes by source parity under this policy")
+    ap.add_argument("--qos-vcs", type=int, default=4, help="router.vcs with --qos")
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
     ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -300,8 +355,8 @@ def main(argv: list[str] | None = None) -> int:
             print(head)
         child = [sys.executable, __file__, "--in-process", "--scenario", s,
                  "--routing", args.routing, "--seed", str(args.seed),
-                 "--repeat", str(args.repeat)]
-        for opt in ("warmup", "measure", "injection_vc", "router_model", "credit_delay"):
+                 "--repeat", str(args.repeat), "--qos-vcs", str(args.qos_vcs)]
+        for opt in ("warmup", "measure", "injection_vc", "router_model", "credit_delay", "qos"):
             if getattr(args, opt):
                 child += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
         if args.loads:

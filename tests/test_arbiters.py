@@ -57,7 +57,8 @@ def hotspot(tmp_path, arbiter: str):
     msgs = [{"at": "0ns", "src": s, "dst": 0, "size": 512 if k % 2 else 200}
             for k, s in enumerate(range(8, 72, 2)) for _ in range(2)]
     doc = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
-                       "qos": {"kind": "by_size"}, "router": {"arbiter": {"kind": arbiter}}},
+                       "qos": {"kind": "by_size"},  # 2 classes x minimal's 2 VCs
+                       "router": {"arbiter": {"kind": arbiter}, "vcs": 4}},
            "routing": {"algorithm": "minimal"},
            "workload": {"kind": "messages", "messages": msgs},
            "stop": {"warmup": "0ns", "measure": "1us"}}

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from federation.engine.credits import settle_credits
-from federation.engine.events import S_NOW, S_RNG
+from federation.engine.events import S_NOW, S_RNG, S_SPARE
 from federation.engine.jit import part
 
 # columns of the per-packet state matrix ``sim.ps`` (int32, one 64-byte row per packet, so that
@@ -69,6 +69,12 @@ NC_RSP_LAT = 3  #: cumulative request-to-response latency, ps (our packets have 
 #: each delivered packet adds its network latency, from leaving its NIC to its delivery)
 NC_COLS = 4
 
+#: ``sim.sc`` slot: the first VC of the traffic class of the packet being routed or injected
+#: (QoS: class ``c`` owns VCs ``c x need .. (c + 1) x need - 1``; 0 without QoS).  The loop
+#: sets it before it calls a routing's ``route`` or ``inject``, so that the credit accessors
+#: below take a routing's VC numbers (``0 .. need - 1``) in the packet's own class's VCs
+S_VCBASE = S_SPARE
+
 
 # --------------------------------------------------------------------------- the router
 
@@ -88,26 +94,29 @@ def peer_router(sim, port):
 
 @part
 def free_credit(sim, port, vc):
-    """Bytes the input buffer of ``vc`` behind ``port`` can still accept (credits held)."""
+    """Bytes the input buffer of ``vc`` behind ``port`` can still accept (credits held);
+    ``vc`` is the routing's number, in the routed packet's class's VCs (QoS)."""
     settle_credits(sim, port)
-    return sim.credits[port * sim.n_vcs + vc]
+    return sim.credits[port * sim.n_vcs + sim.sc[S_VCBASE] + vc]
 
 
 @part
 def used_credit(sim, port, vc):
     """Bytes sent on ``port`` into ``vc`` whose credit has not come back: the far-end
-    congestion a router knows from credits alone (zero towards a node)."""
+    congestion a router knows from credits alone (zero towards a node); ``vc`` in the routed
+    packet's class's VCs (QoS)."""
     if sim.port_router[sim.port_peer[port]] < 0:
         return np.int64(0)
     settle_credits(sim, port)
-    return sim.port_buf[sim.port_peer[port]] - sim.credits[port * sim.n_vcs + vc]
+    return (sim.port_buf[sim.port_peer[port]]
+            - sim.credits[port * sim.n_vcs + sim.sc[S_VCBASE] + vc])
 
 
 @part
 def used_credit_all(sim, port):
-    """:func:`used_credit` summed over the port's VCs."""
+    """:func:`used_credit` summed over the port's VCs (QoS: the routed packet's class's)."""
     total = np.int64(0)
-    for v in range(sim.n_vcs):
+    for v in range(sim.n_vcs // sim.n_classes):
         total += used_credit(sim, port, v)
     return total
 
@@ -170,8 +179,10 @@ def pkt_hops(sim, pk):
 
 @part
 def pkt_vc(sim, pk):
-    """The VC the packet occupies now (at the head of an input queue: its input VC)."""
-    return np.int64(sim.ps[pk, P_VC])
+    """The VC the packet occupies now (at the head of an input queue: its input VC), as the
+    routing numbers it (QoS: less its class's first VC, ``sc[S_VCBASE]``; valid in a
+    routing's ``route`` and ``inject``)."""
+    return np.int64(sim.ps[pk, P_VC]) - sim.sc[S_VCBASE]
 
 
 @part

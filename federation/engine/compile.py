@@ -48,7 +48,8 @@ from federation.errors import RoutingError
 
 _BEGIN = "# --- call-outs (compile.py replaces these lines)\n"
 _END = "# --- end of call-outs\n"
-_VARIANT = "PROGRAMS = True\nIQ = False\nCHECK_ARBITER = True\nCONTROLLED = False\n"
+_VARIANT = ("PROGRAMS = True\nIQ = False\nCHECK_ARBITER = True\nCONTROLLED = False\n"
+            "QOS = False\nRINGS = False\n")
 
 
 def cache_dir() -> Path:
@@ -110,17 +111,21 @@ def _module_source(module: str) -> str:
 
 def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
              programs: bool = True, iq: bool = False, control: Any = None,
-             check_arbiter: bool = True) -> NativeLoop:
+             check_arbiter: bool = True, qos: bool = False, rings: bool = False) -> NativeLoop:
     """The compiled loop calling these functions (``owner`` names the routing and arbiter in
     messages) for arguments like ``args`` (``budget, until, sim, pg, rt, ab, cur``);
     ``programs=False``: the open-loop variant; ``iq``: booksim_iq routers; ``control``: a
     routing controller's ``decide`` (``None``: none, and no call is compiled);
-    ``check_arbiter=False``: the arbiter's answers are not checked."""
+    ``check_arbiter=False``: the arbiter's answers are not checked; ``qos``: several traffic
+    classes, each in its own VCs; ``rings``: a QoS arbiter state with sliding windows
+    (:mod:`federation.engine.qos`)."""
     layout = ("tuple", tuple(layout_of(a) for a in args))
     defaults = (default_loop.ROUTE, default_loop.INJECT, default_loop.ARBITRATE)
     controlled = control is not None and programs
-    if (route, inject, arbitrate) == defaults and programs and not iq and not controlled \
-            and check_arbiter:
+    flags = {"PROGRAMS": programs, "IQ": iq, "CHECK_ARBITER": check_arbiter,
+             "CONTROLLED": controlled, "QOS": qos, "RINGS": rings}
+    variant = "".join(f"{k} = {v}\n" for k, v in flags.items())
+    if (route, inject, arbitrate) == defaults and variant == _VARIANT:
         text = Path(default_loop.__file__).read_text()
         return _native(["loop.py", text], layout, owner,
                        lambda: compiled_function(default_loop.run_loop))
@@ -132,9 +137,8 @@ def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
     text = Path(default_loop.__file__).read_text()
     head, rest = text.split(_BEGIN, 1)
     old_block, tail = rest.split(_END, 1)
-    if not programs or iq or controlled or not check_arbiter:
-        head = head.replace(_VARIANT, f"PROGRAMS = {programs}\nIQ = {iq}\n"
-                            f"CHECK_ARBITER = {check_arbiter}\nCONTROLLED = {controlled}\n", 1)
+    if variant != _VARIANT:
+        head = head.replace(_VARIANT, variant, 1)
     # each call-out is recompiled from its Python source as a part of the loop: LLVM then
     # inlines it, as it does the built-in parts (a call that is not inlined passes the whole
     # ``Sim`` container, hundreds of scalars once flattened, and costs more than the routing)

@@ -29,6 +29,7 @@ from federation.engine.api import (
     P_OUTVC,
     P_SIZE,
     P_VC,
+    S_VCBASE,
     random_below,
 )
 from federation.engine.arbiter_check import arbiter_answer_ok
@@ -100,6 +101,7 @@ from federation.engine.programs import (
     settle,
     unsettled,
 )
+from federation.engine.qos import ST_QOS_RING
 from federation.engine.queue import ahead, next_source, room, source_key, take
 from federation.engine.router import (
     enqueue,
@@ -119,11 +121,15 @@ LOOKAHEAD = 8
 # --- variant (compile.py replaces these lines): PROGRAMS False compiles a loop without rank
 # programs, IQ True one of booksim_iq routers (federation.engine.iq), CHECK_ARBITER False one
 # that trusts the arbiter's answers (engine: {kind: native, check_arbiter: false}), CONTROLLED
-# True one that calls a routing controller at each send (without, the call is not compiled)
+# True one that calls a routing controller at each send (without, the call is not compiled),
+# QOS True one of several traffic classes owning disjoint VC sets, RINGS True one whose
+# arbiter state is a federation.engine.qos.QosState with sliding windows (its rings may grow)
 PROGRAMS = True
 IQ = False
 CHECK_ARBITER = True
 CONTROLLED = False
+QOS = False
+RINGS = False
 # --- end of variant
 
 # --- call-outs (compile.py replaces these lines)
@@ -151,8 +157,17 @@ def control_sends(sim, pg):
 def route_answer(sim, rt, r, ip, pk, eject_vc):
     """``(port, VC, status)`` of packet ``pk`` at router ``r`` (arrived on ``ip``): the port
     to its node, on ``eject_vc``, at its destination router, else the routing's answer,
-    checked; status 0, or the ``ST_*`` code of a bad answer."""
+    checked; status 0, or the ``ST_*`` code of a bad answer.  With QoS classes the routing
+    answers in its own VCs ``0 .. need - 1`` (``need = n_vcs / classes``) and the packet's
+    class's base ``class x need`` is added here, to the ejection VC too; the api's credit
+    accessors see the class's VCs through ``sc[S_VCBASE]``, set here before ``ROUTE``."""
     V = sim.n_vcs
+    base = np.int64(0)
+    if QOS:
+        V = V // sim.n_classes
+        base = np.int64(sim.ps[pk, P_CLASS]) * V
+        sim.sc[S_VCBASE] = base
+        eject_vc += base
     dnode = sim.ps[pk, P_DST]
     if sim.node_router[dnode] == r:  # ejection
         return sim.node_port[dnode], eject_vc, 0
@@ -174,7 +189,7 @@ def route_answer(sim, rt, r, ip, pk, eject_vc):
         sim.sc[S_BAD_ROUTER] = r
         sim.sc[S_BAD_A] = o
         sim.sc[S_BAD_B] = ovc
-    return np.int64(o), np.int64(ovc), status
+    return np.int64(o), np.int64(ovc) + base, status
 
 
 @part
@@ -295,6 +310,12 @@ def try_inject(sim, pg, rt, node, now):
         nic_wake_at(sim, node, tn)
         return
     ovc = sim.ps[pk, P_VC]  # the injection VC the driver chose (router.injection_vc)
+    if QOS:  # in the packet's class's VCs: the driver's choice modulo the routing's need
+        need = sim.n_vcs // sim.n_classes
+        base = np.int64(sim.ps[pk, P_CLASS]) * need
+        ovc = base + ovc % need
+        sim.ps[pk, P_VC] = ovc
+        sim.sc[S_VCBASE] = base
     size = sim.ps[pk, P_SIZE]
     settle_credits(sim, o)
     if sim.credits[o * sim.n_vcs + ovc] < size:
@@ -535,6 +556,10 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         if sc[S_REC] >= sim.rec.shape[0]:  # an event delivers one packet at most
             sc[S_EVENTS] += processed
             return ST_RECORDS_FULL
+        if RINGS:
+            if ab.full[0] != 0:  # a sliding window's ring of sends is full: grown by the driver
+                sc[S_EVENTS] += processed
+                return ST_QOS_RING
         moved = PROGRAMS and unsettled(sim)  # operations left when the queue had to grow
         nic = np.int64(-1)
         if not moved:

@@ -39,6 +39,7 @@ from federation.engine.feed import (
 from federation.engine.iq import default_cycle, new_iq, no_iq
 from federation.engine.packet_stats import PacketSink, PacketStats
 from federation.engine.program_arrays import ProgramTraffic, no_programs
+from federation.engine.qos import ST_QOS_RING, grow_rings, inactive_time, run_state
 from federation.engine.queue import Q_COUNT, Q_SIDE, bucket_shift, new_queue
 from federation.engine.reports import (
     CLOCK_RANGE,
@@ -221,6 +222,11 @@ class RawResult:
     window_ports: PortCounters
     #: whole-run bytes per port and traffic class (ports x classes); ``None``: not counted
     port_class_bytes: np.ndarray | None = None
+    #: ps each traffic class spent inactive at each port (ports x classes, int64) under a
+    #: ``bandwidth_caps`` QoS policy (:mod:`federation.engine.qos`): over its cap on an
+    #: oversubscribed port until its window reset.  Router output ports only (NIC ports'
+    #: rows are zero: the NICs send in creation order); ``None``: no such policy
+    port_class_inactive: np.ndarray | None = None
     #: the rank programs' state at the end (``None``: an open-loop run)
     programs: Prog | None = None
     #: processor time of the loop (``wall_s`` counts time the process waited for a core)
@@ -254,15 +260,6 @@ class RawResult:
     pkt_created = property(lambda self: self.column("created_ps"))
 
 
-def check_vcs(tables: RouteTables, n_vcs: int, routing_name: str) -> None:
-    if tables.vcs_required > n_vcs:
-        raise RoutingError(
-            f"routing {routing_name!r} ({tables.description}) needs {tables.vcs_required} virtual "
-            f"channels for deadlock freedom but the machine has router.vcs = {n_vcs}; set "
-            f"router.vcs: {tables.vcs_required} or more"
-        )
-
-
 def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = None,
                budget: int = 2_000_000, check_arbiter: bool = True) -> RawResult:
     """Run the loop to completion; raise :class:`SimulationError` on deadlock.
@@ -280,14 +277,19 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     prog = job.program or RoutingProgram(table_route, program_tables(job.tables, P),
                                          job.tables.vcs_required, job.tables.description)
     arb_fn, arb_state = job.arbiter or (oldest_first, (np.zeros(1, dtype=np.int64),))
+    arb_state, qos_state = run_state(arb_state, port_ser)
+    if job.iq and job.n_classes > 1:
+        raise SimulationError("router.model booksim_iq allocates VCs itself: QoS traffic "
+                              "classes need the default router model")
     owner = job.owner or "the routing"
     rt = prog.tables
     cur = np.zeros(8, dtype=np.int64)  # the event being handled (the loop allocates nothing)
     # compiled (or loaded, already compiled) for these arguments' types: untimed
     run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner,
                         (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
-                        iq=job.iq, control=job.controller, check_arbiter=check_arbiter)
-    state = [sim, pg]  # replaced when the heap or the pool grows
+                        iq=job.iq, control=job.controller, check_arbiter=check_arbiter,
+                        qos=job.n_classes > 1, rings=qos_state and bool(arb_state.sliding))
+    state = [sim, pg, arb_state]  # replaced when the heap, the pool or a QoS ring grows
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs)
     chunks = job.chunks()
     pending: list[PacketChunk | None] = [next(chunks, None)]
@@ -301,7 +303,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     def step(n: int, until: int) -> int:
         w, c = time.perf_counter(), time.thread_time()
         try:
-            return run_loop(n, until, state[0], state[1], rt, arb_state, cur)
+            return run_loop(n, until, state[0], state[1], rt, state[2], cur)
         finally:
             spent[0] += time.perf_counter() - w
             spent[1] += time.thread_time() - c
@@ -364,10 +366,13 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         if status == E.ST_HEAP_FULL:
             state[0] = grow_queue(sim)
             continue
+        if status == ST_QOS_RING:
+            state[2] = grow_rings(state[2])
+            continue
         break
     wall, cpu = spent
     feed_s = time.perf_counter() - wall0 - wall
-    sim, pg = state
+    sim, pg, arb_state = state
     sc = sim.sc
     if progress is not None:
         progress(int(sc[E.S_DELIVERED]), max(total, int(sc[E.S_DELIVERED])))
@@ -402,6 +407,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
         wall_s=wall, cpu_s=cpu, feed_s=feed_s, window=window, window_ports=in_window,
         port_class_bytes=sim.port_class_bytes.reshape(P, C),
+        port_class_inactive=inactive_time(arb_state, end) if qos_state else None,
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
         peak_waiting=peak_waiting, nic_ctr=nic_counters_at(end, sim.nic_ctr,
                                                            sim.stall_start[sim.nic_port]),

@@ -85,6 +85,11 @@ def routing_report(net: Network, job: Any, sim: Any, status: int, owner: str) ->
             return _no_route_report(net, job.tables, ps, p, r, packet_name(sim, p))
         return f"{owner}: {who} got no output port (-1)"
     if status == E.ST_BAD_VC:
+        C = max(1, int(job.n_classes))
+        if C > 1:  # the routing answers in its packet's class's VCs (engine.qos)
+            return (f"{owner}: {who} was given VC {vc}, outside 0..{job.n_vcs // C - 1} "
+                    f"(router.vcs = {job.n_vcs}: {job.n_vcs // C} for each of {C} traffic "
+                    "classes); the routing's declared VC count (vcs_required) is wrong")
         return (f"{owner}: {who} was given VC {vc}, outside 0..{job.n_vcs - 1} (router.vcs = "
                 f"{job.n_vcs}); the routing's declared VC count (vcs_required) is wrong")
     first, end = (int(x) for x in net.ports.router_port_start[r:r + 2])

@@ -19,7 +19,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from federation.engine.native import LinkFigures, check_vcs
+from federation.engine.native import LinkFigures
 from federation.errors import ConfigError, RoutingError
 from federation.models.machine import Machine
 from federation.network import Network
@@ -34,9 +34,10 @@ from federation.pipeline.points import (
     figure_origin,
     link_figure,
     machine_prefix,
+    refuse_figure,
 )
 from federation.pipeline.tables_check import check_point_tables, plugin_of
-from federation.plugin.components import Routing, RoutingProgram
+from federation.plugin.components import RouteTables, Routing, RoutingProgram
 
 
 def resolve_links(machine: Machine, topology: Any, network: Network, source: str,
@@ -105,8 +106,46 @@ def build(point: ResolvedPoint, max_memory: int, estimate: MemoryEstimate | None
     except RoutingError as exc:
         o = figure_origin(point, "router.vcs")
         raise ConfigError(str(exc), source=o.source, path=o.path) from None
+    check_class_vcs(point, program.vcs_required if program is not None
+                    else tables.vcs_required)
     built = Built(build_key(point), net, links, nic_bw, tables, est, program, owner)
     return prove_deadlock_free(point, built) if deadlock_check else built
+
+
+def check_vcs(tables: RouteTables, n_vcs: int, routing_name: str) -> None:
+    """The route tables' VC count against ``router.vcs``."""
+    if tables.vcs_required > n_vcs:
+        raise RoutingError(
+            f"routing {routing_name!r} ({tables.description}) needs {tables.vcs_required} virtual "
+            f"channels for deadlock freedom but the machine has router.vcs = {n_vcs}; set "
+            f"router.vcs: {tables.vcs_required} or more"
+        )
+
+
+def check_class_vcs(point: ResolvedPoint, need: int) -> None:
+    """With C > 1 traffic classes each class owns ``need`` VCs of its own (class ``c``: VCs
+    ``c x need .. (c + 1) x need - 1``), so ``router.vcs`` must be exactly ``C x need``; and
+    the booksim_iq router model, which allocates VCs itself, takes no classes."""
+    qos = point.machine.qos
+    C = int(qos.n_classes())
+    if C <= 1:
+        return
+    router = point.machine.machine.router
+    if router.vcs != C * need:
+        raise refuse_figure(point, "router.vcs", (
+            f"QoS policy {qos.name!r} has {C} traffic classes, each in its own VCs, and "
+            f"routing {point.routing.name!r} needs {need} per class, so router.vcs must be "
+            f"{C} x {need} = {C * need}; it is {router.vcs}"))
+    if router.model == "booksim_iq":
+        raise refuse_figure(point, "router.model", (
+            f"router.model booksim_iq allocates VCs itself; QoS policy {qos.name!r} with {C} "
+            "traffic classes needs the default router model"))
+
+
+def class_vcs(point: ResolvedPoint) -> int:
+    """The VCs one traffic class owns: ``router.vcs / classes`` (every class's VC set is
+    the same plan, disjoint from the others', so proving one class proves them all)."""
+    return point.machine.machine.router.vcs // max(1, int(point.machine.qos.n_classes()))
 
 
 def component_owner(point: ResolvedPoint) -> str:
@@ -117,6 +156,10 @@ def component_owner(point: ResolvedPoint) -> str:
     plugins = get_plugins()
     r, a = point.routing.name, point.machine.arbiter.name
     rp = plugins.routings.items[r].plugin if r in plugins.routings.items else "?"
+    q = point.machine.qos.name
+    if getattr(point.machine.qos, "as_arbiter", None) is not None and q in plugins.qos.items:
+        return (f"routing {r!r} (plugin {rp}) with QoS policy {q!r} "
+                f"(plugin {plugins.qos.items[q].plugin})")
     ap = plugins.arbiters.items[a].plugin if a in plugins.arbiters.items else "?"
     return f"routing {r!r} (plugin {rp}) with arbiter {a!r} (plugin {ap})"
 
@@ -158,7 +201,7 @@ def prove_deadlock_free(point: ResolvedPoint, built: Built) -> Built:
     plugin and one cycle of channels."""
     routing = point.routing
     owner = f"routing {routing.name!r} (plugin {plugin_of(routing, 'routings')})"
-    n_vcs = point.machine.machine.router.vcs
+    n_vcs = class_vcs(point)
 
     def refuse(why: str) -> ConfigError:
         return ConfigError(f"{owner} {why}; or run with --no-deadlock-check to simulate it "
@@ -178,12 +221,15 @@ def prove_deadlock_free(point: ResolvedPoint, built: Built) -> Built:
     except (RoutingError, ProofTooLarge) as exc:
         raise refuse(f"cannot be proved deadlock-free: {exc}") from None
     if proof.cycle:
-        raise refuse(deadlock_message(proof, n_vcs))
+        raise refuse(deadlock_message(proof, n_vcs, int(point.machine.qos.n_classes())))
     return replace(built, deadlock=proof)
 
 
-def deadlock_message(proof: DeadlockProof, n_vcs: int) -> str:
-    return (f"can deadlock on this machine (router.vcs = {n_vcs}): its channel dependency "
+def deadlock_message(proof: DeadlockProof, n_vcs: int, n_classes: int = 1) -> str:
+    """``n_vcs``: the VCs the proof had (one traffic class's, with several)."""
+    vcs = (f"router.vcs = {n_vcs}" if n_classes <= 1 else
+           f"router.vcs = {n_vcs * n_classes}: {n_vcs} per traffic class")
+    return (f"can deadlock on this machine ({vcs}): its channel dependency "
             f"graph ({proof.method}) has a cycle of {len(proof.cycle)} channels, buffers "
             f"that packets can fill while each waits for the next: {cycle_text(proof.cycle)}. "
             "Use a routing whose VC plan breaks the cycle (more router.vcs help only a "

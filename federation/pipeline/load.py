@@ -70,6 +70,15 @@ def resolve_machine(machine: Machine, source: str, plugins: FederationPlugins,
     qos = resolve_component(machine.qos, plugins.qos, source, f"{pre}qos")
     arbiter = resolve_component(machine.router.arbiter, plugins.arbiters, source,
                                 f"{pre}router.arbiter")
+    as_arbiter = getattr(qos, "as_arbiter", None)
+    if as_arbiter is not None:  # a QoS policy that arbitrates the output ports itself
+        kind = machine.router.arbiter.kind
+        if kind != "oldest_first":
+            raise ConfigError(
+                f"QoS policy {qos.name!r} arbitrates the routers' output ports itself, so "
+                f"router.arbiter {kind!r} cannot apply; remove router.arbiter (or use "
+                "qos: {kind: none})", source=source, path=f"{pre}router.arbiter")
+        arbiter = as_arbiter()
     known = set(topo.link_defaults) | {"terminal"}
     if topo.link_defaults:
         for name in machine.links:

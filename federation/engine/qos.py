@@ -1,0 +1,351 @@
+"""QoS traffic classes at the routers' output ports: the compiled arbitration of the QoS
+policies (``plugins/qos``) and their per-port state.
+
+A QoS policy with several classes arbitrates every router output port through the loop's
+``ARBITRATE`` call-out (the same hook as ``router.arbiter``), with a :class:`QosState` as the
+arbiter state.  Each function walks the port's request list once and keeps, per class, the
+oldest request whose head packet has credit (``first``); the policy then picks a class, and
+the answer is that class's oldest sendable request.  All of them are work-conserving: they
+answer ``-1`` only when no request has credit.
+
+``bandwidth_caps`` (the megafly QoS study's mechanism, Cheng et al.'s patent; digest
+``megafly-qos.md`` §3), per output port ``o`` and class ``c``:
+
+* ``capb[o, c] = cap x bandwidth(o) x W`` rounded to a whole byte;
+* ``bytes[o, c]`` counts the bytes of the packets ``o`` started to send for ``c`` in the
+  current window (a packet's whole size at the time it starts).  *Static* windows are
+  ``[k W, (k + 1) W)`` from t = 0: the counters reset and inactive classes turn active at each
+  edge (applied when the port next arbitrates, with the inactive time accounted up to the
+  edge itself).  *Sliding*: the bytes of the sends of the last ``W`` ps (a send at ``t``
+  counts during ``[t, t + W)``), kept exactly in a per-(port, class) ring of ``(time,
+  bytes)`` sends; the ring keeps only the newest sends whose sum reaches the cap (older ones
+  cannot change the answer: they expire first), so its length is bounded by cap / smallest
+  packet, and the driver doubles it when one fills (:data:`ST_QOS_RING`).
+* The port is *oversubscribed* at an arbitration when two classes or more have a sendable
+  request.  A class with a sendable request whose bytes reach its cap (``bytes >= capb``)
+  at an oversubscribed arbitration turns *inactive*: until the next window edge (static), or
+  until its bytes in the last ``W`` fall below the cap (sliding, at the exact time the send
+  that took it over expires).
+* Active classes with a sendable request are served in class order (0 first); only when none
+  has one, the inactive ones round-robin (from the class after the one the port last served
+  that way): CODES' "ACTIVE classes in index order, otherwise round-robin over all".
+* ``inactive[o, c]`` sums the ps each class spent inactive at each port (the driver closes
+  the spans still open at the end of the run: :func:`inactive_time`).
+
+``strict_priority``: the sendable class of lowest number.  ``weighted_round_robin``: deficit
+round-robin over classes (Shreedhar and Varghese), per port: the class at the port's pointer
+sends while its deficit covers its oldest sendable packet; else the pointer moves on and the
+next class's deficit grows by ``weight x QUANTUM`` bytes; a class with nothing sendable loses
+its deficit.  Byte shares of saturating classes converge to the weights.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from federation.engine.api import P_CLASS, P_OUTVC, P_SIZE
+from federation.engine.events import S_NOW
+from federation.engine.jit import part
+
+#: loop status: a sliding window's ring of sends is full; the driver doubles it and resumes
+ST_QOS_RING = 40
+#: deficit round-robin: bytes a weight of 1 adds to a class's deficit per round
+QUANTUM = 256
+#: policy numbers (``QosState.kind``)
+K_CAPS, K_STRICT, K_WRR = 0, 1, 2
+
+
+class QosState(NamedTuple):
+    """A QoS policy's per-port state: the arbiter state of a QoS run (``ab`` in the loop).
+    Indices ``o * C + c`` (port, class); the rings ``(o * C + c) * K + i``."""
+
+    kind: np.int64  #: K_CAPS, K_STRICT, K_WRR
+    n_classes: np.int64
+    window: np.int64  #: W, ps (bandwidth_caps; 1 otherwise)
+    sliding: np.int64  #: 1: sliding window
+    capw: np.ndarray  #: float64[C] cap x W (ps): the byte caps are this / ps-per-byte
+    capb: np.ndarray  #: int64[P*C] the cap in bytes at each port (:func:`set_caps`)
+    weight: np.ndarray  #: int64[C] weighted_round_robin's weights
+    win: np.ndarray  #: int64[P] index of the static window the port's counters cover
+    bytes: np.ndarray  #: int64[P*C] bytes sent in the window (sliding: in the ring)
+    since: np.ndarray  #: int64[P*C] when the class turned inactive, -1: active
+    inactive: np.ndarray  #: int64[P*C] ps spent inactive (closed spans)
+    rr: np.ndarray  #: int64[P] round-robin / deficit pointer: the class served last
+    deficit: np.ndarray  #: int64[P*C] weighted_round_robin
+    first: np.ndarray  #: int64[C] scratch: each class's oldest sendable request
+    first_prev: np.ndarray  #: int64[C] scratch: the request before it
+    ring_t: np.ndarray  #: int64[P*C*K] sliding: send times
+    ring_b: np.ndarray  #: int64[P*C*K] sliding: bytes
+    ring_head: np.ndarray  #: int64[P*C] oldest entry's slot
+    ring_n: np.ndarray  #: int64[P*C] entries
+    ring_k: np.ndarray  #: int64[1] K, slots per ring
+    full: np.ndarray  #: int64[1] 1: a ring is full (the loop stops with ST_QOS_RING)
+
+
+def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
+              sliding: bool = False, caps: list[float] | None = None,
+              weights: list[int] | None = None, ring: int = 8) -> QosState:
+    """A fresh state (every class active, counters zero) for ``n_ports`` ports."""
+    P, C = n_ports, n_classes
+    i64 = np.int64
+    K = ring if sliding else 1
+    capw = np.array([float(c) * window_ps for c in (caps or [1.0] * C)], dtype=np.float64)
+    return QosState(
+        kind=i64(kind), n_classes=i64(C), window=i64(max(1, window_ps)), sliding=i64(sliding),
+        capw=capw, capb=np.zeros(P * C, dtype=i64), weight=np.array(weights or [1] * C, dtype=i64),
+        win=np.zeros(P, dtype=i64), bytes=np.zeros(P * C, dtype=i64),
+        since=np.full(P * C, -1, dtype=i64), inactive=np.zeros(P * C, dtype=i64),
+        rr=np.full(P, C - 1, dtype=i64), deficit=np.zeros(P * C, dtype=i64),
+        first=np.full(C, -1, dtype=i64), first_prev=np.full(C, -1, dtype=i64),
+        ring_t=np.zeros(P * C * K if sliding else 1, dtype=i64),
+        ring_b=np.zeros(P * C * K if sliding else 1, dtype=i64),
+        ring_head=np.zeros(P * C, dtype=i64), ring_n=np.zeros(P * C, dtype=i64),
+        ring_k=np.array([K], dtype=i64), full=np.zeros(1, dtype=i64))
+
+
+def set_caps(st: QosState, port_ser: np.ndarray) -> None:
+    """Each port's byte caps: ``cap x bandwidth x W`` rounded to a whole byte (the driver
+    calls it once the ports' figures are known)."""
+    caps = np.rint(st.capw[None, :] / port_ser[:, None])
+    st.capb[:] = np.minimum(caps, 2.0**62).astype(np.int64).reshape(-1)
+
+
+def run_state(state: tuple, port_ser: np.ndarray) -> tuple[tuple, bool]:
+    """``(the state one run starts from, whether it is a QoS policy's)``: a copy of the
+    arbiter's state (the loop writes into it: QoS counters, round-robin pointers; a job may be
+    run more than once, as the benchmarks' repeats are), with a QoS policy's byte caps set
+    from the ports' figures."""
+    items = [x.copy() if isinstance(x, np.ndarray) else x for x in state]
+    fresh = type(state)(*items) if hasattr(state, "_fields") else tuple(items)
+    if isinstance(fresh, QosState):
+        set_caps(fresh, port_ser)
+        return fresh, True
+    return fresh, False
+
+
+def grow_rings(st: QosState) -> QosState:
+    """``st`` with every ring twice as long (entries kept in order from slot 0)."""
+    K = int(st.ring_k[0])
+    n_rings = st.ring_head.shape[0]
+    t = st.ring_t.reshape(n_rings, K)
+    b = st.ring_b.reshape(n_rings, K)
+    idx = (st.ring_head[:, None] + np.arange(K)[None, :]) % K
+    rows = np.arange(n_rings)[:, None]
+    nt = np.zeros((n_rings, 2 * K), dtype=np.int64)
+    nb = np.zeros((n_rings, 2 * K), dtype=np.int64)
+    nt[:, :K] = t[rows, idx]
+    nb[:, :K] = b[rows, idx]
+    return st._replace(ring_t=nt.reshape(-1), ring_b=nb.reshape(-1),
+                       ring_head=np.zeros(n_rings, dtype=np.int64),
+                       ring_k=np.array([2 * K], dtype=np.int64),
+                       full=np.zeros(1, dtype=np.int64))
+
+
+def inactive_time(st: QosState, end: int) -> np.ndarray | None:
+    """Ps each (port, class) spent inactive over ``[0, end]`` (ports x classes): the closed
+    spans plus those still open, each closed where the policy would have closed it (the
+    window edge; sliding: the expiry that takes the class below its cap), or at ``end``;
+    ``None`` for a policy without inactive classes."""
+    if st.kind != K_CAPS:
+        return None
+    C = int(st.n_classes)
+    W = int(st.window)
+    out = st.inactive.copy()
+    K = int(st.ring_k[0])
+    for i in np.nonzero(st.since >= 0)[0]:
+        since = int(st.since[i])
+        if not st.sliding:
+            stop = (since // W + 1) * W
+        else:
+            total = int(st.bytes[i])
+            stop = end
+            for j in range(int(st.ring_n[i])):
+                slot = i * K + (int(st.ring_head[i]) + j) % K
+                total -= int(st.ring_b[slot])
+                if total < int(st.capb[i]):
+                    stop = int(st.ring_t[slot]) + W
+                    break
+        out[i] += max(0, min(stop, end) - since)
+    return out.reshape(-1, C)
+
+
+# --------------------------------------------------------------------------- compiled
+
+
+@part
+def qos_scan(sim, st, o):
+    """Fill ``st.first`` / ``st.first_prev`` with each class's oldest request with credit at
+    ``o``; returns how many classes have one."""
+    C = st.n_classes
+    for c in range(C):
+        st.first[c] = -1
+    n = 0
+    qi = sim.req_head[o]
+    prev = -1
+    while qi >= 0:
+        pk = sim.q_head[qi]
+        if sim.credits[o * sim.n_vcs + sim.ps[pk, P_OUTVC]] >= sim.ps[pk, P_SIZE]:
+            c = sim.ps[pk, P_CLASS]
+            if st.first[c] < 0:
+                st.first[c] = qi
+                st.first_prev[c] = prev
+                n += 1
+                if n == C:
+                    break
+        prev = qi
+        qi = sim.req_next[qi]
+    return n
+
+
+@part
+def over_cap(sim, st, o, c):
+    """True if class ``c`` has sent its cap's worth at ``o`` in the window."""
+    i = o * st.n_classes + c
+    return st.bytes[i] >= st.capb[i]
+
+
+@part
+def expire(sim, st, o, c, now):
+    """Sliding window: drop the sends of ``(o, c)`` older than the window (a send at ``t``
+    counts until ``t + W``); an inactive class turns active when that takes it below its cap,
+    at the expiry's time."""
+    i = o * st.n_classes + c
+    K = st.ring_k[0]
+    W = st.window
+    while st.ring_n[i] > 0:
+        slot = i * K + st.ring_head[i]
+        t = st.ring_t[slot]
+        if t + W > now:
+            return
+        st.bytes[i] -= st.ring_b[slot]
+        st.ring_head[i] = (st.ring_head[i] + 1) % K
+        st.ring_n[i] -= 1
+        if st.since[i] >= 0 and not over_cap(sim, st, o, c):
+            st.inactive[i] += t + W - st.since[i]
+            st.since[i] = -1
+
+
+@part
+def refresh(sim, st, o, now):
+    """Bring port ``o``'s windows up to ``now``."""
+    C = st.n_classes
+    if st.sliding:
+        for c in range(C):
+            expire(sim, st, o, c, now)
+        return
+    w = now // st.window
+    if st.win[o] == w:
+        return
+    edge = (st.win[o] + 1) * st.window  # the end of the window the counters cover
+    for c in range(C):
+        i = o * C + c
+        if st.since[i] >= 0:
+            st.inactive[i] += edge - st.since[i]
+            st.since[i] = -1
+        st.bytes[i] = 0
+    st.win[o] = w
+
+
+@part
+def count_send(sim, st, o, c, size, now):
+    """Port ``o`` starts sending ``size`` bytes of class ``c`` at ``now``."""
+    i = o * st.n_classes + c
+    st.bytes[i] += size
+    if not st.sliding:
+        return
+    K = st.ring_k[0]
+    n = st.ring_n[i]
+    slot = i * K + (st.ring_head[i] + n) % K
+    st.ring_t[slot] = now
+    st.ring_b[slot] = size
+    n += 1
+    # keep only the newest sends whose sum reaches the cap: older ones expire first, so
+    # they can never change whether the class is over its cap
+    while n > 1:
+        head = i * K + st.ring_head[i]
+        rest = st.bytes[i] - st.ring_b[head]
+        if rest < st.capb[i]:
+            break
+        st.bytes[i] = rest
+        st.ring_head[i] = (st.ring_head[i] + 1) % K
+        n -= 1
+    st.ring_n[i] = n
+    if n >= K:
+        st.full[0] = 1  # room for no further send: the loop stops after this event
+
+
+@part
+def take_class(sim, st, o, c):
+    """The answer serving class ``c``'s oldest sendable request, and count its bytes."""
+    qi = st.first[c]
+    count_send(sim, st, o, c, np.int64(sim.ps[sim.q_head[qi], P_SIZE]), sim.sc[S_NOW])
+    return qi, st.first_prev[c]
+
+
+@part
+def bandwidth_caps(sim, st, o):
+    """The ``bandwidth_caps`` policy's arbitration at output port ``o`` (module docstring)."""
+    n = qos_scan(sim, st, o)
+    if n == 0:
+        return -1, -1
+    now = sim.sc[S_NOW]
+    refresh(sim, st, o, now)
+    C = st.n_classes
+    for c in range(C):
+        if st.first[c] < 0:
+            continue
+        i = o * C + c
+        if st.since[i] < 0:
+            if n >= 2 and over_cap(sim, st, o, c):
+                st.since[i] = now  # over its cap on an oversubscribed port
+            else:
+                return take_class(sim, st, o, c)
+    # every class with a sendable request is inactive: round-robin from the last served
+    c = st.rr[o]
+    for _ in range(C):
+        c += 1
+        if c == C:
+            c = 0
+        if st.first[c] >= 0:
+            st.rr[o] = c
+            return take_class(sim, st, o, c)
+    return -1, -1
+
+
+@part
+def strict_classes(sim, st, o):
+    """The ``strict_priority`` policy: the sendable class of lowest number, oldest first."""
+    if qos_scan(sim, st, o) == 0:
+        return -1, -1
+    for c in range(st.n_classes):
+        if st.first[c] >= 0:
+            return st.first[c], st.first_prev[c]
+    return -1, -1
+
+
+@part
+def weighted_classes(sim, st, o):
+    """The ``weighted_round_robin`` policy: deficit round-robin over classes at ``o``."""
+    if qos_scan(sim, st, o) == 0:
+        return -1, -1
+    C = st.n_classes
+    base = o * C
+    for c in range(C):
+        if st.first[c] < 0:
+            st.deficit[base + c] = 0  # an idle class keeps no deficit
+    c = st.rr[o]
+    while True:
+        qi = st.first[c]
+        if qi >= 0:
+            size = np.int64(sim.ps[sim.q_head[qi], P_SIZE])
+            if st.deficit[base + c] >= size:
+                st.deficit[base + c] -= size
+                st.rr[o] = c
+                return qi, st.first_prev[c]
+        c += 1
+        if c == C:
+            c = 0
+        if st.first[c] >= 0:
+            st.deficit[base + c] += st.weight[c] * QUANTUM

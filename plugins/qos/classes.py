@@ -1,0 +1,88 @@
+"""What the class-based QoS policies share: their ``classes`` list, and the arbiter that
+runs their compiled arbitration (:mod:`federation.engine.qos`) at every router output port.
+
+A policy of this kind has several traffic classes, each in its own set of VCs
+(``router.vcs`` = classes x the routing's need, checked before the run by
+:mod:`federation.pipeline.build`), and replaces ``router.arbiter``: its ``function`` is the
+loop's ``ARBITRATE`` call-out and :meth:`ClassPolicy.state` its state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import Field, field_validator
+
+from federation import Params, QosPolicy
+from federation.engine.qos import QosState
+from federation.network import Network
+from federation.plugin.components import Arbiter
+
+
+class TrafficClass(Params):
+    """One traffic class (its number is its position in ``classes``)."""
+
+    name: str = Field(min_length=1, description="the class's name (jobs and operation kinds "
+                                                "name classes by it)")
+
+
+def unique_names(classes: list[Any]) -> list[Any]:
+    """Refuse two classes of one name (jobs and programs name classes by it)."""
+    seen: set[str] = set()
+    for c in classes:
+        if c.name in seen:
+            raise ValueError(f"two traffic classes are named {c.name!r}; names must be unique")
+        seen.add(c.name)
+    return classes
+
+
+class ClassParams(Params):
+    """A ``classes`` list of at least one class, of unique names."""
+
+    classes: list[TrafficClass] = Field(min_length=1)
+
+    @field_validator("classes")
+    @classmethod
+    def _unique(cls, v: list[Any]) -> list[Any]:
+        return unique_names(v)
+
+
+class ClassPolicy(QosPolicy):
+    """A QoS policy whose classes are listed in its parameters and which arbitrates the
+    routers' output ports (see the module docstring)."""
+
+    #: the compiled ``arbitrate(sim, state, o) -> (qi, prev)`` (:mod:`federation.engine.qos`)
+    function: ClassVar[Any] = None
+
+    def class_names(self) -> list[str]:
+        return [c.name for c in self.params.classes]  # type: ignore[attr-defined]
+
+    def state(self, network: Network, n_vcs: int) -> QosState:
+        """The per-port state of one run."""
+        raise NotImplementedError
+
+    def as_arbiter(self) -> Arbiter:
+        """The router arbiter that runs this policy (``point.machine.arbiter`` of its runs)."""
+        return _arbiter_class(type(self))(self)
+
+
+_ARBITERS: dict[type, type] = {}
+
+
+def _arbiter_class(policy: type[ClassPolicy]) -> type[Arbiter]:
+    """One :class:`Arbiter` subclass per policy class (its ``function`` is a class
+    attribute, read as ``type(arbiter).function``)."""
+    if policy not in _ARBITERS:
+
+        def __init__(self: Any, qos: ClassPolicy) -> None:  # noqa: N807
+            Arbiter.__init__(self, qos.params)
+            self.qos = qos
+
+        def state(self: Any, network: Network, n_vcs: int) -> QosState:
+            return self.qos.state(network, n_vcs)
+
+        _ARBITERS[policy] = type(f"{policy.__name__}Arbiter", (Arbiter,), {
+            "name": f"qos {policy.name}", "function": policy.function,
+            "__init__": __init__, "state": state,
+            "__doc__": f"The output-port arbitration of QoS policy {policy.name!r}."})
+    return _ARBITERS[policy]
