@@ -381,14 +381,15 @@ def delayed(p: RankPrograms, start_ps: int) -> RankPrograms:
     return RankPrograms(first, kind, spread(p.op_peer, -1), spread(p.op_bytes, 0),
                         spread(p.op_tag, 0), time, before, after, dkind, p.rank_node, label,
                         spread(p.op_line, 0) if p.op_line is not None else None, p.source,
-                        dict(p.meta))
+                        dict(p.meta), spread(p.op_coll, 0))
 
 
 def concatenated(pieces: list[tuple[RankPrograms, np.ndarray]]) -> RankPrograms:
     """Several jobs' programs as one: ranks and operations numbered one job after the other,
     peers and dependencies shifted with them, rank ``i`` of each on the given machine node."""
-    firsts, cols, deps, nodes = [], {k: [] for k in ("kind", "peer", "bytes", "tag", "time")}, \
-        [], []
+    firsts, deps, nodes = [], [], []
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("kind", "peer", "bytes", "tag", "time",
+                                                         "coll")}
     labels: list[str] | None = [] if all(p.op_label is not None for p, _ in pieces) else None
     lines = [] if all(p.op_line is not None for p, _ in pieces) else None
     r0 = o0 = 0
@@ -396,7 +397,7 @@ def concatenated(pieces: list[tuple[RankPrograms, np.ndarray]]) -> RankPrograms:
         firsts.append(p.rank_first[:-1] + o0)
         peer = np.where(p.op_peer >= 0, p.op_peer + r0, p.op_peer)
         for k, v in (("kind", p.op_kind), ("peer", peer), ("bytes", p.op_bytes),
-                     ("tag", p.op_tag), ("time", p.op_time_ps)):
+                     ("tag", p.op_tag), ("time", p.op_time_ps), ("coll", p.op_coll)):
             cols[k].append(v)
         deps.append((p.dep_before + o0, p.dep_after + o0, p.dep_kind))
         nodes.append(on)
@@ -413,7 +414,8 @@ def concatenated(pieces: list[tuple[RankPrograms, np.ndarray]]) -> RankPrograms:
                         cat([d[1] for d in deps]), cat([d[2] for d in deps]),
                         cat(nodes).astype(np.int64), labels,
                         cat(lines) if lines is not None else None,
-                        pieces[0][0].source if len(pieces) == 1 else None, {})
+                        pieces[0][0].source if len(pieces) == 1 else None, {},
+                        cat(cols["coll"]))
 
 
 def check_intermediates(point: ResolvedPoint, built: Built, via: np.ndarray,

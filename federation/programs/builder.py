@@ -38,7 +38,7 @@ class RankBuilder:
     """
 
     __slots__ = ("rank", "kind", "peer", "nbytes", "tag", "time_ps", "dep_before",
-                 "dep_after", "dep_kind", "labels", "lines", "_fin", "_sta", "_pending")
+                 "dep_after", "dep_kind", "labels", "lines", "coll", "_fin", "_sta", "_pending")
 
     def __init__(self, rank: int) -> None:
         self.rank = rank
@@ -52,6 +52,8 @@ class RankBuilder:
         self.dep_kind: list[int] = []
         self.labels: list[str] | None = None
         self.lines: list[int] | None = None
+        #: spans of operations collectives made: (first, end) handle pairs, flattened
+        self.coll: list[int] = []
         self._fin: list[int] = []
         self._sta: list[int] = []
         self._pending: dict[int, None] = {}  # outstanding non-blocking ops, in issue order
@@ -106,6 +108,15 @@ class RankBuilder:
         self.lines.extend([0] * (h + 1 - len(self.lines)))
         self.labels[h] = label or ""
         self.lines[h] = line
+
+    def begin_collective(self) -> int:
+        """A collective starts writing into this rank: the handle its first operation gets."""
+        return len(self.kind)
+
+    def end_collective(self, first: int) -> None:
+        """The collective begun at ``first`` is written: its operations are marked."""
+        if len(self.kind) > first:
+            self.coll.extend((first, len(self.kind)))
 
     # ------------------------------------------------------------------ MPI-style calls
 
@@ -256,7 +267,20 @@ class ProgramBuilder:
             op_label=labels,
             op_line=lines,
             source=source,
+            op_coll=_spans(rank_first, [r.coll for r in rs]),
         )
+
+
+def _spans(rank_first: np.ndarray, spans: list[list[int]]) -> np.ndarray:
+    """int8[n_ops]: 1 inside each rank's (first, end) spans of rank-local handles."""
+    n = int(rank_first[-1])
+    mark = np.zeros(n + 1, dtype=np.int64)
+    for r, sp in enumerate(spans):
+        if sp:
+            a = np.asarray(sp, dtype=np.int64).reshape(-1, 2) + rank_first[r]
+            np.add.at(mark, a[:, 0], 1)
+            np.add.at(mark, a[:, 1], -1)
+    return (np.cumsum(mark[:n]) > 0).astype(np.int8)
 
 
 def _int64(rs: list[RankBuilder], attr: str, count: int) -> np.ndarray:
@@ -368,4 +392,5 @@ def concatenate(parts: Sequence[RankPrograms],
         op_label=labels,
         op_line=lines,
         source=parts[0].source if len({p.source for p in parts}) == 1 else None,
+        op_coll=np.concatenate([p.op_coll for p in parts]),
     )
