@@ -260,7 +260,9 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     port_ser, port_lat, port_buf, router_delay = _port_figures(job)
     pg = job.programs.prog if job.programs is not None else no_programs(N)
     keep_programs = job.programs is not None and job.keep_packets and job.keep_program_packets
-    pg = pg._replace(keep=np.int64(keep_programs))
+    # with several classes the programs' packets' records come too, for per-class figures
+    per_class = job.n_classes > 1
+    pg = pg._replace(keep=np.int64(keep_programs or (job.programs is not None and per_class)))
     sim = _initial_state(job, port_ser, port_lat, port_buf, router_delay, pg)
     prog = job.program or RoutingProgram(table_route, program_tables(job.tables, P),
                                          job.tables.vcs_required, job.tables.description)
@@ -273,7 +275,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                         (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
                         iq=job.iq)
     state = [sim, pg]  # replaced when the heap or the pool grows
-    sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs)
+    sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs,
+                      n_classes=job.n_classes)
     chunks = job.chunks()
     pending: list[PacketChunk | None] = [next(chunks, None)]
     total = (job.programs.n_packets if job.programs is not None else 0) + (

@@ -18,7 +18,13 @@ from federation.engine.state import Prog
 from federation.models.units import PS_PER_S
 from federation.pipeline.job_figures import job_columns, job_summaries
 from federation.pipeline.points import PreparedPoint
-from federation.results.model import LatencyStats, LinkUse, PointSummary, ProgramSummary
+from federation.results.model import (
+    ClassSummary,
+    LatencyStats,
+    LinkUse,
+    PointSummary,
+    ProgramSummary,
+)
 from federation.results.spool import Table
 from federation.results.variability import variability
 
@@ -92,6 +98,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     if raw.programs is not None:
         with_program_packets(fields, raw.programs.pstat, capacity)
     fields["jobs"] = job_summaries(prep, raw)
+    fields["classes"] = class_summaries(prep, raw)
     summary = PointSummary(**fields)
     packets = packet_table(prep, raw)
     local = np.where(pt.port_router >= 0,
@@ -138,7 +145,7 @@ def packet_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.nd
 
 #: the columns a rank-program run's packets table shares with an open-loop run's, as they are
 _SHARED = ["src", "dst", "size", "created_ps", "injected_ps", "delivered_ps", "hops", "minimal",
-           "via_group", "measured"]
+           "via_group", "measured", "class"]
 
 
 def program_packet_table(prep: PreparedPoint, raw: RawResult,
@@ -250,12 +257,38 @@ def program_summary(raw: RawResult, n_messages: int | None = None) -> ProgramSum
 
 
 def class_columns(raw: RawResult) -> dict[str, np.ndarray]:
-    """``bytes_class_K``: whole-run bytes per port of each traffic class, when there are
-    several (a QoS policy's classes)."""
+    """``bytes_class_K``: whole-run bytes per port of each traffic class, and
+    ``inactive_ps_class_K``, the time the QoS policy held class K inactive at the port (when
+    the engine counts it: ``RawResult.port_class_inactive``), when there are several classes
+    (a QoS policy's)."""
+    out: dict[str, np.ndarray] = {}
     per = raw.port_class_bytes
-    if per is None or per.shape[1] < 2:
-        return {}
-    return {f"bytes_class_{k}": per[:, k].copy() for k in range(per.shape[1])}
+    if per is not None and per.ndim == 2 and per.shape[1] > 1:
+        out.update({f"bytes_class_{k}": per[:, k].copy() for k in range(per.shape[1])})
+    idle = getattr(raw, "port_class_inactive", None)
+    if idle is not None and np.ndim(idle) == 2 and idle.shape[1] > 1:
+        out.update({f"inactive_ps_class_{k}": np.asarray(idle[:, k], dtype=np.int64).copy()
+                    for k in range(idle.shape[1])})
+    return out
+
+
+def class_summaries(prep: PreparedPoint, raw: RawResult) -> list[ClassSummary] | None:
+    """Per traffic class (several classes only): its measured packets' count, bytes and
+    latency, every class of the policy listed (a class without packets has zeros and no
+    latency)."""
+    per = raw.packets.classes
+    if per is None:
+        return None
+    names = list(prep.point.machine.qos.class_names())
+    out = []
+    for k, name in enumerate(names):
+        c = per.get(k)
+        lat = c.latency if c is not None else Latency()
+        out.append(ClassSummary(name=name, index=k, packets=c.packets if c else 0,
+                                bytes=c.bytes if c else 0,
+                                latency_ns=LatencyStats(mean=lat.mean, p50=lat.p50,
+                                                        p99=lat.p99, max=lat.max)))
+    return out
 
 
 def message_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.ndarray]:

@@ -27,7 +27,9 @@ from federation.pipeline.messages import (
     check_messages,
     check_packets_memory,
     check_traffic,
+    class_names,
     generate_n_messages,
+    job_class,
     join,
     merged_batches,
     on_machine,
@@ -58,7 +60,7 @@ from federation.pipeline.rank_programs import (
     program_figures,
 )
 from federation.plugin.components import Messages
-from federation.programs.model import RankPrograms
+from federation.programs.model import SEND, RankPrograms
 
 
 def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
@@ -112,7 +114,7 @@ def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
                 check_messages(point, m, msgs, job.workload)
             except ConfigError as exc:
                 raise relocate(exc, point, job, m) from None
-            msgs = on_machine(msgs, nodes, job.start_ps)
+            msgs = on_machine(msgs, nodes, job.start_ps, job_class(point, job))
         expected = check_traffic(point, built, msgs, window, max_memory, kept)
         batches = whole_batches(msgs, packet)
     traffic, n_classes = open_traffic(point, built, batches, expected, rng_route)
@@ -138,7 +140,7 @@ def _generated(point: ResolvedPoint, built: Built, job: ResolvedJob, nodes: np.n
         check_messages(point, m, msgs, job.workload)
     except ConfigError as exc:
         raise relocate(exc, point, job, m) from None
-    return on_machine(msgs, nodes, start)
+    return on_machine(msgs, nodes, start, job_class(point, job))
 
 
 def _prepare_open_jobs(point: ResolvedPoint, built: Built, max_memory: int,
@@ -197,12 +199,18 @@ def open_traffic(point: ResolvedPoint, built: Built, batches: Batches, expected:
     n_classes = int(qos.n_classes())
 
     def classes(msgs: Messages) -> np.ndarray:
+        """Each message's class: its own or its job's (``Messages.cls``), else the policy's;
+        class 0 on a machine of one class, whatever the jobs name."""
+        if n_classes <= 1:
+            return np.zeros(msgs.count, dtype=np.int16)
         mclass = np.asarray(qos.traffic_class(msgs))
         if mclass.shape != (msgs.count,) or (msgs.count and not 0 <= int(mclass.min())
                                              <= int(mclass.max()) < n_classes):
             raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
                               f"{n_classes - 1} or not one per message", source=point.source,
                               path="machine.qos")
+        if msgs.cls is not None:
+            mclass = np.where(msgs.cls >= 0, msgs.cls, mclass)
         return mclass
 
     tables = built.tables
@@ -271,14 +279,41 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
     check_memory(est, max_memory, f"this point ({what})", point.source,
                  "stop.measure" if bg_memory > PROGRAM_BYTES_PER_OP * progs.n_ops
                  else first.workload_field)
-    opened, n_classes = None, 1
+    opened, n_classes = None, int(point.machine.qos.n_classes())
     if any(not j.closed_loop for j in point_jobs(point)):
         opened, n_classes = open_traffic(point, built, whole_batches(background, packet), n_bg,
                                          background_rngs(point)[1])
-    traffic = build_traffic(progs, net.n_nodes, fig, built.tables.router_group)
+    traffic = build_traffic(progs, net.n_nodes, fig, built.tables.router_group,
+                            program_classes(point, progs, layout))
     job = _job(point, built, opened, None, rng_route, n_classes,
                _max_rows(built, max_memory, est.packets), traffic)
     return PreparedPoint(point, net, job, None, built, placed, layout, programs_by_job)
+
+
+def program_classes(point: ResolvedPoint, progs: RankPrograms,
+                    layout: JobLayout) -> np.ndarray | None:
+    """The traffic class of each message (send) of the merged programs ``progs``: its job's
+    ``class``, or by ``class_by`` the class of collectives' sends and of the others
+    (``RankPrograms.op_coll``); ``None`` (all class 0) on a machine of one class."""
+    names = class_names(point)
+    if len(names) <= 1:
+        return None
+    sends = progs.op_kind == SEND
+    rank = progs.op_rank[sends]
+    coll = progs.collective_sends()
+    out = np.zeros(int(sends.sum()), dtype=np.int64)
+    for job in point_jobs(point):
+        if job.index not in layout.ranks:
+            continue
+        r0, r1 = layout.ranks[job.index]
+        mine = (rank >= r0) & (rank < r1)
+        cls, by, _ = point.experiment.class_fields(job.field)
+        if cls is not None:
+            out[mine] = names.index(cls)
+        elif by is not None:
+            out[mine & coll] = names.index(by.collective)
+            out[mine & ~coll] = names.index(by.point_to_point)
+    return out
 
 
 def background_rngs(point: ResolvedPoint) -> tuple[np.random.Generator, np.random.Generator]:
