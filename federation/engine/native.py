@@ -132,6 +132,10 @@ class NativeRun:
     #: the machine's ``router`` block (its ``model``: ``booksim_iq`` clocks the routers, see
     #: :mod:`federation.engine.iq`); ``None``: the default router model
     router: RouterConfig | None = None
+    #: sample the per-port per-class byte counters every this many ps (``outputs.link_series``;
+    #: ``None``: no samples).  The loop stops at each sample's time as at the window's edges,
+    #: which changes no figure
+    sample_ps: int | None = None
 
     @property
     def iq(self) -> bool:
@@ -224,6 +228,46 @@ class RawResult:
     #: the most open-loop packets waiting at NICs seen between two slices of the loop
     #: (about one chunk, plus a saturated network's backlog)
     peak_waiting: int = 0
+    #: ``NativeRun.sample_ps``: the bytes each port sent per class in each interval, sparse
+    #: (interval end ps, port, class, bytes), rows with bytes > 0 only; ``None``: not sampled
+    link_series: LinkSeries | None = None
+
+
+@dataclass
+class LinkSeries:
+    """Per-interval bytes by port and class (:attr:`RawResult.link_series`): interval ``i``
+    is ``[end[i] - interval, end[i])`` (the last one ends at the run's end)."""
+
+    interval_ps: int
+    end_ps: np.ndarray
+    port: np.ndarray
+    cls: np.ndarray
+    bytes: np.ndarray
+
+
+class _Sampler:
+    """The per-class byte counters read at every multiple of ``interval`` ps, kept as the
+    differences that are not zero."""
+
+    def __init__(self, interval: int, n_ports: int, n_classes: int) -> None:
+        self.interval = interval
+        self.next = interval
+        self.C = n_classes
+        self.last = np.zeros(n_ports * n_classes, dtype=np.int64)
+        self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def take(self, at: int, counts: np.ndarray) -> None:
+        delta = counts - self.last
+        nz = np.nonzero(delta)[0]
+        if nz.size:
+            self.parts.append((np.full(nz.size, at, np.int64), nz // self.C, nz % self.C,
+                               delta[nz].copy()))
+        self.last = counts.copy()
+
+    def result(self) -> LinkSeries:
+        cols = [np.concatenate([p[i] for p in self.parts]) if self.parts
+                else np.zeros(0, np.int64) for i in range(4)]
+        return LinkSeries(self.interval, *cols)
 
     def column(self, name: str) -> np.ndarray:
         """One column of the packets table (by packet number), when the run kept it
@@ -321,15 +365,22 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         raise SimulationError(f"measurement window [{edges[0]}, {edges[1]}) ps is not inside "
                               f"{CLOCK_RANGE}")
     snaps: list[PortCounters] = []
+    sampler = (_Sampler(int(job.sample_ps), P, int(state[0].n_classes))
+               if job.sample_ps else None)
 
     spent[:] = [0.0, 0.0]
     wall0 = time.perf_counter()
     while True:
         edge = edges[len(snaps)] if len(snaps) < len(edges) else E.TIME_LIMIT_PS
         start = _chunk_start(pending[0])
-        status = step(budget, min(edge, start))
+        sample = sampler.next if sampler is not None else E.TIME_LIMIT_PS
+        status = step(budget, min(edge, start, sample))
         sim = state[0]
         peak_waiting = max(peak_waiting, waiting(sim))
+        if status == E.ST_UNTIL and sampler is not None and sample < min(edge, start):
+            sampler.take(sample, sim.port_class_bytes)
+            sampler.next += sampler.interval
+            continue
         if status == E.ST_UNTIL or (status == E.ST_DONE and pending[0] is not None):
             if status == E.ST_UNTIL and edge <= start:
                 snaps.append(counters(edge))
@@ -378,6 +429,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     else:
         window, in_window = (0, end), counters(end)
     C = int(sim.n_classes)
+    if sampler is not None:
+        sampler.take(end, sim.port_class_bytes)
     return RawResult(
         packets=sink.finish(),
         port_bytes=sim.port_bytes, port_pkts=sim.port_pkts,
@@ -387,6 +440,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         port_class_bytes=sim.port_class_bytes.reshape(P, C),
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
         peak_waiting=peak_waiting,
+        link_series=sampler.result() if sampler is not None else None,
     )
 
 

@@ -99,10 +99,19 @@ def check_classes(point: ResolvedPoint) -> None:
                                   path=path)
 
 
+def check_link_series(point: ResolvedPoint) -> None:
+    """``outputs.link_series`` samples the native engine's counters: another engine's run is
+    refused rather than written without its table."""
+    if point.experiment.outputs.link_series is not None and point.engine.name != "native":
+        raise ConfigError(f"the {point.engine.name} engine does not sample link series (the "
+                          "native engine does)", source=point.source, path="outputs.link_series")
+
+
 def place_jobs(point: ResolvedPoint, built: Built) -> Placed:
     """Every job's nodes, in its static rank order (see the module docstring); the jobs'
     traffic classes checked first (:func:`check_classes`)."""
     check_classes(point)
+    check_link_series(point)
     net = built.network
     jobs = point_jobs(point)
     owner = np.full(net.n_nodes, -1, dtype=np.int64)

@@ -386,3 +386,39 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
     if m is None or not m.rows:
         return programs
     return m.mapped(background, list(programs)).then(programs)
+
+
+def link_series_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
+    """The ``link_series`` table (``outputs.link_series``): per interval, port and traffic
+    class with bytes sent, the bytes the port started sending in ``[start_ps, end_ps)`` and
+    their share of what the link could carry then (``utilization``); router-to-router ports
+    only unless ``links: all``."""
+    series = raw.link_series
+    net = prep.network
+    pt = net.ports
+    names = np.array(list(prep.point.machine.qos.class_names()), dtype=object)
+    empty = series is None or series.port.size == 0
+    port = series.port if not empty else np.zeros(0, np.int64)
+    sel = np.ones(port.shape[0], dtype=bool)
+    spec = prep.point.experiment.outputs.link_series
+    if spec is not None and spec.links == "router":
+        sel = (pt.port_router[port] >= 0) & (pt.port_router[pt.port_peer[port]] >= 0)
+    port = port[sel]
+    end = series.end_ps[sel] if not empty else np.zeros(0, np.int64)
+    cls = series.cls[sel] if not empty else np.zeros(0, np.int64)
+    nbytes = series.bytes[sel] if not empty else np.zeros(0, np.int64)
+    interval = series.interval_ps if series is not None else 1
+    start = np.maximum((end - 1) // interval * interval, 0)
+    bw = np.array([prep.job.links[c].bandwidth for c in net.link_classes], dtype=np.float64)
+    port_bw = bw[pt.port_class]
+    port_bw[pt.nic_port] = prep.job.nic_bandwidth
+    span_s = np.maximum(end - start, 1) / PS_PER_S
+    return {
+        "start_ps": start.astype(np.int64), "end_ps": end.astype(np.int64),
+        "port": port.astype(np.int64), "router": pt.port_router[port].astype(np.int64),
+        "link_class": np.array(net.link_classes, dtype=object)[pt.port_class[port]],
+        "class": cls.astype(np.int16), "class_name": names[cls] if cls.size else
+        np.zeros(0, dtype=object),
+        "bytes": nbytes.astype(np.int64),
+        "utilization": nbytes / (port_bw[port] * span_s),
+    }

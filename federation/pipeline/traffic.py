@@ -244,7 +244,9 @@ def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
                      programs=programs, traffic=traffic, seed_rng=rng_route,
                      keep_packets=bool(outputs.packets or outputs.messages),
                      keep_program_packets=bool(outputs.packets), max_rows=max_rows,
-                     router=machine.router)
+                     router=machine.router,
+                     sample_ps=(seconds_to_ps(outputs.link_series.interval)
+                                if outputs.link_series is not None else None))
 
 
 def _max_rows(built: Built, max_memory: int, other: int) -> int:
