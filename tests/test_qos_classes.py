@@ -9,13 +9,15 @@ The QoS mechanism itself is another branch's; here a test-only policy with two c
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import types
 
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, fake_distribution, one_error
 
 from federation import Params, QosPolicy, hookimpl
 from federation.pipeline.load import load_experiment
@@ -261,3 +263,65 @@ def test_link_series_sampling_changes_no_figure(tmp_path):
     # bytes count when their packet starts: an interval holds at most one 512 B packet more
     # than the slowest link (4.7 GiB/s global) carries in 250 ns
     assert max(series["utilization"]) <= 1.0 + 512 / (4.7 * 2**30 * 250e-9)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):  # noqa: ANN201
+    return fake_distribution(tmp_path_factory.mktemp("qos") / "site", "twoclass",
+                             PLUGIN_SOURCE)
+
+
+def cli(site, *args: str, cwd) -> subprocess.CompletedProcess:  # noqa: ANN001
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FEDERATION_")}
+    env["PYTHONPATH"] = str(site) if site is not None else ""
+    env["FEDERATION_DISABLE_PLUGIN_AUTOLOAD"] = "0"
+    return subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
+                           *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=300)
+
+
+SYN = {"kind": "synthetic", "load": 0.1}
+MSGS = {"kind": "messages", "messages": [{"src": 0, "dst": 5, "size": 64},
+                                         {"src": 1, "dst": 5, "size": 64, "class": "urgent"}]}
+KNOWN = "is not one of machine.qos's classes"
+
+
+@pytest.mark.parametrize(("doc", "where", "words"), [
+    ({"jobs": [{"name": "a", "class": "urgent", "workload": SYN, "placement": "rest"}]},
+     "jobs[0].class", f"traffic class 'urgent' {KNOWN} (twoclass: high, low)"),
+    ({"jobs": [{"name": "a", "class_by": {"collective": "high", "point_to_point": "bulk"},
+                "workload": ALLREDUCE, "placement": "rest"}]},
+     "jobs[0].class_by.point_to_point", f"traffic class 'bulk' {KNOWN}"),
+    ({"jobs": [{"name": "a", "class_by": {"collective": "high", "point_to_point": "low"},
+                "workload": SYN, "placement": "rest"}]},
+     "jobs[0].class_by", "'a' is open-loop (give it 'class')"),
+    ({"workload": SYN, "classes": {"workload": "urgent"}},
+     "classes.workload", f"traffic class 'urgent' {KNOWN}"),
+    ({"workload": ALLREDUCE, "class_by": {"collective": "top", "point_to_point": "low"}},
+     "class_by.collective", f"traffic class 'top' {KNOWN}"),
+    ({"workload": SYN, "classes": {"background": "low"}},
+     "classes.background", "the experiment has none"),
+    ({"workload": MSGS}, "workload.messages[1].class", f"traffic class 'urgent' {KNOWN}"),
+    ({"jobs": [{"name": "a", "class": "high", "workload": SYN, "placement": "rest",
+                "class_by": {"collective": "high", "point_to_point": "low"}}]},
+     "jobs[0]", "give 'class' or 'class_by', not both"),
+    ({"jobs": [{"name": "a", "workload": SYN, "placement": "rest"}],
+      "classes": {"workload": "high"}}, "", "with jobs, give each job its 'class'"),
+])
+def test_unknown_or_misplaced_classes_are_refused_naming_the_field(site, tmp_path, doc, where,
+                                                                   words):
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({"machine": machine(TWO), **doc}))
+    for cmd in ("validate", "run"):
+        line = one_error(cli(site, cmd, "e.yaml", "--out", "o", cwd=tmp_path)
+                         if cmd == "run" else cli(site, cmd, "e.yaml", cwd=tmp_path))
+        assert f"e.yaml: {where}" in line and words in line, line
+    assert not (tmp_path / "o").exists()
+
+
+def test_link_series_on_another_engine_is_refused(tmp_path):
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({
+        "machine": machine(), "engine": {"kind": "simgrid"}, "workload": ALLREDUCE,
+        "outputs": {"link_series": {"interval": "1us"}}}))
+    line = one_error(cli(None, "validate", "e.yaml", cwd=tmp_path))
+    assert "e.yaml: outputs.link_series: the simgrid engine does not sample link series" \
+        in line, line
