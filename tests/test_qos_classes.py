@@ -263,6 +263,18 @@ def test_link_series_sampling_changes_no_figure(tmp_path):
     # bytes count when their packet starts: an interval holds at most one 512 B packet more
     # than the slowest link (4.7 GiB/s global) carries in 250 ns
     assert max(series["utilization"]) <= 1.0 + 512 / (4.7 * 2**30 * 250e-9)
+    # the plot draws the table's figures: the busiest link's bytes over its capacity
+    from federation.plots.data import load_folders
+    from federation.plots.standard import draw_all
+
+    drawn = draw_all(load_folders([out]), tmp_path / "plots")
+    fig = drawn.figures["link_classes"][0]
+    assert fig.path.name == "link-classes-p0.png" and fig.path.is_file()
+    top = fig.links[0]
+    rows = np.array(series["port"]) == top.port
+    assert sum(float(u.sum()) for u in top.by_class.values()) == pytest.approx(
+        float(np.array(series["utilization"])[rows].sum()))
+    assert list(top.by_class) == ["high", "low"]
 
 
 @pytest.fixture(scope="module")
