@@ -30,6 +30,7 @@ class ClassShare:
     point: int
     port: int
     link_class: str
+    start_ps: np.ndarray  #: each interval's start (intervals where no port sent are left out)
     end_ps: np.ndarray
     by_class: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -56,14 +57,15 @@ def busiest_shares(table: dict[str, np.ndarray], point: PointResult,
     ports, inverse = np.unique(port, return_inverse=True)
     total = np.bincount(inverse, weights=table["bytes"].astype(np.float64))
     top = ports[np.lexsort((ports, -total))[:n]]
-    times = np.unique(end)
+    times, first = np.unique(end, return_index=True)
+    starts = table["start_ps"][first]
     k = int(cls.max()) + 1
     names = class_names(point, k)
     out = []
     for p in top.tolist():
         rows = port == p
         share = ClassShare(point.index, p, str(table["link_class"][rows][0])
-                           if "link_class" in table else "", times)
+                           if "link_class" in table else "", starts, times)
         for c in range(k):
             sel = rows & (cls == c)
             u = np.zeros(times.shape[0])
@@ -87,14 +89,18 @@ def draw_class_share(series: Series, folders: list[ResultFolder], out_dir: Path,
         fig, axes = new_figure(ncols=1, nrows=len(links), width=7.0,
                                height=1.0 + 1.8 * len(links), sharex=True)
         for ax, share in zip((a[0] for a in axes), links, strict=False):
-            t = share.end_ps / 1e6
-            ax.stackplot(t, *share.by_class.values(), labels=list(share.by_class),
-                         colors=colours(len(share.by_class)), step="pre")
+            x, w = share.start_ps / 1e6, (share.end_ps - share.start_ps) / 1e6
+            bottom = np.zeros(x.shape[0])
+            for (label, u), colour in zip(share.by_class.items(),
+                                          colours(len(share.by_class)), strict=True):
+                ax.bar(x, u, w, bottom=bottom, align="edge", color=colour, label=label,
+                       linewidth=0)
+                bottom = bottom + u
             ax.set_ylabel("utilisation")
             ax.set_title(f"port {share.port}" + (f" ({share.link_class})"
                                                   if share.link_class else ""), fontsize=9)
             ax.set_ylim(bottom=0)
-        axes[-1][0].set_xlabel("time (us, interval end)")
+        axes[-1][0].set_xlabel("time (us)")
         legend(axes[0][0], len(links[0].by_class), title="traffic class")
         sweep = ", ".join(f"{k}={v}" for k, v in p.sweep.items())
         suptitle(fig, figure_title("Traffic classes on the busiest links"

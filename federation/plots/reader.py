@@ -55,7 +55,8 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
               "utilization_window": "number"},
     "messages": {"point": "int", "completed_ps": "int", "completion_ps": "int",
                  "measured": "bool"},
-    "link_series": {"point": "int", "end_ps": "int", "port": "int", "class": "int",
+    "link_series": {"point": "int", "start_ps": "int", "end_ps": "int", "port": "int",
+                    "class": "int",
                     "bytes": "int", "utilization": "number"},
 }
 #: columns read when the table has them: the messages' ``job`` (per-job distributions)
