@@ -337,3 +337,25 @@ def test_link_series_on_another_engine_is_refused(tmp_path):
     line = one_error(cli(None, "validate", "e.yaml", cwd=tmp_path))
     assert "e.yaml: outputs.link_series: the simgrid engine does not sample link series" \
         in line, line
+
+
+def test_class_by_on_a_skeleton_follows_each_send_packet_by_packet(tmp_path):
+    """Nekbone (a gather-scatter of point-to-point messages and two allreduces per
+    iteration) with ``class_by``: every packet, rendezvous control packets included, is in
+    its message's class, and a message is ``high`` exactly when the skeleton's collectives
+    sent it (their tags are COLLECTIVE_TAG and up); the messages table says the same."""
+    from federation.plugins.workloads.skeleton_base import COLLECTIVE_TAG
+
+    doc = {"machine": machine(TWO), "stop": STOP, "workload":
+           {"kind": "nekbone", "ranks": 8, "iterations": 2},
+           "class_by": {"collective": "high", "point_to_point": "low"}}
+    result, out = run(tmp_path, doc)
+    msgs = table(out, "messages")
+    tag, mcls = np.array(msgs["tag"]), np.array(msgs["class"])
+    assert (mcls == np.where(tag >= COLLECTIVE_TAG, 0, 1)).all()
+    assert (mcls == 0).sum() > 0 and (mcls == 1).sum() > 0
+    pk = table(out, "packets")
+    assert (np.array(pk["class"]) == mcls[np.array(pk["message"])]).all()
+    classes = result.points[0].summary.classes
+    assert [c.packets for c in classes] == [int((np.array(pk["class"]) == k).sum())
+                                            for k in (0, 1)]

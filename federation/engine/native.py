@@ -37,6 +37,7 @@ from federation.engine.feed import (
     waiting,
 )
 from federation.engine.iq import default_cycle, new_iq, no_iq
+from federation.engine.link_series import LinkSeries, Sampler
 from federation.engine.packet_stats import PacketSink, PacketStats
 from federation.engine.program_arrays import ProgramTraffic, no_programs
 from federation.engine.queue import Q_COUNT, Q_SIDE, bucket_shift, new_queue
@@ -232,43 +233,6 @@ class RawResult:
     #: (interval end ps, port, class, bytes), rows with bytes > 0 only; ``None``: not sampled
     link_series: LinkSeries | None = None
 
-
-@dataclass
-class LinkSeries:
-    """Per-interval bytes by port and class (:attr:`RawResult.link_series`): interval ``i``
-    is ``[end[i] - interval, end[i])`` (the last one ends at the run's end)."""
-
-    interval_ps: int
-    end_ps: np.ndarray
-    port: np.ndarray
-    cls: np.ndarray
-    bytes: np.ndarray
-
-
-class _Sampler:
-    """The per-class byte counters read at every multiple of ``interval`` ps, kept as the
-    differences that are not zero."""
-
-    def __init__(self, interval: int, n_ports: int, n_classes: int) -> None:
-        self.interval = interval
-        self.next = interval
-        self.C = n_classes
-        self.last = np.zeros(n_ports * n_classes, dtype=np.int64)
-        self.parts: list[tuple[np.ndarray, ...]] = []
-
-    def take(self, at: int, counts: np.ndarray) -> None:
-        delta = counts - self.last
-        nz = np.nonzero(delta)[0]
-        if nz.size:
-            self.parts.append((np.full(nz.size, at, np.int64), nz // self.C, nz % self.C,
-                               delta[nz].copy()))
-        self.last = counts.copy()
-
-    def result(self) -> LinkSeries:
-        cols = [np.concatenate([p[i] for p in self.parts]) if self.parts
-                else np.zeros(0, np.int64) for i in range(4)]
-        return LinkSeries(self.interval, *cols)
-
     def column(self, name: str) -> np.ndarray:
         """One column of the packets table (by packet number), when the run kept it
         (``NativeRun.keep_packets``)."""
@@ -365,7 +329,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         raise SimulationError(f"measurement window [{edges[0]}, {edges[1]}) ps is not inside "
                               f"{CLOCK_RANGE}")
     snaps: list[PortCounters] = []
-    sampler = (_Sampler(int(job.sample_ps), P, int(state[0].n_classes))
+    sampler = (Sampler(int(job.sample_ps), P, int(state[0].n_classes))
                if job.sample_ps else None)
 
     spent[:] = [0.0, 0.0]

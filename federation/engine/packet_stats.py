@@ -192,7 +192,7 @@ class ClassStats:
 #: the open-loop messages' columns the sink keeps (:meth:`_Chunk.rows`; the messages table
 #: is made from them)
 MESSAGE_COLUMNS = ["message", "src", "dst", "size", "created_ps", "started_ps",
-                   "completed_ps"]
+                   "completed_ps", "class"]
 
 
 class _Chunk:
@@ -205,6 +205,9 @@ class _Chunk:
         self.time, self.src, self.dst, self.size = m.time_ps, m.src, m.dst, m.size
         self.started = np.full(m.count, _NEVER, dtype=np.int64)
         self.done = np.full(m.count, -1, dtype=np.int64)
+        self.cls = np.zeros(m.count, dtype=np.int16)  # the traffic class of its packets
+        if c.packets.cls is not None and c.packets.count:
+            self.cls[c.packets.msg] = c.packets.cls
 
     def rows(self, i: np.ndarray, done: np.ndarray) -> dict[str, np.ndarray]:
         """Rows ``i`` of the open-loop messages' table (``done``: completion, -1 none)."""
@@ -215,6 +218,7 @@ class _Chunk:
             "created_ps": self.time[i].astype(np.int64),
             "started_ps": np.where(self.started[i] == _NEVER, -1, self.started[i]),
             "completed_ps": done[i],
+            "class": self.cls[i],
         }
 
 

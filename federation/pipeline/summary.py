@@ -308,6 +308,7 @@ def message_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.n
             "created_ps": created, "completed_ps": done,
             "completion_ps": np.where(done >= 0, done - created, -1),
             "measured": (created >= w0) & (created < w1),
+            "class": m["class"],
         }
 
     none = rows({k: np.zeros(0, dtype=np.int64) for k in MESSAGE_COLUMNS})
@@ -350,6 +351,7 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
         "dst_rank": t.msg_dst_rank.astype(np.int32),
         "tag": t.msg_tag.astype(np.int32),
         "rendezvous": t.msg_rdv.astype(bool),
+        "class": t.msg_cls.astype(np.int16),
     }
     def background(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         n = m["message"].shape[0]
@@ -370,6 +372,7 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
             "dst_rank": none,
             "tag": none,
             "rendezvous": np.zeros(n, dtype=bool),
+            "class": m["class"],
         }
 
     cols = job_columns(prep)
