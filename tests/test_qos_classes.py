@@ -185,6 +185,16 @@ def test_class_by_marks_only_the_collectives_sends():
     allreduce(a, np.arange(4), 64, algorithm="recursive_doubling", tag=5)
     q = a.build()
     assert q.collective_sends().sum() == 8 and (~q.collective_sends()).sum() == 1
+    # a collective written by hand, marked by collective_ops
+    from federation.programs.collective_ctx import collective_ops
+
+    h = ProgramBuilder(2)
+    with collective_ops(h, [0, 1]):
+        h.rank(0).send(1, 8)
+        h.rank(1).recv(0, 8)
+    h.rank(1).send(0, 8)
+    h.rank(0).recv(1, 8)
+    assert h.build().op_coll.tolist() == [1, 0, 1, 0]
     both = concatenated([(delayed(p, 1000), np.arange(4)), (q, np.arange(4, 8))])
     assert both.collective_sends().tolist() == [*coll.tolist(), *q.collective_sends().tolist()]
     assert sends.size == coll.size

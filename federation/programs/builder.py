@@ -218,6 +218,17 @@ class ProgramBuilder:
     def __getitem__(self, r: int) -> RankBuilder:
         return self.rank(r)
 
+    def begin_collective(self, ranks: Iterable[int]) -> list[tuple[RankBuilder, int]]:
+        """A collective starts writing into ``ranks`` (see
+        :func:`~federation.programs.collective_ctx.collective_ops`)."""
+        rbs = [self.rank(int(r)) for r in np.asarray(ranks).reshape(-1).tolist()]
+        return [(rb, rb.begin_collective()) for rb in rbs]
+
+    def end_collective(self, token: list[tuple[RankBuilder, int]]) -> None:
+        """The collective begun with ``token`` is written: its operations are marked."""
+        for rb, first in token:
+            rb.end_collective(first)
+
     def adopt(self, rb: RankBuilder) -> None:
         """Use ``rb``, written elsewhere, as rank ``rb.rank``'s operations (a reader that
         learns the rank count only at the end writes ranks before the builder exists)."""

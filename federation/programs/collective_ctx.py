@@ -65,12 +65,10 @@ class _BuilderSink:
             self.b.rank(r).wait(h)
 
     def begin_collective(self, ranks: np.ndarray) -> list[tuple[Any, int]]:
-        rbs = [self.b.rank(r) for r in np.asarray(ranks).reshape(-1).tolist()]
-        return [(rb, rb.begin_collective()) for rb in rbs]
+        return self.b.begin_collective(ranks)
 
     def end_collective(self, token: list[tuple[Any, int]]) -> None:
-        for rb, first in token:
-            rb.end_collective(first)
+        self.b.end_collective(token)
 
 
 @contextmanager
