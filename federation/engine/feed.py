@@ -44,7 +44,8 @@ REC_VIA = 10  #: the routing's intermediate (group or router, -1 none)
 #: its REC_ID is -1, the driver numbers them in delivery order): only when the run keeps
 #: their rows (``Prog.keep``)
 REC_FLOW = 11
-REC_COLS = 12
+REC_CLASS = 12  #: traffic class (QoS)
+REC_COLS = 13
 
 #: records the loop buffers before the driver drains them (88 B each: 1.4 MB); each drain
 #: is a stop of the loop and a vectorised pass in Python, so fewer, larger drains are faster
@@ -137,6 +138,7 @@ def write_record(sim, row, now):
     rec[i, REC_HOPS] = ps[row, A.P_HOPS]
     rec[i, REC_MINIMAL] = ps[row, A.P_MINIMAL]
     rec[i, REC_VIA] = ps[row, A.P_VIA]
+    rec[i, REC_CLASS] = ps[row, A.P_CLASS]
     return i
 
 
@@ -360,6 +362,7 @@ def undelivered(sim: Sim) -> np.ndarray:
     out[:, REC_HOPS] = ps[rows, A.P_HOPS]
     out[:, REC_MINIMAL] = ps[rows, A.P_MINIMAL]
     out[:, REC_VIA] = ps[rows, A.P_VIA]
+    out[:, REC_CLASS] = ps[rows, A.P_CLASS]
     out[:, REC_FLOW] = -1
     # the feed past each NIC's pointer, less the heads that already have rows
     slots, node = backlog(sim)
@@ -368,7 +371,7 @@ def undelivered(sim: Sim) -> np.ndarray:
     f = sim.feed[slots]
     wait = np.zeros((slots.size, REC_COLS), dtype=np.int64)
     for rc, fc in ((REC_ID, F_ID), (REC_MSG, F_MSG), (REC_DST, F_DST), (REC_SIZE, F_SIZE),
-                   (REC_CREATED, F_TIME), (REC_VIA, F_VIA)):
+                   (REC_CREATED, F_TIME), (REC_VIA, F_VIA), (REC_CLASS, F_CLS)):
         wait[:, rc] = f[:, fc]
     wait[:, REC_SRC] = node
     wait[:, REC_INJECT] = -1

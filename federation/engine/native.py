@@ -37,6 +37,7 @@ from federation.engine.feed import (
     waiting,
 )
 from federation.engine.iq import default_cycle, new_iq, no_iq
+from federation.engine.link_series import LinkSeries, Sampler
 from federation.engine.packet_stats import PacketSink, PacketStats
 from federation.engine.program_arrays import ProgramTraffic, no_programs
 from federation.engine.qos import ST_QOS_RING, grow_rings, inactive_time, run_state
@@ -138,6 +139,10 @@ class NativeRun:
     controller: Any = None
     #: bytes per flit of the NIC counters (``nic.flit``): request flits = ceil(size / flit)
     nic_flit: int = 16
+    #: sample the per-port per-class byte counters every this many ps (``outputs.link_series``;
+    #: ``None``: no samples).  The loop stops at each sample's time as at the window's edges,
+    #: which changes no figure
+    sample_ps: int | None = None
 
     @property
     def iq(self) -> bool:
@@ -243,6 +248,9 @@ class RawResult:
     #: whole-run per-NIC counters (int64[N, api.NC_COLS], ``api.NC_*`` columns; ``None``: an
     #: engine that keeps none); ``window_ports.nics`` holds them within ``window``
     nic_ctr: np.ndarray | None = None
+    #: ``NativeRun.sample_ps``: the bytes each port sent per class in each interval, sparse
+    #: (interval end ps, port, class, bytes), rows with bytes > 0 only; ``None``: not sampled
+    link_series: LinkSeries | None = None
 
     def column(self, name: str) -> np.ndarray:
         """One column of the packets table (by packet number), when the run kept it
@@ -272,7 +280,9 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     port_ser, port_lat, port_buf, router_delay = _port_figures(job)
     pg = job.programs.prog if job.programs is not None else no_programs(N)
     keep_programs = job.programs is not None and job.keep_packets and job.keep_program_packets
-    pg = pg._replace(keep=np.int64(keep_programs))
+    # with several classes the programs' packets' records come too, for per-class figures
+    per_class = job.n_classes > 1
+    pg = pg._replace(keep=np.int64(keep_programs or (job.programs is not None and per_class)))
     sim = _initial_state(job, port_ser, port_lat, port_buf, router_delay, pg)
     prog = job.program or RoutingProgram(table_route, program_tables(job.tables, P),
                                          job.tables.vcs_required, job.tables.description)
@@ -290,7 +300,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                         iq=job.iq, control=job.controller, check_arbiter=check_arbiter,
                         qos=job.n_classes > 1, rings=qos_state and bool(arb_state.sliding))
     state = [sim, pg, arb_state]  # replaced when the heap, the pool or a QoS ring grows
-    sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs)
+    sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs,
+                      n_classes=job.n_classes)
     chunks = job.chunks()
     pending: list[PacketChunk | None] = [next(chunks, None)]
     total = (job.programs.n_packets if job.programs is not None else 0) + (
@@ -337,15 +348,22 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         raise SimulationError(f"measurement window [{edges[0]}, {edges[1]}) ps is not inside "
                               f"{CLOCK_RANGE}")
     snaps: list[PortCounters] = []
+    sampler = (Sampler(int(job.sample_ps), P, int(state[0].n_classes))
+               if job.sample_ps else None)
 
     spent[:] = [0.0, 0.0]
     wall0 = time.perf_counter()
     while True:
         edge = edges[len(snaps)] if len(snaps) < len(edges) else E.TIME_LIMIT_PS
         start = _chunk_start(pending[0])
-        status = step(budget, min(edge, start))
+        sample = sampler.next if sampler is not None else E.TIME_LIMIT_PS
+        status = step(budget, min(edge, start, sample))
         sim = state[0]
         peak_waiting = max(peak_waiting, waiting(sim))
+        if status == E.ST_UNTIL and sampler is not None and sample < min(edge, start):
+            sampler.take(sample, sim.port_class_bytes)
+            sampler.next += sampler.interval
+            continue
         if status == E.ST_UNTIL or (status == E.ST_DONE and pending[0] is not None):
             if status == E.ST_UNTIL and edge <= start:
                 snaps.append(counters(edge))
@@ -400,6 +418,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     else:
         window, in_window = (0, end), counters(end)
     C = int(sim.n_classes)
+    if sampler is not None:
+        sampler.take(end, sim.port_class_bytes)
     return RawResult(
         packets=sink.finish(),
         port_bytes=sim.port_bytes, port_pkts=sim.port_pkts,
@@ -411,6 +431,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
         peak_waiting=peak_waiting, nic_ctr=nic_counters_at(end, sim.nic_ctr,
                                                            sim.stall_start[sim.nic_port]),
+        link_series=sampler.result() if sampler is not None else None,
     )
 
 

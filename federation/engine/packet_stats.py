@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from federation.engine.feed import (
+    REC_CLASS,
     REC_COLS,
     REC_CREATED,
     REC_DELIVER,
@@ -174,12 +175,24 @@ class PacketStats:
     #: the rank programs' packets' rows in delivery order (``keep_programs``), else ``None``;
     #: their figures are not in the sums above (the loop sums them: ``Prog.pstat``)
     program_packets: Spool | None = None
+    #: per traffic class (with several classes): the measured open-loop packets and the rank
+    #: programs' packets of each class, by class number
+    classes: dict[int, ClassStats] | None = None
+
+
+@dataclass
+class ClassStats:
+    """One traffic class's measured packets (open-loop and rank programs')."""
+
+    packets: int = 0
+    bytes: int = 0
+    latency: Latency = field(default_factory=Latency)
 
 
 #: the open-loop messages' columns the sink keeps (:meth:`_Chunk.rows`; the messages table
 #: is made from them)
 MESSAGE_COLUMNS = ["message", "src", "dst", "size", "created_ps", "started_ps",
-                   "completed_ps"]
+                   "completed_ps", "class"]
 
 
 class _Chunk:
@@ -192,6 +205,9 @@ class _Chunk:
         self.time, self.src, self.dst, self.size = m.time_ps, m.src, m.dst, m.size
         self.started = np.full(m.count, _NEVER, dtype=np.int64)
         self.done = np.full(m.count, -1, dtype=np.int64)
+        self.cls = np.zeros(m.count, dtype=np.int16)  # the traffic class of its packets
+        if c.packets.cls is not None and c.packets.count:
+            self.cls[c.packets.msg] = c.packets.cls
 
     def rows(self, i: np.ndarray, done: np.ndarray) -> dict[str, np.ndarray]:
         """Rows ``i`` of the open-loop messages' table (``done``: completion, -1 none)."""
@@ -202,6 +218,7 @@ class _Chunk:
             "created_ps": self.time[i].astype(np.int64),
             "started_ps": np.where(self.started[i] == _NEVER, -1, self.started[i]),
             "completed_ps": done[i],
+            "class": self.cls[i],
         }
 
 
@@ -211,8 +228,13 @@ class PacketSink:
     programs' packets come too (``Prog.keep``), and go to their own table only."""
 
     def __init__(self, window: tuple[int, int] | None, keep: bool = False,
-                 spill_at: int = SPILL_VALUES, keep_programs: bool = False) -> None:
+                 spill_at: int = SPILL_VALUES, keep_programs: bool = False,
+                 n_classes: int = 1) -> None:
         self.w0, self.w1 = window if window is not None else (0, _NEVER)
+        self.spill_at = spill_at
+        #: per class (several classes only): [packets, bytes, latency sum], latencies
+        self.by_class: dict[int, tuple[list[int], ValueStore]] | None = \
+            {} if n_classes > 1 else None
         self.s = PacketStats()
         self.lat, self.net = ValueStore(spill_at), ValueStore(spill_at)
         self.lat_sum = self.net_sum = 0
@@ -233,7 +255,7 @@ class PacketSink:
 
     def add(self, rec: np.ndarray) -> None:
         """Records of delivered packets (or, at the end, undelivered ones: delivery -1)."""
-        if self.program_rows is not None and rec.shape[0]:
+        if rec.shape[0]:
             prog = rec[:, REC_FLOW] >= 0
             if prog.any():
                 self._programs(rec[prog])
@@ -265,12 +287,30 @@ class PacketSink:
             self.net.add(net)
             s.hops += int(m[:, REC_HOPS].sum())
             s.nonminimal += int((m[:, REC_MINIMAL] == 0).sum())
+            self._classes(m)
         self._messages(d)
+
+    def _classes(self, m: np.ndarray) -> None:
+        """Measured packets' records ``m`` counted by their traffic class."""
+        if self.by_class is None or not m.shape[0]:
+            return
+        cls = m[:, REC_CLASS]
+        lat = m[:, REC_DELIVER] - m[:, REC_CREATED]
+        for c in np.unique(cls).tolist():
+            sel = cls == c
+            acc, store = self.by_class.setdefault(int(c), ([0, 0, 0], ValueStore(self.spill_at)))
+            acc[0] += int(sel.sum())
+            acc[1] += int(m[sel, REC_SIZE].sum())
+            acc[2] += int(lat[sel].sum())
+            store.add(lat[sel])
 
     def _programs(self, rec: np.ndarray) -> None:
         """Rows of delivered program packets: every one measured (a program run's window is
-        the whole run); ``packet`` numbers them in delivery order."""
-        assert self.program_rows is not None
+        the whole run); ``packet`` numbers them in delivery order.  They come when the run
+        keeps their rows, or counts figures per class (``Prog.keep``)."""
+        self._classes(rec)
+        if self.program_rows is None:
+            return
         cols = _packet_columns(rec, 0, _NEVER)
         cols["packet"] = self.program_rows.rows + np.arange(rec.shape[0], dtype=np.int64)
         cols["flow"] = rec[:, REC_FLOW].copy()
@@ -326,6 +366,13 @@ class PacketSink:
                 setattr(s, out, Latency(mean=total / store.count / 1e3, p50=p50, p99=p99,
                                         max=store.max / 1e3))
             store.close()
+        if self.by_class is not None:
+            s.classes = {}
+            for c, (acc, store) in sorted(self.by_class.items()):
+                p50, p99 = percentiles_ns(store, (50, 99))
+                s.classes[c] = ClassStats(acc[0], acc[1], Latency(
+                    mean=acc[2] / acc[0] / 1e3, p50=p50, p99=p99, max=store.max / 1e3))
+                store.close()
         if self.packet_rows is not None and self.message_rows is not None:
             s.packets = self.packet_rows.flush()
             s.messages = self.message_rows.flush()
@@ -349,6 +396,7 @@ def _packet_columns(rec: np.ndarray, w0: int, w1: int) -> dict[str, np.ndarray]:
         "minimal": rec[:, REC_MINIMAL].astype(bool),
         "via_group": rec[:, REC_VIA].astype(np.int32),
         "measured": (created >= w0) & (created < w1) & (deliver >= 0),
+        "class": rec[:, REC_CLASS].astype(np.int16),
     }
 
 
@@ -368,7 +416,8 @@ def stats_of_packets(pk: Packets, inject: np.ndarray, deliver: np.ndarray, hops:
     for col, x in ((REC_ID, np.arange(pk.count)), (REC_MSG, pk.msg), (REC_SRC, pk.src),
                    (REC_DST, pk.dst), (REC_SIZE, pk.size), (REC_CREATED, pk.time_ps),
                    (REC_INJECT, inject), (REC_DELIVER, deliver), (REC_HOPS, hops),
-                   (REC_MINIMAL, minimal), (REC_VIA, via)):
+                   (REC_MINIMAL, minimal), (REC_VIA, via),
+                   (REC_CLASS, pk.cls if pk.cls is not None else 0)):
         rec[:, col] = x
     rec[:, REC_FLOW] = -1
     sink = PacketSink(window, keep)

@@ -54,6 +54,8 @@ class ProgramTraffic:
     msg_size: np.ndarray
     msg_tag: np.ndarray
     msg_rdv: np.ndarray
+    #: traffic class of each message's packets
+    msg_cls: np.ndarray
     #: operations with no dependency: they begin at time 0
     roots: np.ndarray
 
@@ -116,9 +118,11 @@ VIAS = ("none", "group", "router", "node")
 
 
 def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
-                  router_group: np.ndarray) -> ProgramTraffic:
+                  router_group: np.ndarray, msg_cls: np.ndarray | None = None
+                  ) -> ProgramTraffic:
     """Arrays of :class:`Prog` for ``progs``, whose packets take rows of the packet pool
-    (``router_group``: each router's group, for Valiant's intermediates)."""
+    (``router_group``: each router's group, for Valiant's intermediates; ``msg_cls``: the
+    traffic class of each message, one per send in operation order, default 0)."""
     R, n_ops = progs.n_ranks, progs.n_ops
     node = progs.nodes()
     if node.shape != (R,) or (R and not 0 <= int(node.min()) <= int(node.max()) < n_nodes):
@@ -178,8 +182,11 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
     ops = _table(n_ops, op_kind=progs.op_kind, op_rank=rank,
                  op_time=np.where(progs.op_kind == COMPUTE, progs.op_time_ps, 0),
                  op_msg=op_msg, op_chan=op_chan, op_wait=op_wait, op_start=-1, op_finish=-1)
+    cls = np.zeros(M, dtype=i64) if msg_cls is None else np.asarray(msg_cls, dtype=i64)
+    if cls.shape != (M,):
+        raise ValueError(f"msg_cls has shape {cls.shape}, not one class per message ({M})")
     msgs = _table(M, msg_size=size, msg_chan=send_chan, msg_rdv=rdv, msg_recv=-1,
-                  msg_arrived=-1, msg_post=-1, msg_start=-1, msg_finish=-1)
+                  msg_arrived=-1, msg_post=-1, msg_start=-1, msg_finish=-1, msg_cls=cls)
     flows = _table(3 * M, flow_msg=np.repeat(np.arange(M, dtype=i64), 3),
                    flow_op=np.repeat(sends.astype(i64), 3), flow_node=flow_node.reshape(-1),
                    flow_dst=flow_dst.reshape(-1), flow_npk=flow_npk, flow_left=flow_npk,
@@ -210,7 +217,7 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
         prog=_nonempty(prog), programs=progs,
         msg_src_rank=src_rank.astype(i64), msg_dst_rank=dst_rank, msg_src=s_node.astype(i64),
         msg_dst=d_node.astype(i64), msg_size=progs.op_bytes[sends].astype(i64),
-        msg_tag=progs.op_tag[sends].astype(i64), msg_rdv=rdv,
+        msg_tag=progs.op_tag[sends].astype(i64), msg_rdv=rdv, msg_cls=cls,
         roots=np.nonzero(op_wait == 0)[0].astype(i64),
     )
 

@@ -30,6 +30,7 @@ import numpy as np
 from federation.engine.api import (
     M_INJECT,
     M_TIME,
+    P_CLASS,
     P_DIM,
     P_DST,
     P_HOPS,
@@ -333,6 +334,7 @@ def new_packet(sim, pg, node, f):
     ps[row, P_SIZE] = size
     ps[row, P_VIA] = via
     ps[row, P_SRC] = node
+    ps[row, P_CLASS] = pg.msg_cls[m]
     sim.pm[row, M_TIME] = pg.flow_time[f]
     sim.pm[row, M_INJECT] = -1
     return row

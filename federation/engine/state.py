@@ -151,6 +151,7 @@ class Prog(NamedTuple):
     msg_post: np.ndarray  #: int64[M] the send started
     msg_start: np.ndarray  #: int64[M] its first data packet left the NIC
     msg_finish: np.ndarray  #: int64[M] its last data packet arrived
+    msg_cls: np.ndarray  #: int64[M] traffic class of its packets (QoS; 0 without)
     chan_first: np.ndarray  #: int64[C+1] slots of channel c: chan_first[c] ...
     chan_nsend: np.ndarray  #: int64[C] sends started on the channel
     chan_nrecv: np.ndarray  #: int64[C] receives posted on the channel

@@ -100,7 +100,7 @@ def time_batches(msgs: Messages, packet_size: int,
             hi = int(np.searchsorted(msgs.time_ps, msgs.time_ps[hi - 1], side="right"))
         end = int(msgs.time_ps[hi]) if hi < n else TIME_LIMIT_PS
         yield end, Messages(msgs.time_ps[lo:hi], msgs.src[lo:hi], msgs.dst[lo:hi],
-                            msgs.size[lo:hi])
+                            msgs.size[lo:hi], msgs.cls[lo:hi] if msgs.cls is not None else None)
         lo = hi
 
 

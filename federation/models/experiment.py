@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
 
 from federation.models.base import DocumentModel, SchemaVersion
 from federation.models.machine import AlgorithmSpec, ComponentSpec, Machine
@@ -55,6 +55,15 @@ class StopRule(DocumentModel):
         return self
 
 
+class LinkSeries(DocumentModel):
+    """``outputs.link_series``: bytes each port sent per traffic class, sampled every
+    ``interval`` over the run (the ``link_series`` table)."""
+
+    interval: PositiveTime = Field(description="time between two samples")
+    links: Literal["router", "all"] = Field(
+        "router", description="router: router-to-router ports only; all: NIC ports too")
+
+
 class Outputs(DocumentModel):
     """Which result files a run writes (into ``--out`` or ``dir``)."""
 
@@ -66,6 +75,9 @@ class Outputs(DocumentModel):
     messages: bool = Field(True, description="write the per-message completion table")
     nics: bool = Field(True, description="write the per-NIC counters table (Aries' NIC "
                        "counters over the measurement window)")
+    link_series: LinkSeries | None = Field(
+        None, description="write the link_series table: bytes per port and traffic class in "
+        "each interval of the run")
 
 
 class RankOrder(DocumentModel):
@@ -102,8 +114,32 @@ class RankOrder(DocumentModel):
         return self
 
 
+#: a traffic class's name: one of ``machine.qos``'s classes (checked once the policy is known)
+ClassName = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class ClassBy(DocumentModel):
+    """Mechanism II: a closed-loop job's packets classed by the operation that sent them.  A
+    send a collective (or barrier) made is ``collective``; every other send is
+    ``point_to_point``."""
+
+    collective: ClassName = Field(description="class of the sends collectives and barriers "
+                                  "make")
+    point_to_point: ClassName = Field(description="class of every other send")
+
+
+class WorkloadClasses(DocumentModel):
+    """Classes of the one-workload form (``workload`` and ``background``)."""
+
+    workload: ClassName | None = Field(None, description="class of every packet of workload")
+    background: ClassName | None = Field(None, description="class of every packet of "
+                                         "background")
+
+
 class Job(DocumentModel):
     """One job of a shared machine: a workload on the nodes its placement gives it."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
     name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.\-]+$",
                       description="names the job in results, tables and messages")
@@ -125,6 +161,18 @@ class Job(DocumentModel):
         None, description="routing mode by collective ({alltoall: ADAPTIVE_1}, as "
         "MPICH_GNI_A2A_ROUTING_MODE) for the job's collective workload; default: the "
         "experiment's")
+    class_: ClassName | None = Field(
+        None, alias="class", description="traffic class of every packet of the job (a name "
+        "of machine.qos's classes; Mechanism I)")
+    class_by: ClassBy | None = Field(
+        None, description="closed-loop jobs: class by the operation that sent each packet "
+        "(Mechanism II)")
+
+    @model_validator(mode="after")
+    def _one_classification(self) -> Job:
+        if self.class_ is not None and self.class_by is not None:
+            raise ValueError("give 'class' or 'class_by', not both")
+        return self
 
 
 class Experiment(DocumentModel):
@@ -149,6 +197,12 @@ class Experiment(DocumentModel):
         None, min_length=1,
         description="jobs sharing the machine, each a workload on its own nodes (instead of "
         "workload and background)")
+    classes: WorkloadClasses | None = Field(
+        None, description="without jobs: the traffic class of workload's and background's "
+        "packets (names of machine.qos's classes)")
+    class_by: ClassBy | None = Field(
+        None, description="without jobs: a closed-loop workload's packets classed by the "
+        "operation that sent them (collective or point_to_point)")
     slowdown: bool = Field(
         False, description="also run each closed-loop job alone on the same nodes (same seed) "
         "and report its completion with the others over alone")
@@ -172,3 +226,30 @@ class Experiment(DocumentModel):
         "e.g. {workload.load: [0.1, 0.5]}",
     )
     outputs: Outputs = Field(default_factory=Outputs)
+
+    @model_validator(mode="after")
+    def _classes_form(self) -> Experiment:
+        if self.jobs is not None:
+            given = "classes" if self.classes is not None else \
+                "class_by" if self.class_by is not None else None
+            if given:
+                raise ValueError(f"{given!r} is for the one-workload form; with jobs, give "
+                                 "each job its 'class' or 'class_by'")
+        if self.class_by is not None and self.classes is not None \
+                and self.classes.workload is not None:
+            raise ValueError("give classes.workload or class_by, not both")
+        return self
+
+    def class_fields(self, field: str) -> tuple[str | None, ClassBy | None, str]:
+        """The classification of the job at ``field`` (``jobs[1]``, ``workload`` or
+        ``background``): its class name, its class_by, and where they are in the file."""
+        if field.startswith("jobs["):
+            assert self.jobs is not None
+            job = self.jobs[int(field[5:-1])]
+            return job.class_, job.class_by, field
+        if field == "background":
+            cls = self.classes.background if self.classes is not None else None
+            return cls, None, "classes.background"
+        cls = self.classes.workload if self.classes is not None else None
+        where = "class_by" if self.class_by is not None else "classes.workload"
+        return cls, self.class_by, where

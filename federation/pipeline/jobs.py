@@ -64,8 +64,54 @@ def relocated(exc: ConfigError, point: ResolvedPoint, path: str) -> ConfigError:
     return ConfigError(exc.message, source=point.source, path=where)
 
 
+def check_classes(point: ResolvedPoint) -> None:
+    """Every traffic class a job names (``jobs[i].class``, ``class_by``; ``classes`` and
+    ``class_by`` of the one-workload form) is one of ``machine.qos``'s classes, and
+    ``class_by`` is given to closed-loop jobs only.  A machine with one class (no QoS) runs
+    every packet in it whatever the jobs say, so that one file sweeps ``machine.qos`` with and
+    without; its names are checked on the points that have classes."""
+    exp = point.experiment
+    qos = point.machine.qos
+    names = list(qos.class_names())
+    jobs = point_jobs(point)
+    if exp.classes is not None and exp.classes.background is not None \
+            and not any(j.field == "background" for j in jobs):
+        raise ConfigError("classes.background names the class of a background, but the "
+                          "experiment has none", source=point.source, path="classes.background")
+    if len(names) <= 1:
+        return
+    for job in jobs:
+        cls, by, where = exp.class_fields(job.field)
+        given = [(f"{where}" if where != job.field else f"{where}.class", cls)] \
+            if cls is not None else []
+        if by is not None:
+            base = where if where == "class_by" else f"{where}.class_by"
+            given += [(f"{base}.collective", by.collective),
+                      (f"{base}.point_to_point", by.point_to_point)]
+            if not job.closed_loop:
+                raise ConfigError(f"class_by classes a closed-loop job's sends by the operation "
+                                  f"that made them; {job.name!r} is open-loop (give it "
+                                  "'class')", source=point.source, path=base)
+        for path, name in given:
+            if name not in names:
+                raise ConfigError(f"traffic class {name!r} is not one of machine.qos's classes "
+                                  f"({qos.name}: {', '.join(names)})", source=point.source,
+                                  path=path)
+
+
+def check_link_series(point: ResolvedPoint) -> None:
+    """``outputs.link_series`` samples the native engine's counters: another engine's run is
+    refused rather than written without its table."""
+    if point.experiment.outputs.link_series is not None and point.engine.name != "native":
+        raise ConfigError(f"the {point.engine.name} engine does not sample link series (the "
+                          "native engine does)", source=point.source, path="outputs.link_series")
+
+
 def place_jobs(point: ResolvedPoint, built: Built) -> Placed:
-    """Every job's nodes, in its static rank order (see the module docstring)."""
+    """Every job's nodes, in its static rank order (see the module docstring); the jobs'
+    traffic classes checked first (:func:`check_classes`)."""
+    check_classes(point)
+    check_link_series(point)
     net = built.network
     jobs = point_jobs(point)
     owner = np.full(net.n_nodes, -1, dtype=np.int64)

@@ -141,6 +141,7 @@ def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int
         raise ConfigError(f"stop.warmup + stop.measure reach past {CLOCK_LIMIT}",
                           source=point.source, path=stop_field(point))
     state = rng.bit_generator.state
+    cls = job_class(point, job)
 
     def batches() -> Iterator[tuple[int, Messages]]:
         fresh = np.random.default_rng()
@@ -157,7 +158,7 @@ def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int
                                       "messages out of time order or past its end",
                                       source=point.source, path="workload")
                 last = end
-                yield min(end + start, TIME_LIMIT_PS), on_machine(msgs, nodes, start)
+                yield min(end + start, TIME_LIMIT_PS), on_machine(msgs, nodes, start, cls)
         except ConfigError as exc:
             raise relocate(exc, point, job, m) from None
 
@@ -235,11 +236,13 @@ def workload_context(point: ResolvedPoint, net: Network, horizon: int, nic_bw: f
     """What a workload reads to generate traffic before ``horizon`` ps: the whole machine, or
     with ``nodes`` (a job's machine nodes in order) the job's view of it."""
     name = job.name if job is not None and point.experiment.jobs is not None else None
+    names = tuple(class_names(point))
     if nodes is None:
         return WorkloadContext(net, point.machine.machine, point.experiment, horizon, nic_bw,
-                               rng, job=name)
+                               rng, job=name, class_names=names)
     return WorkloadContext(job_view(net, nodes), point.machine.machine, point.experiment,
-                           horizon, nic_bw, rng, nodes=nodes, machine_network=net, job=name)
+                           horizon, nic_bw, rng, nodes=nodes, machine_network=net,
+                           job=name, class_names=names)
 
 
 def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm: int, n: int,
@@ -263,8 +266,7 @@ def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm:
         if after.size >= n:
             cut = after[n - 1]
             end = int(msgs.time_ps[cut]) + 1
-            keep = np.arange(msgs.count) <= cut
-            m = Messages(msgs.time_ps[keep], msgs.src[keep], msgs.dst[keep], msgs.size[keep])
+            m = sliced(msgs, None, int(cut) + 1)
             return m, (warm, end)
         if warm + span >= TIME_LIMIT_PS - 1:
             raise ConfigError(
@@ -274,13 +276,41 @@ def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm:
         span = min(2 * span, TIME_LIMIT_PS - 1 - warm)
 
 
-def on_machine(msgs: Messages, nodes: np.ndarray | None, start_ps: int = 0) -> Messages:
-    """A job's messages in the machine's node numbers, ``start_ps`` later."""
+def on_machine(msgs: Messages, nodes: np.ndarray | None, start_ps: int = 0,
+               cls: int | None = None) -> Messages:
+    """A job's messages in the machine's node numbers, ``start_ps`` later, those without a
+    class of their own in the job's class ``cls`` (``None``: the job names none)."""
+    if cls is not None:
+        own = msgs.cls if msgs.cls is not None else np.full(msgs.count, -1, np.int16)
+        msgs = Messages(msgs.time_ps, msgs.src, msgs.dst, msgs.size,
+                        np.where(own >= 0, own, cls).astype(np.int16))
     if nodes is None and start_ps == 0:
         return msgs
     src = msgs.src if nodes is None else nodes[msgs.src].astype(np.int32)
     dst = msgs.dst if nodes is None else nodes[msgs.dst].astype(np.int32)
-    return Messages(msgs.time_ps + start_ps, src, dst, msgs.size)
+    return Messages(msgs.time_ps + start_ps, src, dst, msgs.size, msgs.cls)
+
+
+def class_names(point: ResolvedPoint) -> list[str]:
+    """``machine.qos``'s traffic classes (a class's number is its position)."""
+    return list(point.machine.qos.class_names())
+
+
+def job_class(point: ResolvedPoint, job: ResolvedJob | None) -> int | None:
+    """The class number ``job`` gives its packets (``jobs[i].class``, ``classes.workload`` /
+    ``classes.background``), ``None`` when it names none or the machine has one class (the
+    names are checked by the jobs stage, ``check_classes``)."""
+    names = class_names(point)
+    if job is None or len(names) <= 1:
+        return None
+    cls, _, _ = point.experiment.class_fields(job.field)
+    return names.index(cls) if cls is not None else None
+
+
+def sliced(m: Messages, a: int | None, b: int | None) -> Messages:
+    """Messages ``a:b`` of ``m`` (their classes too)."""
+    return Messages(m.time_ps[a:b], m.src[a:b], m.dst[a:b], m.size[a:b],
+                    m.cls[a:b] if m.cls is not None else None)
 
 
 def merged_batches(streams: list[Batches]) -> Batches:
@@ -311,8 +341,8 @@ def merged_batches(streams: list[Batches]) -> Batches:
             out = []
             for i, m in enumerate(held):
                 cut = int(np.searchsorted(m.time_ps, end, side="left"))
-                out.append(Messages(m.time_ps[:cut], m.src[:cut], m.dst[:cut], m.size[:cut]))
-                held[i] = Messages(m.time_ps[cut:], m.src[cut:], m.dst[cut:], m.size[cut:])
+                out.append(sliced(m, None, cut))
+                held[i] = sliced(m, cut, None)
             yield end, join(out).sorted()
             for i in range(len(its)):
                 if live[i] and ends[i] == end:
@@ -328,5 +358,9 @@ def join(parts: list[Messages]) -> Messages:
         return no_messages()
     if len(parts) == 1:
         return parts[0]
+    cls = None
+    if any(m.cls is not None for m in parts):  # a message without a class of its own: -1
+        cls = np.concatenate([m.cls if m.cls is not None else np.full(m.count, -1, np.int16)
+                              for m in parts]).astype(np.int16)
     return Messages(*(np.concatenate([getattr(m, f) for m in parts])
-                      for f in ("time_ps", "src", "dst", "size")))
+                      for f in ("time_ps", "src", "dst", "size")), cls)

@@ -49,7 +49,7 @@ from federation.pipeline.points import (
 )
 from federation.pipeline.preflight import check_point, machine_estimate
 from federation.pipeline.rank_programs import ProgramCache, program_key
-from federation.pipeline.summary import message_table, nic_table, summarize
+from federation.pipeline.summary import link_series_table, message_table, nic_table, summarize
 from federation.pipeline.traffic import prepare_traffic
 from federation.plugin.components import Engine
 from federation.plugin.registry import get_plugins
@@ -233,6 +233,8 @@ def compute_point(index: int, point: ResolvedPoint, cache: BuildCache,
         tables["nics"] = nic_table(prep, raw)
     if exp.outputs.messages:  # written last, as before the nics table existed
         tables["messages"] = message_table(prep, raw)
+    if exp.outputs.link_series is not None:
+        tables["link_series"] = link_series_table(prep, raw)
     result = PointResult(
         index=index, sweep=point.sweep, seed=exp.seed, engine=point.engine.name,
         routing=point.routing.name, routing_description=prep.built.tables.description,

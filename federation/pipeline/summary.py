@@ -18,7 +18,13 @@ from federation.engine.state import Prog
 from federation.models.units import PS_PER_S
 from federation.pipeline.job_figures import job_columns, job_summaries, nic_counters, owners
 from federation.pipeline.points import PreparedPoint, everywhere
-from federation.results.model import LatencyStats, LinkUse, PointSummary, ProgramSummary
+from federation.results.model import (
+    ClassSummary,
+    LatencyStats,
+    LinkUse,
+    PointSummary,
+    ProgramSummary,
+)
 from federation.results.spool import Table
 from federation.results.variability import variability
 
@@ -94,6 +100,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     fields["jobs"] = job_summaries(prep, raw)
     if raw.window_ports.nics is not None:
         fields["nics"] = nic_counters(raw.window_ports.nics)
+    fields["classes"] = class_summaries(prep, raw)
     summary = PointSummary(**fields)
     packets = packet_table(prep, raw)
     local = np.where(pt.port_router >= 0,
@@ -175,7 +182,7 @@ def packet_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.nd
 
 #: the columns a rank-program run's packets table shares with an open-loop run's, as they are
 _SHARED = ["src", "dst", "size", "created_ps", "injected_ps", "delivered_ps", "hops", "minimal",
-           "via_group", "measured"]
+           "via_group", "measured", "class"]
 
 
 def program_packet_table(prep: PreparedPoint, raw: RawResult,
@@ -287,12 +294,38 @@ def program_summary(raw: RawResult, n_messages: int | None = None) -> ProgramSum
 
 
 def class_columns(raw: RawResult) -> dict[str, np.ndarray]:
-    """``bytes_class_K``: whole-run bytes per port of each traffic class, when there are
-    several (a QoS policy's classes)."""
+    """``bytes_class_K``: whole-run bytes per port of each traffic class, and
+    ``inactive_ps_class_K``, the time the QoS policy held class K inactive at the port (when
+    the engine counts it: ``RawResult.port_class_inactive``), when there are several classes
+    (a QoS policy's)."""
+    out: dict[str, np.ndarray] = {}
     per = raw.port_class_bytes
-    if per is None or per.shape[1] < 2:
-        return {}
-    return {f"bytes_class_{k}": per[:, k].copy() for k in range(per.shape[1])}
+    if per is not None and per.ndim == 2 and per.shape[1] > 1:
+        out.update({f"bytes_class_{k}": per[:, k].copy() for k in range(per.shape[1])})
+    idle = getattr(raw, "port_class_inactive", None)
+    if idle is not None and np.ndim(idle) == 2 and idle.shape[1] > 1:
+        out.update({f"inactive_ps_class_{k}": np.asarray(idle[:, k], dtype=np.int64).copy()
+                    for k in range(idle.shape[1])})
+    return out
+
+
+def class_summaries(prep: PreparedPoint, raw: RawResult) -> list[ClassSummary] | None:
+    """Per traffic class (several classes only): its measured packets' count, bytes and
+    latency, every class of the policy listed (a class without packets has zeros and no
+    latency)."""
+    per = raw.packets.classes
+    if per is None:
+        return None
+    names = list(prep.point.machine.qos.class_names())
+    out = []
+    for k, name in enumerate(names):
+        c = per.get(k)
+        lat = c.latency if c is not None else Latency()
+        out.append(ClassSummary(name=name, index=k, packets=c.packets if c else 0,
+                                bytes=c.bytes if c else 0,
+                                latency_ns=LatencyStats(mean=lat.mean, p50=lat.p50,
+                                                        p99=lat.p99, max=lat.max)))
+    return out
 
 
 def message_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.ndarray]:
@@ -312,6 +345,7 @@ def message_table(prep: PreparedPoint, raw: RawResult) -> Table | dict[str, np.n
             "created_ps": created, "completed_ps": done,
             "completion_ps": np.where(done >= 0, done - created, -1),
             "measured": (created >= w0) & (created < w1),
+            "class": m["class"],
         }
 
     none = rows({k: np.zeros(0, dtype=np.int64) for k in MESSAGE_COLUMNS})
@@ -357,6 +391,7 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
         "tag": t.msg_tag.astype(np.int32),
         "rendezvous": t.msg_rdv.astype(bool),
         "routing_mode": pg.msg_mode[:n].astype(np.int8),  # as sent (a controller's choice)
+        "class": t.msg_cls.astype(np.int16),
     }
     def background(m: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         n = m["message"].shape[0]
@@ -378,6 +413,7 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
             "tag": none,
             "rendezvous": np.zeros(n, dtype=bool),
             "routing_mode": np.full(n, -1, dtype=np.int8),
+            "class": m["class"],
         }
 
     cols = job_columns(prep)
@@ -394,3 +430,39 @@ def program_message_table(prep: PreparedPoint, raw: RawResult,
     if m is None or not m.rows:
         return programs
     return m.mapped(background, list(programs)).then(programs)
+
+
+def link_series_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarray]:
+    """The ``link_series`` table (``outputs.link_series``): per interval, port and traffic
+    class with bytes sent, the bytes the port started sending in ``[start_ps, end_ps)`` and
+    their share of what the link could carry then (``utilization``); router-to-router ports
+    only unless ``links: all``."""
+    series = raw.link_series
+    net = prep.network
+    pt = net.ports
+    names = np.array(list(prep.point.machine.qos.class_names()), dtype=object)
+    empty = series is None or series.port.size == 0
+    port = series.port if not empty else np.zeros(0, np.int64)
+    sel = np.ones(port.shape[0], dtype=bool)
+    spec = prep.point.experiment.outputs.link_series
+    if spec is not None and spec.links == "router":
+        sel = (pt.port_router[port] >= 0) & (pt.port_router[pt.port_peer[port]] >= 0)
+    port = port[sel]
+    end = series.end_ps[sel] if not empty else np.zeros(0, np.int64)
+    cls = series.cls[sel] if not empty else np.zeros(0, np.int64)
+    nbytes = series.bytes[sel] if not empty else np.zeros(0, np.int64)
+    interval = series.interval_ps if series is not None else 1
+    start = np.maximum((end - 1) // interval * interval, 0)
+    bw = np.array([prep.job.links[c].bandwidth for c in net.link_classes], dtype=np.float64)
+    port_bw = bw[pt.port_class]
+    port_bw[pt.nic_port] = prep.job.nic_bandwidth
+    span_s = np.maximum(end - start, 1) / PS_PER_S
+    return {
+        "start_ps": start.astype(np.int64), "end_ps": end.astype(np.int64),
+        "port": port.astype(np.int64), "router": pt.port_router[port].astype(np.int64),
+        "link_class": np.array(net.link_classes, dtype=object)[pt.port_class[port]],
+        "class": cls.astype(np.int16), "class_name": names[cls] if cls.size else
+        np.zeros(0, dtype=object),
+        "bytes": nbytes.astype(np.int64),
+        "utilization": nbytes / (port_bw[port] * span_s),
+    }

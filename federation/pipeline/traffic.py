@@ -29,7 +29,9 @@ from federation.pipeline.messages import (
     check_messages,
     check_packets_memory,
     check_traffic,
+    class_names,
     generate_n_messages,
+    job_class,
     join,
     merged_batches,
     on_machine,
@@ -61,7 +63,7 @@ from federation.pipeline.rank_programs import (
 )
 from federation.pipeline.routing_modes import controller_state, with_modes
 from federation.plugin.components import Messages
-from federation.programs.model import RankPrograms, joined_modes
+from federation.programs.model import SEND, RankPrograms, joined_modes
 
 
 def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
@@ -117,7 +119,7 @@ def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
                 check_messages(point, m, msgs, job.workload)
             except ConfigError as exc:
                 raise relocate(exc, point, job, m) from None
-            msgs = on_machine(msgs, nodes, job.start_ps)
+            msgs = on_machine(msgs, nodes, job.start_ps, job_class(point, job))
         expected = check_traffic(point, built, msgs, window, max_memory, kept)
         batches = whole_batches(msgs, packet)
     traffic, n_classes = open_traffic(point, built, batches, expected, rng_route)
@@ -143,7 +145,7 @@ def _generated(point: ResolvedPoint, built: Built, job: ResolvedJob, nodes: np.n
         check_messages(point, m, msgs, job.workload)
     except ConfigError as exc:
         raise relocate(exc, point, job, m) from None
-    return on_machine(msgs, nodes, start)
+    return on_machine(msgs, nodes, start, job_class(point, job))
 
 
 def _prepare_open_jobs(point: ResolvedPoint, built: Built, max_memory: int,
@@ -202,12 +204,18 @@ def open_traffic(point: ResolvedPoint, built: Built, batches: Batches, expected:
     n_classes = int(qos.n_classes())
 
     def classes(msgs: Messages) -> np.ndarray:
+        """Each message's class: its own or its job's (``Messages.cls``), else the policy's;
+        class 0 on a machine of one class, whatever the jobs name."""
+        if n_classes <= 1:
+            return np.zeros(msgs.count, dtype=np.int16)
         mclass = np.asarray(qos.traffic_class(msgs))
         if mclass.shape != (msgs.count,) or (msgs.count and not 0 <= int(mclass.min())
                                              <= int(mclass.max()) < n_classes):
             raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
                               f"{n_classes - 1} or not one per message", source=point.source,
                               path="machine.qos")
+        if msgs.cls is not None:
+            mclass = np.where(msgs.cls >= 0, msgs.cls, mclass)
         return mclass
 
     tables = built.tables
@@ -243,7 +251,9 @@ def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
                      keep_packets=bool(outputs.packets or outputs.messages),
                      keep_program_packets=bool(outputs.packets), max_rows=max_rows,
                      router=machine.router, controller=controller,
-                     nic_flit=int(machine.nic.flit))
+                     nic_flit=int(machine.nic.flit),
+                     sample_ps=(seconds_to_ps(outputs.link_series.interval)
+                                if outputs.link_series is not None else None))
 
 
 def _max_rows(built: Built, max_memory: int, other: int) -> int:
@@ -278,11 +288,12 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
     check_memory(est, max_memory, f"this point ({what})", point.source,
                  "stop.measure" if bg_memory > PROGRAM_BYTES_PER_OP * progs.n_ops
                  else first.workload_field)
-    opened, n_classes = None, 1
+    opened, n_classes = None, int(point.machine.qos.n_classes())
     if any(not j.closed_loop for j in point_jobs(point)):
         opened, n_classes = open_traffic(point, built, whole_batches(background, packet), n_bg,
                                          background_rngs(point)[1])
-    traffic = build_traffic(progs, net.n_nodes, fig, built.tables.router_group)
+    traffic = build_traffic(progs, net.n_nodes, fig, built.tables.router_group,
+                            program_classes(point, progs, layout))
     control = controller_state(point, net.n_nodes, packet)
     if control is not None:  # the controller's arrays ride in the programs' state
         traffic.prog = traffic.prog._replace(ctl_on=np.int64(1), ctl=control[1])
@@ -290,6 +301,32 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
                _max_rows(built, max_memory, est.packets), traffic,
                control[0] if control is not None else None)
     return PreparedPoint(point, net, job, None, built, placed, layout, programs_by_job)
+
+
+def program_classes(point: ResolvedPoint, progs: RankPrograms,
+                    layout: JobLayout) -> np.ndarray | None:
+    """The traffic class of each message (send) of the merged programs ``progs``: its job's
+    ``class``, or by ``class_by`` the class of collectives' sends and of the others
+    (``RankPrograms.op_coll``); ``None`` (all class 0) on a machine of one class."""
+    names = class_names(point)
+    if len(names) <= 1:
+        return None
+    sends = progs.op_kind == SEND
+    rank = progs.op_rank[sends]
+    coll = progs.collective_sends()
+    out = np.zeros(int(sends.sum()), dtype=np.int64)
+    for job in point_jobs(point):
+        if job.index not in layout.ranks:
+            continue
+        r0, r1 = layout.ranks[job.index]
+        mine = (rank >= r0) & (rank < r1)
+        cls, by, _ = point.experiment.class_fields(job.field)
+        if cls is not None:
+            out[mine] = names.index(cls)
+        elif by is not None:
+            out[mine & coll] = names.index(by.collective)
+            out[mine & ~coll] = names.index(by.point_to_point)
+    return out
 
 
 def background_rngs(point: ResolvedPoint) -> tuple[np.random.Generator, np.random.Generator]:
@@ -393,15 +430,16 @@ def delayed(p: RankPrograms, start_ps: int) -> RankPrograms:
                         spread(p.op_tag, 0), time, before, after, dkind, p.rank_node, label,
                         spread(p.op_line, 0) if p.op_line is not None else None, p.source,
                         dict(p.meta),
-                        spread(p.op_mode, -1) if p.op_mode is not None else None,
-                        p.mode_names)
+                        op_mode=spread(p.op_mode, -1) if p.op_mode is not None else None,
+                        mode_names=p.mode_names, op_coll=spread(p.op_coll, 0))
 
 
 def concatenated(pieces: list[tuple[RankPrograms, np.ndarray]]) -> RankPrograms:
     """Several jobs' programs as one: ranks and operations numbered one job after the other,
     peers and dependencies shifted with them, rank ``i`` of each on the given machine node."""
-    firsts, cols, deps, nodes = [], {k: [] for k in ("kind", "peer", "bytes", "tag", "time")}, \
-        [], []
+    firsts, deps, nodes = [], [], []
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("kind", "peer", "bytes", "tag", "time",
+                                                         "coll")}
     labels: list[str] | None = [] if all(p.op_label is not None for p, _ in pieces) else None
     lines = [] if all(p.op_line is not None for p, _ in pieces) else None
     r0 = o0 = 0
@@ -409,7 +447,7 @@ def concatenated(pieces: list[tuple[RankPrograms, np.ndarray]]) -> RankPrograms:
         firsts.append(p.rank_first[:-1] + o0)
         peer = np.where(p.op_peer >= 0, p.op_peer + r0, p.op_peer)
         for k, v in (("kind", p.op_kind), ("peer", peer), ("bytes", p.op_bytes),
-                     ("tag", p.op_tag), ("time", p.op_time_ps)):
+                     ("tag", p.op_tag), ("time", p.op_time_ps), ("coll", p.op_coll)):
             cols[k].append(v)
         deps.append((p.dep_before + o0, p.dep_after + o0, p.dep_kind))
         nodes.append(on)
@@ -427,7 +465,9 @@ def concatenated(pieces: list[tuple[RankPrograms, np.ndarray]]) -> RankPrograms:
                         cat(nodes).astype(np.int64), labels,
                         cat(lines) if lines is not None else None,
                         pieces[0][0].source if len(pieces) == 1 else None, {},
-                        *joined_modes([p for p, _ in pieces]))
+                        op_coll=cat(cols["coll"]),
+                        **dict(zip(("op_mode", "mode_names"),
+                                   joined_modes([p for p, _ in pieces]), strict=True)))
 
 
 def check_intermediates(point: ResolvedPoint, built: Built, via: np.ndarray,

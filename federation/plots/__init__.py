@@ -16,6 +16,8 @@ fast as before.  Modules:
 * :mod:`federation.plots.links` link utilisation per class and the router x port heatmap;
 * :mod:`federation.plots.distributions` latency, hop-count and message-completion distributions;
 * :mod:`federation.plots.jobs` each job's completion with the others and alone, its slowdown;
+* :mod:`federation.plots.classes` the traffic classes' share of the busiest links over the run
+  (``outputs.link_series``);
 * :mod:`federation.plots.standard` the standard set of figures for one or more folders;
 * :mod:`federation.plots.report` the self-contained HTML report.
 

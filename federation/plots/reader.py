@@ -55,9 +55,13 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
               "utilization_window": "number"},
     "messages": {"point": "int", "completed_ps": "int", "completion_ps": "int",
                  "measured": "bool"},
+    "link_series": {"point": "int", "start_ps": "int", "end_ps": "int", "port": "int",
+                    "class": "int",
+                    "bytes": "int", "utilization": "number"},
 }
 #: columns read when the table has them: the messages' ``job`` (per-job distributions)
-OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"messages": {"job": "str"}}
+OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"messages": {"job": "str"},
+                                               "link_series": {"link_class": "str"}}
 TABLE_SUFFIXES = (".parquet", ".csv")
 _NUMPY = {"int": np.int64, "number": np.float64, "bool": np.bool_, "str": object}
 
@@ -442,6 +446,13 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, rout
                 raise refuse("utilization_window", f"port {lk.port} is one of the point's "
                              f"busiest links at {lk.utilization_window:.6g} in its summary; "
                              "this table disagrees: not this point's table")
+    elif name == "link_series":
+        u = cols["utilization"]
+        if (cols["bytes"] < 0).any() or not np.isfinite(u).all() or (u < 0).any():
+            raise refuse("utilization", "a negative byte count or a utilisation that is not a "
+                         "finite number >= 0")
+        if (cols["class"] < 0).any():
+            raise refuse("class", "a traffic class below 0")
     else:
         done = cols["measured"] & (cols["completed_ps"] >= 0)
         c = cols["completion_ps"][done]

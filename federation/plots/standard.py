@@ -45,7 +45,7 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
              margin: float = DEFAULT_SATURATION_MARGIN,
              heatmap_limit: int = HEATMAP_MAX_ROUTERS) -> Drawn:
     """Draw the standard figures of ``folders`` into ``out_dir`` as ``fmt`` files."""
-    from federation.plots import curves, distributions, engines, jobs, links
+    from federation.plots import classes, curves, distributions, engines, jobs, links
 
     if not 0 <= margin < 1:
         raise ValueError("the saturation margin is a fraction of the offered load in [0, 1)")
@@ -82,6 +82,10 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
         drawn.add("message_completion", distributions.draw_message_completion(
             s, folders, out_dir, fmt, f"message-completion{suffix}"),
             _why_not(s, "messages", "completed messages"))
+        if any(s.folder.has_table(p, "link_series") for p in s.points):
+            drawn.add("link_classes", classes.draw_class_share(
+                s, folders, out_dir, fmt, f"link-classes{suffix}"),
+                f"{s.label}: its link_series tables hold no bytes")
     return drawn
 
 

@@ -267,6 +267,9 @@ class Messages:
     src: np.ndarray  # int32 node
     dst: np.ndarray  # int32 node
     size: np.ndarray  # int64 bytes
+    #: traffic class of each message (int16; -1: the QoS policy's ``traffic_class``), when a
+    #: workload or the message's job gives one; ``None``: none given
+    cls: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -286,7 +289,8 @@ class Messages:
                 o = np.argsort(key, kind="stable")
         if o is None:
             o = np.lexsort((s, t))
-        return Messages(t[o], s[o], self.dst[o], self.size[o])
+        return Messages(t[o], s[o], self.dst[o], self.size[o],
+                        self.cls[o] if self.cls is not None else None)
 
 
 @dataclass(frozen=True)
@@ -307,6 +311,8 @@ class WorkloadContext:
     machine_network: Network | None = None
     #: the job's name (``None``: the experiment's one workload)
     job: str | None = None
+    #: ``machine.qos``'s class names (a workload's own per-message class names one of them)
+    class_names: tuple[str, ...] = ("default",)
 
     @property
     def whole_network(self) -> Network:

@@ -44,6 +44,8 @@ class ProgramAssembler:
         self._edges: list[tuple[np.ndarray, np.ndarray, int]] = []
         self._n = 0
         self._count = np.zeros(self.n_ranks, dtype=np.int64)  # ops per rank so far
+        #: (ranks, first, end) rank-local spans of the operations collectives made
+        self._coll: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         #: after :meth:`build`: the global operation number of each provisional id
         self.global_ids: np.ndarray | None = None
 
@@ -104,6 +106,16 @@ class ProgramAssembler:
         self._finish.append(col)
         self._live.append(int(ranks.shape[0]))
 
+    def begin_collective(self, ranks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A collective starts writing into ``ranks``: where each rank's operations stand."""
+        ranks = np.asarray(ranks, dtype=np.int64).reshape(-1)
+        return ranks, self._count[ranks].copy()
+
+    def end_collective(self, token: tuple[np.ndarray, np.ndarray]) -> None:
+        """The collective of ``token`` is written: its operations are marked collective."""
+        ranks, first = token
+        self._coll.append((ranks, first, self._count[ranks].copy()))
+
     @property
     def n_ops(self) -> int:
         return self._n
@@ -129,5 +141,12 @@ class ProgramAssembler:
             before = after = np.zeros(0, np.int64)
             dkind = np.zeros(0, np.int8)
         self.global_ids = new_id
+        mark = np.zeros(self._n + 1, dtype=np.int64)
+        for ranks, a, b in self._coll:
+            some = b > a
+            np.add.at(mark, first[ranks[some]] + a[some], 1)
+            np.add.at(mark, first[ranks[some]] + b[some], -1)
+        coll = (np.cumsum(mark[:self._n]) > 0).astype(np.int8)
         return RankPrograms(first, kind, peer, nbytes, tag, time_ps, before, after, dkind,
-                            rank_node=rank_node, source=source, meta=dict(meta or {}))
+                            rank_node=rank_node, source=source, meta=dict(meta or {}),
+                            op_coll=coll)

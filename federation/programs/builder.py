@@ -46,7 +46,7 @@ class RankBuilder:
     """
 
     __slots__ = ("rank", "kind", "peer", "nbytes", "tag", "time_ps", "dep_before",
-                 "dep_after", "dep_kind", "labels", "lines", "modes", "_fin", "_sta",
+                 "dep_after", "dep_kind", "labels", "lines", "modes", "coll", "_fin", "_sta",
                  "_pending")
 
     def __init__(self, rank: int) -> None:
@@ -62,6 +62,8 @@ class RankBuilder:
         self.labels: list[str] | None = None
         self.lines: list[int] | None = None
         self.modes: dict[int, str] | None = None  #: a send's routing mode by handle
+        #: spans of operations collectives made: (first, end) handle pairs, flattened
+        self.coll: list[int] = []
         self._fin: list[int] = []
         self._sta: list[int] = []
         self._pending: dict[int, None] = {}  # outstanding non-blocking ops, in issue order
@@ -116,6 +118,15 @@ class RankBuilder:
         self.lines.extend([0] * (h + 1 - len(self.lines)))
         self.labels[h] = label or ""
         self.lines[h] = line
+
+    def begin_collective(self) -> int:
+        """A collective starts writing into this rank: the handle its first operation gets."""
+        return len(self.kind)
+
+    def end_collective(self, first: int) -> None:
+        """The collective begun at ``first`` is written: its operations are marked."""
+        if len(self.kind) > first:
+            self.coll.extend((first, len(self.kind)))
 
     # ------------------------------------------------------------------ MPI-style calls
 
@@ -225,6 +236,17 @@ class ProgramBuilder:
     def __getitem__(self, r: int) -> RankBuilder:
         return self.rank(r)
 
+    def begin_collective(self, ranks: Iterable[int]) -> list[tuple[RankBuilder, int]]:
+        """A collective starts writing into ``ranks`` (see
+        :func:`~federation.programs.collective_ctx.collective_ops`)."""
+        rbs = [self.rank(int(r)) for r in np.asarray(ranks).reshape(-1).tolist()]
+        return [(rb, rb.begin_collective()) for rb in rbs]
+
+    def end_collective(self, token: list[tuple[RankBuilder, int]]) -> None:
+        """The collective begun with ``token`` is written: its operations are marked."""
+        for rb, first in token:
+            rb.end_collective(first)
+
     def adopt(self, rb: RankBuilder) -> None:
         """Use ``rb``, written elsewhere, as rank ``rb.rank``'s operations (a reader that
         learns the rank count only at the end writes ranks before the builder exists)."""
@@ -277,6 +299,7 @@ class ProgramBuilder:
             source=source,
             op_mode=op_mode,
             mode_names=mode_names,
+            op_coll=_spans(rank_first, [r.coll for r in rs]),
         )
 
 
@@ -292,6 +315,18 @@ def _modes(rs: list[RankBuilder], rank_first: np.ndarray, n: int
         for h, m in (r.modes or {}).items():
             out[int(rank_first[r.rank]) + h] = index[m]
     return out, names
+
+
+def _spans(rank_first: np.ndarray, spans: list[list[int]]) -> np.ndarray:
+    """int8[n_ops]: 1 inside each rank's (first, end) spans of rank-local handles."""
+    n = int(rank_first[-1])
+    mark = np.zeros(n + 1, dtype=np.int64)
+    for r, sp in enumerate(spans):
+        if sp:
+            a = np.asarray(sp, dtype=np.int64).reshape(-1, 2) + rank_first[r]
+            np.add.at(mark, a[:, 0], 1)
+            np.add.at(mark, a[:, 1], -1)
+    return (np.cumsum(mark[:n]) > 0).astype(np.int8)
 
 
 def _int64(rs: list[RankBuilder], attr: str, count: int) -> np.ndarray:
@@ -406,4 +441,5 @@ def concatenate(parts: Sequence[RankPrograms],
         source=parts[0].source if len({p.source for p in parts}) == 1 else None,
         op_mode=op_mode,
         mode_names=mode_names,
+        op_coll=np.concatenate([p.op_coll for p in parts]),
     )

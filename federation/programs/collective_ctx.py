@@ -7,7 +7,8 @@ public calls so that neither imports the other.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,24 @@ class _BuilderSink:
     def wait(self, ranks: np.ndarray, handles: np.ndarray) -> None:
         for r, h in zip(np.asarray(ranks).tolist(), np.asarray(handles).tolist(), strict=True):
             self.b.rank(r).wait(h)
+
+    def begin_collective(self, ranks: np.ndarray) -> list[tuple[Any, int]]:
+        return self.b.begin_collective(ranks)
+
+    def end_collective(self, token: list[tuple[Any, int]]) -> None:
+        self.b.end_collective(token)
+
+
+@contextmanager
+def collective_ops(sink: Any, comm: np.ndarray) -> Iterator[None]:
+    """The operations written into ``sink`` inside this block for the ranks of ``comm`` are a
+    collective's (``RankPrograms.op_coll``: QoS's ``class_by``).  A sink without
+    ``begin_collective`` (a caller's own) marks nothing."""
+    begin = getattr(sink, "begin_collective", None)
+    token = begin(comm) if begin is not None else None
+    yield
+    if token is not None:
+        sink.end_collective(token)
 
 
 @dataclass

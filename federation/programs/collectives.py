@@ -64,6 +64,7 @@ from federation.programs.collective_ctx import (
     Ctx,
     Trace,
     _BuilderSink,
+    collective_ops,
     is_pof2,
     pof2_floor,
 )
@@ -256,14 +257,15 @@ def collective(builder: Any, op: str, comm: Sequence[int] | np.ndarray | None = 
         return tag
     name = f"{op}_{algorithm}"
     fn = getattr(collective_algorithms, name, None) or getattr(collective_exchanges, name)
-    if op == "alltoallv":
-        fn(ctx, sizes)
-    elif op == "barrier":
-        fn(ctx)
-    elif op in ("bcast", "reduce", "scatter", "gather"):
-        fn(ctx, nbytes, root, datatype_size)
-    else:
-        fn(ctx, nbytes, datatype_size)
+    with collective_ops(sink, c):
+        if op == "alltoallv":
+            fn(ctx, sizes)
+        elif op == "barrier":
+            fn(ctx)
+        elif op in ("bcast", "reduce", "scatter", "gather"):
+            fn(ctx, nbytes, root, datatype_size)
+        else:
+            fn(ctx, nbytes, datatype_size)
     return ctx.top + 1
 
 

@@ -117,6 +117,12 @@ class _OneRank:
             out[i] = self.rb._seq(kind, pe, nb, tg, 0, blocking)
         return out
 
+    def begin_collective(self, ranks: np.ndarray) -> int:
+        return self.rb.begin_collective()
+
+    def end_collective(self, first: int) -> None:
+        self.rb.end_collective(first)
+
     def wait(self, ranks: np.ndarray, handles: np.ndarray) -> None:
         for r, h in zip(np.asarray(ranks).tolist(), np.asarray(handles).tolist(), strict=True):
             if r == self.r:

@@ -87,6 +87,9 @@ class RankPrograms:
     ``op_label`` optionally carries each operation's name in its source (a GOAL label such as
     ``l3``) and ``op_line`` its line number there, for messages; ``source`` names the file.
     ``rank_node`` places rank i on node ``rank_node[i]`` (default: node i).
+    ``op_coll`` marks the operations a collective (or barrier) made (1) apart from the
+    program's own point-to-point calls (0): QoS's ``class_by`` classes sends by it; every
+    transformation of programs must carry it (the default, all zeros, says "no collective").
     """
 
     rank_first: np.ndarray  #: int64[n_ranks + 1]
@@ -108,6 +111,7 @@ class RankPrograms:
     #: uGNI calls take one (``MPICH_GNI_ROUTING_MODE`` per message)
     op_mode: np.ndarray | None = None
     mode_names: list[str] | None = None  #: the names ``op_mode`` indexes
+    op_coll: np.ndarray | None = None  #: int8[n_ops]; None: zeros (no collective)
 
     def __post_init__(self) -> None:
         # each field in the dtype the engine stores it in; a value that dtype cannot hold (a
@@ -127,6 +131,18 @@ class RankPrograms:
                 raise ConfigError(f"RankPrograms.op_mode: one value per operation, each -1 or "
                                   f"an index of mode_names ({len(names)} names)",
                                   path="workload")
+        if self.op_coll is None:
+            self.op_coll = np.zeros(self.op_kind.shape[0], dtype=np.int8)
+        else:
+            self.op_coll = _exact(self.op_coll, np.int8, "op_coll")
+            if self.op_coll.shape != self.op_kind.shape:
+                raise ValueError(f"op_coll has {self.op_coll.shape[0]} entries for "
+                                 f"{self.op_kind.shape[0]} operations")
+
+    def collective_sends(self) -> np.ndarray:
+        """bool[n_messages]: per send (in operation order), whether a collective made it."""
+        assert self.op_coll is not None
+        return self.op_coll[self.op_kind == SEND] != 0
 
     @property
     def n_ranks(self) -> int:

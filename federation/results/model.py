@@ -170,6 +170,17 @@ class JobSummary(FederationModel):
         "its nodes)")
 
 
+class ClassSummary(FederationModel):
+    """One traffic class's measured packets (open-loop packets created in the window, and
+    every rank-program packet), with several classes (``machine.qos``)."""
+
+    name: str = Field(description="the class's name (machine.qos)")
+    index: int = Field(description="its number: 0 first, as the policy orders them")
+    packets: int
+    bytes: int
+    latency_ns: LatencyStats = Field(description="creation at the source NIC to delivery")
+
+
 class PointSummary(FederationModel):
     offered_load: float | None = Field(
         description="bytes created in the window / (window x NIC bandwidth x nodes)")
@@ -199,14 +210,17 @@ class PointSummary(FederationModel):
     nics: NicCounters | None = Field(
         None, description="every NIC's counters in the window (absent when the engine keeps "
         "none)")
+    classes: list[ClassSummary] | None = Field(
+        None, description="per traffic class, when machine.qos has several (absent "
+        "otherwise)")
 
     @model_serializer(mode="wrap")
     def _without_absent_jobs(self, handler: Any) -> Any:
-        """Leave ``jobs`` out when there are none, so the results of an experiment without
-        jobs keep the document they had."""
+        """Leave ``jobs`` and ``classes`` out when there are none, so the results of an
+        experiment without them keep the document they had."""
         out = handler(self)
         if isinstance(out, dict):
-            for key in ("jobs", "nics"):
+            for key in ("jobs", "nics", "classes"):
                 if out.get(key) is None:
                     out.pop(key, None)
         return out

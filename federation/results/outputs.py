@@ -53,7 +53,8 @@ NAME_MAX = 255
 #: be replaced (``--overwrite``) even without ``results.json`` (``sst generate``, or a run
 #: whose documents could not be written)
 _OUR_FILES = re.compile(
-    r"(performance\.json|(packets|ports|messages|nics)-\d+\.(parquet|csv)|config-\d+\.py)")
+    r"(performance\.json|(packets|ports|messages|nics|link_series)-\d+\.(parquet|csv)"
+    r"|config-\d+\.py)")
 
 _RESULTS_SCHEMA = "hpc-federation.results"
 

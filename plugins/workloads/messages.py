@@ -6,13 +6,16 @@
       kind: messages
       messages:
         - {at: 0ns, src: 0, dst: 5, size: 512B}
-        - {at: 1us, src: 3, dst: 0, size: 4KiB}
+        - {at: 1us, src: 3, dst: 0, size: 4KiB, class: high}
+
+``class`` names one of ``machine.qos``'s traffic classes (default: the message's job's class,
+else the policy's); on a machine of one class every message is in it.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
@@ -21,10 +24,14 @@ from federation.models.units import ByteCount, Time, format_time, seconds_to_ps
 
 
 class MessageSpec(Params):
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
     at: Time = Field(0.0, description="creation time at the source NIC")
     src: int = Field(ge=0, description="source node")
     dst: int = Field(ge=0, description="destination node")
     size: ByteCount = Field(description="whole bytes")
+    class_: str | None = Field(None, alias="class", min_length=1,
+                               description="traffic class (a name of machine.qos's classes)")
 
     @field_validator("at")
     @classmethod
@@ -58,6 +65,20 @@ class ExplicitMessages(Workload):
                         f"node {getattr(m, field)} does not exist ({where} {n} nodes)",
                         path=f"workload.messages[{i}].{field}",
                     )
+        self.classes(ctx)
+
+    def classes(self, ctx: WorkloadContext) -> np.ndarray | None:
+        """Each message's class number (-1: none given), ``None`` when no message names one
+        or the machine has one class; a name not among ``machine.qos``'s classes is refused."""
+        names = list(ctx.class_names)
+        given = [m.class_ for m in self.params.messages]
+        if len(names) <= 1 or all(g is None for g in given):
+            return None
+        for i, g in enumerate(given):
+            if g is not None and g not in names:
+                raise ConfigError(f"traffic class {g!r} is not one of machine.qos's classes "
+                                  f"({', '.join(names)})", path=f"workload.messages[{i}].class")
+        return np.array([names.index(g) if g is not None else -1 for g in given], np.int16)
 
     def generate(self, ctx: WorkloadContext) -> Messages:
         self.check(ctx)
@@ -71,6 +92,7 @@ class ExplicitMessages(Workload):
             src=np.array([m.src for m in ms], dtype=np.int32),
             dst=np.array([m.dst for m in ms], dtype=np.int32),
             size=np.array([int(m.size) for m in ms], dtype=np.int64),
+            cls=self.classes(ctx),
         ).sorted()
 
 

@@ -19,7 +19,7 @@ from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.programs.assembler import ProgramAssembler
 from federation.programs.checks import check_message_size
 from federation.programs.collective_algorithms import allreduce_recursive_doubling
-from federation.programs.collective_ctx import Ctx
+from federation.programs.collective_ctx import Ctx, collective_ops
 from federation.programs.reading import op_budget
 
 __all__ = ["MAX_PROGRAM_OPS", "ProgramAssembler", "check_compute", "check_ops", "check_ranks",
@@ -89,8 +89,9 @@ def recursive_doubling(asm: ProgramAssembler, n_ranks: int, nbytes: int,
     part as rank ``r // 2``, the others as ``r - rem``; afterwards each odd rank below
     ``2 rem`` sends the result back to ``r - 1`` (tag ``tag_base + log2(p) + 1``).
     """
-    allreduce_recursive_doubling(Ctx(asm, np.arange(n_ranks, dtype=np.int64)[None, :],
-                                     tag_base, None), nbytes, 1)
+    comm = np.arange(n_ranks, dtype=np.int64)[None, :]
+    with collective_ops(asm, comm):
+        allreduce_recursive_doubling(Ctx(asm, comm, tag_base, None), nbytes, 1)
 
 
 def ember_decomposition(world: int) -> tuple[int, int, int]:

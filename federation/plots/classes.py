@@ -1,0 +1,111 @@
+"""The traffic classes' share of the busiest links over the run (``outputs.link_series``).
+
+Read from each point's ``link_series`` table: the bytes each port started sending per
+interval and traffic class, over what the link could carry in the interval (``utilization``).
+The busiest links are those that sent the most bytes in all; each gets a panel with one
+stacked area per class, so a class that a QoS policy holds back shows as the other's share
+growing.  A packet counts in the interval its transmission starts, so an interval of a few
+packets' times can show a little more than 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from federation.plots.data import ResultFolder, Series, figure_title
+from federation.plots.style import colours, legend, new_figure, save, suptitle
+from federation.results.model import PointResult
+
+#: panels per figure: the links that sent the most bytes
+BUSIEST = 4
+
+
+@dataclass
+class ClassShare:
+    """One link of one point, as drawn: per class, the utilisation in each interval."""
+
+    point: int
+    port: int
+    link_class: str
+    start_ps: np.ndarray  #: each interval's start (intervals where no port sent are left out)
+    end_ps: np.ndarray
+    by_class: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class ClassShareFigure:
+    path: Path | None
+    links: list[ClassShare] = field(default_factory=list)
+
+
+def class_names(point: PointResult, k: int) -> list[str]:
+    """The point's class names (``summary.classes``), else ``class 0`` ...."""
+    named = [c.name for c in point.summary.classes or []]
+    return named if len(named) >= k else [f"class {i}" for i in range(k)]
+
+
+def busiest_shares(table: dict[str, np.ndarray], point: PointResult,
+                   n: int = BUSIEST) -> list[ClassShare]:
+    """The ``n`` ports of ``table`` (a link series) that sent the most bytes, each with its
+    per-class utilisation at every interval of the series (0 where it sent nothing)."""
+    port, cls, end = table["port"], table["class"], table["end_ps"]
+    if not port.size:
+        return []
+    ports, inverse = np.unique(port, return_inverse=True)
+    total = np.bincount(inverse, weights=table["bytes"].astype(np.float64))
+    top = ports[np.lexsort((ports, -total))[:n]]
+    times, first = np.unique(end, return_index=True)
+    starts = table["start_ps"][first]
+    k = int(cls.max()) + 1
+    names = class_names(point, k)
+    out = []
+    for p in top.tolist():
+        rows = port == p
+        share = ClassShare(point.index, p, str(table["link_class"][rows][0])
+                           if "link_class" in table else "", starts, times)
+        for c in range(k):
+            sel = rows & (cls == c)
+            u = np.zeros(times.shape[0])
+            u[np.searchsorted(times, end[sel])] = table["utilization"][sel]
+            share.by_class[names[c]] = u
+        out.append(share)
+    return out
+
+
+def draw_class_share(series: Series, folders: list[ResultFolder], out_dir: Path, fmt: str,
+                     name: str = "link-classes") -> ClassShareFigure | None:
+    """One figure per series: a panel per busiest link of its first point with a link series
+    (the others' files name their point: ``NAME-pN``); ``None`` without link series."""
+    figure = ClassShareFigure(None)
+    for p in series.points:
+        if not series.folder.has_table(p, "link_series"):
+            continue
+        links = busiest_shares(series.folder.table(p, "link_series"), p)
+        if not links:
+            continue
+        fig, axes = new_figure(ncols=1, nrows=len(links), width=7.0,
+                               height=1.0 + 1.8 * len(links), sharex=True)
+        for ax, share in zip((a[0] for a in axes), links, strict=False):
+            x, w = share.start_ps / 1e6, (share.end_ps - share.start_ps) / 1e6
+            bottom = np.zeros(x.shape[0])
+            for (label, u), colour in zip(share.by_class.items(),
+                                          colours(len(share.by_class)), strict=True):
+                ax.bar(x, u, w, bottom=bottom, align="edge", color=colour, label=label,
+                       linewidth=0)
+                bottom = bottom + u
+            ax.set_ylabel("utilisation")
+            ax.set_title(f"port {share.port}" + (f" ({share.link_class})"
+                                                  if share.link_class else ""), fontsize=9)
+            ax.set_ylim(bottom=0)
+        axes[-1][0].set_xlabel("time (us)")
+        legend(axes[0][0], len(links[0].by_class), title="traffic class")
+        sweep = ", ".join(f"{k}={v}" for k, v in p.sweep.items())
+        suptitle(fig, figure_title("Traffic classes on the busiest links"
+                                   + (f" ({sweep})" if sweep else ""), folders, [p]))
+        path = save(fig, out_dir, f"{name}-p{p.index}", fmt)
+        figure.path = figure.path or path
+        figure.links += links
+    return figure if figure.links else None
