@@ -77,7 +77,7 @@ def test_a_valid_folder_is_read_with_the_columns_the_figures_use(folder):
     f = load_folder(folder)
     assert [p.sweep["workload.load"] for p in f.result.points] == SWEEP
     for p in f.result.points:
-        assert set(p.files) == {"packets", "ports", "messages"}
+        assert set(p.files) == {"packets", "ports", "messages", "nics"}
         for name, cols in TABLE_COLUMNS.items():
             if name not in p.files:  # link_series: only with outputs.link_series
                 continue
