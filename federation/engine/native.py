@@ -288,7 +288,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner,
                         (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
                         iq=job.iq, control=job.controller, check_arbiter=check_arbiter,
-                        qos=job.n_classes > 1, rings=qos_state and bool(arb_state.sliding))
+                        qos=job.n_classes > 1, rings=qos_state and bool(arb_state.sliding),
+                        qos_nic=qos_state and bool(arb_state.nic))
     state = [sim, pg, arb_state]  # replaced when the heap, the pool or a QoS ring grows
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs)
     chunks = job.chunks()
@@ -313,7 +314,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         chunk = pending[0]
         assert chunk is not None
         _check_chunk(chunk, V, job.n_classes)
-        state[0] = load_chunk(state[0], chunk)
+        state[0] = load_chunk(state[0], chunk, state[2])
         _check_rows(state[0], job.max_rows)
         sink.loaded(chunk)
         pending[0] = next(chunks, None)
