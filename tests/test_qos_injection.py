@@ -43,9 +43,19 @@ class DstStrict(StrictPriorityQos):
     traffic_class = staticmethod(by_dst_parity)  # type: ignore[assignment]
 
 
+class AllLow(StrictPriorityQos):
+    """Strict priority; every open-loop (background) message in the low class, so a rank
+    program's packets (class 0 here) and the background's compete at each NIC."""
+
+    name = "background_low"
+
+    def traffic_class(self, messages):  # noqa: ANN001, ANN201
+        return np.ones(messages.count, dtype=np.int16)
+
+
 @hookimpl
 def federation_register_qos(register) -> None:  # noqa: ANN001
-    for cls in (DstCaps, DstStrict):
+    for cls in (DstCaps, DstStrict, AllLow):
         register(cls)
 
 
@@ -57,7 +67,7 @@ def plugins() -> FederationPlugins:
     return pm
 
 
-def experiment(tmp_path, qos: dict, messages: list[dict]) -> object:
+def experiment(tmp_path, qos: dict, messages: list[dict], **top) -> object:
     fast = {"bandwidth": "4GB/s", "latency": "0ns"}
     doc = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 2, "h": 1},
                        "links": {"terminal": fast, "local": fast, "global": fast},
@@ -66,7 +76,7 @@ def experiment(tmp_path, qos: dict, messages: list[dict]) -> object:
                        "qos": qos},
            "routing": {"algorithm": "minimal"},
            "workload": {"kind": "messages", "messages": messages},
-           "stop": {"warmup": "0ns", "measure": "500us"}}
+           "stop": {"warmup": "0ns", "measure": "500us"}, **top}
     path = tmp_path / "e.yaml"
     path.write_text(yaml.safe_dump(doc))
     return load_experiment(path, plugins=plugins()).points[0]
@@ -159,3 +169,18 @@ def test_at_must_include_router_outputs(tmp_path):
     with pytest.raises(ConfigError) as exc:
         experiment(tmp_path, caps(0.7, 0.3, at=["injection", "injection"]), [])
     assert "machine.qos.at" in str(exc.value) and "twice" in str(exc.value)
+
+
+def test_program_packets_go_before_a_low_background_at_the_nic(tmp_path):
+    def end(at: list[str]) -> int:
+        qos = {"kind": "background_low", "at": at, "classes": [{"name": "high"}, {"name": "low"}]}
+        point = experiment(tmp_path, qos, [], background={"kind": "synthetic", "load": 0.9},
+                           workload={"kind": "collective", "op": "allreduce", "ranks": 4,
+                                     "size": "32KiB", "iterations": 2})
+        raw = point.engine.run(prepare(point).job)
+        assert raw.programs is not None
+        return raw.end_ps
+
+    before, after = end(["router_outputs"]), end(["router_outputs", "injection"])
+    # the programs finish; their packets no longer queue behind the background at their NICs
+    assert 0 < after < before
