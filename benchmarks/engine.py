@@ -122,6 +122,10 @@ QOS = {
 }
 
 
+#: ``--qos-at``: where the QoS policy applies (default: the policy's own default)
+QOS_AT: list[str] = []
+
+
 def qos_plugins() -> Any:
     """The plugins with ``bench_<policy>``: each QoS policy, classes by source parity."""
     import types
@@ -174,6 +178,8 @@ def experiment(scenario: str, load: float, routing: str, warmup: str, measure: s
             algo["vc_step"] = "on"  # BookSim's VC plan: the global hop on VC 1
     if qos:
         machine["qos"] = {"kind": f"bench_{qos}", **QOS[qos]}
+        if QOS_AT:
+            machine["qos"]["at"] = QOS_AT
         machine["router"]["vcs"] = qos_vcs
     return {
         "machine": machine,
@@ -338,10 +344,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run SST merlin (engine: sst) where `sst` is on PATH")
     ap.add_argument("--qos", choices=list(QOS),
                     help="two traffic classes by source parity under this policy")
+    ap.add_argument("--qos-at", choices=["router_outputs", "router_outputs,injection"],
+                    help="the QoS policy's at: (default: the policy's default)")
     ap.add_argument("--qos-vcs", type=int, default=4, help="router.vcs with --qos")
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
     ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    QOS_AT[:] = args.qos_at.split(",") if args.qos_at else []
     if args.in_process:
         for s in args.scenario:
             run_scenario(args, s)
@@ -356,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         child = [sys.executable, __file__, "--in-process", "--scenario", s,
                  "--routing", args.routing, "--seed", str(args.seed),
                  "--repeat", str(args.repeat), "--qos-vcs", str(args.qos_vcs)]
-        for opt in ("warmup", "measure", "injection_vc", "router_model", "credit_delay", "qos"):
+        for opt in ("warmup", "measure", "injection_vc", "router_model", "credit_delay", "qos",
+                    "qos_at"):
             if getattr(args, opt):
                 child += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
         if args.loads:

@@ -91,7 +91,7 @@ from federation.engine.iq import sw_select as iq_sw_select
 from federation.engine.iq import take_granted as iq_take
 from federation.engine.iq import vc_allocate as iq_vc_allocate
 from federation.engine.jit import kernel, part
-from federation.engine.nic_qos import nic_candidates, nic_left, nic_take
+from federation.engine.nic_qos import nic_candidates, nic_next_due, nic_take
 from federation.engine.prefetch import prefetch_row
 from federation.engine.programs import (
     FLOW_DATA,
@@ -308,7 +308,8 @@ def inject_classes(sim, pg, rt, ab, node, now):
     head is due."""
     o = sim.nic_port[node]
     if sim.busy_until[o] > now:  # looked at again when the link frees (births none now:
-        if nic_left(sim, pg, node, PROGRAMS):  # an event births two packets at most)
+        if (sim.nic_ptr[node] < sim.nic_first[node + 1]  # an event births two packets at most)
+                or (PROGRAMS and pg.nic_fhead[node] >= 0)):
             nic_wake_at(sim, node, sim.busy_until[o])
         return
     settle_credits(sim, o)  # the credits returned by now
@@ -337,8 +338,9 @@ def inject_classes(sim, pg, rt, ab, node, now):
     if f >= 0:  # an open-loop packet's slot is passed in nic_take
         nic_advance(sim, pg, node, f, done)
     transmit(sim, o, pk, ovc, done, now)
-    if nic_left(sim, pg, node, PROGRAMS):
-        nic_wake_at(sim, node, done)  # the heads are looked at again when the link frees
+    tn = nic_next_due(sim, pg, ab, node, c, n, blocked, later, now, PROGRAMS)
+    if tn < TIME_LIMIT_PS:
+        nic_wake_at(sim, node, tn if tn > done else done)
 
 
 @part

@@ -224,8 +224,8 @@ class RawResult:
     port_class_bytes: np.ndarray | None = None
     #: ps each traffic class spent inactive at each port (ports x classes, int64) under a
     #: ``bandwidth_caps`` QoS policy (:mod:`federation.engine.qos`): over its cap on an
-    #: oversubscribed port until its window reset.  Router output ports only (NIC ports'
-    #: rows are zero: the NICs send in creation order); ``None``: no such policy
+    #: oversubscribed port until its window reset.  NIC ports' rows are zero unless the
+    #: policy applies at injection (:mod:`federation.engine.nic_qos`); ``None``: no such policy
     port_class_inactive: np.ndarray | None = None
     #: the rank programs' state at the end (``None``: an open-loop run)
     programs: Prog | None = None

@@ -124,8 +124,19 @@ def nic_take(sim, pg, st, node, c):
 
 
 @part
-def nic_left(sim, pg, node, programs):
-    """True if ``node`` has a packet not yet sent (open-loop or program)."""
-    if sim.nic_ptr[node] < sim.nic_first[node + 1]:
-        return True
-    return programs and pg.nic_fhead[node] >= 0
+def nic_next_due(sim, pg, st, node, c, n, blocked, later, now, programs):
+    """After class ``c``'s packet left (``n`` candidates, ``blocked`` and ``later`` as
+    :func:`nic_candidates` gave them): the earliest time a head of ``node`` may be due
+    (``now``: one is already; TIME_LIMIT_PS: nothing left), so that the NIC wakes once."""
+    if n > 1 or blocked:
+        return now
+    t = later
+    end = sim.nic_first[node + 1]
+    p = class_head(sim, st, node, c, end)
+    if p < end and sim.feed[p, F_TIME] < t:
+        t = sim.feed[p, F_TIME]
+    if programs:
+        f = pg.nic_fhead[node]
+        if f >= 0 and pg.flow_time[f] < t:
+            t = pg.flow_time[f]
+    return t

@@ -1,5 +1,6 @@
-"""QoS traffic classes at the routers' output ports: the compiled arbitration of the QoS
-policies (``plugins/qos``) and their per-port state.
+"""QoS traffic classes at the routers' output ports (and, with ``at: injection``, at the NICs:
+:mod:`federation.engine.nic_qos` picks by :func:`pick_class`): the compiled arbitration of the
+QoS policies (``plugins/qos``) and their per-port state.
 
 A QoS policy with several classes arbitrates every router output port through the loop's
 ``ARBITRATE`` call-out (the same hook as ``router.arbiter``), with a :class:`QosState` as the

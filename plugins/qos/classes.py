@@ -1,5 +1,6 @@
 """What the class-based QoS policies share: their ``classes`` list, and the arbiter that
-runs their compiled arbitration (:mod:`federation.engine.qos`) at every router output port.
+runs their compiled arbitration (:mod:`federation.engine.qos`) at every router output port
+and, with ``injection`` in ``at`` (the default), at every NIC (:mod:`federation.engine.nic_qos`).
 
 A policy of this kind has several traffic classes, each in its own set of VCs
 (``router.vcs`` = classes x the routing's need, checked before the run by
