@@ -24,6 +24,7 @@ from federation.pipeline.point import prepare
 from federation.plugin.registry import FederationPlugins
 from federation.plugins.qos.bandwidth_caps import BandwidthCaps
 from federation.plugins.qos.strict_priority import StrictPriorityQos
+from federation.plugins.qos.weighted_round_robin import WeightedRoundRobin
 
 US = 1_000_000  # ps
 PKT = 1000
@@ -43,6 +44,11 @@ class DstStrict(StrictPriorityQos):
     traffic_class = staticmethod(by_dst_parity)  # type: ignore[assignment]
 
 
+class DstWrr(WeightedRoundRobin):
+    name = "dst_wrr"
+    traffic_class = staticmethod(by_dst_parity)  # type: ignore[assignment]
+
+
 class AllLow(StrictPriorityQos):
     """Strict priority; every open-loop (background) message in the low class, so a rank
     program's packets (class 0 here) and the background's compete at each NIC."""
@@ -55,7 +61,7 @@ class AllLow(StrictPriorityQos):
 
 @hookimpl
 def federation_register_qos(register) -> None:  # noqa: ANN001
-    for cls in (DstCaps, DstStrict, AllLow):
+    for cls in (DstCaps, DstStrict, DstWrr, AllLow):
         register(cls)
 
 
@@ -154,6 +160,16 @@ def test_strict_priority_at_injection(tmp_path):
     # the low class's first packet leaves at 0 (alone then); then the high class's five
     assert sorted(p["t"][p["cls"] == 0].tolist()) == [1, 2, 3, 4, 5]
     assert sorted(p["t"][p["cls"] == 1].tolist()) == [0, 6, 7, 8, 9]
+
+
+def test_weighted_round_robin_at_injection(tmp_path):
+    wrr = {"kind": "dst_wrr", "classes": [{"name": "a", "weight": 3}, {"name": "b", "weight": 1}]}
+    p = run(tmp_path, wrr, [msg(1, 40), msg(0, 40, "1ps")])
+    order = p["cls"][np.argsort(p["t"])]
+    # the low class alone at t = 0, then deficit round-robin (768 B and 256 B per round for
+    # 1000 B packets): three of class 0 per one of class 1
+    assert order[:36].tolist() == [1, 0, 0, 0] * 9
+    assert sorted(p["t"].tolist()) == list(range(80))
 
 
 def test_router_outputs_only_keeps_one_stream_in_creation_order(tmp_path):
