@@ -122,8 +122,15 @@ QOS = {
 }
 
 
+#: ``--qos-at``: where the QoS policy applies (default: the policy's own default)
+QOS_AT: list[str] = []
+#: ``--qos-by``: the message field whose parity is the class
+QOS_BY = ["src"]
+
+
 def qos_plugins() -> Any:
-    """The plugins with ``bench_<policy>``: each QoS policy, classes by source parity."""
+    """The plugins with ``bench_<policy>``: each QoS policy, classes by source parity (by
+    destination parity with ``--qos-by dst``: then every NIC sends both classes)."""
     import types
 
     import numpy as np
@@ -135,7 +142,7 @@ def qos_plugins() -> Any:
     from federation.plugins.qos.weighted_round_robin import WeightedRoundRobin
 
     def parity(self: Any, messages: Any) -> Any:
-        return (messages.src % 2).astype(np.int16)
+        return ((messages.dst if QOS_BY[0] == "dst" else messages.src) % 2).astype(np.int16)
 
     classes = [type(f"Bench{base.__name__}", (base,), {"name": f"bench_{base.name}",
                                                         "traffic_class": parity})
@@ -174,6 +181,8 @@ def experiment(scenario: str, load: float, routing: str, warmup: str, measure: s
             algo["vc_step"] = "on"  # BookSim's VC plan: the global hop on VC 1
     if qos:
         machine["qos"] = {"kind": f"bench_{qos}", **QOS[qos]}
+        if QOS_AT:
+            machine["qos"]["at"] = QOS_AT
         machine["router"]["vcs"] = qos_vcs
     return {
         "machine": machine,
@@ -338,10 +347,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run SST merlin (engine: sst) where `sst` is on PATH")
     ap.add_argument("--qos", choices=list(QOS),
                     help="two traffic classes by source parity under this policy")
+    ap.add_argument("--qos-at", choices=["router_outputs", "router_outputs,injection"],
+                    help="the QoS policy's at: (default: the policy's default)")
+    ap.add_argument("--qos-by", choices=["src", "dst"], default="src",
+                    help="with --qos: classes by the parity of the source (default) or of the "
+                    "destination (every NIC sends both classes)")
     ap.add_argument("--qos-vcs", type=int, default=4, help="router.vcs with --qos")
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
     ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    QOS_AT[:] = args.qos_at.split(",") if args.qos_at else []
+    QOS_BY[0] = args.qos_by
     if args.in_process:
         for s in args.scenario:
             run_scenario(args, s)
@@ -355,8 +371,10 @@ def main(argv: list[str] | None = None) -> int:
             print(head)
         child = [sys.executable, __file__, "--in-process", "--scenario", s,
                  "--routing", args.routing, "--seed", str(args.seed),
-                 "--repeat", str(args.repeat), "--qos-vcs", str(args.qos_vcs)]
-        for opt in ("warmup", "measure", "injection_vc", "router_model", "credit_delay", "qos"):
+                 "--repeat", str(args.repeat), "--qos-vcs", str(args.qos_vcs),
+                 "--qos-by", args.qos_by]
+        for opt in ("warmup", "measure", "injection_vc", "router_model", "credit_delay", "qos",
+                    "qos_at"):
             if getattr(args, opt):
                 child += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
         if args.loads:

@@ -244,14 +244,14 @@ def test_qos_policy_refuses_another_arbiter(tmp_path):
     assert "'round_robin'" in msg
 
 
-def test_class_names_must_be_unique_and_injection_is_refused(tmp_path):
+def test_class_names_must_be_unique_and_at_needs_router_outputs(tmp_path):
     with pytest.raises(ConfigError) as exc:
         experiment(tmp_path, {"kind": "parity_strict", "classes": [{"name": "x"},
                                                                    {"name": "x"}]}, [])
     assert "machine.qos.classes" in str(exc.value) and "'x'" in str(exc.value)
     with pytest.raises(ConfigError) as exc:
-        experiment(tmp_path, {**caps(0.7, 0.3), "at": ["router_outputs", "injection"]}, [])
-    assert "machine.qos.at" in str(exc.value) and "injection" in str(exc.value)
+        experiment(tmp_path, {**caps(0.7, 0.3), "at": ["injection"]}, [])
+    assert "machine.qos.at" in str(exc.value) and "router_outputs" in str(exc.value)
 
 
 def test_booksim_iq_takes_no_classes(tmp_path):

@@ -24,6 +24,7 @@ from federation.engine.credits import returns_then
 from federation.engine.events import EV_NIC, S_FREE, S_REC, S_WAKES, push
 from federation.engine.iq import grown_rows
 from federation.engine.jit import part
+from federation.engine.qos import reset_nic_ptrs
 from federation.engine.queue import grown
 from federation.engine.state import Prog, Sim
 from federation.engine.traffic import PacketChunk
@@ -195,10 +196,19 @@ def credit_pool(rows: int) -> tuple[np.ndarray, np.ndarray]:
 
 def backlog(sim: Sim) -> tuple[np.ndarray, np.ndarray]:
     """``(feed slots, their nodes)`` of the packets each NIC has not sent yet, NIC by NIC
-    in order."""
+    in order (less the slots a NIC with QoS classes at injection sent out of turn)."""
     left = sim.nic_first[1:] - sim.nic_ptr
     slots = np.repeat(sim.nic_ptr - np.cumsum(left) + left, left) + np.arange(int(left.sum()))
-    return slots, np.repeat(np.arange(left.shape[0]), left)
+    node = np.repeat(np.arange(left.shape[0]), left)
+    if sent_out_of_turn(sim):
+        keep = sim.feed[slots, F_ID] >= 0
+        slots, node = slots[keep], node[keep]
+    return slots, node
+
+
+def sent_out_of_turn(sim: Sim) -> int:
+    """Slots behind some NIC's pointer already sent (QoS classes at injection)."""
+    return int(sim.feed[sim.feed.shape[0] - 1, 0])
 
 
 def grow_pool(sim: Sim, pg: Prog, need: int = 0) -> tuple[Sim, Prog]:
@@ -296,11 +306,13 @@ def node_order(node: np.ndarray, n_nodes: int) -> np.ndarray:
 
 
 def feed_rows(n: int) -> np.ndarray:
-    """A zeroed feed of ``n`` rows (at least one), one cache line per waiting packet."""
-    return aligned_rows(max(n, 1), F_COLS, np.int64)
+    """A zeroed feed of ``n`` rows, one cache line per waiting packet, and a spare last row:
+    its column 0 counts the slots sent out of turn still in the feed (QoS classes at
+    injection, :mod:`federation.engine.nic_qos`; zero otherwise)."""
+    return aligned_rows(n + 1, F_COLS, np.int64)
 
 
-def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
+def load_chunk(sim: Sim, chunk: PacketChunk, arb_state: tuple = ()) -> Sim:
     """Queue ``chunk``'s packets in the feed, each NIC's behind the packets it has not sent
     yet, and wake the NICs that had none.  Every event before the chunk's first creation
     time has been handled (the loop stopped there).  Rows are taken later, one packet at a
@@ -328,6 +340,7 @@ def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
     np.cumsum(np.bincount(src, minlength=N), out=nic_first[1:])
     had = sim.nic_first[1:] > sim.nic_ptr
     sim = sim._replace(nic_first=nic_first, nic_ptr=nic_first[:-1].copy(), feed=feed)
+    reset_nic_ptrs(arb_state, nic_first)
 
     idle = np.nonzero(~had & (np.bincount(pk.src, minlength=N) > 0))[0]
     if idle.size:
@@ -341,7 +354,7 @@ def load_chunk(sim: Sim, chunk: PacketChunk) -> Sim:
 
 def waiting(sim: Sim) -> int:
     """Open-loop packets in the feed not yet sent (the NICs' backlog)."""
-    return int((sim.nic_first[1:] - sim.nic_ptr).sum())
+    return int((sim.nic_first[1:] - sim.nic_ptr).sum()) - sent_out_of_turn(sim)
 
 
 def undelivered(sim: Sim) -> np.ndarray:

@@ -91,6 +91,7 @@ from federation.engine.iq import sw_select as iq_sw_select
 from federation.engine.iq import take_granted as iq_take
 from federation.engine.iq import vc_allocate as iq_vc_allocate
 from federation.engine.jit import kernel, part
+from federation.engine.nic_qos import nic_candidates, nic_next_due, nic_take
 from federation.engine.prefetch import prefetch_row
 from federation.engine.programs import (
     FLOW_DATA,
@@ -101,7 +102,7 @@ from federation.engine.programs import (
     settle,
     unsettled,
 )
-from federation.engine.qos import ST_QOS_RING
+from federation.engine.qos import ST_QOS_RING, pick_class
 from federation.engine.queue import ahead, next_source, room, source_key, take
 from federation.engine.router import (
     enqueue,
@@ -123,13 +124,15 @@ LOOKAHEAD = 8
 # that trusts the arbiter's answers (engine: {kind: native, check_arbiter: false}), CONTROLLED
 # True one that calls a routing controller at each send (without, the call is not compiled),
 # QOS True one of several traffic classes owning disjoint VC sets, RINGS True one whose
-# arbiter state is a federation.engine.qos.QosState with sliding windows (its rings may grow)
+# arbiter state is a federation.engine.qos.QosState with sliding windows (its rings may grow),
+# QOS_NIC True one whose NICs pick the class that sends next by that QosState's policy
 PROGRAMS = True
 IQ = False
 CHECK_ARBITER = True
 CONTROLLED = False
 QOS = False
 RINGS = False
+QOS_NIC = False
 # --- end of variant
 
 # --- call-outs (compile.py replaces these lines)
@@ -298,8 +301,57 @@ def nic_advance(sim, pg, node, f, done):
 
 
 @part
-def try_inject(sim, pg, rt, node, now):
+def inject_classes(sim, pg, rt, ab, node, now):
+    """Node ``node``'s NIC with QoS classes at injection (``QOS_NIC``,
+    :mod:`federation.engine.nic_qos`): of the classes whose head is due and has credit, send
+    the one the policy picks; else stall (a due head without credit) or wake when the next
+    head is due."""
+    o = sim.nic_port[node]
+    if sim.busy_until[o] > now:  # looked at again when the link frees (births none now:
+        if (sim.nic_ptr[node] < sim.nic_first[node + 1]  # an event births two packets at most)
+                or (PROGRAMS and pg.nic_fhead[node] >= 0)):
+            nic_wake_at(sim, node, sim.busy_until[o])
+        return
+    settle_credits(sim, o)  # the credits returned by now
+    n, later, blocked = nic_candidates(sim, pg, ab, node, now, PROGRAMS)
+    if n > 0 and sim.sc[S_FREE] < 1:  # no row for an open-loop packet (never seen: the loop
+        nic_wake_at(sim, node, now)  # keeps 4 free per event); again once the pool grows
+        return
+    c = np.int64(-1)
+    if n > 0:
+        c = pick_class(sim, ab, o, n)
+    if c < 0:
+        if blocked:
+            if sim.stall_start[o] < 0:
+                sim.stall_start[o] = now
+            credit_wait(sim, o)
+        if later < TIME_LIMIT_PS:
+            nic_wake_at(sim, node, later)
+        return
+    pk, f = nic_take(sim, pg, ab, node, c)
+    need = sim.n_vcs // sim.n_classes
+    base = c * need
+    ovc = base + sim.ps[pk, P_VC] % need
+    sim.ps[pk, P_VC] = ovc
+    sim.sc[S_VCBASE] = base
+    sim.pm[pk, M_INJECT] = now
+    count_request(sim, node, pk, now)
+    INJECT(sim, rt, node, pk)
+    done = now + np.int64(ab.size[c] * sim.port_ser[o] + 0.5)
+    if f >= 0:  # an open-loop packet's slot is passed in nic_take
+        nic_advance(sim, pg, node, f, done)
+    transmit(sim, o, pk, ovc, done, now)
+    tn = nic_next_due(sim, pg, ab, node, c, n, blocked, later, now, PROGRAMS)
+    if tn < TIME_LIMIT_PS:
+        nic_wake_at(sim, node, tn if tn > done else done)
+
+
+@part
+def try_inject(sim, pg, rt, ab, node, now):
     """Node ``node``'s NIC: send its next packet if it exists, is due, and has credit."""
+    if QOS_NIC:
+        inject_classes(sim, pg, rt, ab, node, now)
+        return
     pk, tn, f = nic_head(sim, pg, node)
     if pk < 0:
         return
@@ -651,7 +703,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             sc[S_KICK] += 1
         while sc[S_KICK] > 0:
             sc[S_KICK] -= 1
-            try_inject(sim, pg, rt, pg.kick[sc[S_KICK]], now)
+            try_inject(sim, pg, rt, ab, pg.kick[sc[S_KICK]], now)
         if PROGRAMS and moved and sc[S_OPS_DONE] == pg.n_ops:
             sc[S_EVENTS] += processed
             return ST_PROGRAMS_DONE

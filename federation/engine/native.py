@@ -229,8 +229,8 @@ class RawResult:
     port_class_bytes: np.ndarray | None = None
     #: ps each traffic class spent inactive at each port (ports x classes, int64) under a
     #: ``bandwidth_caps`` QoS policy (:mod:`federation.engine.qos`): over its cap on an
-    #: oversubscribed port until its window reset.  Router output ports only (NIC ports'
-    #: rows are zero: the NICs send in creation order); ``None``: no such policy
+    #: oversubscribed port until its window reset.  NIC ports' rows are zero unless the
+    #: policy applies at injection (:mod:`federation.engine.nic_qos`); ``None``: no such policy
     port_class_inactive: np.ndarray | None = None
     #: the rank programs' state at the end (``None``: an open-loop run)
     programs: Prog | None = None
@@ -298,7 +298,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     run_loop = loop_for(prog.route, prog.inject or table_inject, arb_fn, owner,
                         (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
                         iq=job.iq, control=job.controller, check_arbiter=check_arbiter,
-                        qos=job.n_classes > 1, rings=qos_state and bool(arb_state.sliding))
+                        qos=job.n_classes > 1, rings=qos_state and bool(arb_state.sliding),
+                        qos_nic=qos_state and bool(arb_state.nic))
     state = [sim, pg, arb_state]  # replaced when the heap, the pool or a QoS ring grows
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs,
                       n_classes=job.n_classes)
@@ -324,7 +325,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
         chunk = pending[0]
         assert chunk is not None
         _check_chunk(chunk, V, job.n_classes)
-        state[0] = load_chunk(state[0], chunk)
+        state[0] = load_chunk(state[0], chunk, state[2])
         _check_rows(state[0], job.max_rows)
         sink.loaded(chunk)
         pending[0] = next(chunks, None)

@@ -1,5 +1,6 @@
-"""QoS traffic classes at the routers' output ports: the compiled arbitration of the QoS
-policies (``plugins/qos``) and their per-port state.
+"""QoS traffic classes at the routers' output ports (and, with ``at: injection``, at the NICs:
+:mod:`federation.engine.nic_qos` picks by :func:`pick_class`): the compiled arbitration of the
+QoS policies (``plugins/qos``) and their per-port state.
 
 A QoS policy with several classes arbitrates every router output port through the loop's
 ``ARBITRATE`` call-out (the same hook as ``router.arbiter``), with a :class:`QosState` as the
@@ -82,12 +83,17 @@ class QosState(NamedTuple):
     ring_n: np.ndarray  #: int64[P*C] entries
     ring_k: np.ndarray  #: int64[1] K, slots per ring
     full: np.ndarray  #: int64[1] 1: a ring is full (the loop stops with ST_QOS_RING)
+    size: np.ndarray  #: int64[C] scratch: the size of each class's candidate packet
+    nic: np.int64  #: 1: the policy applies at injection too (the loop's ``QOS_NIC``)
+    nic_ptr: np.ndarray  #: int64[N*C] each (node, class)'s next feed slot (nic_qos.py)
 
 
 def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
               sliding: bool = False, caps: list[float] | None = None,
-              weights: list[int] | None = None, ring: int = 8) -> QosState:
-    """A fresh state (every class active, counters zero) for ``n_ports`` ports."""
+              weights: list[int] | None = None, ring: int = 8,
+              n_nodes: int = 0) -> QosState:
+    """A fresh state (every class active, counters zero) for ``n_ports`` ports; with
+    ``n_nodes > 0`` the policy also applies at those nodes' NICs (``at: injection``)."""
     P, C = n_ports, n_classes
     i64 = np.int64
     K = ring if sliding else 1
@@ -102,7 +108,17 @@ def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
         ring_t=np.zeros(P * C * K if sliding else 1, dtype=i64),
         ring_b=np.zeros(P * C * K if sliding else 1, dtype=i64),
         ring_head=np.zeros(P * C, dtype=i64), ring_n=np.zeros(P * C, dtype=i64),
-        ring_k=np.array([K], dtype=i64), full=np.zeros(1, dtype=i64))
+        ring_k=np.array([K], dtype=i64), full=np.zeros(1, dtype=i64),
+        size=np.zeros(C, dtype=i64), nic=i64(n_nodes > 0),
+        nic_ptr=np.zeros(max(n_nodes, 1) * C, dtype=i64))
+
+
+def reset_nic_ptrs(st: tuple, nic_first: np.ndarray) -> None:
+    """A new feed was loaded (:func:`federation.engine.feed.load_chunk`: each NIC's unsent
+    packets first, then the chunk's): every (node, class) pointer restarts at its node's
+    first slot.  Nothing for an arbiter state that is not a QoS policy's at injection."""
+    if isinstance(st, QosState) and st.nic:
+        st.nic_ptr[:] = np.repeat(nic_first[:-1], int(st.n_classes))
 
 
 def set_caps(st: QosState, port_ser: np.ndarray) -> None:
@@ -191,6 +207,7 @@ def qos_scan(sim, st, o):
             if st.first[c] < 0:
                 st.first[c] = qi
                 st.first_prev[c] = prev
+                st.size[c] = sim.ps[pk, P_SIZE]
                 n += 1
                 if n == C:
                     break
@@ -279,17 +296,14 @@ def count_send(sim, st, o, c, size, now):
 @part
 def take_class(sim, st, o, c):
     """The answer serving class ``c``'s oldest sendable request, and count its bytes."""
-    qi = st.first[c]
-    count_send(sim, st, o, c, np.int64(sim.ps[sim.q_head[qi], P_SIZE]), sim.sc[S_NOW])
-    return qi, st.first_prev[c]
+    count_send(sim, st, o, c, st.size[c], sim.sc[S_NOW])
+    return st.first[c], st.first_prev[c]
 
 
 @part
-def bandwidth_caps(sim, st, o):
-    """The ``bandwidth_caps`` policy's arbitration at output port ``o`` (module docstring)."""
-    n = qos_scan(sim, st, o)
-    if n == 0:
-        return -1, -1
+def caps_pick(sim, st, o, n):
+    """The class ``bandwidth_caps`` serves at port ``o`` (a router output or a NIC) among the
+    classes with a candidate (``st.first[c] >= 0``, ``n`` of them, ``n >= 1``); -1 none."""
     now = sim.sc[S_NOW]
     refresh(sim, st, o, now)
     C = st.n_classes
@@ -301,7 +315,7 @@ def bandwidth_caps(sim, st, o):
             if n >= 2 and over_cap(sim, st, o, c):
                 st.since[i] = now  # over its cap on an oversubscribed port
             else:
-                return take_class(sim, st, o, c)
+                return c
     # every class with a sendable request is inactive: round-robin from the last served
     c = st.rr[o]
     for _ in range(C):
@@ -310,26 +324,23 @@ def bandwidth_caps(sim, st, o):
             c = 0
         if st.first[c] >= 0:
             st.rr[o] = c
-            return take_class(sim, st, o, c)
-    return -1, -1
+            return c
+    return -1
 
 
 @part
-def strict_classes(sim, st, o):
-    """The ``strict_priority`` policy: the sendable class of lowest number, oldest first."""
-    if qos_scan(sim, st, o) == 0:
-        return -1, -1
+def strict_pick(st):
+    """The class ``strict_priority`` serves: the candidate class of lowest number."""
     for c in range(st.n_classes):
         if st.first[c] >= 0:
-            return st.first[c], st.first_prev[c]
-    return -1, -1
+            return c
+    return -1
 
 
 @part
-def weighted_classes(sim, st, o):
-    """The ``weighted_round_robin`` policy: deficit round-robin over classes at ``o``."""
-    if qos_scan(sim, st, o) == 0:
-        return -1, -1
+def wrr_pick(st, o):
+    """The class ``weighted_round_robin`` serves at port ``o`` (deficit round-robin; sizes
+    in ``st.size``); needs a candidate class."""
     C = st.n_classes
     base = o * C
     for c in range(C):
@@ -337,15 +348,56 @@ def weighted_classes(sim, st, o):
             st.deficit[base + c] = 0  # an idle class keeps no deficit
     c = st.rr[o]
     while True:
-        qi = st.first[c]
-        if qi >= 0:
-            size = np.int64(sim.ps[sim.q_head[qi], P_SIZE])
-            if st.deficit[base + c] >= size:
-                st.deficit[base + c] -= size
-                st.rr[o] = c
-                return qi, st.first_prev[c]
+        if st.first[c] >= 0 and st.deficit[base + c] >= st.size[c]:
+            st.deficit[base + c] -= st.size[c]
+            st.rr[o] = c
+            return c
         c += 1
         if c == C:
             c = 0
         if st.first[c] >= 0:
             st.deficit[base + c] += st.weight[c] * QUANTUM
+
+
+@part
+def bandwidth_caps(sim, st, o):
+    """The ``bandwidth_caps`` policy's arbitration at output port ``o`` (module docstring)."""
+    n = qos_scan(sim, st, o)
+    if n == 0:
+        return -1, -1
+    c = caps_pick(sim, st, o, n)
+    if c < 0:
+        return -1, -1
+    return take_class(sim, st, o, c)
+
+
+@part
+def strict_classes(sim, st, o):
+    """The ``strict_priority`` policy: the sendable class of lowest number, oldest first."""
+    if qos_scan(sim, st, o) == 0:
+        return -1, -1
+    c = strict_pick(st)
+    return st.first[c], st.first_prev[c]
+
+
+@part
+def weighted_classes(sim, st, o):
+    """The ``weighted_round_robin`` policy: deficit round-robin over classes at ``o``."""
+    if qos_scan(sim, st, o) == 0:
+        return -1, -1
+    c = wrr_pick(st, o)
+    return st.first[c], st.first_prev[c]
+
+
+@part
+def pick_class(sim, st, o, n):
+    """The class the policy (``st.kind``) serves at port ``o`` among its ``n >= 1``
+    candidate classes, its bytes counted (``bandwidth_caps``); -1 none."""
+    if st.kind == K_CAPS:
+        c = caps_pick(sim, st, o, n)
+        if c >= 0:
+            count_send(sim, st, o, c, st.size[c], sim.sc[S_NOW])
+        return c
+    if st.kind == K_STRICT:
+        return strict_pick(st)
+    return wrr_pick(st, o)

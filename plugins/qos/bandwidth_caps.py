@@ -13,12 +13,12 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from federation import Params, hookimpl
+from federation import hookimpl
 from federation.engine import qos as Q
 from federation.models.limits import TIME_LIMIT_PS
 from federation.models.units import PS_PER_S, PositiveTime, format_time
 from federation.network import Network
-from federation.plugins.qos.classes import ClassPolicy, TrafficClass, unique_names
+from federation.plugins.qos.classes import AtParams, ClassPolicy, TrafficClass, unique_names
 
 
 class CapClass(TrafficClass):
@@ -32,7 +32,7 @@ class BandwidthCaps(ClassPolicy):
     name = "bandwidth_caps"
     function = Q.bandwidth_caps
 
-    class Params(Params):
+    class Params(AtParams):
         classes: list[CapClass] = Field(min_length=1, description="the classes, highest "
                                                                   "priority first")
         window: PositiveTime = Field(description="the monitoring window (CODES' "
@@ -40,9 +40,6 @@ class BandwidthCaps(ClassPolicy):
         window_kind: Literal["static", "sliding"] = Field(
             "static", description="static: counters reset every window from t=0; sliding: "
                                   "the bytes of the last window")
-        at: list[Literal["router_outputs", "injection"]] = Field(
-            default_factory=lambda: ["router_outputs"], min_length=1,
-            description="where the caps apply (the native engine: router_outputs)")
 
         @field_validator("classes")
         @classmethod
@@ -57,23 +54,11 @@ class BandwidthCaps(ClassPolicy):
                                  "(the engine's clock)")
             return v
 
-        @field_validator("at")
-        @classmethod
-        def _at(cls, v: list[str]) -> list[str]:
-            if "injection" in v:
-                raise ValueError(
-                    "injection is not supported yet: a NIC sends its packets in creation "
-                    "order (one stream per node), so it cannot pick among its classes' next "
-                    "packets; use at: [router_outputs]")
-            if len(set(v)) != len(v):
-                raise ValueError("lists a place twice")
-            return v
-
     def state(self, network: Network, n_vcs: int) -> Q.QosState:
         p = self.params
         return Q.new_state(Q.K_CAPS, network.ports.n_ports, len(p.classes),
                            window_ps=window_ps(p.window), sliding=p.window_kind == "sliding",
-                           caps=[c.cap for c in p.classes])
+                           caps=[c.cap for c in p.classes], n_nodes=self.nic_nodes(network))
 
 
 def window_ps(seconds: float) -> int:

@@ -1,5 +1,6 @@
 """What the class-based QoS policies share: their ``classes`` list, and the arbiter that
-runs their compiled arbitration (:mod:`federation.engine.qos`) at every router output port.
+runs their compiled arbitration (:mod:`federation.engine.qos`) at every router output port
+and, with ``injection`` in ``at`` (the default), at every NIC (:mod:`federation.engine.nic_qos`).
 
 A policy of this kind has several traffic classes, each in its own set of VCs
 (``router.vcs`` = classes x the routing's need, checked before the run by
@@ -9,7 +10,7 @@ loop's ``ARBITRATE`` call-out and :meth:`ClassPolicy.state` its state.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
@@ -36,7 +37,27 @@ def unique_names(classes: list[Any]) -> list[Any]:
     return classes
 
 
-class ClassParams(Params):
+class AtParams(Params):
+    """Where a class policy applies: the routers' output ports (always: the native engine
+    arbitrates them by the policy) and, with ``injection``, each NIC's choice of the class
+    that sends next (:mod:`federation.engine.nic_qos`)."""
+
+    at: list[Literal["router_outputs", "injection"]] = Field(
+        default_factory=lambda: ["router_outputs", "injection"], min_length=1,
+        description="where the policy applies: router_outputs (required), injection")
+
+    @field_validator("at")
+    @classmethod
+    def _at(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v):
+            raise ValueError("lists a place twice")
+        if "router_outputs" not in v:
+            raise ValueError("must include router_outputs: the native engine arbitrates the "
+                             "routers' output ports by the policy whenever it has classes")
+        return v
+
+
+class ClassParams(AtParams):
     """A ``classes`` list of at least one class, of unique names."""
 
     classes: list[TrafficClass] = Field(min_length=1)
@@ -60,6 +81,11 @@ class ClassPolicy(QosPolicy):
     def state(self, network: Network, n_vcs: int) -> QosState:
         """The per-port state of one run."""
         raise NotImplementedError
+
+    def nic_nodes(self, network: Network) -> int:
+        """The nodes whose NICs the policy arbitrates (``new_state``'s ``n_nodes``): all of
+        them with ``injection`` in ``at``, else none."""
+        return network.n_nodes if "injection" in self.params.at else 0  # type: ignore[attr-defined]
 
     def as_arbiter(self) -> Arbiter:
         """The router arbiter that runs this policy (``point.machine.arbiter`` of its runs)."""

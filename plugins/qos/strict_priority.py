@@ -19,7 +19,8 @@ class StrictPriorityQos(ClassPolicy):
         pass
 
     def state(self, network: Network, n_vcs: int) -> Q.QosState:
-        return Q.new_state(Q.K_STRICT, network.ports.n_ports, len(self.params.classes))
+        return Q.new_state(Q.K_STRICT, network.ports.n_ports, len(self.params.classes),
+                           n_nodes=self.nic_nodes(network))
 
 
 @hookimpl

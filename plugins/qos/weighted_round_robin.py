@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from federation import Params, hookimpl
+from federation import hookimpl
 from federation.engine import qos as Q
 from federation.network import Network
-from federation.plugins.qos.classes import ClassPolicy, TrafficClass, unique_names
+from federation.plugins.qos.classes import AtParams, ClassPolicy, TrafficClass, unique_names
 
 
 class WeightedClass(TrafficClass):
@@ -23,7 +23,7 @@ class WeightedRoundRobin(ClassPolicy):
     name = "weighted_round_robin"
     function = Q.weighted_classes
 
-    class Params(Params):
+    class Params(AtParams):
         classes: list[WeightedClass] = Field(min_length=1)
 
         @field_validator("classes")
@@ -34,7 +34,7 @@ class WeightedRoundRobin(ClassPolicy):
     def state(self, network: Network, n_vcs: int) -> Q.QosState:
         p = self.params
         return Q.new_state(Q.K_WRR, network.ports.n_ports, len(p.classes),
-                           weights=[c.weight for c in p.classes])
+                           weights=[c.weight for c in p.classes], n_nodes=self.nic_nodes(network))
 
 
 @hookimpl
