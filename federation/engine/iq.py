@@ -52,8 +52,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from federation.engine.api import P_NEXT, P_OUTVC, P_SIZE, P_VC
-from federation.engine.events import EV_ROUTER, push
+from federation.engine.api import P_CLASS, P_NEXT, P_OUTVC, P_SIZE, P_VC
+from federation.engine.events import EV_ARRIVE, EV_ROUTER, push
 from federation.engine.jit import part
 
 # states of an input VC
@@ -355,3 +355,47 @@ def take_granted(sim, r, ip, o, step):
         sim.ps[iq.oq_tail[o], P_NEXT] = pk
     iq.oq_tail[o] = pk
     return pk, np.int64(vc)
+
+
+@part
+def send(sim, o, pk, t):
+    """Output port ``o`` sends ``pk`` at the end of cycle ``t``: it holds the link for its
+    flits and reaches the peer a cycle and the link's latency after its last flit."""
+    iq = sim.iq
+    C = iq.cfg[C_CYCLE]
+    size = sim.ps[pk, P_SIZE]
+    F = flits(iq, o, size)
+    iq.link_free[o] = t + F
+    sim.port_bytes[o] += size
+    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
+    sim.port_pkts[o] += 1
+    sim.port_busy[o] += F * C
+    sim.busy_until[o] = (t + F) * C
+    arrival = t + F + iq.lat[o]
+    dn = sim.port_peer[o]
+    if sim.port_router[dn] < 0:
+        push(sim, arrival * C, EV_ARRIVE, pk, dn, 0)  # delivered to the NIC
+        return
+    sim.occ[dn] += size
+    if sim.occ[dn] > sim.port_peak[dn]:
+        sim.port_peak[dn] = sim.occ[dn]
+    inflight_append(sim, dn, pk, arrival)
+    activate(sim, sim.port_router[dn], arrival)
+
+
+@part
+def send_nic(sim, o, pk, t, F):
+    """The NIC port ``o`` sends ``pk`` in cycle ``t`` (``F`` cycles on the link)."""
+    iq = sim.iq
+    C = iq.cfg[C_CYCLE]
+    size = sim.ps[pk, P_SIZE]
+    sim.port_bytes[o] += size
+    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
+    sim.port_pkts[o] += 1
+    sim.port_busy[o] += F * C
+    sim.busy_until[o] = (t + F) * C
+    dn = sim.port_peer[o]
+    sim.occ[dn] += size
+    if sim.occ[dn] > sim.port_peak[dn]:
+        sim.port_peak[dn] = sim.occ[dn]
+    inflight_append(sim, dn, pk, t + F + iq.lat[o])

@@ -83,9 +83,11 @@ from federation.engine.feed import F_TIME, born, count_request, record, wake_nic
 from federation.engine.iq import C_CREDIT as IQ_CREDIT
 from federation.engine.iq import C_CYCLE as IQ_CYCLE
 from federation.engine.iq import C_VCRAND as IQ_VCRAND
-from federation.engine.iq import activate, inflight_append
+from federation.engine.iq import activate
 from federation.engine.iq import flits as iq_flits
 from federation.engine.iq import receive as iq_receive
+from federation.engine.iq import send as iq_send
+from federation.engine.iq import send_nic as iq_send_nic
 from federation.engine.iq import step_range as iq_steps
 from federation.engine.iq import sw_select as iq_sw_select
 from federation.engine.iq import take_granted as iq_take
@@ -402,32 +404,6 @@ def iq_route(sim, rt, r, ip, pk):
 
 
 @part
-def iq_send(sim, o, pk, t):
-    """Output port ``o`` sends ``pk`` at the end of cycle ``t``: it holds the link for its
-    flits and reaches the peer a cycle and the link's latency after its last flit."""
-    iq = sim.iq
-    C = iq.cfg[IQ_CYCLE]
-    size = sim.ps[pk, P_SIZE]
-    F = iq_flits(iq, o, size)
-    iq.link_free[o] = t + F
-    sim.port_bytes[o] += size
-    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
-    sim.port_pkts[o] += 1
-    sim.port_busy[o] += F * C
-    sim.busy_until[o] = (t + F) * C
-    arrival = t + F + iq.lat[o]
-    dn = sim.port_peer[o]
-    if sim.port_router[dn] < 0:
-        push(sim, arrival * C, EV_ARRIVE, pk, dn, 0)  # delivered to the NIC
-        return
-    sim.occ[dn] += size
-    if sim.occ[dn] > sim.port_peak[dn]:
-        sim.port_peak[dn] = sim.occ[dn]
-    inflight_append(sim, dn, pk, arrival)
-    activate(sim, sim.port_router[dn], arrival)
-
-
-@part
 def iq_inject(sim, pg, rt, node, t):
     """Node ``node``'s NIC in cycle ``t``: send its next packet if it is created by then, the
     link is free and its router's input VC has credit for it.  Returns ``(status, the next
@@ -467,24 +443,6 @@ def iq_inject(sim, pg, rt, node, t):
     if tn >= TIME_LIMIT_PS:
         return 0, np.int64(-1)
     return 0, max((tn + C - 1) // C, t + F)
-
-
-@part
-def iq_send_nic(sim, o, pk, t, F):
-    """The NIC port ``o`` sends ``pk`` in cycle ``t`` (``F`` cycles on the link)."""
-    iq = sim.iq
-    C = iq.cfg[IQ_CYCLE]
-    size = sim.ps[pk, P_SIZE]
-    sim.port_bytes[o] += size
-    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
-    sim.port_pkts[o] += 1
-    sim.port_busy[o] += F * C
-    sim.busy_until[o] = (t + F) * C
-    dn = sim.port_peer[o]
-    sim.occ[dn] += size
-    if sim.occ[dn] > sim.port_peak[dn]:
-        sim.port_peak[dn] = sim.occ[dn]
-    inflight_append(sim, dn, pk, t + F + iq.lat[o])
 
 
 @part
