@@ -13,8 +13,10 @@ it works for any communication pattern:
   link" read as every two messages on one link (it gives no counting rule).
 
 Each swap recomputes only the messages of the two ranks swapped (*incremental cost*), in a
-compiled loop, so 200,000 iterations on 512 ranks take well under a second; the tests check the
-incremental figures against a full recomputation after every accepted swap.
+compiled loop (:mod:`federation.network.mapping_kernels`, imported when a search runs, so that
+importing this module does not import numba), so 200,000 iterations on 512 ranks take well
+under a second; the tests check the incremental figures against a full recomputation after
+every accepted swap.
 
 Units and slots: a job's *units* are its local nodes as its workload numbers them (rank
 ``r`` on local node ``r`` unless the workload says otherwise); its *slots* are its machine
@@ -26,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from federation.errors import TopologyError
 from federation.network.graph import Network
@@ -167,103 +168,6 @@ def sharing(paths: PairPaths, pair: np.ndarray, count: np.ndarray) -> tuple[int,
     return int((n * (n - 1) // 2).sum()), int(n.max())
 
 
-@njit(cache=True)
-def _hops_delta(u, v, pos, src, dst, count, inc_first, inc_edge, slot_pair, hops):  # noqa: ANN001, ANN202
-    """The change of the total hops if units ``u`` and ``v`` swapped slots."""
-    pu, pv = pos[u], pos[v]
-    delta = 0
-    for w in (u, v):
-        for j in range(inc_first[w], inc_first[w + 1]):
-            e = inc_edge[j]
-            a, b = src[e], dst[e]
-            if w == v and (a == u or b == u):
-                continue  # an edge between u and v: counted with u
-            sa, sb = pos[a], pos[b]
-            na = pv if a == u else (pu if a == v else sa)
-            nb = pv if b == u else (pu if b == v else sb)
-            delta += count[e] * (hops[slot_pair[na], slot_pair[nb]]
-                                 - hops[slot_pair[sa], slot_pair[sb]])
-    return delta
-
-
-@njit(cache=True)
-def _two_opt_hops(pos, pairs, src, dst, count, inc_first, inc_edge, slot_pair, hops):  # noqa: ANN001, ANN202
-    """Two-opt on total hops over the random unit pairs ``pairs``; returns the total change
-    and the number of accepted swaps."""
-    total = 0
-    accepted = 0
-    for i in range(pairs.shape[0]):
-        u, v = pairs[i, 0], pairs[i, 1]
-        d = _hops_delta(u, v, pos, src, dst, count, inc_first, inc_edge, slot_pair, hops)
-        if d < 0:
-            pos[u], pos[v] = pos[v], pos[u]
-            total += d
-            accepted += 1
-    return total, accepted
-
-
-@njit(cache=True)
-def _move(e, sign, pos, src, dst, count, slot_pair, k, first, ports, load):  # noqa: ANN001, ANN202
-    """Add (``sign`` 1) or remove (-1) edge ``e``'s messages on its path; returns the change
-    of the pairs of messages sharing a cable."""
-    p = slot_pair[pos[src[e]]] * k + slot_pair[pos[dst[e]]]
-    c = count[e]
-    change = 0
-    for j in range(first[p], first[p + 1]):
-        q = ports[j]
-        n = load[q]
-        if sign > 0:
-            change += c * n + c * (c - 1) // 2
-            load[q] = n + c
-        else:
-            change -= c * (n - c) + c * (c - 1) // 2
-            load[q] = n - c
-    return change
-
-
-@njit(cache=True)
-def _swap_contention(u, v, pos, src, dst, count, inc_first, inc_edge, slot_pair, k, first,  # noqa: ANN001, ANN202
-                     ports, load, mark, stamp):
-    """Swap units ``u`` and ``v`` and return the change of the contention (the edges of both
-    moved off their old paths and onto their new ones)."""
-    change = 0
-    for sign in (-1, 1):
-        tag = stamp
-        if sign > 0:
-            pos[u], pos[v] = pos[v], pos[u]
-            tag = stamp + 1
-        for w in (u, v):
-            for j in range(inc_first[w], inc_first[w + 1]):
-                e = inc_edge[j]
-                if mark[e] == tag:
-                    continue  # an edge between u and v: once
-                mark[e] = tag
-                change += _move(e, sign, pos, src, dst, count, slot_pair, k, first, ports,
-                                load)
-    return change
-
-
-@njit(cache=True)
-def _two_opt_contention(pos, pairs, src, dst, count, inc_first, inc_edge, slot_pair, k,  # noqa: ANN001, ANN202
-                        first, ports, load):
-    """Two-opt on contention; ``load`` holds each cable's message count for ``pos``."""
-    mark = np.full(src.shape[0], -1, dtype=np.int64)
-    total = 0
-    accepted = 0
-    for i in range(pairs.shape[0]):
-        u, v = pairs[i, 0], pairs[i, 1]
-        stamp = 4 * i
-        d = _swap_contention(u, v, pos, src, dst, count, inc_first, inc_edge, slot_pair, k,
-                             first, ports, load, mark, stamp)
-        if d < 0:
-            total += d
-            accepted += 1
-        else:  # swap back (the same moves undone)
-            _swap_contention(u, v, pos, src, dst, count, inc_first, inc_edge, slot_pair, k,
-                             first, ports, load, mark, stamp + 2)
-    return total, accepted
-
-
 @dataclass(frozen=True)
 class TwoOptResult:
     pos: np.ndarray  #: int64[U]: unit u's slot after the search
@@ -281,6 +185,8 @@ def two_opt(edges: Edges, pos: np.ndarray, slot_pair: np.ndarray, paths: PairPat
     """Two-opt from the mapping ``pos`` (unit to slot; changed in place and returned): each
     iteration draws two distinct units and keeps their swap when ``objective`` (``hops`` or
     ``contention``) strictly drops."""
+    from federation.network.mapping_kernels import two_opt_contention, two_opt_hops
+
     pos = np.ascontiguousarray(pos, dtype=np.int64)
     units = pos.shape[0]
     slot_pair = np.ascontiguousarray(slot_pair, dtype=np.int64)
@@ -307,9 +213,9 @@ def two_opt(edges: Edges, pos: np.ndarray, slot_pair: np.ndarray, paths: PairPat
         v = v + (v >= u)
         pairs = np.ascontiguousarray(np.stack([u, v], axis=1), dtype=np.int64)
         if objective == "hops":
-            d, a = _two_opt_hops(pos, pairs, *args, hops)
+            d, a = two_opt_hops(pos, pairs, *args, hops)
         else:
-            d, a = _two_opt_contention(pos, pairs, *args, k, paths.first, paths.ports, load)
+            d, a = two_opt_contention(pos, pairs, *args, k, paths.first, paths.ports, load)
         change += int(d)
         accepted += int(a)
     return TwoOptResult(pos, int(before), int(before + change), accepted)
