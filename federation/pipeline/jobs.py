@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.sparse.csgraph import breadth_first_order
 
 from federation.errors import ConfigError, TopologyError
 from federation.network import Network
@@ -179,6 +178,8 @@ def cco_order(net: Network, nodes: np.ndarray) -> np.ndarray:
     order."""
     routers = net.node_router[nodes].astype(np.int64)
     root = int(net.node_router[int(nodes.min())])
+    from scipy.sparse.csgraph import breadth_first_order  # scipy.sparse: 0.15 s at import
+
     bfs = breadth_first_order(net.adjacency, root, directed=False, return_predecessors=False)
     rank = np.empty(net.n_routers, dtype=np.int64)
     rank[bfs] = np.arange(bfs.shape[0])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import Field
-from scipy.sparse.csgraph import shortest_path
 
 from federation import Params, PatternContext, TrafficPattern
 from federation.errors import ConfigError
@@ -99,6 +98,8 @@ class FixedHopPairs(TrafficPattern):
         """bool[n, n]: the job's node pairs ``hops`` apart (a node is never its own)."""
         router = ctx.network.node_router.astype(np.int64)
         routers, which = np.unique(router, return_inverse=True)
+        from scipy.sparse.csgraph import shortest_path  # scipy.sparse: 0.15 s at import
+
         dist = shortest_path(ctx.machine.adjacency, unweighted=True, indices=routers)
         d = dist[:, routers][which][:, which]
         ok = d == self.params.hops
