@@ -537,7 +537,8 @@ def iq_event(sim, pg, rt, ev, a, b, c, now):
     return 0
 
 
-@kernel(error_model="numpy", _nrt=False)  # compiled into a native entry, never cached alone
+# compiled into a native entry, never cached alone, never called from Python (no wrapper)
+@kernel(error_model="numpy", _nrt=False, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def run_loop(budget, until, sim, pg, rt, ab, cur):
     """Process events until done, ``budget`` events, the queue needs to grow, the next event is
     at or after ``until`` (ps: the driver reads counters there and resumes), or a routing

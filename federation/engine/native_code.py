@@ -26,7 +26,8 @@ import os
 import platform
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -189,9 +190,33 @@ def compile_entry(target: Any, layout: tuple) -> tuple[bytes, str]:
     entry = njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, error_model="numpy",
                  _nrt=False)(scope["entry"])
     sig = (types.CPointer(types.int64),)
-    entry.compile(sig)
+    with _no_machine_code(("entry", getattr(target, "__qualname__", "run_loop"))):
+        entry.compile(sig)
     result = entry.overloads[sig]
     return _pic_object(result.library), result.fndesc.mangled_name
+
+
+@contextmanager
+def _no_machine_code(names: tuple[str, ...]) -> Iterator[None]:
+    """numba makes machine code of every library it finishes (LLVM's MCJIT), but of the
+    entry and its loop only the optimised module is used (:func:`_pic_object` emits it once
+    more, as position-independent code): skip their in-process code generation, 1.5 s of a
+    cold compile.  The parts keep theirs (numba caches each part's object code)."""
+    from numba.core.codegen import JITCodeLibrary
+
+    own = JITCodeLibrary._finalize_specific
+
+    def finalize(self: Any) -> None:
+        if self.name in names:
+            self._codegen._scan_and_fix_unresolved_refs(self._final_module)
+            return
+        own(self)
+
+    JITCodeLibrary._finalize_specific = finalize  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        JITCodeLibrary._finalize_specific = own  # type: ignore[method-assign]
 
 
 def _pic_object(library: Any) -> bytes:

@@ -85,8 +85,8 @@ class Sim(NamedTuple):
     port_class_bytes: np.ndarray  #: int64[P*C] bytes sent per port and class
     nic_ctr: np.ndarray  #: int64[N, api.NC_COLS] per-NIC counters (api.NC_* columns)
     nic_flit: np.int64  #: bytes per flit (``nic.flit``): NC_REQ_FLITS counts size / flit
-    iq: IQ  #: the booksim_iq routers' state (:mod:`federation.engine.iq`; placeholders
-    #: under the default model)
+    iq: IQ | np.ndarray  #: the booksim_iq routers' state (:mod:`federation.engine.iq`; under
+    #: the default model a one-element placeholder array, :func:`~federation.engine.iq.no_iq`)
 
 
 class Prog(NamedTuple):
