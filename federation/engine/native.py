@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from federation.engine.feed import (
     undelivered,
     waiting,
 )
+from federation.engine.feeder import Feeder
 from federation.engine.iq import default_cycle, new_iq, no_iq
 from federation.engine.link_series import Sampler
 from federation.engine.packet_stats import PacketSink
@@ -76,7 +78,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     return_freed_memory()
     net = job.network
     pt = net.ports
-    P, V, N = pt.n_ports, job.n_vcs, net.n_nodes
+    P, N = pt.n_ports, net.n_nodes
     port_ser, port_lat, port_buf, router_delay = _port_figures(job)
     pg = job.programs.prog if job.programs is not None else no_programs(N)
     keep_programs = job.programs is not None and job.keep_packets and job.keep_program_packets
@@ -103,8 +105,20 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     state = [sim, pg, arb_state]  # replaced when the heap, the pool or a QoS ring grows
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs,
                       n_classes=job.n_classes)
-    chunks = job.chunks()
-    pending: list[PacketChunk | None] = [next(chunks, None)]
+    feeder = Feeder(job.chunks(), sink)  # the next chunks and the records, on a helper thread
+    with feeder:
+        return _drive(job, feeder, sink, state, run_loop, rt, cur, progress, budget, owner,
+                      qos_state)
+
+
+def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_loop: Any,
+           rt: Any, cur: np.ndarray, progress: Callable[[int, int], None] | None,
+           budget: int, owner: str, qos_state: bool) -> RawResult:
+    """Run the loop slice by slice to its end (loading chunks, folding records, growing
+    arrays, reading counters at the window's edges) and gather the result."""
+    net = job.network
+    P, V = net.ports.n_ports, job.n_vcs
+    sim = state[0]
     total = (job.programs.n_packets if job.programs is not None else 0) + (
         job.traffic.expected_packets if job.traffic is not None else
         job.given_packets.count if job.given_packets is not None else 0)
@@ -121,19 +135,18 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             spent[1] += time.thread_time() - c
 
     def load() -> None:
-        """Load the pending chunk (the loop stands at its start) and fetch the next."""
-        chunk = pending[0]
-        assert chunk is not None
+        """Load the ready chunk (the loop stands at its start); the feeder readies the next."""
+        chunk = feeder.take()
         _check_chunk(chunk, V, job.n_classes)
         state[0] = load_chunk(state[0], chunk, state[2])
         _check_rows(state[0], job.max_rows)
-        sink.loaded(chunk)
-        pending[0] = next(chunks, None)
 
     def drain() -> None:
-        sc = state[0].sc
-        sink.add(state[0].rec[:int(sc[E.S_REC])])
-        sc[E.S_REC] = 0
+        """The records buffer is full: the feeder folds it, the loop gets an empty one."""
+        sim = state[0]
+        spare = feeder.fold(sim.rec, int(sim.sc[E.S_REC]))
+        sim.sc[E.S_REC] = 0
+        state[0] = sim._replace(rec=spare)
 
     def counters(at: int) -> PortCounters:
         s = state[0]
@@ -156,7 +169,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     wall0 = time.perf_counter()
     while True:
         edge = edges[len(snaps)] if len(snaps) < len(edges) else E.TIME_LIMIT_PS
-        start = _chunk_start(pending[0])
+        start = _chunk_start(feeder.ready)
         sample = sampler.next if sampler is not None else E.TIME_LIMIT_PS
         status = step(budget, min(edge, start, sample))
         sim = state[0]
@@ -165,7 +178,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
             sampler.take(sample, sim.port_class_bytes)
             sampler.next += sampler.interval
             continue
-        if status == E.ST_UNTIL or (status == E.ST_DONE and pending[0] is not None):
+        if status == E.ST_UNTIL or (status == E.ST_DONE and feeder.ready is not None):
             if status == E.ST_UNTIL and edge <= start:
                 snaps.append(counters(edge))
             else:
@@ -207,7 +220,9 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                                               owner))
     if status == E.ST_PROGRAM_STUCK:
         raise SimulationError(stuck_report(job, pg, int(sc[E.S_NOW])))
-    drain()
+    feeder.close()  # every record handed over is folded: the sink is this thread's again
+    sink.add(sim.rec[:int(sc[E.S_REC])])
+    sc[E.S_REC] = 0
     end = int(sc[E.S_NOW])
     if status == E.ST_DONE:  # the last credit returns ended the run (credits.py)
         end = max(end, last_credit_return(sim))
