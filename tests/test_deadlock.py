@@ -20,6 +20,8 @@ import pytest
 import yaml
 from conftest import fake_distribution, one_error
 from deadlock_reference import projected_dependencies, reference_dependencies
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_third_party_plugin import federation
 
 from federation.errors import ConfigError
@@ -461,3 +463,24 @@ def test_a_sweep_is_refused_before_its_first_point_runs(tmp_path):
                        r"\(sweep point 1: routing.algorithm=valiant\)$"):
         preflight(load_experiment(path), LIMIT)
     assert len(preflight(load_experiment(path), LIMIT, deadlock_check=False).proofs) == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 30).flatmap(lambda n: st.tuples(
+    st.just(n), st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                         max_size=60))))
+def test_the_layered_acyclicity_check_agrees_with_strong_components(graph):
+    """The proof's first test (Kahn's algorithm, a layer at a time, without scipy) says
+    "no cycle" exactly when scipy's strongly connected components find none."""
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+
+    from federation.network.deadlock import acyclic
+
+    n, edges = graph
+    a = np.array([e[0] for e in edges], dtype=np.int64)
+    b = np.array([e[1] for e in edges], dtype=np.int64)
+    m = sp.csr_matrix((np.ones(a.size, np.int8), (a, b)), shape=(n, n))
+    _, labels = csgraph.connected_components(m, directed=True, connection="strong")
+    has_cycle = bool((np.bincount(labels) > 1).any() or (a == b).any())
+    assert acyclic(a, b, n) == (not has_cycle)

@@ -49,8 +49,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse import csgraph
 
 from federation.network.dependencies import distinct, table_edges
 from federation.network.routes import cable_ports
@@ -236,6 +234,31 @@ def class_edges(network: Network, plan: ClassPlan, n_vcs: int) -> tuple[np.ndarr
 # --------------------------------------------------------------------------- cycles
 
 
+def acyclic(a: np.ndarray, b: np.ndarray, n: int) -> bool:
+    """Whether the graph of ``n`` vertices with edges ``a -> b`` has no cycle: Kahn's
+    algorithm a layer at a time (every vertex left with no edge in, then its edges removed),
+    each step on the edges of the layer only, so the whole is linear in the edges and
+    vectorised; a cycle leaves vertices that never lose their last edge in."""
+    order = np.argsort(a, kind="stable")
+    heads = b[order]
+    first = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(a, minlength=n), out=first[1:])
+    left = np.bincount(b, minlength=n)
+    layer = np.flatnonzero(left == 0)
+    done = 0
+    while layer.size:
+        done += layer.size
+        lens = first[layer + 1] - first[layer]
+        total = int(lens.sum())
+        if total == 0:
+            break
+        at = np.repeat(first[layer] - np.cumsum(lens) + lens, lens) + np.arange(total)
+        hit, count = np.unique(heads[at], return_counts=True)
+        left[hit] -= count
+        layer = hit[left[hit] == 0]
+    return done == n
+
+
 def find_cycle(src: np.ndarray, dst: np.ndarray, n_channels: int) -> list[int]:
     """The channel vertices (ids below ``n_channels``) of one cycle of the graph with edges
     ``src -> dst``, in order; empty when it has none.  Every cycle passes
@@ -247,6 +270,11 @@ def find_cycle(src: np.ndarray, dst: np.ndarray, n_channels: int) -> list[int]:
     nodes = distinct(np.concatenate([src, dst]))
     a, b = np.searchsorted(nodes, src), np.searchsorted(nodes, dst)
     n = nodes.size
+    if acyclic(a, b, n):
+        return []
+    import scipy.sparse as sp  # only to name a cycle: 20 MB and 0.15 s that a proof spares
+    from scipy.sparse import csgraph
+
     graph = sp.csr_matrix((np.ones(a.size, np.int8), (a, b)), shape=(n, n))
     _, labels = csgraph.connected_components(graph, directed=True, connection="strong")
     size = np.bincount(labels)
