@@ -93,6 +93,38 @@ def test_keeping_the_tables_changes_no_figure(tmp_path):
     assert b.packets_measured == int(m.sum())
 
 
+def test_the_helper_thread_changes_no_figure(tmp_path, monkeypatch):
+    """Chunks drawn and records folded on the driver's helper thread while the loop runs
+    (federation.engine.feeder) give the same figures and tables, to the last digit, as the
+    same tasks run in the driver's thread: many chunks, many record buffers, both tables."""
+    _, raw_a, a, packets_a, _ = _long_run(tmp_path / "a", keep=True, measure="500us")
+    monkeypatch.setenv("FEDERATION_FEED_THREAD", "0")
+    _, raw_b, b, packets_b, _ = _long_run(tmp_path / "b", keep=True, measure="500us")
+    assert a.packets_generated > 3 * CHUNK_PACKETS
+    assert a.model_dump() == b.model_dump()
+    assert raw_a.events == raw_b.events and raw_a.end_ps == raw_b.end_ps
+    assert packets_a.keys() == packets_b.keys()
+    for k in packets_a:
+        assert (packets_a[k] == packets_b[k]).all(), k
+
+
+def test_a_failing_workload_on_the_helper_thread_stops_the_run_with_its_error(tmp_path,
+                                                                             monkeypatch):
+    """What drawing a chunk raises on the helper thread reaches the driver as it is."""
+    import federation.engine.run_types as rt
+
+    real = rt.packet_chunks
+
+    def chunks(t):
+        it = real(t)
+        yield next(it)
+        raise ValueError("the third chunk is broken")
+
+    monkeypatch.setattr(rt, "packet_chunks", chunks)
+    with pytest.raises(ValueError, match="third chunk is broken"):
+        _long_run(tmp_path, keep=False, measure="40us")
+
+
 @pytest.mark.parametrize("target", [7, 500])
 def test_chunk_size_is_invisible_in_the_results(tmp_path, target, monkeypatch):
     """The same messages fed in chunks of 7 packets or all at once give identical results:

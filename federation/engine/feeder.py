@@ -18,6 +18,7 @@ buffer of delivery records (the loop fills one while the helper folds the other)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -27,7 +28,28 @@ import numpy as np
 from federation.engine.packet_stats import PacketSink
 from federation.engine.traffic import PacketChunk
 
-__all__ = ["Feeder"]
+__all__ = ["Feeder", "threaded"]
+
+
+def threaded() -> bool:
+    """Whether the helper is a thread (``FEDERATION_FEED_THREAD=0``: every task runs in the
+    driver's thread when it is handed over, as before the helper existed; the same results)."""
+    return os.environ.get("FEDERATION_FEED_THREAD", "1") != "0"
+
+
+class _InPlace:
+    """An executor that runs each task at once, in the caller's thread."""
+
+    def submit(self, fn: Any, *args: Any) -> Future:
+        done: Future = Future()
+        try:
+            done.set_result(fn(*args))
+        except BaseException as exc:  # handed back by result(), as a thread's would be
+            done.set_exception(exc)
+        return done
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
 
 
 class Feeder:
@@ -37,7 +59,8 @@ class Feeder:
     def __init__(self, chunks: Iterator[PacketChunk], sink: PacketSink) -> None:
         self._chunks = chunks
         self._sink = sink
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="federation-feed")
+        self._pool: Any = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="federation-feed")
+                           if threaded() else _InPlace())
         #: the chunk the loop loads next (``None``: no more); the first is drawn here, as the
         #: loop needs its first creation time before it starts
         self.ready: PacketChunk | None = next(chunks, None)

@@ -117,8 +117,8 @@ from federation.engine.router import (
 
 __all__ = ["run_loop"]
 
-#: events ahead of the current one whose packet row the loop prefetches (an arrival's row was
-#: last touched a cable's latency ago: thousands of events, out of every cache but the last)
+#: events ahead of the current one whose rows the loop prefetches (an arrival's row was last
+#: touched a cable's latency ago: thousands of events, out of every cache but the last)
 LOOKAHEAD = 8
 
 # --- variant (compile.py replaces these lines): PROGRAMS False compiles a loop without rank
@@ -583,9 +583,20 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             take(q, source, cur)
             decode(cur)
             sc[S_KEY] = cur[5]
-            word = ahead(q, LOOKAHEAD)  # bring in the row of a packet about to arrive
-            if word >= 0 and (word & 7) == EV_ARRIVE:
-                prefetch_row(sim.ps, word >> 3)
+            # bring in the rows an event a few places ahead will read first: an arriving
+            # packet's state and metadata (its delivery reads both), a waking NIC's next
+            # waiting packet, a freed port's first pending credit return (each was written
+            # a cable's latency or a chunk ago: out of every cache but the last)
+            word = ahead(q, LOOKAHEAD)
+            if word >= 0:
+                kind = word & 7
+                if kind == EV_ARRIVE:
+                    prefetch_row(sim.ps, word >> 3)
+                    prefetch_row(sim.pm, word >> 3)
+                elif kind == EV_NIC:
+                    prefetch_row(sim.feed, sim.nic_ptr[word >> 3])
+                elif kind == EV_FREE and sim.cr_head[word >> 3] >= 0:
+                    prefetch_row(sim.cr, sim.cr_head[word >> 3])
             now = cur[0]
             if now < 0 or now >= TIME_LIMIT_PS:  # refused by push (keyed at -1), or bad
                 if sc[S_BAD_TIME] == 0:
