@@ -28,8 +28,9 @@ where a packet-hop is one router-to-router link traversal (terminal links are no
 JSON lines add the same per second of the loop's processor time, ``packet_hops_per_cpu_s``,
 which a machine shared with other jobs disturbs less than wall time), the
 scenario process's peak resident memory, and what the process held before the points (Python,
-NumPy, the loaded loop: ``base MB``).  The points keep no per-packet or per-message table
-(``outputs.packets: false``), so their memory is what is in flight, not the run.  Targets (issue
+NumPy, the loaded loop: ``base MB``).  The points write no table (``outputs.packets``,
+``messages``, ``ports`` and ``nics`` off: BookSim prints sums and means only), so their memory
+is what is in flight, not the run.  Targets (issue
 20): at load 0.5 on ``codes`` >= 5,000,000 packet-hops/s of loop time; on ``booksim`` >= 10x
 BookSim2 end to end, on ``booksim2`` >= 3x, peak RSS <= 1.5x BookSim2's.
 
@@ -191,8 +192,8 @@ def experiment(scenario: str, load: float, routing: str, warmup: str, measure: s
         "stop": {"warmup": warmup, "measure": measure},
         "seed": seed,
         # only sums and percentiles, as BookSim reports: per-packet and per-message tables grow
-        # with the run, and the per-port table's writer (pyarrow) adds 30 MB to the process
-        "outputs": {"packets": False, "messages": False, "ports": False},
+        # with the run, and a table's writer (pyarrow) adds 30-37 MB to the process
+        "outputs": {"packets": False, "messages": False, "ports": False, "nics": False},
     }
 
 
