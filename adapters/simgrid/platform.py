@@ -27,7 +27,6 @@ pair, so the adapter refuses platforms above :data:`MAX_NETPOINTS` netpoints or
 from __future__ import annotations
 
 from dataclasses import dataclass
-from xml.sax.saxutils import quoteattr
 
 import numpy as np
 
@@ -194,7 +193,7 @@ def _link_refs(network: Network, up_port: np.ndarray) -> dict[int, str]:
         c = int(pt.port_link[p])
         if c >= 0:
             d = "UP" if int(up_port[c]) == p else "DOWN"
-            refs[p] = f'<link_ctn id={quoteattr(f"c{c}")} direction="{d}"/>'
+            refs[p] = f'<link_ctn id="c{c}" direction="{d}"/>'
         else:
             refs[p] = f'<link_ctn id="p{p}"/>'
     return refs
