@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -312,37 +313,56 @@ def feed_rows(n: int) -> np.ndarray:
     return aligned_rows(n + 1, F_COLS, np.int64)
 
 
-def load_chunk(sim: Sim, chunk: PacketChunk, arb_state: tuple = ()) -> Sim:
-    """Queue ``chunk``'s packets in the feed, each NIC's behind the packets it has not sent
-    yet, and wake the NICs that had none.  Every event before the chunk's first creation
-    time has been handled (the loop stopped there).  Rows are taken later, one packet at a
-    time as each reaches the head of its NIC (:func:`born`)."""
+class ChunkRows(NamedTuple):
+    """A chunk's packets as feed rows, node by node (each node's in creation order)."""
+
+    rows: np.ndarray  #: int64[k, F_COLS]
+    node: np.ndarray  #: int64[k] the node of each row (non-decreasing)
+
+
+def chunk_rows(chunk: PacketChunk, n_nodes: int) -> ChunkRows:
+    """The feed rows of ``chunk``'s packets, sorted by node: what loading the chunk copies
+    in; independent of the loop's state, so the driver's helper thread makes them while the
+    loop runs (:mod:`federation.engine.feeder`)."""
     pk = chunk.packets
     k = pk.count
-    N = sim.nic_ptr.shape[0]
-    sim.sc[E.S_LOADED] += k
-    # what each NIC has not sent yet (its head may already have a row), then the chunk's
-    # packets in creation order
-    back, back_node = backlog(sim)
-    order = node_order(pk.src, N)  # by node, each in creation order (checked)
-    src = np.concatenate([back_node, pk.src[order]])
-    by_node = node_order(src, N)
-    feed = feed_rows(src.shape[0])
-    nb = back.shape[0]
-    both = feed[:src.shape[0]]
-    both[:nb] = sim.feed[back]
+    order = node_order(pk.src, n_nodes)  # by node, each in creation order (checked)
+    rows = np.empty((k, F_COLS), dtype=np.int64)
     for col, x in ((F_TIME, pk.time_ps), (F_ID, chunk.first_packet + np.arange(k)),
                    (F_MSG, chunk.first_message + pk.msg), (F_DST, pk.dst), (F_SIZE, pk.size),
                    (F_VIA, pk.via), (F_VC, pk.vc), (F_CLS, pk.cls)):
-        both[nb:, col] = x[order]
-    feed[:src.shape[0]] = both[by_node]
+        rows[:, col] = x[order]
+    return ChunkRows(rows, pk.src[order].astype(np.int64))
+
+
+def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> Sim:
+    """Queue a chunk's packets (its :func:`chunk_rows`) in the feed, each NIC's behind the
+    packets it has not sent yet, and wake the NICs that had none.  Every event before the
+    chunk's first creation time has been handled (the loop stopped there).  Packet rows are
+    taken later, one packet at a time as each reaches the head of its NIC (:func:`born`)."""
+    k = rows.rows.shape[0]
+    N = sim.nic_ptr.shape[0]
+    sim.sc[E.S_LOADED] += k
+    # what each NIC has not sent yet (its head may already have a row), then the chunk's
+    # packets: node by node, the backlog first, each part in its own order (a stable merge
+    # of two node-sorted lists, placed by counting)
+    back, back_node = backlog(sim)
+    nb = back.shape[0]
+    n_back = np.bincount(back_node, minlength=N)
+    n_new = np.bincount(rows.node, minlength=N)
     nic_first = np.zeros(N + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=N), out=nic_first[1:])
+    np.cumsum(n_back + n_new, out=nic_first[1:])
+    feed = feed_rows(nb + k)
+    at_back = nic_first[back_node] + np.arange(nb) - (np.cumsum(n_back) - n_back)[back_node]
+    feed[at_back] = sim.feed[back]
+    at_new = (nic_first[rows.node] + n_back[rows.node] + np.arange(k)
+              - (np.cumsum(n_new) - n_new)[rows.node])
+    feed[at_new] = rows.rows
     had = sim.nic_first[1:] > sim.nic_ptr
     sim = sim._replace(nic_first=nic_first, nic_ptr=nic_first[:-1].copy(), feed=feed)
     reset_nic_ptrs(arb_state, nic_first)
 
-    idle = np.nonzero(~had & (np.bincount(pk.src, minlength=N) > 0))[0]
+    idle = np.nonzero(~had & (n_new > 0))[0]
     if idle.size:
         sim = grow_queue(sim, idle.size)
         k = int(sim.sc[E.S_WAKES])  # the loop wakes them when it resumes (wake_nics)

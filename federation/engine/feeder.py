@@ -3,7 +3,8 @@ loop's delivery records while the compiled loop runs.
 
 The loop is native code called through ctypes, which lets go of Python's interpreter lock for
 the call, so another thread of the process runs Python and NumPy meanwhile.  Drawing a chunk
-(the workload's messages, packets, intermediates, injection VCs) and folding the records of
+(the workload's messages, packets, intermediates, injection VCs, and its rows of the feed
+sorted by node) and folding the records of
 delivered packets (sums, latency histograms, message completions, the tables) were 35-40 % of
 an open-loop run on BookSim's p=4 dragonfly, every second of it with the loop stopped; here
 they overlap the loop on a second core.  On one core they take their turns, as before.
@@ -19,16 +20,18 @@ buffer of delivery records (the loop fills one while the helper folds the other)
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from federation.engine.packet_stats import PacketSink
+from federation.engine.events import TIME_LIMIT_PS
+from federation.engine.feed import ChunkRows, chunk_rows
+from federation.engine.packet_stats import Ledger, PacketSink, ledger
 from federation.engine.traffic import PacketChunk
 
-__all__ = ["Feeder", "threaded"]
+__all__ = ["Feeder", "Ready", "threaded"]
 
 
 def threaded() -> bool:
@@ -52,35 +55,68 @@ class _InPlace:
         pass
 
 
+class Ready(NamedTuple):
+    """A drawn chunk as the driver needs it: when the loop must stop to load it, its ledger
+    for the sink, and its rows of the feed (being made on the helper: :meth:`Feeder.take`
+    waits for them).  Its packets are let go once the rows are made."""
+
+    start: int  #: its first packet's creation, ps
+    ledger: Ledger
+    rows: Future
+
+
 class Feeder:
     """The next chunk to load (:attr:`ready`), the one after it being drawn, and the folding
-    of delivery records, on one helper thread."""
+    of delivery records, on one helper thread.  ``check(chunk)`` refuses a chunk the loop
+    cannot take (it runs as the chunk is drawn)."""
 
-    def __init__(self, chunks: Iterator[PacketChunk], sink: PacketSink) -> None:
+    def __init__(self, chunks: Iterator[PacketChunk], sink: PacketSink, n_nodes: int,
+                 check: Callable[[PacketChunk], None]) -> None:
         self._chunks = chunks
         self._sink = sink
+        self._nodes = n_nodes
+        self._check = check
         self._pool: Any = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="federation-feed")
                            if threaded() else _InPlace())
         #: the chunk the loop loads next (``None``: no more); the first is drawn here, as the
         #: loop needs its first creation time before it starts
-        self.ready: PacketChunk | None = next(chunks, None)
-        self._ahead: Future | None = (self._pool.submit(next, chunks, None)
+        first = self._draw()
+        self.ready: Ready | None = None
+        if first is not None:
+            self.ready = Ready(first[0].start, first[0].ledger, _InPlace().submit(
+                chunk_rows, first[1], n_nodes))
+        self._ahead: Future | None = (self._pool.submit(self._draw)
                                       if self.ready is not None else None)
         self._folding: Future | None = None  # the last records handed to the sink
         self._spare: np.ndarray | None = None  # the records buffer the helper gave back
         self._sink_tasks: list[Future] = []  # handed to the sink, not checked yet
 
-    def take(self) -> PacketChunk:
-        """The ready chunk, for the driver to load now: the sink learns of its messages (in
-        turn), the chunk after it becomes ready, and the one after that starts to be drawn."""
-        chunk = self.ready
-        assert chunk is not None
-        self._to_sink(self._sink.loaded, chunk)
-        assert self._ahead is not None
-        self.ready = self._ahead.result()  # re-raises what drawing it raised
-        self._ahead = (self._pool.submit(next, self._chunks, None)
-                       if self.ready is not None else None)
-        return chunk
+    def _draw(self) -> tuple[Ready, PacketChunk] | None:
+        """The next chunk, checked, with its start and ledger (``None``: no more)."""
+        chunk = next(self._chunks, None)
+        if chunk is None:
+            return None
+        self._check(chunk)
+        pk = chunk.packets
+        start = int(pk.time_ps[0]) if pk.count else TIME_LIMIT_PS
+        return Ready(start, ledger(chunk), Future()), chunk
+
+    def take(self) -> ChunkRows:
+        """The ready chunk's feed rows, for the driver to load now.  In the helper's order:
+        the sink learns of its messages, the next chunk's rows are made (it was drawn while
+        the loop ran), and the one after it is drawn."""
+        ready = self.ready
+        assert ready is not None and self._ahead is not None
+        rows = ready.rows.result()  # re-raises what making them raised
+        self._to_sink(self._sink.loaded, ready.ledger)
+        drawn = self._ahead.result()  # re-raises what drawing it raised
+        self.ready, self._ahead = None, None
+        if drawn is not None:
+            nxt, chunk = drawn
+            self.ready = nxt._replace(rows=self._pool.submit(chunk_rows, chunk, self._nodes))
+            del drawn, chunk  # the helper holds the chunk until its rows are made
+            self._ahead = self._pool.submit(self._draw)
+        return rows
 
     def fold(self, rec: np.ndarray, n: int) -> np.ndarray:
         """Hand the first ``n`` records of the loop's buffer ``rec`` to the sink and return an

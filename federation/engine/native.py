@@ -105,7 +105,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     state = [sim, pg, arb_state]  # replaced when the heap, the pool or a QoS ring grows
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs,
                       n_classes=job.n_classes)
-    feeder = Feeder(job.chunks(), sink)  # the next chunks and the records, on a helper thread
+    # the next chunks and the records, on a helper thread
+    feeder = Feeder(job.chunks(), sink, N, lambda c: _check_chunk(c, job.n_vcs, job.n_classes))
     with feeder:
         return _drive(job, feeder, sink, state, run_loop, rt, cur, progress, budget, owner,
                       qos_state)
@@ -136,9 +137,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
 
     def load() -> None:
         """Load the ready chunk (the loop stands at its start); the feeder readies the next."""
-        chunk = feeder.take()
-        _check_chunk(chunk, V, job.n_classes)
-        state[0] = load_chunk(state[0], chunk, state[2])
+        state[0] = load_chunk(state[0], feeder.take(), state[2])
         _check_rows(state[0], job.max_rows)
 
     def drain() -> None:
@@ -169,7 +168,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     wall0 = time.perf_counter()
     while True:
         edge = edges[len(snaps)] if len(snaps) < len(edges) else E.TIME_LIMIT_PS
-        start = _chunk_start(feeder.ready)
+        start = feeder.ready.start if feeder.ready is not None else E.TIME_LIMIT_PS
         sample = sampler.next if sampler is not None else E.TIME_LIMIT_PS
         status = step(budget, min(edge, start, sample))
         sim = state[0]
@@ -260,13 +259,6 @@ def last_credit_return(sim: Sim) -> int:
     if not used.any():
         return -1
     return int((sim.cr[used, 0] >> E.SEQ_BITS).max())
-
-
-def _chunk_start(chunk: PacketChunk | None) -> int:
-    """When the loop must stop to load ``chunk``: its first packet's creation."""
-    if chunk is None:
-        return E.TIME_LIMIT_PS
-    return int(chunk.packets.time_ps[0]) if chunk.packets.count else E.TIME_LIMIT_PS
 
 
 def _check_chunk(chunk: PacketChunk, n_vcs: int, n_classes: int) -> None:

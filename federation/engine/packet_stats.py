@@ -19,6 +19,7 @@ import math
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -100,7 +101,14 @@ def order_statistics(store: ValueStore, ranks: list[int]) -> dict[int, int]:
     Each pass reads the values once and, per rank, counts them into 65,536 equal bins over
     the value range still in question; the bin holding the rank becomes the new range.
     Integer values converge to a single value in at most four passes.  Values must lie in
-    ``[0, 2^62]`` (latencies in ps are below 2^43), so that no difference overflows."""
+    ``[0, 2^62]`` (latencies in ps are below 2^43), so that no difference overflows.  Values
+    that never spilled to the file are selected in memory at once (``np.partition``: the same
+    values, a tenth of the time)."""
+    if store._file is None and store.parts:
+        x = np.concatenate(store.parts) if len(store.parts) > 1 else store.parts[0].copy()
+        want = sorted(set(ranks))
+        x.partition(want)
+        return {k: int(x[k]) for k in want}
     state = {k: (store.min, store.max, 0) for k in set(ranks)}  # range [a, b], values below a
     while any(a < b for a, b, _ in state.values()):
         todo = [k for k, (a, b, _) in state.items() if a < b]
@@ -195,6 +203,22 @@ MESSAGE_COLUMNS = ["message", "src", "dst", "size", "created_ps", "started_ps",
                    "completed_ps", "class"]
 
 
+class Ledger(NamedTuple):
+    """What the sink keeps of a chunk: its packets and bytes, and its messages' completion
+    state (``None``: it has none), made without the sink (:func:`ledger`) so that a chunk's
+    packets can be let go before it is loaded."""
+
+    packets: int
+    bytes: int
+    messages: _Chunk | None
+
+
+def ledger(c: PacketChunk) -> Ledger:
+    """The :class:`Ledger` of chunk ``c``."""
+    return Ledger(c.packets.count, int(c.packets.size.sum()),
+                  _Chunk(c) if c.messages.count else None)
+
+
 class _Chunk:
     """Completion state of one loaded chunk's messages."""
 
@@ -246,12 +270,14 @@ class PacketSink:
         # the programs' packets, numbered in delivery order (a deterministic order: the loop's)
         self.program_rows = Spool(PROGRAM_PACKET_COLUMNS) if keep_programs else None
 
-    def loaded(self, c: PacketChunk) -> None:
-        """A chunk entered the engine: its packets count as generated."""
-        self.s.generated += c.packets.count
-        self.s.generated_bytes += int(c.packets.size.sum())
-        if c.messages.count:
-            self.chunks.append(_Chunk(c))
+    def loaded(self, c: PacketChunk | Ledger) -> None:
+        """A chunk entered the engine (or its :func:`ledger`, made ahead): its packets count
+        as generated."""
+        led = c if isinstance(c, Ledger) else ledger(c)
+        self.s.generated += led.packets
+        self.s.generated_bytes += led.bytes
+        if led.messages is not None:
+            self.chunks.append(led.messages)
 
     def add(self, rec: np.ndarray) -> None:
         """Records of delivered packets (or, at the end, undelivered ones: delivery -1)."""
