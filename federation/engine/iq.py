@@ -52,7 +52,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from federation.engine.api import P_CLASS, P_NEXT, P_OUTVC, P_SIZE, P_VC
+from federation.engine.api import P_NEXT, P_OUTVC, P_SIZE, P_VC
 from federation.engine.events import EV_ARRIVE, EV_ROUTER, push
 from federation.engine.jit import part
 
@@ -362,7 +362,6 @@ def send(sim, o, pk, t):
     F = flits(iq, o, size)
     iq.link_free[o] = t + F
     sim.port_bytes[o] += size
-    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
     sim.port_pkts[o] += 1
     sim.port_busy[o] += F * C
     sim.busy_until[o] = (t + F) * C
@@ -385,7 +384,6 @@ def send_nic(sim, o, pk, t, F):
     C = iq.cfg[C_CYCLE]
     size = sim.ps[pk, P_SIZE]
     sim.port_bytes[o] += size
-    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
     sim.port_pkts[o] += 1
     sim.port_busy[o] += F * C
     sim.busy_until[o] = (t + F) * C

@@ -174,7 +174,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
         sim = state[0]
         peak_waiting = max(peak_waiting, waiting(sim))
         if status == E.ST_UNTIL and sampler is not None and sample < min(edge, start):
-            sampler.take(sample, sim.port_class_bytes)
+            sampler.take(sample, class_bytes(sim))
             sampler.next += sampler.interval
             continue
         if status == E.ST_UNTIL or (status == E.ST_DONE and feeder.ready is not None):
@@ -234,20 +234,26 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
         window, in_window = (0, end), counters(end)
     C = int(sim.n_classes)
     if sampler is not None:
-        sampler.take(end, sim.port_class_bytes)
+        sampler.take(end, class_bytes(sim))
     return RawResult(
         packets=sink.finish(),
         port_bytes=sim.port_bytes, port_pkts=sim.port_pkts,
         port_busy=sim.port_busy, port_stall=sim.port_stall, port_peak=sim.port_peak,
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
         wall_s=wall, cpu_s=cpu, feed_s=feed_s, window=window, window_ports=in_window,
-        port_class_bytes=sim.port_class_bytes.reshape(P, C),
+        port_class_bytes=class_bytes(sim).reshape(P, C),
         port_class_inactive=inactive_time(arb_state, end) if qos_state else None,
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
         peak_waiting=peak_waiting, nic_ctr=nic_counters_at(end, sim.nic_ctr,
                                                            sim.stall_start[sim.nic_port]),
         link_series=sampler.result() if sampler is not None else None,
     )
+
+
+def class_bytes(sim: Sim) -> np.ndarray:
+    """Bytes sent per port and class (ports x classes, flat): with one class the loop counts
+    only each port's bytes, which are that."""
+    return sim.port_class_bytes if int(sim.n_classes) > 1 else sim.port_bytes
 
 
 def last_credit_return(sim: Sim) -> int:
@@ -404,7 +410,7 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         port_bytes=np.zeros(P, dtype=i64), port_pkts=np.zeros(P, dtype=i64),
         port_busy=np.zeros(P, dtype=i64), port_stall=np.zeros(P, dtype=i64),
         port_peak=np.zeros(P, dtype=i64),
-        n_classes=i64(C), port_class_bytes=np.zeros(P * C, dtype=i64),
+        n_classes=i64(C), port_class_bytes=np.zeros(P * C if C > 1 else 1, dtype=i64),
         nic_ctr=np.zeros((N, A.NC_COLS), dtype=i64), nic_flit=i64(job.nic_flit), iq=iq,
     )
 

@@ -97,7 +97,8 @@ def transmit(sim, o, pk, ovc, done, now):
     sim.cwait[o] = 0
     sim.busy_until[o] = done
     sim.port_bytes[o] += size
-    sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
+    if sim.n_classes > 1:  # with one class they are port_bytes (the driver reads those)
+        sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
     sim.port_pkts[o] += 1
     sim.port_busy[o] += done - now
     sim.ps[pk, P_VC] = ovc

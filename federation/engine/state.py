@@ -82,7 +82,8 @@ class Sim(NamedTuple):
     port_stall: np.ndarray  #: int64[P]
     port_peak: np.ndarray  #: int64[P]
     n_classes: np.int64  #: traffic classes
-    port_class_bytes: np.ndarray  #: int64[P*C] bytes sent per port and class
+    port_class_bytes: np.ndarray  #: int64[P*C] bytes sent per port and class (counted with
+    #: several classes only; with one, ``port_bytes`` are they)
     nic_ctr: np.ndarray  #: int64[N, api.NC_COLS] per-NIC counters (api.NC_* columns)
     nic_flit: np.int64  #: bytes per flit (``nic.flit``): NC_REQ_FLITS counts size / flit
     iq: IQ | np.ndarray  #: the booksim_iq routers' state (:mod:`federation.engine.iq`; under
