@@ -125,6 +125,8 @@ QOS = {
 
 #: ``--qos-at``: where the QoS policy applies (default: the policy's own default)
 QOS_AT: list[str] = []
+#: the native engine's own options (``--no-nic-counters``, ``--no-check-arbiter``)
+ENGINE: dict[str, Any] = {}
 #: ``--qos-by``: the message field whose parity is the class
 QOS_BY = ["src"]
 
@@ -194,6 +196,7 @@ def experiment(scenario: str, load: float, routing: str, warmup: str, measure: s
         # only sums and percentiles, as BookSim reports: per-packet and per-message tables grow
         # with the run, and a table's writer (pyarrow) adds 30-37 MB to the process
         "outputs": {"packets": False, "messages": False, "ports": False, "nics": False},
+        **({"engine": {"kind": "native", **ENGINE}} if ENGINE else {}),
     }
 
 
@@ -354,10 +357,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --qos: classes by the parity of the source (default) or of the "
                     "destination (every NIC sends both classes)")
     ap.add_argument("--qos-vcs", type=int, default=4, help="router.vcs with --qos")
+    ap.add_argument("--no-nic-counters", action="store_true",
+                    help="engine: {kind: native, nic_counters: false} (issue 23: the loop "
+                    "without NIC counters)")
+    ap.add_argument("--no-check-arbiter", action="store_true",
+                    help="engine: {kind: native, check_arbiter: false} (issue 22: the loop "
+                    "without the arbiter answer check)")
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
     ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     QOS_AT[:] = args.qos_at.split(",") if args.qos_at else []
+    if args.no_nic_counters:
+        ENGINE["nic_counters"] = False
+    if args.no_check_arbiter:
+        ENGINE["check_arbiter"] = False
     QOS_BY[0] = args.qos_by
     if args.in_process:
         for s in args.scenario:
@@ -380,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
                 child += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
         if args.loads:
             child += ["--loads", *map(str, args.loads)]
+        for flag in ("no_nic_counters", "no_check_arbiter"):
+            if getattr(args, flag):
+                child.append("--" + flag.replace("_", "-"))
         proc = subprocess.Popen(child, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         for line in proc.stdout:

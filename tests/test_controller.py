@@ -225,3 +225,17 @@ def test_docs_show_the_by_size_controller_verbatim():
     root = Path(__file__).resolve().parent.parent
     source = (root / "plugins" / "controllers" / "by_size.py").read_text()
     assert source in (root / "docs" / "plugins.md").read_text()
+
+
+def test_a_controller_keeps_the_nic_counters_the_engine_switch_turns_off(probe, tmp_path):
+    """app_aware reads the NIC counters: with ``engine.nic_counters: false`` the loop still
+    counts them (the same modes as with the switch on), and the result has them."""
+    ctl = {"kind": "app_aware", "adaptive": "ALPHA", "bias": "GAMMA", "latency_ratio": 1.0,
+           "stall_ratio": 1.0, "expire_samples": 1}
+    (tmp_path / "on").mkdir()
+    (tmp_path / "off").mkdir()
+    prep_on, _, s_on, _, _ = simulate(tmp_path / "on", pingpong_doc(routing_controller=ctl))
+    prep_off, _, s_off, _, _ = simulate(tmp_path / "off", pingpong_doc(
+        routing_controller=ctl, engine={"kind": "native", "nic_counters": False}))
+    assert s_off.nics is not None and s_off.nics == s_on.nics
+    assert (prep_off.job.programs.prog.msg_mode == prep_on.job.programs.prog.msg_mode).all()

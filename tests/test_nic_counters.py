@@ -273,3 +273,23 @@ def test_counters_agree_with_the_packets_and_split_at_any_edge(sends, cut, flit)
     inj = whole.pkt_inject < cut * NS
     assert first.window_ports.nics[:, api.NC_REQ_PKTS].tolist() == np.bincount(
         src[inj], minlength=4).tolist()
+
+
+def test_the_engine_switch_compiles_the_counters_out_and_changes_nothing_else(tmp_path):
+    """``engine: {kind: native, nic_counters: false}``: the loop counts no NIC counters (the
+    summary and the table have none), and every other figure is the same, to the last digit."""
+    from test_jobs import run
+
+    doc = {"workload": {"kind": "synthetic", "load": 0.3},
+           "stop": {"warmup": "0us", "measure": "2us"}}
+    on, _ = run(tmp_path, doc, "on.yaml")
+    off, folder = run(tmp_path, {**doc, "engine": {"kind": "native", "nic_counters": False}},
+                      "off.yaml")
+    assert on.summary.nics is not None and on.summary.nics.request_packets > 0
+    assert off.summary.nics is None and not list(folder.glob("nics-*"))
+    a, b = on.summary.model_dump(), off.summary.model_dump()
+    a.pop("nics", None), b.pop("nics", None)
+    for ja, jb in zip(a.pop("jobs", None) or [], b.pop("jobs", None) or [], strict=True):
+        ja.pop("nics", None), jb.pop("nics", None)
+        assert ja == jb
+    assert a == b

@@ -49,7 +49,7 @@ from federation.errors import RoutingError
 _BEGIN = "# --- call-outs (compile.py replaces these lines)\n"
 _END = "# --- end of call-outs\n"
 _VARIANT = ("PROGRAMS = True\nIQ = False\nCHECK_ARBITER = True\nCONTROLLED = False\n"
-            "QOS = False\nRINGS = False\nQOS_NIC = False\n")
+            "QOS = False\nRINGS = False\nQOS_NIC = False\nCOUNTERS = True\n")
 
 
 def cache_dir() -> Path:
@@ -112,7 +112,7 @@ def _module_source(module: str) -> str:
 def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
              programs: bool = True, iq: bool = False, control: Any = None,
              check_arbiter: bool = True, qos: bool = False, rings: bool = False,
-             qos_nic: bool = False) -> NativeLoop:
+             qos_nic: bool = False, counters: bool = True) -> NativeLoop:
     """The compiled loop calling these functions (``owner`` names the routing and arbiter in
     messages) for arguments like ``args`` (``budget, until, sim, pg, rt, ab, cur``);
     ``programs=False``: the open-loop variant; ``iq``: booksim_iq routers; ``control``: a
@@ -120,13 +120,13 @@ def loop_for(route: Any, inject: Any, arbitrate: Any, owner: str, args: tuple,
     ``check_arbiter=False``: the arbiter's answers are not checked; ``qos``: several traffic
     classes, each in its own VCs; ``rings``: a QoS arbiter state with sliding windows
     (:mod:`federation.engine.qos`); ``qos_nic``: that state's policy picks the class each NIC
-    sends next (:mod:`federation.engine.nic_qos`)."""
+    sends next (:mod:`federation.engine.nic_qos`); ``counters=False``: no NIC counters."""
     layout = ("tuple", tuple(layout_of(a) for a in args))
     defaults = (default_loop.ROUTE, default_loop.INJECT, default_loop.ARBITRATE)
     controlled = control is not None and programs
     flags = {"PROGRAMS": programs, "IQ": iq, "CHECK_ARBITER": check_arbiter,
              "CONTROLLED": controlled, "QOS": qos, "RINGS": rings,
-             "QOS_NIC": qos_nic}
+             "QOS_NIC": qos_nic, "COUNTERS": counters}
     variant = "".join(f"{k} = {v}\n" for k, v in flags.items())
     if (route, inject, arbitrate) == defaults and variant == _VARIANT:
         text = Path(default_loop.__file__).read_text()

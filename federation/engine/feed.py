@@ -67,29 +67,36 @@ F_COLS = 8
 
 
 @part
-def count_request(sim, node, row, now):
-    """Node ``node``'s NIC starts to send the packet in ``row`` at ``now``: count a request
-    packet and its flits, and end the NIC's stall if its packet had waited for credit (the
-    NIC port's ``stall_start``), in its counter and its port's, before the routing's NIC hook
-    runs, so that the hook reads the stall once.  Aries counts flits as they leave; a packet's
-    flits count here all at once, so a reading during its serialisation is ahead by its rest."""
+def end_nic_stall(sim, node, now):
+    """Node ``node``'s NIC starts to send at ``now``: end its stall if its packet had waited
+    for credit (the NIC port's ``stall_start``), in its port's counter and (``counters``) its
+    NIC counter, before the routing's NIC hook runs, so that the hook reads the stall once."""
+    o = sim.nic_port[node]
+    start = sim.stall_start[o]
+    if start >= 0:
+        sim.nic_ctr[node, A.NC_STALL] += now - start
+        sim.port_stall[o] += now - start
+        sim.stall_start[o] = -1
+
+
+@part
+def count_request(sim, node, row):
+    """Node ``node``'s NIC starts to send the packet in ``row``: count a request packet and
+    its flits (a loop with NIC counters only).  Aries counts flits as they leave; a packet's
+    flits count here all at once, so a reading during its serialisation is ahead by its
+    rest."""
     ctr = sim.nic_ctr
     size = np.int64(sim.ps[row, A.P_SIZE])
     ctr[node, A.NC_REQ_PKTS] += 1
     ctr[node, A.NC_REQ_FLITS] += (size + sim.nic_flit - 1) // sim.nic_flit
-    o = sim.nic_port[node]
-    start = sim.stall_start[o]
-    if start >= 0:
-        ctr[node, A.NC_STALL] += now - start
-        sim.port_stall[o] += now - start
-        sim.stall_start[o] = -1
 
 
 @part
 def count_response(sim, row, now):
     """The packet in ``row`` is delivered at ``now``: its source NIC's cumulative latency
     grows by its network latency (leaving its NIC to delivery: what Aries' request-to-response
-    latency measures but the response's way back, which this model does not send)."""
+    latency measures but the response's way back, which this model does not send).  A loop
+    with NIC counters calls it before the delivery frees the row."""
     sim.nic_ctr[sim.ps[row, A.P_SRC], A.NC_RSP_LAT] += now - sim.pm[row, A.M_INJECT]
 
 
@@ -97,7 +104,6 @@ def count_response(sim, row, now):
 def record(sim, pg, row, now):
     """Open-loop packet in ``row`` reached its destination NIC: write its record for the
     driver and give its row back."""
-    count_response(sim, row, now)
     sc = sim.sc
     i = write_record(sim, row, now)
     rec = sim.rec

@@ -79,7 +79,15 @@ from federation.engine.events import (
     decode,
     push,
 )
-from federation.engine.feed import F_TIME, born, count_request, record, wake_nics
+from federation.engine.feed import (
+    F_TIME,
+    born,
+    count_request,
+    count_response,
+    end_nic_stall,
+    record,
+    wake_nics,
+)
 from federation.engine.iq import C_CREDIT as IQ_CREDIT
 from federation.engine.iq import C_CYCLE as IQ_CYCLE
 from federation.engine.iq import C_VCRAND as IQ_VCRAND
@@ -127,7 +135,9 @@ LOOKAHEAD = 8
 # True one that calls a routing controller at each send (without, the call is not compiled),
 # QOS True one of several traffic classes owning disjoint VC sets, RINGS True one whose
 # arbiter state is a federation.engine.qos.QosState with sliding windows (its rings may grow),
-# QOS_NIC True one whose NICs pick the class that sends next by that QosState's policy
+# QOS_NIC True one whose NICs pick the class that sends next by that QosState's policy,
+# COUNTERS False one without the NIC counters (requests, flits, latency; outputs.nics off and no
+# routing controller)
 PROGRAMS = True
 IQ = False
 CHECK_ARBITER = True
@@ -135,6 +145,7 @@ CONTROLLED = False
 QOS = False
 RINGS = False
 QOS_NIC = False
+COUNTERS = True
 # --- end of variant
 
 # --- call-outs (compile.py replaces these lines)
@@ -337,7 +348,9 @@ def inject_classes(sim, pg, rt, ab, node, now):
     sim.ps[pk, P_VC] = ovc
     sim.sc[S_VCBASE] = base
     sim.pm[pk, M_INJECT] = now
-    count_request(sim, node, pk, now)
+    end_nic_stall(sim, node, now)
+    if COUNTERS:
+        count_request(sim, node, pk)
     INJECT(sim, rt, node, pk)
     done = now + np.int64(ab.size[c] * sim.port_ser[o] + 0.5)
     if f >= 0:  # an open-loop packet's slot is passed in nic_take
@@ -378,7 +391,9 @@ def try_inject(sim, pg, rt, ab, node, now):
         credit_wait(sim, o)
         return
     sim.pm[pk, M_INJECT] = now
-    count_request(sim, node, pk, now)
+    end_nic_stall(sim, node, now)
+    if COUNTERS:
+        count_request(sim, node, pk)
     INJECT(sim, rt, node, pk)
     done = now + np.int64(size * sim.port_ser[o] + 0.5)
     nic_advance(sim, pg, node, f, done)
@@ -428,7 +443,8 @@ def iq_inject(sim, pg, rt, node, t):
         return 0, t + 1
     sim.ps[pk, P_VC] = vc
     sim.pm[pk, M_INJECT] = t * C
-    count_request(sim, node, pk, t * C)
+    if COUNTERS:
+        count_request(sim, node, pk)
     INJECT(sim, rt, node, pk)
     r = sim.node_router[node]
     status = iq_route(sim, rt, r, sim.port_peer[o], pk)  # the source router's, now
@@ -529,6 +545,8 @@ def iq_event(sim, pg, rt, ev, a, b, c, now):
         sim.credits[a * sim.n_vcs + b] += c
     elif ev == EV_ARRIVE:  # only NICs receive through events
         sim.sc[S_DELIVERED] += 1
+        if COUNTERS:
+            count_response(sim, a, now)
         record(sim, pg, a, now)
     elif ev == EV_NIC:
         if sim.nic_wake[a] == now:
@@ -621,6 +639,8 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             if ev == EV_ARRIVE:
                 if sim.port_router[b] < 0:  # a NIC: delivered
                     sc[S_DELIVERED] += 1
+                    if COUNTERS:
+                        count_response(sim, a, now)
                     if not PROGRAMS or pg.row_flow[a] < 0:  # open loop: a record for the driver
                         record(sim, pg, a, now)
                         continue

@@ -71,10 +71,14 @@ __all__ = ["CLOCK_RANGE", "LinkFigures", "NativeRun", "Packets", "PortCounters",
 
 
 def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = None,
-               budget: int = 2_000_000, check_arbiter: bool = True) -> RawResult:
+               budget: int = 2_000_000, check_arbiter: bool = True,
+               nic_counters: bool = True) -> RawResult:
     """Run the loop to completion; raise :class:`SimulationError` on deadlock.
     ``check_arbiter=False`` (the engine's explicit switch) runs a loop that trusts the
-    arbiter's answers (:mod:`federation.engine.arbiter_check`)."""
+    arbiter's answers (:mod:`federation.engine.arbiter_check`); ``nic_counters=False`` one
+    without the NIC counters (unless a routing controller reads them), whose result has
+    none."""
+    nics_on = nic_counters or job.controller is not None
     return_freed_memory()
     net = job.network
     pt = net.ports
@@ -101,7 +105,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                         (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
                         iq=job.iq, control=job.controller, check_arbiter=check_arbiter,
                         qos=job.n_classes > 1, rings=qos_state and bool(arb_state.sliding),
-                        qos_nic=qos_state and bool(arb_state.nic))
+                        qos_nic=qos_state and bool(arb_state.nic), counters=nics_on)
     state = [sim, pg, arb_state]  # replaced when the heap, the pool or a QoS ring grows
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs,
                       n_classes=job.n_classes)
@@ -109,12 +113,12 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     feeder = Feeder(job.chunks(), sink, N, lambda c: _check_chunk(c, job.n_vcs, job.n_classes))
     with feeder:
         return _drive(job, feeder, sink, state, run_loop, rt, cur, progress, budget, owner,
-                      qos_state)
+                      qos_state, nics_on)
 
 
 def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_loop: Any,
            rt: Any, cur: np.ndarray, progress: Callable[[int, int], None] | None,
-           budget: int, owner: str, qos_state: bool) -> RawResult:
+           budget: int, owner: str, qos_state: bool, nics_on: bool) -> RawResult:
     """Run the loop slice by slice to its end (loading chunks, folding records, growing
     arrays, reading counters at the window's edges) and gather the result."""
     net = job.network
@@ -151,7 +155,8 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
         s = state[0]
         ports = counters_at(at, s.port_busy, s.busy_until, s.port_bytes, s.port_pkts,
                             s.port_stall, s.stall_start)
-        ports.nics = nic_counters_at(at, s.nic_ctr, s.stall_start[s.nic_port])
+        if nics_on:
+            ports.nics = nic_counters_at(at, s.nic_ctr, s.stall_start[s.nic_port])
         return ports
 
     # the loop stops before the first event at or after each edge of the window, so that the
@@ -244,8 +249,9 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
         port_class_bytes=class_bytes(sim).reshape(P, C),
         port_class_inactive=inactive_time(arb_state, end) if qos_state else None,
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
-        peak_waiting=peak_waiting, nic_ctr=nic_counters_at(end, sim.nic_ctr,
-                                                           sim.stall_start[sim.nic_port]),
+        peak_waiting=peak_waiting,
+        nic_ctr=(nic_counters_at(end, sim.nic_ctr, sim.stall_start[sim.nic_port])
+                 if nics_on else None),
         link_series=sampler.result() if sampler is not None else None,
     )
 

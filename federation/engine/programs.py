@@ -57,7 +57,7 @@ from federation.engine.events import (
     S_STACK,
     push,
 )
-from federation.engine.feed import count_response, record_program
+from federation.engine.feed import record_program
 from federation.engine.jit import part
 from federation.engine.prefetch import prefetch
 from federation.engine.queue import room
@@ -346,7 +346,6 @@ def delivered(sim, pg, pk, now):
     keeps its packets table), free its row, and when it completes its flow: data finishes (or
     awaits) the receive, a request is answered once the receive is posted, a reply queues the
     data."""
-    count_response(sim, pk, now)
     st = pg.pstat
     lat = now - sim.pm[pk, M_TIME]
     st[PSTAT_PACKETS] += 1

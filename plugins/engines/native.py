@@ -19,11 +19,16 @@ class Native(Engine):
             "naming the arbiter when one is wrong; false compiles a loop without the check, "
             "for an arbiter you trust (the check costs 1-2 % of the loop's speed at most: "
             "docs/architecture.md, Call-outs)")
+        nic_counters: bool = Field(
+            True, description="count Aries' NIC counters (request packets and flits, stalls, "
+            "request latency: the summaries' nics blocks and the nics table); false compiles a "
+            "loop without them, which a routing controller overrides (it reads them)")
 
     def run(self, job, progress=None):  # noqa: ANN001, ANN201
         from federation.engine.native import run_native
 
-        return run_native(job, progress=progress, check_arbiter=self.params.check_arbiter)
+        return run_native(job, progress=progress, check_arbiter=self.params.check_arbiter,
+                          nic_counters=self.params.nic_counters)
 
 
 @hookimpl
