@@ -125,6 +125,8 @@ QOS = {
 
 #: ``--qos-at``: where the QoS policy applies (default: the policy's own default)
 QOS_AT: list[str] = []
+#: router.vcs of every point without QoS (``--vcs``; 0: the scenario's)
+VCS = [0]
 #: the native engine's own options (``--no-nic-counters``, ``--no-check-arbiter``)
 ENGINE: dict[str, Any] = {}
 #: ``--qos-by``: the message field whose parity is the class
@@ -178,6 +180,8 @@ def experiment(scenario: str, load: float, routing: str, warmup: str, measure: s
         algo.update({"intermediate": "node", "decide": "injection", "bias": "1920B"})
         machine["router"]["vcs"] = 3
     machine["router"] = {**machine.get("router", {}), **(router or {})}
+    if VCS[0] and not qos:
+        machine["router"]["vcs"] = VCS[0]
     if machine["router"].get("model") == "booksim_iq":
         machine["router"].pop("delay", None)
         if routing == "minimal":
@@ -357,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --qos: classes by the parity of the source (default) or of the "
                     "destination (every NIC sends both classes)")
     ap.add_argument("--qos-vcs", type=int, default=4, help="router.vcs with --qos")
+    ap.add_argument("--vcs", type=int, help="router.vcs without --qos (the one-class baseline "
+                    "of a two-class run: --vcs 4)")
     ap.add_argument("--no-nic-counters", action="store_true",
                     help="engine: {kind: native, nic_counters: false} (issue 23: the loop "
                     "without NIC counters)")
@@ -369,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     QOS_AT[:] = args.qos_at.split(",") if args.qos_at else []
     if args.no_nic_counters:
         ENGINE["nic_counters"] = False
+    if args.vcs:
+        VCS[0] = args.vcs
     if args.no_check_arbiter:
         ENGINE["check_arbiter"] = False
     QOS_BY[0] = args.qos_by
@@ -393,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
                 child += [f"--{opt.replace('_', '-')}", getattr(args, opt)]
         if args.loads:
             child += ["--loads", *map(str, args.loads)]
+        if args.vcs:
+            child += ["--vcs", str(args.vcs)]
         for flag in ("no_nic_counters", "no_check_arbiter"):
             if getattr(args, flag):
                 child.append("--" + flag.replace("_", "-"))
