@@ -14,7 +14,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.engine.program_arrays import ProgramFigures, build_traffic, no_programs
+from federation.engine.program_arrays import (
+    ProgramFigures,
+    build_traffic,
+    no_programs,
+    open_pool,
+)
 from federation.programs.builder import ProgramBuilder
 from federation.programs.model import FINISH, START, RankPrograms
 
@@ -37,13 +42,20 @@ def _ring(n_ranks: int, rounds: int) -> RankPrograms:
 
 
 def test_every_run_gives_the_loop_the_same_types() -> None:
-    """Open loop (no programs), one message, many messages: one compiled loop serves all."""
+    """No programs (what an open-loop loop whose NICs pick classes gets), one message, many
+    messages: one compiled loop serves all.  A plain open-loop loop gets the row pool alone
+    (3 arrays), of the same array types as the programs' pool."""
     one = ProgramBuilder(2)
     one.rank(0).send(1, 8)
     one.rank(1).recv(0, 8)
     states = [no_programs(8), _state(one.build()), _state(_ring(4, 3))]
     types = [numba.typeof(s) for s in states]
     assert types[0] == types[1] == types[2]
+    pool = open_pool(8)
+    assert len(pool) == 3
+    for name in pool._fields:
+        assert numba.typeof(getattr(pool, name)) == numba.typeof(getattr(states[0], name))
+        assert getattr(pool, name).shape == getattr(states[0], name).shape
 
 
 def test_table_columns_share_rows() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ctypes
 from functools import cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from federation.engine.iq import grown_rows
 from federation.engine.jit import part
 from federation.engine.qos import reset_nic_ptrs
 from federation.engine.queue import grown
-from federation.engine.state import Prog, Sim
+from federation.engine.state import Sim
 from federation.engine.traffic import PacketChunk
 
 # columns of a delivery record (Sim.rec)
@@ -218,7 +218,7 @@ def sent_out_of_turn(sim: Sim) -> int:
     return int(sim.feed[sim.feed.shape[0] - 1, 0])
 
 
-def grow_pool(sim: Sim, pg: Prog, need: int = 0) -> tuple[Sim, Prog]:
+def grow_pool(sim: Sim, pg: Any, need: int = 0) -> tuple[Sim, Any]:
     """Double the packet rows (until ``need`` of them are free): the row arrays grow at their
     end and the new rows join the free stack, lowest popped first."""
     old = pg.row_flow.shape[0]

@@ -39,7 +39,7 @@ from federation.engine.feeder import Feeder
 from federation.engine.iq import default_cycle, new_iq, no_iq
 from federation.engine.link_series import Sampler
 from federation.engine.packet_stats import PacketSink
-from federation.engine.program_arrays import no_programs
+from federation.engine.program_arrays import no_programs, open_pool
 from federation.engine.qos import ST_QOS_RING, grow_rings, inactive_time, run_state
 from federation.engine.queue import Q_COUNT, Q_SIDE, bucket_shift, new_queue
 from federation.engine.reports import (
@@ -51,7 +51,7 @@ from federation.engine.reports import (
     time_limit_report,
 )
 from federation.engine.run_types import LinkFigures, NativeRun, PortCounters, RawResult
-from federation.engine.state import Prog, Sim
+from federation.engine.state import OpenPool, Prog, Sim
 from federation.engine.tables_route import inject as table_inject
 from federation.engine.tables_route import program_tables
 from federation.engine.tables_route import route as table_route
@@ -84,16 +84,21 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     pt = net.ports
     P, N = pt.n_ports, net.n_nodes
     port_ser, port_lat, port_buf, router_delay = _port_figures(job)
-    pg = job.programs.prog if job.programs is not None else no_programs(N)
+    arb_fn, arb_state = job.arbiter or (oldest_first, (np.zeros(1, dtype=np.int64),))
+    arb_state, qos_state = run_state(arb_state, port_ser)
+    qos_nic = qos_state and bool(arb_state.nic)
     keep_programs = job.programs is not None and job.keep_packets and job.keep_program_packets
-    # with several classes the programs' packets' records come too, for per-class figures
-    per_class = job.n_classes > 1
-    pg = pg._replace(keep=np.int64(keep_programs or (job.programs is not None and per_class)))
+    pg: Prog | OpenPool
+    if job.programs is not None:
+        # with several classes the programs' packets' records come too, for per-class figures
+        pg = job.programs.prog._replace(keep=np.int64(keep_programs or job.n_classes > 1))
+    elif qos_nic:  # the NICs' class heads read the (empty) flow queues of the programs too
+        pg = no_programs(N)
+    else:
+        pg = open_pool(N)
     sim = _initial_state(job, port_ser, port_lat, port_buf, router_delay, pg)
     prog = job.program or RoutingProgram(table_route, program_tables(job.tables, P),
                                          job.tables.vcs_required, job.tables.description)
-    arb_fn, arb_state = job.arbiter or (oldest_first, (np.zeros(1, dtype=np.int64),))
-    arb_state, qos_state = run_state(arb_state, port_ser)
     if job.iq and job.n_classes > 1:
         raise SimulationError("router.model booksim_iq allocates VCs itself: QoS traffic "
                               "classes need the default router model")
@@ -105,7 +110,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                         (0, 0, sim, pg, rt, arb_state, cur), programs=job.programs is not None,
                         iq=job.iq, control=job.controller, check_arbiter=check_arbiter,
                         qos=job.n_classes > 1, rings=qos_state and bool(arb_state.sliding),
-                        qos_nic=qos_state and bool(arb_state.nic), counters=nics_on)
+                        qos_nic=qos_nic, counters=nics_on)
     state = [sim, pg, arb_state]  # replaced when the heap, the pool or a QoS ring grows
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs,
                       n_classes=job.n_classes)
@@ -342,7 +347,7 @@ def _credit_delay(job: NativeRun) -> np.int64:
 
 
 def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
-                   port_buf: np.ndarray, router_delay: np.int64, pg: Prog) -> Sim:
+                   port_buf: np.ndarray, router_delay: np.int64, pg: Prog | OpenPool) -> Sim:
     """The loop's state before any packet is loaded: empty queues and NICs, the operations
     without dependencies due at time 0, and the pool of rows ``pg`` brings."""
     net = job.network

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from federation.engine.feed import aligned_rows
-from federation.engine.state import Prog
+from federation.engine.state import OpenPool, Prog
 from federation.errors import ConfigError
 from federation.programs.model import COMPUTE, RECV, SEND, RankPrograms
 
@@ -280,6 +280,13 @@ def _nonempty(prog: Prog) -> Prog:
     return prog._replace(**{k: (np.full(1, -1, dtype=v.dtype) if isinstance(v, np.ndarray)
                                 and v.shape[0] == 0 else v)
                             for k, v in prog._asdict().items()})
+
+
+def open_pool(n_nodes: int) -> OpenPool:
+    """The :class:`OpenPool` of an open-loop run: as many rows as :func:`no_programs` has."""
+    cap = max(1024, 2 * n_nodes)
+    return OpenPool(kick=np.zeros(2, dtype=np.int64), row_flow=np.full(cap, -1, dtype=np.int64),
+                    free=np.arange(cap - 1, -1, -1, dtype=np.int64))
 
 
 def no_programs(n_nodes: int) -> Prog:

@@ -90,6 +90,18 @@ class Sim(NamedTuple):
     #: the default model a one-element placeholder array, :func:`~federation.engine.iq.no_iq`)
 
 
+class OpenPool(NamedTuple):
+    """What an open-loop loop reads of the programs' state: the pool of packet rows and the
+    NICs to try after an event.  Every compiled part the loop calls with it carries these 3
+    arrays instead of :class:`Prog`'s 66 (numba passes a tuple's arrays one by one): a
+    quarter of an open-loop loop's cold compile.  (A loop whose NICs pick classes, QoS at
+    injection, reads the programs' flow queues too and gets an empty :class:`Prog`.)"""
+
+    kick: np.ndarray  #: int64[2] NICs to try after the current event (sc[S_KICK])
+    row_flow: np.ndarray  #: int64[rows] -1 (an open-loop packet's row, or free)
+    free: np.ndarray  #: int64[rows] free rows (a stack; sc[S_FREE] of them)
+
+
 class Prog(NamedTuple):
     """State of the rank programs of a closed-loop run (see :mod:`federation.engine.programs`).
 
