@@ -112,19 +112,22 @@ def order_statistics(store: ValueStore, ranks: list[int]) -> dict[int, int]:
     state = {k: (store.min, store.max, 0) for k in set(ranks)}  # range [a, b], values below a
     while any(a < b for a, b, _ in state.values()):
         todo = [k for k, (a, b, _) in state.items() if a < b]
-        width = {k: -(-(state[k][1] - state[k][0] + 1) // _BINS) for k in todo}
-        counts = {k: np.zeros(_BINS, dtype=np.int64) for k in todo}
+        # ranks whose range is the same share its histogram (all of them in the first pass)
+        ranges = sorted({state[k][:2] for k in todo})
+        width = {r: -(-(r[1] - r[0] + 1) // _BINS) for r in ranges}
+        counts = {r: np.zeros(_BINS, dtype=np.int64) for r in ranges}
         for x in store.batches():
-            for k in todo:
-                a, b, _ = state[k]
-                sel = x[(x >= a) & (x <= b)]
-                counts[k] += np.bincount((sel - a) // width[k], minlength=_BINS)[:_BINS]
+            for r in ranges:
+                a, b = r
+                sel = x if a <= store.min and b >= store.max else x[(x >= a) & (x <= b)]
+                counts[r] += np.bincount((sel - a) // width[r], minlength=_BINS)[:_BINS]
         for k in todo:
             a, b, below = state[k]
-            cum = np.cumsum(counts[k])
+            r = (a, b)
+            cum = np.cumsum(counts[r])
             j = int(np.searchsorted(cum, k - below, side="right"))
-            lo = a + j * width[k]
-            state[k] = (lo, min(b, lo + width[k] - 1), below + (int(cum[j - 1]) if j else 0))
+            lo = a + j * width[r]
+            state[k] = (lo, min(b, lo + width[r] - 1), below + (int(cum[j - 1]) if j else 0))
     return {k: a for k, (a, _, _) in state.items()}
 
 
