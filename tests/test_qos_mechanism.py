@@ -367,3 +367,18 @@ def test_a_job_run_twice_gives_the_same_result(tmp_path):
     assert (np.asarray(first.packets.packets["delivered_ps"])
             == np.asarray(again.packets.packets["delivered_ps"])).all()
     assert (first.port_class_inactive == again.port_class_inactive).all()
+
+
+@pytest.mark.parametrize(("n_vcs", "classes"), [(2, 2), (4, 2), (6, 3), (8, 4)])
+def test_run_state_gives_each_input_queue_its_vcs_class(n_vcs: int, classes: int) -> None:
+    """The arbitration reads a request's class off its input queue (``QosState.qclass``):
+    class ``c`` owns VCs ``c * need .. (c + 1) * need - 1`` of every port, ``need = n_vcs /
+    classes``, the VCs ``route_answer`` and the NICs put a class's packets on."""
+    from federation.engine.qos import K_STRICT, new_state, run_state
+
+    ports = 5
+    st, is_qos = run_state(new_state(K_STRICT, ports, classes), np.ones(ports), n_vcs)
+    assert is_qos
+    need = n_vcs // classes
+    qi = np.arange(ports * n_vcs)
+    assert st.qclass.tolist() == ((qi % n_vcs) // need).tolist()

@@ -85,7 +85,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     P, N = pt.n_ports, net.n_nodes
     port_ser, port_lat, port_buf, router_delay = _port_figures(job)
     arb_fn, arb_state = job.arbiter or (oldest_first, (np.zeros(1, dtype=np.int64),))
-    arb_state, qos_state = run_state(arb_state, port_ser)
+    arb_state, qos_state = run_state(arb_state, port_ser, job.n_vcs)
     qos_nic = qos_state and bool(arb_state.nic)
     keep_programs = job.programs is not None and job.keep_packets and job.keep_program_packets
     pg: Prog | OpenPool

@@ -46,7 +46,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from federation.engine.api import P_CLASS, P_OUTVC, P_SIZE
+from federation.engine.api import P_OUTVC, P_SIZE
 from federation.engine.events import S_NOW
 from federation.engine.jit import part
 
@@ -86,6 +86,7 @@ class QosState(NamedTuple):
     size: np.ndarray  #: int64[C] scratch: the size of each class's candidate packet
     nic: np.int64  #: 1: the policy applies at injection too (the loop's ``QOS_NIC``)
     nic_ptr: np.ndarray  #: int64[N*C] each (node, class)'s next feed slot (nic_qos.py)
+    qclass: np.ndarray  #: uint8[P*V] the class of input queue ``p * V + v`` (:func:`run_state`)
 
 
 def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
@@ -110,7 +111,7 @@ def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
         ring_head=np.zeros(P * C, dtype=i64), ring_n=np.zeros(P * C, dtype=i64),
         ring_k=np.array([K], dtype=i64), full=np.zeros(1, dtype=i64),
         size=np.zeros(C, dtype=i64), nic=i64(n_nodes > 0),
-        nic_ptr=np.zeros(max(n_nodes, 1) * C, dtype=i64))
+        nic_ptr=np.zeros(max(n_nodes, 1) * C, dtype=i64), qclass=np.zeros(1, dtype=np.uint8))
 
 
 def reset_nic_ptrs(st: tuple, nic_first: np.ndarray) -> None:
@@ -128,15 +129,19 @@ def set_caps(st: QosState, port_ser: np.ndarray) -> None:
     st.capb[:] = np.minimum(caps, 2.0**62).astype(np.int64).reshape(-1)
 
 
-def run_state(state: tuple, port_ser: np.ndarray) -> tuple[tuple, bool]:
+def run_state(state: tuple, port_ser: np.ndarray, n_vcs: int) -> tuple[tuple, bool]:
     """``(the state one run starts from, whether it is a QoS policy's)``: a copy of the
     arbiter's state (the loop writes into it: QoS counters, round-robin pointers; a job may be
     run more than once, as the benchmarks' repeats are), with a QoS policy's byte caps set
-    from the ports' figures."""
+    from the ports' figures and its queues' classes from the ``n_vcs`` VCs per port (class
+    ``c`` owns VCs ``c * n_vcs / C`` up to the next class's)."""
     items = [x.copy() if isinstance(x, np.ndarray) else x for x in state]
     fresh = type(state)(*items) if hasattr(state, "_fields") else tuple(items)
     if isinstance(fresh, QosState):
         set_caps(fresh, port_ser)
+        C = int(fresh.n_classes)
+        per_vc = (np.arange(n_vcs) // max(1, n_vcs // C)).astype(np.uint8)
+        fresh = fresh._replace(qclass=np.tile(per_vc, port_ser.shape[0]))
         return fresh, True
     return fresh, False
 
@@ -191,25 +196,31 @@ def inactive_time(st: QosState, end: int) -> np.ndarray | None:
 
 
 @part
-def qos_scan(sim, st, o):
+def qos_scan(sim, st, o, stop0):
     """Fill ``st.first`` / ``st.first_prev`` with each class's oldest request with credit at
-    ``o``; returns how many classes have one."""
+    ``o``; returns how many classes have one.  A request's class is its input queue's: the
+    classes own disjoint VC ranges, so ``qi``'s VC says it (``st.qclass``) without reading
+    the packet, and a request of a class already found is passed over without loading its
+    packet's row.  ``stop0``: stop at the first class-0 candidate (``strict_priority``:
+    nothing outranks it)."""
     C = st.n_classes
     for c in range(C):
         st.first[c] = -1
+    V = sim.n_vcs
     n = 0
     qi = sim.req_head[o]
     prev = -1
     while qi >= 0:
-        pk = sim.q_head[qi]
-        if sim.credits[o * sim.n_vcs + sim.ps[pk, P_OUTVC]] >= sim.ps[pk, P_SIZE]:
-            c = sim.ps[pk, P_CLASS]
-            if st.first[c] < 0:
+        c = st.qclass[qi]
+        if st.first[c] < 0:
+            pk = sim.q_head[qi]
+            size = sim.ps[pk, P_SIZE]
+            if sim.credits[o * V + sim.ps[pk, P_OUTVC]] >= size:
                 st.first[c] = qi
                 st.first_prev[c] = prev
-                st.size[c] = sim.ps[pk, P_SIZE]
+                st.size[c] = size
                 n += 1
-                if n == C:
+                if n == C or (stop0 and c == 0):
                     break
         prev = qi
         qi = sim.req_next[qi]
@@ -252,10 +263,10 @@ def refresh(sim, st, o, now):
         for c in range(C):
             expire(sim, st, o, c, now)
         return
-    w = now // st.window
-    if st.win[o] == w:
-        return
     edge = (st.win[o] + 1) * st.window  # the end of the window the counters cover
+    if now < edge:  # (a product, not a division, on the common path)
+        return
+    w = now // st.window
     for c in range(C):
         i = o * C + c
         if st.since[i] >= 0:
@@ -362,7 +373,7 @@ def wrr_pick(st, o):
 @part
 def bandwidth_caps(sim, st, o):
     """The ``bandwidth_caps`` policy's arbitration at output port ``o`` (module docstring)."""
-    n = qos_scan(sim, st, o)
+    n = qos_scan(sim, st, o, False)
     if n == 0:
         return -1, -1
     c = caps_pick(sim, st, o, n)
@@ -374,7 +385,7 @@ def bandwidth_caps(sim, st, o):
 @part
 def strict_classes(sim, st, o):
     """The ``strict_priority`` policy: the sendable class of lowest number, oldest first."""
-    if qos_scan(sim, st, o) == 0:
+    if qos_scan(sim, st, o, True) == 0:
         return -1, -1
     c = strict_pick(st)
     return st.first[c], st.first_prev[c]
@@ -383,7 +394,7 @@ def strict_classes(sim, st, o):
 @part
 def weighted_classes(sim, st, o):
     """The ``weighted_round_robin`` policy: deficit round-robin over classes at ``o``."""
-    if qos_scan(sim, st, o) == 0:
+    if qos_scan(sim, st, o, False) == 0:
         return -1, -1
     c = wrr_pick(st, o)
     return st.first[c], st.first_prev[c]
