@@ -341,6 +341,13 @@ def chunk_rows(chunk: PacketChunk, n_nodes: int) -> ChunkRows:
     return ChunkRows(rows, pk.src[order].astype(np.int64))
 
 
+def _places(node: np.ndarray, count: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Where the items of a node-sorted list go: node ``v``'s ``count[v]`` items, in their
+    order, from ``start[v]`` on."""
+    before = np.cumsum(count) - count  # the list's items of the nodes before each
+    return start[node] + np.arange(node.shape[0]) - before[node]
+
+
 def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> Sim:
     """Queue a chunk's packets (its :func:`chunk_rows`) in the feed, each NIC's behind the
     packets it has not sent yet, and wake the NICs that had none.  Every event before the
@@ -353,17 +360,13 @@ def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> Sim:
     # packets: node by node, the backlog first, each part in its own order (a stable merge
     # of two node-sorted lists, placed by counting)
     back, back_node = backlog(sim)
-    nb = back.shape[0]
     n_back = np.bincount(back_node, minlength=N)
     n_new = np.bincount(rows.node, minlength=N)
     nic_first = np.zeros(N + 1, dtype=np.int64)
     np.cumsum(n_back + n_new, out=nic_first[1:])
-    feed = feed_rows(nb + k)
-    at_back = nic_first[back_node] + np.arange(nb) - (np.cumsum(n_back) - n_back)[back_node]
-    feed[at_back] = sim.feed[back]
-    at_new = (nic_first[rows.node] + n_back[rows.node] + np.arange(k)
-              - (np.cumsum(n_new) - n_new)[rows.node])
-    feed[at_new] = rows.rows
+    feed = feed_rows(back.shape[0] + k)
+    feed[_places(back_node, n_back, nic_first[:-1])] = sim.feed[back]
+    feed[_places(rows.node, n_new, nic_first[:-1] + n_back)] = rows.rows
     had = sim.nic_first[1:] > sim.nic_ptr
     sim = sim._replace(nic_first=nic_first, nic_ptr=nic_first[:-1].copy(), feed=feed)
     reset_nic_ptrs(arb_state, nic_first)

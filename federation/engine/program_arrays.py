@@ -174,7 +174,7 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
     gorder = np.argsort(rg, kind="stable")
     group_first = np.zeros(int(rg.max()) + 2 if rg.size else 1, dtype=i64)
     np.cumsum(np.bincount(rg, minlength=group_first.shape[0] - 1), out=group_first[1:])
-    cap = max(1024, 2 * n_nodes)  # pool rows; the driver doubles them when needed
+    row_flow, free = row_pool(n_nodes)
     # what the loop reads and writes together lives together: each operation's, message's,
     # flow's, channel's and slot's fields are one row (at most one cache line) of a table,
     # and Prog holds column views of it (with one array per field, each message touched
@@ -206,8 +206,7 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
         flow_kind=np.tile(np.arange(3, dtype=np.int8), M), **flows,
         nic_fhead=full(n_nodes), nic_ftail=full(n_nodes), nic_fpos=full(n_nodes, 0),
         nic_frow=full(n_nodes), nic_count=full(n_nodes, 0), kick=full(3 * M + 2, 0),
-        fin=full(n_ops + 1, 0), row_flow=full(cap),
-        free=np.arange(cap - 1, -1, -1, dtype=i64),  # pops lowest first
+        fin=full(n_ops + 1, 0), row_flow=row_flow, free=free,
         pstat=np.zeros(8, dtype=i64), router_group=rg, group_first=group_first,
         group_routers=gorder.astype(i64),
         msg_mode=_modes(progs, sends, fig.modes), ctl_on=i64(0), ctl_pend=full(M + 1, 0),
@@ -282,11 +281,18 @@ def _nonempty(prog: Prog) -> Prog:
                             for k, v in prog._asdict().items()})
 
 
-def open_pool(n_nodes: int) -> OpenPool:
-    """The :class:`OpenPool` of an open-loop run: as many rows as :func:`no_programs` has."""
+def row_pool(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(row_flow, free)`` of a fresh pool of packet rows for ``n_nodes`` nodes: every row
+    free (``row_flow`` -1) and the free stack popping the lowest row first; the driver
+    doubles the pool when it runs short."""
     cap = max(1024, 2 * n_nodes)
-    return OpenPool(kick=np.zeros(2, dtype=np.int64), row_flow=np.full(cap, -1, dtype=np.int64),
-                    free=np.arange(cap - 1, -1, -1, dtype=np.int64))
+    return np.full(cap, -1, dtype=np.int64), np.arange(cap - 1, -1, -1, dtype=np.int64)
+
+
+def open_pool(n_nodes: int) -> OpenPool:
+    """The :class:`OpenPool` of an open-loop run: the rows :func:`no_programs` would have."""
+    row_flow, free = row_pool(n_nodes)
+    return OpenPool(kick=np.zeros(2, dtype=np.int64), row_flow=row_flow, free=free)
 
 
 def no_programs(n_nodes: int) -> Prog:
