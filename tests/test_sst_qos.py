@@ -1,9 +1,13 @@
 """Traffic classes (``machine.qos``) on the other engines (issue 22, item 5).
 
-SST merlin has no faithful twin of our QoS policies with this adapter's endpoints (see
-``adapters/sst/qos.py`` and docs/sst.md, "QoS"): each policy is refused before anything runs,
-open loop (merlin.offered_load) and closed loop (ember), naming the machine file, ``qos.kind``,
-the policy and why.  SimGrid keeps refusing every policy the same way.  No SST is needed.
+SST merlin runs ``strict_priority`` between two classes of open-loop jobs: each job's
+endpoints confined to it by a node id map and carried on its class's VN, the routers'
+output ports arbitrated by ``merlin.arb.output.qos.multi`` with ``[100, 0]`` (see
+``adapters/sst/qos.py``, ``adapters/sst/jobs.py`` and docs/sst.md, "QoS").  Every other
+policy, three classes, and any policy on rank programs (ember) are refused before anything
+runs, naming the machine file, ``qos.kind``, the policy and why.  SimGrid keeps refusing every
+policy the same way.  The configurations are checked by running them against a stand-in
+``sst`` module; no SST is needed.
 
 The QoS policies themselves (``strict_priority``, ``bandwidth_caps``,
 ``weighted_round_robin``, with the syntax of issue 22) are the qos-engine's; where they are not
@@ -74,8 +78,8 @@ QOS = {
 }
 
 WHY = {
-    "strict_priority": "cannot put a class's packets on its VN: merlin.offered_load sends on "
-                       "VN 0 only",
+    "strict_priority": "not three or more: its second, work-conserving pass serves the lower "
+                       "VNs least-recently-used first",
     "bandwidth_caps": "has a fixed window of 100 flit cycles and serves the VNs within budget "
                       "least-recently-used first, not by priority",
     "weighted_round_robin": "not its packet-by-packet order",
@@ -98,20 +102,50 @@ OPEN = {"kind": "synthetic", "load": 0.3}
 CLOSED = {"kind": "pingpong", "sizes": ["64KiB"], "iterations": 1, "nodes": [0, 71]}
 
 
-@pytest.mark.parametrize("workload", [OPEN, CLOSED], ids=["offered_load", "ember"])
-@pytest.mark.parametrize("kind", KINDS)
-def test_sst_refuses_each_policy_naming_qos_and_why(tmp_path, kind, workload):
+def refusal(p) -> str:
     from federation.adapters.sst import build_config
     from federation.pipeline.build import build_network
 
-    p = point(tmp_path, kind, "sst", workload)
     with pytest.raises(ConfigError) as e:
         build_config(p, build_network(p), p.engine.params)
-    msg = str(e.value)
+    return str(e.value)
+
+
+ENDING = ("use qos: none, or strict_priority with two classes on open-loop jobs, with engine "
+          "sst (docs/sst.md, QoS)")
+
+
+@pytest.mark.parametrize("kind", ["bandwidth_caps", "weighted_round_robin"])
+def test_sst_refuses_caps_and_wrr_open_loop_naming_qos_and_why(tmp_path, kind):
+    msg = refusal(point(tmp_path, kind, "sst", OPEN))
     assert msg.startswith(f"{tmp_path / 'm.yaml'}: qos.kind: engine sst: QoS policy "
                           f"{kind!r} (2 classes) is not mapped to merlin: "), msg
-    assert WHY[kind] in msg, msg
-    assert msg.endswith("use qos: none with engine sst (docs/sst.md, QoS)"), msg
+    assert WHY[kind] in msg and msg.endswith(ENDING), msg
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sst_refuses_every_policy_on_rank_programs(tmp_path, kind):
+    msg = refusal(point(tmp_path, kind, "sst", CLOSED))
+    assert msg == (f"{tmp_path / 'm.yaml'}: qos.kind: engine sst: QoS policy {kind!r} (2 "
+                   "classes) is not mapped to merlin: firefly's NIC chooses a packet's VN by "
+                   "protocol (get responses, shmem), not by job or operation, so no class "
+                   f"reaches its VN; {ENDING}")
+
+
+def test_sst_refuses_strict_priority_with_three_classes(tmp_path):
+    from federation.pipeline.load import load_experiment
+
+    machine = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}, "router": {"vcs": 6},
+               "qos": {"kind": "strict_priority",
+                       "classes": [{"name": "a"}, {"name": "b"}, {"name": "c"}]}}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(machine))
+    doc = {"machine": "m.yaml", "engine": {"kind": "sst"}, "workload": OPEN,
+           "stop": {"warmup": "1us", "measure": "3us"}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    msg = refusal(load_experiment(tmp_path / "e.yaml").points[0])
+    assert msg.startswith(f"{tmp_path / 'm.yaml'}: qos.kind: engine sst: QoS policy "
+                          "'strict_priority' (3 classes) is not mapped to merlin: "), msg
+    assert WHY["strict_priority"] in msg and msg.endswith(ENDING), msg
 
 
 def test_sst_maps_no_qos_to_one_vn(tmp_path):
@@ -139,3 +173,177 @@ def test_simgrid_refuses_qos_naming_the_file_and_field(tmp_path):
     assert str(e.value) == (f"{tmp_path / 'm.yaml'}: qos.kind: the simgrid engine has no QoS "
                             "model; qos 'strict_priority' cannot be represented (use qos: none, "
                             "or the native engine)")
+
+
+# --------------------------------------------------------------------------- mapped: jobs
+
+
+STRICT = {"kind": "strict_priority", "classes": [{"name": "high"}, {"name": "low"}]}
+
+
+def two_jobs(tmp_path: Path, qos: dict, counts=(36, 36), **extra):
+    """Two open-loop uniform jobs on random nodes of the 72-node dragonfly: 'app' in class
+    high at 0.3, 'bg' in class low at 0.8; their configuration run against a stand-in sst."""
+    from federation.adapters.sst.run import generate
+    from federation.pipeline.load import load_experiment
+
+    machine = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
+               "router": {"vcs": 4}, "qos": qos}
+    jobs = [{"name": "app", "workload": {"kind": "synthetic", "load": 0.3},
+             "placement": {"kind": "random_nodes", "count": counts[0]}, "class": "high"},
+            {"name": "bg", "workload": {"kind": "synthetic", "load": 0.8},
+             "placement": {"kind": "random_nodes", "count": counts[1]}, "class": "low"}]
+    for job, more in zip(jobs, extra.get("job_extra", [{}, {}]), strict=True):
+        job.update(more)
+    doc = {"machine": machine, "engine": {"kind": "sst"}, "jobs": jobs,
+           "stop": {"warmup": "1us", "measure": "3us"}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    loaded = load_experiment(tmp_path / "e.yaml")
+    (p, cfg), = generate(loaded)
+    return p, cfg
+
+
+def run_config(text: str, monkeypatch: pytest.MonkeyPatch):
+    from tests.test_sst_adapter import execute
+
+    return execute(text, monkeypatch)
+
+
+def placed_nodes(p):
+    from federation.pipeline.bounds import default_max_memory
+    from federation.pipeline.build import build
+    from federation.pipeline.jobs import place_jobs
+
+    placed = place_jobs(p, build(p, default_max_memory()))
+    return [placed.of(j).nodes.tolist() for j in p.jobs]
+
+
+def test_strict_priority_two_jobs_map_to_two_vns(tmp_path, monkeypatch):
+    p, cfg = two_jobs(tmp_path, STRICT)
+    fake = run_config(cfg.text, monkeypatch)
+    for rtr in fake.of_type("merlin.hr_router"):
+        assert rtr.params["num_vns"] == 2
+        assert rtr.params["portcontrol.output_arb"] == "merlin.arb.output.qos.multi"
+        assert rtr.params["portcontrol.arbitration.qos_settings"] == [100, 0]
+    eps = fake.of_type("merlin.offered_load")
+    assert len(eps) == 72
+    nodes = placed_nodes(p)
+    assert sorted(nodes[0] + nodes[1]) == list(range(72))
+    for j, (load, vn) in enumerate([(0.3, 0), (0.8, 1)]):
+        for logical, node in enumerate(nodes[j]):
+            ep = fake.components[f"nic{node}"]
+            assert ep.params["offered_load"] == load and ep.params["num_peers"] == 36
+            nic = ep.subs["networkIF"]
+            assert {k: nic.params[k] for k in ("job_id", "job_size", "use_nid_remap",
+                                               "vn_remap", "logical_nid")} == {
+                "job_id": j, "job_size": 36, "use_nid_remap": "true", "vn_remap": [vn],
+                "logical_nid": logical}
+    assert cfg.classes == ["high", "low"]
+    assert cfg.node_class == {n: j for j in (0, 1) for n in nodes[j]}
+    assert any("qos.multi [100, 0]" in n for n in cfg.notes)
+
+
+def test_nodes_of_no_job_get_no_endpoint(tmp_path, monkeypatch):
+    p, cfg = two_jobs(tmp_path, STRICT, counts=(20, 30))
+    fake = run_config(cfg.text, monkeypatch)
+    nodes = placed_nodes(p)
+    assert sorted(c.name for c in fake.of_type("merlin.offered_load")) == sorted(
+        f"nic{n}" for n in nodes[0] + nodes[1])
+    idle = set(range(72)) - set(nodes[0]) - set(nodes[1])
+    hosts = {n: (r, port) for n, r, port in cfg.network.hosts}
+    for n in idle:  # the router port of an idle node is left unconnected
+        r, port = hosts[n]
+        assert (f"rtr{r}", f"port{port}") not in fake.ports
+
+
+def test_jobs_without_qos_share_vn_zero(tmp_path, monkeypatch):
+    _, cfg = two_jobs(tmp_path, {"kind": "none"})
+    fake = run_config(cfg.text, monkeypatch)
+    assert {r.params["num_vns"] for r in fake.of_type("merlin.hr_router")} == {1}
+    assert all("portcontrol.output_arb" not in r.params
+               for r in fake.of_type("merlin.hr_router"))
+    assert {tuple(c.subs["networkIF"].params["vn_remap"])
+            for c in fake.of_type("merlin.offered_load")} == {(0,)}
+    assert cfg.classes == []
+
+
+def test_one_workload_in_class_zero_keeps_the_plain_endpoints(tmp_path, monkeypatch):
+    from federation.adapters.sst.run import generate
+    from federation.pipeline.load import load_experiment
+
+    doc = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
+                       "router": {"vcs": 4}, "qos": STRICT},
+           "engine": {"kind": "sst"}, "workload": OPEN,
+           "stop": {"warmup": "1us", "measure": "3us"}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    (_, cfg), = generate(load_experiment(tmp_path / "e.yaml"))
+    fake = run_config(cfg.text, monkeypatch)
+    assert "JOB_OF" not in cfg.text
+    assert {r.params["num_vns"] for r in fake.of_type("merlin.hr_router")} == {2}
+    assert all("vn_remap" not in c.subs["networkIF"].params
+               for c in fake.of_type("merlin.offered_load"))
+
+
+def test_two_jobs_on_one_node_are_refused(tmp_path):
+    listed = {"kind": "list", "nodes": [0, 1, 2]}
+    with pytest.raises(ConfigError) as e:
+        two_jobs(tmp_path, STRICT, job_extra=[{"placement": listed, "shared": True},
+                                              {"placement": listed, "shared": True}])
+    assert str(e.value) == (f"{tmp_path / 'e.yaml'}: jobs[1].placement: engine sst: jobs "
+                            "'app' and 'bg' share node 0: a merlin host port has one endpoint")
+
+
+def test_a_jobs_workload_refusal_names_the_job(tmp_path):
+    with pytest.raises(ConfigError) as e:
+        two_jobs(tmp_path, STRICT, job_extra=[{}, {"workload": {
+            "kind": "synthetic", "load": 0.8, "pattern": {"kind": "group_shift"}}}])
+    assert str(e.value).startswith(f"{tmp_path / 'e.yaml'}: jobs[1].workload.pattern: engine "
+                                   "sst: pattern 'group_shift'"), str(e.value)
+
+
+def test_class_figures_read_from_the_statistics(tmp_path):
+    from federation.adapters.sst.results import parse_stats_csv, parse_stdout, summarize
+
+    _, cfg = two_jobs(tmp_path, STRICT, counts=(20, 30))
+    hosts = {n: (r, port) for n, r, port in cfg.network.hosts}
+    head = ("ComponentName, StatisticName, StatisticSubId, StatisticType, SimTime, Rank, "
+            "Sum.u64, SumSQ.u64, Count.u64, Min.u64, Max.u64")
+    lines = [head]
+    want = {0: [0, 0, 0, 0, 0], 1: [0, 0, 0, 0, 0]}  # packets, bits, lat sum, count, max
+    for node, c in sorted(cfg.node_class.items()):
+        r, port = hosts[node]
+        pk, lat = 3 + node % 4, 400 + 10 * node
+        lines += [f"rtr{r}, send_packet_count, port{port}, Accumulator, 4000000, 0, {pk}, "
+                  f"{pk}, {pk}, 1, 1",
+                  f"rtr{r}, send_bit_count, port{port}, Accumulator, 4000000, 0, {pk * 4096}, "
+                  f"0, {pk}, 4096, 4096",
+                  f"nic{node}:networkIF, packet_latency, , Accumulator, 4000000, 0, "
+                  f"{lat * pk}, 0, {pk}, {lat}, {lat}"]
+        w = want[c]
+        w[0] += pk
+        w[1] += pk * 4096
+        w[2] += lat * pk
+        w[3] += pk
+        w[4] = max(w[4], lat)
+    s = summarize(cfg, parse_stats_csv("\n".join(lines)), parse_stdout(""), 512)
+    assert [(c.name, c.index, c.packets, c.bytes) for c in s.classes] == [
+        ("high", 0, want[0][0], want[0][1] // 8), ("low", 1, want[1][0], want[1][1] // 8)]
+    for c in s.classes:
+        assert c.latency_ns.mean == want[c.index][2] / want[c.index][3]
+        assert c.latency_ns.max == want[c.index][4]
+    assert s.latency_ns.mean is None  # two jobs' tables name no job
+
+
+def test_crossval_class_metrics_name_a_class():
+    from pydantic import ValidationError
+
+    from federation.crossval.models import MetricSpec
+
+    m = MetricSpec.model_validate({"metric": "class_latency_mean_ns", "class": "high",
+                                   "tolerance": {"relative": 0.1}})
+    assert m.label == "class_latency_mean_ns[high]" and m.unit == "ns"
+    with pytest.raises(ValidationError, match="needs 'class: <name>'"):
+        MetricSpec.model_validate({"metric": "class_packets", "tolerance": {"relative": 0.1}})
+    with pytest.raises(ValidationError, match="'class' applies to"):
+        MetricSpec.model_validate({"metric": "accepted_load", "class": "high",
+                                   "tolerance": {"relative": 0.1}})

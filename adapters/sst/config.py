@@ -27,8 +27,9 @@ from federation.pipeline.points import (
 )
 
 from . import ember
+from .jobs import JOB_HOSTS_SCRIPT, EndpointJob, endpoint_jobs, endpoint_tables
 from .options import SstOptions
-from .qos import check_qos
+from .qos import qos_router_params
 from .script import (
     BUILD_SCRIPT,
     NIC_STATS,
@@ -75,16 +76,14 @@ def build_config(point: ResolvedPoint, network: Network,
 
 
 def job_nodes(point: ResolvedPoint, net: Network, placed: Placed | None) -> Any:
-    """The machine nodes of the point's one job (``None``: every node in order), or a
-    Refusal naming what ember and merlin's endpoints cannot express: several jobs, a job's
-    start, slowdown runs, and an open-loop job on part of the machine."""
+    """The machine nodes of a closed-loop point's one job (``None``: every node in order), or
+    a Refusal naming what ember cannot express: several jobs, a job's start, slowdown runs."""
     if point.experiment.jobs is None:
         return None
     jobs = point_jobs(point)
     if len(jobs) > 1:
-        raise Refusal(jobs[1].field, f"engine sst runs one job per point; job {jobs[1].name!r}"
-                      " would be a second (ember's jobs and merlin's endpoints are not mapped "
-                      "together by this adapter)", document="experiment")
+        raise Refusal(jobs[1].field, f"engine sst runs rank programs (ember) as one job; job "
+                      f"{jobs[1].name!r} would be a second", document="experiment")
     job = jobs[0]
     if point.experiment.slowdown:
         raise Refusal("slowdown", "engine sst does not run jobs alone for slowdown",
@@ -95,10 +94,6 @@ def job_nodes(point: ResolvedPoint, net: Network, placed: Placed | None) -> Any:
     pj = placed.of(job) if placed is not None else None
     if pj is None or pj.whole:
         return None
-    if not job.closed_loop:
-        raise Refusal(job.at("placement"), "merlin.offered_load endpoints send over the whole "
-                      f"machine; job {job.name!r} has {pj.nodes.size} of its {net.n_nodes} "
-                      "nodes", document="experiment")
     return pj.nodes
 
 
@@ -108,11 +103,15 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
     exp = point.experiment
     kind = point.machine.topology.name
     closed = ember.is_closed_loop(point)
-    nodes = job_nodes(point, net, placed)
+    jobs: list[EndpointJob] | None = None
     if closed:  # rank programs: ember motifs on firefly endpoints (adapters/sst/ember.py)
+        nodes = job_nodes(point, net, placed)
         ember.ember_job(point, net.n_nodes, nodes)
     else:
-        _check_experiment(point)
+        qos_router_params(point)
+        jobs = endpoint_jobs(point, net, placed)
+        for job in point_jobs(point):
+            _check_workload(point, job.workload, job.workload_field)
     sst_net = map_network(kind, point.machine.topology.params, net, point.routing.name)
     figures = {c: {a: link_figure(machine, point.machine.topology, c, a)[0]
                    for a in ("bandwidth", "latency", "buffer")} for c in net.link_classes}
@@ -125,11 +124,15 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
             raise Refusal(f"links.{c}.latency", "a zero-latency link cannot cross SST's "
                           "partitions (ranks or threads), which need a minimum link latency "
                           "as their lookahead; give the links a latency or run sst serially")
-    if machine.router.vcs < sst_net.vcs:
+    qos = qos_router_params(point, closed)
+    vns = int(qos.get("num_vns", 1))
+    if machine.router.vcs < sst_net.vcs * vns:
+        per = f" ({vns} classes x {sst_net.vcs})" if vns > 1 else ""
         raise Refusal("router.vcs", f"merlin's {sst_net.topology} with routing "
-                      f"{point.routing.name!r} uses {sst_net.vcs} VCs but the machine has "
-                      f"{machine.router.vcs}; set router.vcs to at least {sst_net.vcs}")
-    router = _router_params(sst_net, figures, machine, flit, opts, point.routing.name)
+                      f"{point.routing.name!r} uses {sst_net.vcs} VCs per VN but the machine "
+                      f"has {machine.router.vcs}; set router.vcs to at least "
+                      f"{sst_net.vcs * vns}{per}")
+    router = {**_router_params(sst_net, figures, machine, flit, opts, point.routing.name), **qos}
     if point.routing.name == "ugal":
         bias = point.routing.params.bias
         _check_ugal_bias(packet if bias is None else bias, flit)
@@ -140,7 +143,7 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
     stop = exp.stop
     w0 = seconds_to_ps(stop.warmup)
     w1 = w0 + seconds_to_ps(float(stop.measure or 0))
-    load = float(point.workload.params.load)
+    load = jobs[0].load if jobs else float(point.workload.params.load)
     endpoint = {
         "offered_load": load, "num_peers": net.n_nodes, "link_bw": rate(nic_bw),
         "message_size": size(packet), "pattern": "merlin.targetgen.uniform",
@@ -150,33 +153,39 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
            "output_buf_size": size(figures["terminal"]["buffer"])}
     latency = {c: duration(f["latency"]) for c, f in figures.items()}
     notes = list(sst_net.notes) + _standing_notes(opts, flit, packet)
-    text = render(point, sst_net, router, endpoint, nic, latency, (w0, w1), notes)
+    if vns > 1:
+        notes.append("QoS strict_priority: merlin.arb.output.qos.multi [100, 0] serves VN 0 "
+                     "(the first class) whenever it can send; within a class merlin "
+                     "round-robins the VN's VCs (ours: oldest packet first)")
+    text = render(point, sst_net, router, endpoint, nic, latency, (w0, w1), notes, jobs)
     bw = {c: float(f["bandwidth"]) for c, f in figures.items()}
-    return SstConfig(text, sst_net, net.n_nodes, (w0, w1), nic_bw, bw, notes)
+    node_class = {int(n): j.vn for j in jobs for n in j.nodes.tolist()} if jobs else {}
+    return SstConfig(text, sst_net, net.n_nodes, (w0, w1), nic_bw, bw, notes,
+                     node_class=node_class,
+                     classes=list(point.machine.qos.class_names()) if vns > 1 else [])
 
 
-def _check_experiment(point: ResolvedPoint) -> None:
-    """Workload, QoS and stop rule that merlin's offered_load endpoint can reproduce."""
+def _check_workload(point: ResolvedPoint, wl: Any, where: str) -> None:
+    """A job's workload (at ``where``, e.g. ``jobs[1].workload``) and the stop rule as merlin's
+    offered_load endpoint can reproduce them."""
     machine = point.machine.machine
-    check_qos(point)
-    wl = point.workload
     if wl.name != "synthetic":
-        raise Refusal("workload.kind", f"workload {wl.name!r}: merlin endpoints generate their "
-                      "own traffic and none replays an explicit message list (rank-program "
+        raise Refusal(f"{where}.kind", f"workload {wl.name!r}: merlin endpoints generate "
+                      "their own traffic and none replays an explicit message list (rank-program "
                       "workloads pingpong, allreduce, halo3d map to ember motifs)",
                       document="experiment")
     if wl.params.pattern.kind != "uniform" or wl.params.pattern.params != type(
             wl.params.pattern.params)():
-        raise Refusal("workload.pattern", f"pattern {wl.params.pattern.kind!r}: this adapter "
+        raise Refusal(f"{where}.pattern", f"pattern {wl.params.pattern.kind!r}: this adapter "
                       "maps only the default 'uniform' pattern (merlin.targetgen.uniform)",
                       document="experiment")
     if wl.params.injection.kind != "bernoulli":
-        raise Refusal("workload.injection", f"injection {wl.params.injection.kind!r}: "
+        raise Refusal(f"{where}.injection", f"injection {wl.params.injection.kind!r}: "
                       "merlin.offered_load injects by its own Bernoulli process; only "
                       "'bernoulli' maps", document="experiment")
     ms = wl.params.message_size
     if ms is not None and int(ms) != int(machine.packet_size):
-        raise Refusal("workload.message_size", f"message_size {int(ms)} B differs from "
+        raise Refusal(f"{where}.message_size", f"message_size {int(ms)} B differs from "
                       f"packet_size {int(machine.packet_size)} B: merlin.offered_load sends "
                       "single-packet messages (its 'message_size' is the packet)",
                       document="experiment")
@@ -269,8 +278,10 @@ def _standing_notes(opts: SstOptions, flit: int, packet: int) -> list[str]:
 
 def render(point: ResolvedPoint, net: SstNetwork, router: dict[str, Any],
            endpoint: dict[str, Any], nic: dict[str, Any], latency: dict[str, str],
-           window: tuple[int, int], notes: list[str]) -> str:
-    """The configuration text: a header, data tables, then the loop that builds the model."""
+           window: tuple[int, int], notes: list[str],
+           jobs: list[EndpointJob] | None = None) -> str:
+    """The configuration text: a header, data tables, then the loop that builds the model
+    (with ``jobs``: each job's endpoints on its nodes, :mod:`.jobs`)."""
     stat = {"type": "sst.AccumulatorStatistic", "rate": "0ns",
             "startat": f"{window[0]}ps", "stopat": f"{window[1]}ps"}
     head = header(point, net, notes)
@@ -281,7 +292,15 @@ def render(point: ResolvedPoint, net: SstNetwork, router: dict[str, Any],
         "ENDPOINT_PARAMS": endpoint, "NIC_PARAMS": nic, "STATS_FILE": STATS_FILE,
         "STAT_PARAMS": stat, "ROUTER_STATS": list(ROUTER_STATS), "NIC_STATS": list(NIC_STATS),
     }
+    script = BUILD_SCRIPT
+    if jobs is not None:
+        eps, nics, where = endpoint_tables(jobs, endpoint)
+        del data["ENDPOINT_PARAMS"]
+        data.update({"JOB_ENDPOINT_PARAMS": eps, "JOB_NIC_PARAMS": nics, "JOB_OF": where})
+        plain_hosts = BUILD_SCRIPT[BUILD_SCRIPT.index("\nfor node, rid, port in HOSTS:"):
+                                   BUILD_SCRIPT.index("\nsst.setStatisticLoadLevel")]
+        script = BUILD_SCRIPT.replace(plain_hosts, JOB_HOSTS_SCRIPT.rstrip("\n"))
     body = [f"{k} = {pformat(v)}" for k, v in data.items()]
-    return "\n".join(head + body + ["", BUILD_SCRIPT.strip(), ""])
+    return "\n".join(head + body + ["", script.strip(), ""])
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from federation.models.units import seconds_to_ps
 from federation.pipeline.points import ResolvedPoint
 
-from .qos import check_qos
+from .qos import qos_router_params
 from .topologies import Refusal
 
 #: our closed-loop workload -> ember motif (``ember.<name>Motif``)
@@ -69,7 +69,7 @@ def ember_job(point: ResolvedPoint, n_nodes: int, nodes: Any = None) -> EmberJob
     if nodes is not None:
         job = ember_job(point, len(nodes))
         return EmberJob(job.motifs, [int(nodes[k]) for k in job.rank_node], job.notes)
-    check_qos(point)
+    qos_router_params(point, closed_loop=True)
     wl = point.workload
     if wl.name not in EMBER_TWINS:
         raise Refusal("workload.kind", f"workload {wl.name!r} has no ember motif twin (ember "

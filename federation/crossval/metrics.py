@@ -26,6 +26,11 @@ def figure(metric: MetricSpec, point: PointResult, messages: dict[str, np.ndarra
         return s.accepted_load
     if name == "program_completion_ns":
         return s.programs.completion_ns if s.programs is not None else None
+    if name in ("class_latency_mean_ns", "class_packets"):
+        cls = next((c for c in s.classes or [] if c.name == metric.traffic_class), None)
+        if cls is None:
+            return None
+        return cls.latency_ns.mean if name == "class_latency_mean_ns" else float(cls.packets)
     if not messages:  # an engine without a per-message table (SST)
         return None
     done = messages["completed_ps"]

@@ -39,10 +39,16 @@ METRICS: dict[str, tuple[str, str]] = {
     "latency_mean_ns": ("ns", "mean creation-to-delivery latency of the measured packets"),
     "accepted_load": ("", "bytes delivered in the window / (window x NIC bandwidth x nodes)"),
     "program_completion_ns": ("ns", "rank programs: the last rank's finish"),
+    "class_latency_mean_ns": (
+        "ns", "mean latency of one traffic class's measured packets (`class: name`; "
+        "machine.qos with several classes)"),
+    "class_packets": ("", "measured packets of one traffic class (`class: name`)"),
 }
 MetricName = Literal["message_completion_ns", "mean_completion_ns", "makespan_ns",
                      "throughput_gb_s", "latency_mean_ns", "accepted_load",
-                     "program_completion_ns"]
+                     "program_completion_ns", "class_latency_mean_ns", "class_packets"]
+#: the metrics that name a traffic class
+CLASS_METRICS = ("class_latency_mean_ns", "class_packets")
 #: what a suite file may name a scenario (it becomes part of test ids and file names)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
@@ -79,6 +85,8 @@ class MetricSpec(DocumentModel):
 
     metric: MetricName
     message: int | None = Field(None, ge=0, description="message index (message_completion_ns)")
+    traffic_class: str | None = Field(None, alias="class", description="traffic class name "
+                                      "(class_latency_mean_ns, class_packets)")
     tolerance: Tolerance
     why: str | None = Field(None, description="why this tolerance: where the engines differ")
 
@@ -89,10 +97,16 @@ class MetricSpec(DocumentModel):
         if self.metric != "message_completion_ns" and self.message is not None:
             raise ValueError(f"'message' applies to message_completion_ns only, not "
                              f"{self.metric}")
+        if (self.metric in CLASS_METRICS) != (self.traffic_class is not None):
+            raise ValueError(f"{self.metric} needs 'class: <name>'" if self.metric in
+                             CLASS_METRICS else f"'class' applies to {', '.join(CLASS_METRICS)} "
+                             f"only, not {self.metric}")
         return self
 
     @property
     def label(self) -> str:
+        if self.traffic_class is not None:
+            return f"{self.metric}[{self.traffic_class}]"
         return self.metric if self.message is None else f"{self.metric}[{self.message}]"
 
     @property
