@@ -229,3 +229,18 @@ def test_classes_reorder_across_chunk_loads_and_every_packet_leaves_once(tmp_pat
     assert reordered > 0
     again = point.engine.run(prepare(point).job).packets.packets  # deterministic
     assert np.array_equal(np.asarray(again["injected_ps"]), p["injected_ps"])
+
+
+def test_a_loaded_feed_points_each_class_at_its_first_slot_on_its_node():
+    """After a chunk load every (node, class) pointer stands at the node's first slot of
+    that class, or at the node's end when the node has none: no NIC scans a class it does
+    not send (the result of the scan is the same, only its start moves)."""
+    from federation.engine.qos import K_STRICT, new_state, reset_nic_ptrs
+
+    st = new_state(K_STRICT, n_ports=4, n_classes=3, n_nodes=3)
+    nic_first = np.array([0, 4, 4, 7])  # node 0: slots 0-3, node 1: none, node 2: 4-6
+    cls = np.array([1, 1, 0, 1, 2, 2, 1])
+    reset_nic_ptrs(st, nic_first, cls)
+    assert st.nic_ptr.reshape(3, 3).tolist() == [[2, 0, 4], [4, 4, 4], [7, 6, 4]]
+    reset_nic_ptrs(st, nic_first)  # without classes: every pointer at its node's first slot
+    assert st.nic_ptr.reshape(3, 3).tolist() == [[0, 0, 0], [4, 4, 4], [4, 4, 4]]

@@ -116,7 +116,7 @@ def used_credit(sim, port, vc):
 def used_credit_all(sim, port):
     """:func:`used_credit` summed over the port's VCs (QoS: the routed packet's class's)."""
     total = np.int64(0)
-    for v in range(sim.n_vcs // sim.n_classes):
+    for v in range(sim.vc_need):
         total += used_credit(sim, port, v)
     return total
 

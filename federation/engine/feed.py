@@ -369,7 +369,7 @@ def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> Sim:
     feed[_places(rows.node, n_new, nic_first[:-1] + n_back)] = rows.rows
     had = sim.nic_first[1:] > sim.nic_ptr
     sim = sim._replace(nic_first=nic_first, nic_ptr=nic_first[:-1].copy(), feed=feed)
-    reset_nic_ptrs(arb_state, nic_first)
+    reset_nic_ptrs(arb_state, nic_first, feed[:-1, F_CLS])
 
     idle = np.nonzero(~had & (n_new > 0))[0]
     if idle.size:

@@ -180,7 +180,7 @@ def route_answer(sim, rt, r, ip, pk, eject_vc):
     V = sim.n_vcs
     base = np.int64(0)
     if QOS:
-        V = V // sim.n_classes
+        V = sim.vc_need
         base = np.int64(sim.ps[pk, P_CLASS]) * V
         sim.sc[S_VCBASE] = base
         eject_vc += base
@@ -342,7 +342,7 @@ def inject_classes(sim, pg, rt, ab, node, now):
             nic_wake_at(sim, node, later)
         return
     pk, f = nic_take(sim, pg, ab, node, c)
-    need = sim.n_vcs // sim.n_classes
+    need = sim.vc_need
     base = c * need
     ovc = base + sim.ps[pk, P_VC] % need
     sim.ps[pk, P_VC] = ovc
@@ -378,7 +378,7 @@ def try_inject(sim, pg, rt, ab, node, now):
         return
     ovc = sim.ps[pk, P_VC]  # the injection VC the driver chose (router.injection_vc)
     if QOS:  # in the packet's class's VCs: the driver's choice modulo the routing's need
-        need = sim.n_vcs // sim.n_classes
+        need = sim.vc_need
         base = np.int64(sim.ps[pk, P_CLASS]) * need
         ovc = base + ovc % need
         sim.ps[pk, P_VC] = ovc

@@ -53,7 +53,7 @@ def nic_candidates(sim, pg, st, node, now, programs):
     due head lacks credit)``."""
     C = st.n_classes
     o = sim.nic_port[node]
-    need = sim.n_vcs // C
+    need = sim.vc_need
     end = sim.nic_first[node + 1]
     fc = np.int64(-1)
     ft = TIME_LIMIT_PS

@@ -114,12 +114,29 @@ def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
         nic_ptr=np.zeros(max(n_nodes, 1) * C, dtype=i64), qclass=np.zeros(1, dtype=np.uint8))
 
 
-def reset_nic_ptrs(st: tuple, nic_first: np.ndarray) -> None:
+def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray | None = None) -> None:
     """A new feed was loaded (:func:`federation.engine.feed.load_chunk`: each NIC's unsent
-    packets first, then the chunk's): every (node, class) pointer restarts at its node's
-    first slot.  Nothing for an arbiter state that is not a QoS policy's at injection."""
-    if isinstance(st, QosState) and st.nic:
-        st.nic_ptr[:] = np.repeat(nic_first[:-1], int(st.n_classes))
+    packets first, then the chunk's, ``cls`` their classes): every (node, class) pointer
+    restarts at its node's first slot of that class (its node's end when it has none), so
+    that no NIC scans for a class it does not send.  Nothing for an arbiter state that is
+    not a QoS policy's at injection."""
+    if not (isinstance(st, QosState) and st.nic):
+        return
+    C = int(st.n_classes)
+    ptr = st.nic_ptr.reshape(-1, C)
+    if cls is None:
+        ptr[:] = nic_first[:-1, None]
+        return
+    ptr[:] = nic_first[1:, None]  # none of the class: the node's end
+    node = np.repeat(np.arange(nic_first.shape[0] - 1), np.diff(nic_first))
+    for c in range(C):
+        rows = np.flatnonzero(cls == c)
+        if rows.size == 0:
+            continue
+        at = node[rows]
+        first = np.ones(rows.size, dtype=bool)
+        first[1:] = at[1:] != at[:-1]  # node-sorted: a node's first row of the class
+        ptr[at[first], c] = rows[first]
 
 
 def set_caps(st: QosState, port_ser: np.ndarray) -> None:

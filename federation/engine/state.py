@@ -82,6 +82,8 @@ class Sim(NamedTuple):
     port_stall: np.ndarray  #: int64[P]
     port_peak: np.ndarray  #: int64[P]
     n_classes: np.int64  #: traffic classes
+    #: VCs of each class, ``n_vcs // n_classes`` (kept: the loop divides by it on every hop)
+    vc_need: np.int64
     port_class_bytes: np.ndarray  #: int64[P*C] bytes sent per port and class (counted with
     #: several classes only; with one, ``port_bytes`` are they)
     nic_ctr: np.ndarray  #: int64[N, api.NC_COLS] per-NIC counters (api.NC_* columns)
