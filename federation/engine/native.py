@@ -421,7 +421,8 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
         port_bytes=np.zeros(P, dtype=i64), port_pkts=np.zeros(P, dtype=i64),
         port_busy=np.zeros(P, dtype=i64), port_stall=np.zeros(P, dtype=i64),
         port_peak=np.zeros(P, dtype=i64),
-        n_classes=i64(C), vc_need=i64(V // C), port_class_bytes=np.zeros(P * C if C > 1 else 1, dtype=i64),
+        n_classes=i64(C), vc_need=i64(V // C),
+        port_class_bytes=np.zeros(P * C if C > 1 else 1, dtype=i64),
         nic_ctr=np.zeros((N, A.NC_COLS), dtype=i64), nic_flit=i64(job.nic_flit), iq=iq,
     )
 
