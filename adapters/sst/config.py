@@ -159,9 +159,8 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
                      "round-robins the VN's VCs (ours: oldest packet first)")
     text = render(point, sst_net, router, endpoint, nic, latency, (w0, w1), notes, jobs)
     bw = {c: float(f["bandwidth"]) for c, f in figures.items()}
-    node_class = {int(n): j.vn for j in jobs for n in j.nodes.tolist()} if jobs else {}
     return SstConfig(text, sst_net, net.n_nodes, (w0, w1), nic_bw, bw, notes,
-                     node_class=node_class,
+                     jobs=[(j.load, j.vn, j.nodes.tolist()) for j in jobs or []],
                      classes=list(point.machine.qos.class_names()) if vns > 1 else [])
 
 

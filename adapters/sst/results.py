@@ -194,36 +194,70 @@ def count(cfg: SstConfig, rows: list[StatRow]) -> Counts:
                   lat_count, lat_max)
 
 
-def class_summaries(cfg: SstConfig, rows: list[StatRow]) -> list[ClassSummary] | None:
+def job_latencies(cfg: SstConfig, out: SstStdout) -> list[float | None]:
+    """Each job's mean latency (ns) from ``merlin.offered_load``'s printed tables, or
+    ``None`` for every job when they cannot be told apart.
+
+    With job endpoints the endpoint of logical id 0 of each job prints its job's table (one
+    row: the job's load and mean latency, creation at its schedule to receipt).  No row names
+    its job: sst-core finishes components in the order they were made, which is node order,
+    so the tables come in the order of the jobs' first nodes; each row's printed load (two
+    decimals) must then be its job's, else the tables are not attributed."""
+    order = sorted(range(len(cfg.jobs)), key=lambda j: cfg.jobs[j][2][0])
+    if len(out.loads) != len(order):
+        return [None] * len(cfg.jobs)
+    lat: list[float | None] = [None] * len(cfg.jobs)
+    for j, row in zip(order, out.loads, strict=True):
+        if f"{cfg.jobs[j][0]:.2f}" != f"{row.load:.2f}":
+            return [None] * len(cfg.jobs)
+        lat[j] = row.latency_s * 1e9
+    return lat
+
+
+def _weighted(values: list[float | None], weights: list[int]) -> float | None:
+    total = sum(weights)
+    if total == 0 or any(v is None for v, w in zip(values, weights, strict=True) if w):
+        return None
+    return sum(v * w for v, w in zip(values, weights, strict=True) if w) / total
+
+
+def class_summaries(cfg: SstConfig, rows: list[StatRow], job_lat: list[float | None],
+                    ) -> list[ClassSummary] | None:
     """Per traffic class (with several, :attr:`SstConfig.classes`): the packets and bytes
-    delivered in the window into the class's nodes (a job sends within itself, so a node
-    receives its own class only) and their linkcontrol ``packet_latency``, which runs from the
-    packet leaving the source NIC to its arrival (whole ns): SST's figure for our
-    creation-to-delivery latency, without the time a packet waits in its NIC."""
+    the routers delivered in the window into the class's nodes (a job sends within itself,
+    so a node receives its own job's packets only), and their mean latency: the class's jobs'
+    offered_load latencies (:func:`job_latencies`) weighted by those packets; p50, p99 and
+    max are not reported."""
     if not cfg.classes:
         return None
+    bits, pkts = job_counts(cfg, rows)
+    out = []
+    for c, name in enumerate(cfg.classes):
+        mine = [j for j, job in enumerate(cfg.jobs) if job[1] == c]
+        mean = _weighted([job_lat[j] for j in mine], [pkts[j] for j in mine])
+        out.append(ClassSummary(name=name, index=c, packets=sum(pkts[j] for j in mine),
+                                bytes=sum(bits[j] for j in mine) // 8,
+                                latency_ns=LatencyStats(mean=mean, p50=None, p99=None,
+                                                        max=None)))
+    return out
+
+
+def job_counts(cfg: SstConfig, rows: list[StatRow]) -> tuple[list[int], list[int]]:
+    """Per job (:attr:`SstConfig.jobs`), the bits and packets the routers delivered on the
+    host ports of its nodes in the window."""
     host_node = {(r, p): n for n, r, p in cfg.network.hosts}
-    k = len(cfg.classes)
-    bits, pkts, lsum, lcount, lmax = ([0] * k for _ in range(5))
+    job_of = {n: j for j, (_, _, nodes) in enumerate(cfg.jobs) for n in nodes}
+    bits, pkts = [0] * len(cfg.jobs), [0] * len(cfg.jobs)
     for row in rows:
         rp = _router_port(row)
-        node = host_node.get(rp) if rp is not None else _node_of(row.component)
-        c = cfg.node_class.get(node) if node is not None else None
-        if c is None:
+        j = job_of.get(host_node.get(rp, -1)) if rp is not None else None
+        if j is None:
             continue
-        if rp is not None and row.statistic == "send_bit_count":
-            bits[c] += row.sum
-        elif rp is not None and row.statistic == "send_packet_count":
-            pkts[c] += row.sum
-        elif rp is None and row.statistic == "packet_latency" and row.count:
-            lsum[c] += row.sum
-            lcount[c] += row.count
-            lmax[c] = max(lmax[c], row.max)
-    return [ClassSummary(name=name, index=i, packets=pkts[i], bytes=bits[i] // 8,
-                         latency_ns=LatencyStats(
-                             mean=lsum[i] / lcount[i] if lcount[i] else None, p50=None,
-                             p99=None, max=float(lmax[i]) if lcount[i] else None))
-            for i, name in enumerate(cfg.classes)]
+        if row.statistic == "send_bit_count":
+            bits[j] += row.sum
+        elif row.statistic == "send_packet_count":
+            pkts[j] += row.sum
+    return bits, pkts
 
 
 def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: int,
@@ -236,9 +270,12 @@ def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: 
     c = count(cfg, rows)
     w = (cfg.window_ps[1] - cfg.window_ps[0]) / 1e12
     capacity = w * cfg.nic_bandwidth * cfg.nodes
-    # offered_load's job 0 prints the table: one row per job with job endpoints, which name
-    # no job, so a mean over several jobs is left out (the classes have theirs)
-    mean = out.loads[0].latency_s * 1e9 if len(out.loads) == 1 else None
+    job_lat: list[float | None] = []
+    if cfg.jobs:  # a table per job: their mean, weighted by the packets each delivered
+        job_lat = job_latencies(cfg, out)
+        mean = _weighted(job_lat, job_counts(cfg, rows)[1])
+    else:
+        mean = out.loads[0].latency_s * 1e9 if out.loads else None
     net_mean = c.latency_sum / c.latency_count if c.latency_count else None
     injected = c.injected_bytes
     return PointSummary(
@@ -259,5 +296,5 @@ def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: 
         events=0,
         packet_hops=c.hops,
         busiest_links=[],
-        classes=class_summaries(cfg, rows),
+        classes=class_summaries(cfg, rows, job_lat),
     )

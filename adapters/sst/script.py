@@ -42,8 +42,9 @@ class SstConfig:
     notes: list[str] = field(default_factory=list)
     #: closed-loop points: motifs each rank of the ember job runs (0: offered_load endpoints)
     motifs: int = 0
-    #: with job endpoints: each job node's traffic class (its VN); empty otherwise
-    node_class: dict[int, int] = field(default_factory=dict)
+    #: with job endpoints: each job's (offered load, traffic class, machine nodes in rank
+    #: order); empty otherwise
+    jobs: list[tuple[float, int, list[int]]] = field(default_factory=list)
     #: the class names, with several classes (strict priority on two VNs); empty otherwise
     classes: list[str] = field(default_factory=list)
 
