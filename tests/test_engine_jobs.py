@@ -62,12 +62,13 @@ def test_simgrid_refuses_open_loop_jobs_beside_closed_ones(tmp_path):
 @pytest.mark.parametrize(("jobs", "path", "words"), [
     ([{"name": "a", "workload": PINGPONG, "placement": {"kind": "list", "nodes": [3, 50]}},
       {"name": "b", "workload": PINGPONG, "placement": {"kind": "list", "nodes": [4, 9]}}],
-     "jobs[1]", "one job per point"),
+     "jobs[1]", "runs rank programs (ember) as one job"),
     ([{"name": "a", "workload": PINGPONG, "placement": "rest", "start": "1us"}],
      "jobs[0].start", "start"),
     ([{"name": "a", "workload": {"kind": "synthetic", "load": 0.2},
-       "placement": {"kind": "contiguous", "count": 10}}],
-     "jobs[0].placement", "whole machine"),
+       "placement": {"kind": "contiguous", "count": 10}},
+      {"name": "b", "workload": PINGPONG, "placement": {"kind": "list", "nodes": [40, 50]}}],
+     "jobs[1]", "is closed-loop beside other jobs"),
     ([{"name": "a", "workload": {"kind": "collective", "op": "bcast"}, "placement": "rest"}],
      "jobs[0].workload.kind", "no ember motif twin"),
 ])

@@ -204,7 +204,7 @@ def two_jobs(tmp_path: Path, qos: dict, counts=(36, 36), **extra):
 
 
 def run_config(text: str, monkeypatch: pytest.MonkeyPatch):
-    from tests.test_sst_adapter import execute
+    from test_sst_adapter import execute
 
     return execute(text, monkeypatch)
 
