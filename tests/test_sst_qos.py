@@ -388,6 +388,34 @@ def test_crossval_compares_the_high_class_with_sst(tmp_path, monkeypatch):
         788.639, abs=1e-3), 1185.0, 1204.0)
 
 
+def test_federation_run_reports_classes_and_jobs_from_sst(tmp_path, monkeypatch):
+    """``federation run`` of the kept experiment, sst replayed from its kept output: the
+    results document has each class and each job, with what merlin's statistics say."""
+    import json
+    import subprocess
+    import sys
+
+    fake_sst(tmp_path / "bin", QOS_RUN)
+    env = {"PATH": f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()", "run",
+                        str(DATA / "qos-two-jobs.yaml"), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    (pt,) = json.loads((tmp_path / "o" / "results.json").read_text())["points"]
+    s = pt["summary"]
+    assert [(c["name"], c["packets"], c["latency_ns"]["mean"]) for c in s["classes"]] == [
+        ("high", 1185, 783.599), ("low", 2460, 2913.57)]
+    app, bg = s["jobs"]
+    assert (app["name"], app["placement"], app["packets_delivered"], app["latency_ns"]["mean"]
+            ) == ("app", "random_nodes", 1185, 783.599)
+    assert (bg["name"], bg["placement"], bg["packets_delivered"], bg["latency_ns"]["mean"]
+            ) == ("bg", "rest", 2460, 2913.57)
+    assert len(app["nodes"]) == len(bg["nodes"]) == 36
+    assert sorted(app["nodes"] + bg["nodes"]) == list(range(72))
+    assert app["bytes_delivered"] == 1185 * 512
+    assert app["bytes_injected"] + bg["bytes_injected"] == s["bytes_injected"]
+
+
 SST = __import__("shutil").which("sst")
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.errors import FederationError
-from federation.results.model import ClassSummary, LatencyStats, PointSummary
+from federation.results.model import ClassSummary, JobSummary, LatencyStats, PointSummary
 
 from .script import SstConfig
 
@@ -258,6 +258,27 @@ def job_counts(cfg: SstConfig, rows: list[StatRow]) -> tuple[list[int], list[int
         elif row.statistic == "send_packet_count":
             pkts[j] += row.sum
     return bits, pkts
+
+
+def job_summaries(cfg: SstConfig, rows: list[StatRow], out: SstStdout,
+                  jobs: list[dict[str, Any]]) -> list[JobSummary]:
+    """Per open-loop job (``jobs``: each job's name, workload, placement and rank order, in
+    the order of :attr:`SstConfig.jobs`): its nodes, the bytes its NICs sent and the packets
+    and bytes delivered into its nodes in the window, and its offered_load latency
+    (:func:`job_latencies`)."""
+    bits, pkts = job_counts(cfg, rows)
+    lat = job_latencies(cfg, out)
+    node_of = {int(n): i for i, (_, _, nodes) in enumerate(cfg.jobs) for n in nodes}
+    sent = [0] * len(cfg.jobs)
+    for row in rows:
+        n = _node_of(row.component) if _router_port(row) is None else None
+        if n is not None and n in node_of and row.statistic == "send_bit_count":
+            sent[node_of[n]] += row.sum
+    return [JobSummary(**meta, closed_loop=False, nodes=list(cfg.jobs[j][2]), start_ns=0.0,
+                       packets_delivered=pkts[j], bytes_delivered=bits[j] // 8,
+                       bytes_injected=sent[j] // 8,
+                       latency_ns=LatencyStats(mean=lat[j], p50=None, p99=None, max=None))
+            for j, meta in enumerate(jobs)]
 
 
 def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: int,
