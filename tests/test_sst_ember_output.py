@@ -149,10 +149,11 @@ def fake_sst(bindir: Path, source: Path) -> Path:
     """A stand-in ``sst`` that writes the kept real output into its working folder."""
     bindir.mkdir(exist_ok=True)
     prog = bindir / "sst"
-    prog.write_text(f"#!{sys.executable}\nimport shutil, sys\n"
+    prog.write_text(f"#!{sys.executable}\nimport os, shutil, sys\n"
                     f"if '--version' in sys.argv: sys.exit(0)\n"
                     f"for f in ('motifs.log', 'stats.csv'):\n"
-                    f"    shutil.copy({str(source)!r} + '/' + f, f)\n"
+                    f"    if os.path.exists({str(source)!r} + '/' + f):\n"
+                    f"        shutil.copy({str(source)!r} + '/' + f, f)\n"
                     f"print(open({str(source / 'sst.stdout')!r}).read())\n")
     prog.chmod(0o755)
     return prog

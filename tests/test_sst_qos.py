@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_sst_ember_output import fake_sst
 
 from federation import Params, QosPolicy, hookimpl
 from federation.errors import ConfigError
@@ -345,19 +346,6 @@ def test_class_figures_from_real_sst_output():
     swapped = SstStdout(out.simulated_time_s, out.loads[::-1])
     assert job_latencies(cfg, swapped) == [None, None]
     assert summarize(cfg, rows, swapped, 512).classes[0].latency_ns.mean is None
-
-
-def fake_sst(bindir: Path, source: Path) -> None:
-    """A stand-in ``sst`` that writes the kept real output into its working folder."""
-    import sys
-
-    bindir.mkdir(exist_ok=True)
-    prog = bindir / "sst"
-    prog.write_text(f"#!{sys.executable}\nimport shutil, sys\n"
-                    f"if '--version' in sys.argv: sys.exit(0)\n"
-                    f"shutil.copy({str(source / 'stats.csv')!r}, 'stats.csv')\n"
-                    f"print(open({str(source / 'sst.stdout')!r}).read())\n")
-    prog.chmod(0o755)
 
 
 def test_crossval_compares_the_high_class_with_sst(tmp_path, monkeypatch):
