@@ -407,6 +407,8 @@ def run_points(loaded: LoadedExperiment, max_memory: int, on_point: OnPoint, *,
                 for fut, value in batch:
                     i = index[fut.key]
                     kind, got = _outcome(value)
+                    if kind in ("finished", "error"):  # a worker ran it, seen by check() or not
+                        watch.seen_worker = True
                     if kind == "finished":
                         fut.release()  # the worker may drop the tables now
                         on_point(*got)
