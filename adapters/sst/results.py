@@ -198,20 +198,17 @@ def job_latencies(cfg: SstConfig, out: SstStdout) -> list[float | None]:
     """Each job's mean latency (ns) from ``merlin.offered_load``'s printed tables, or
     ``None`` for every job when they cannot be told apart.
 
-    With job endpoints the endpoint of logical id 0 of each job prints its job's table (one
-    row: the job's load and mean latency, creation at its schedule to receipt).  No row names
-    its job: sst-core finishes components in the order they were made, which is node order,
-    so the tables come in the order of the jobs' first nodes; each row's printed load (two
-    decimals) must then be its job's, else the tables are not attributed."""
-    order = sorted(range(len(cfg.jobs)), key=lambda j: cfg.jobs[j][2][0])
-    if len(out.loads) != len(order):
+    With job endpoints the endpoint of logical id 0 of each job prints its job's table: one
+    row, the job's load (two decimals) and mean latency (creation at its schedule to
+    receipt).  No row names its job, and the order of the tables is not the order of the jobs
+    or of their nodes (measured), so a row is its job's by its load: the jobs' loads must be
+    distinct at two decimals and every job's must be printed once."""
+    want = [f"{load:.2f}" for load, _, _ in cfg.jobs]
+    got = [f"{row.load:.2f}" for row in out.loads]
+    if len(set(want)) != len(want) or sorted(got) != sorted(want):
         return [None] * len(cfg.jobs)
-    lat: list[float | None] = [None] * len(cfg.jobs)
-    for j, row in zip(order, out.loads, strict=True):
-        if f"{cfg.jobs[j][0]:.2f}" != f"{row.load:.2f}":
-            return [None] * len(cfg.jobs)
-        lat[j] = row.latency_s * 1e9
-    return lat
+    by_load = {g: row.latency_s * 1e9 for g, row in zip(got, out.loads, strict=True)}
+    return [by_load[w] for w in want]
 
 
 def _weighted(values: list[float | None], weights: list[int]) -> float | None:
