@@ -326,17 +326,20 @@ class ChunkRows(NamedTuple):
     node: np.ndarray  #: int64[k] the node of each row (non-decreasing)
 
 
-def chunk_rows(chunk: PacketChunk, n_nodes: int) -> ChunkRows:
+def chunk_rows(chunk: PacketChunk, n_nodes: int, vc_need: int = 0) -> ChunkRows:
     """The feed rows of ``chunk``'s packets, sorted by node: what loading the chunk copies
     in; independent of the loop's state, so the driver's helper thread makes them while the
-    loop runs (:mod:`federation.engine.feeder`)."""
+    loop runs (:mod:`federation.engine.feeder`).  With ``vc_need`` (QoS classes: the VCs of
+    each) an injection VC is taken modulo it here, so that the loop only adds its class's
+    base (the same VC: ``need`` divides ``router.vcs``)."""
     pk = chunk.packets
     k = pk.count
     order = node_order(pk.src, n_nodes)  # by node, each in creation order (checked)
     rows = np.empty((k, F_COLS), dtype=np.int64)
+    vc = pk.vc % vc_need if vc_need else pk.vc
     for col, x in ((F_TIME, pk.time_ps), (F_ID, chunk.first_packet + np.arange(k)),
                    (F_MSG, chunk.first_message + pk.msg), (F_DST, pk.dst), (F_SIZE, pk.size),
-                   (F_VIA, pk.via), (F_VC, pk.vc), (F_CLS, pk.cls)):
+                   (F_VIA, pk.via), (F_VC, vc), (F_CLS, pk.cls)):
         rows[:, col] = x[order]
     return ChunkRows(rows, pk.src[order].astype(np.int64))
 

@@ -71,10 +71,11 @@ class Feeder:
     cannot take (it runs as the chunk is drawn)."""
 
     def __init__(self, chunks: Iterator[PacketChunk], sink: PacketSink, n_nodes: int,
-                 check: Callable[[PacketChunk], None]) -> None:
+                 check: Callable[[PacketChunk], None], vc_need: int = 0) -> None:
         self._chunks = chunks
         self._sink = sink
         self._nodes = n_nodes
+        self._need = vc_need  # QoS classes: injection VCs modulo the VCs of a class
         self._check = check
         self._pool: Any = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="federation-feed")
                            if threaded() else _InPlace())
@@ -84,7 +85,7 @@ class Feeder:
         self.ready: Ready | None = None
         if first is not None:
             self.ready = Ready(first[0].start, first[0].ledger, _InPlace().submit(
-                chunk_rows, first[1], n_nodes))
+                chunk_rows, first[1], n_nodes, vc_need))
         self._ahead: Future | None = (self._pool.submit(self._draw)
                                       if self.ready is not None else None)
         self._folding: Future | None = None  # the last records handed to the sink
@@ -113,7 +114,8 @@ class Feeder:
         self.ready, self._ahead = None, None
         if drawn is not None:
             nxt, chunk = drawn
-            self.ready = nxt._replace(rows=self._pool.submit(chunk_rows, chunk, self._nodes))
+            self.ready = nxt._replace(rows=self._pool.submit(chunk_rows, chunk, self._nodes,
+                                                                self._need))
             del drawn, chunk  # the helper holds the chunk until its rows are made
             self._ahead = self._pool.submit(self._draw)
         return rows

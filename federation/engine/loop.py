@@ -342,9 +342,8 @@ def inject_classes(sim, pg, rt, ab, node, now):
             nic_wake_at(sim, node, later)
         return
     pk, f = nic_take(sim, pg, ab, node, c)
-    need = sim.vc_need
-    base = c * need
-    ovc = base + sim.ps[pk, P_VC] % need
+    base = c * sim.vc_need
+    ovc = base + sim.ps[pk, P_VC]  # below vc_need (the feed's and the programs' draws)
     sim.ps[pk, P_VC] = ovc
     sim.sc[S_VCBASE] = base
     sim.pm[pk, M_INJECT] = now
@@ -378,9 +377,8 @@ def try_inject(sim, pg, rt, ab, node, now):
         return
     ovc = sim.ps[pk, P_VC]  # the injection VC the driver chose (router.injection_vc)
     if QOS:  # in the packet's class's VCs: the driver's choice modulo the routing's need
-        need = sim.vc_need
-        base = np.int64(sim.ps[pk, P_CLASS]) * need
-        ovc = base + ovc % need
+        base = np.int64(sim.ps[pk, P_CLASS]) * sim.vc_need
+        ovc = base + ovc  # below vc_need (the feed's and the programs' draws)
         sim.ps[pk, P_VC] = ovc
         sim.sc[S_VCBASE] = base
     size = sim.ps[pk, P_SIZE]

@@ -115,7 +115,8 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
     sink = PacketSink(job.window, keep=job.keep_packets, keep_programs=keep_programs,
                       n_classes=job.n_classes)
     # the next chunks and the records, on a helper thread
-    feeder = Feeder(job.chunks(), sink, N, lambda c: _check_chunk(c, job.n_vcs, job.n_classes))
+    feeder = Feeder(job.chunks(), sink, N, lambda c: _check_chunk(c, job.n_vcs, job.n_classes),
+                    job.n_vcs // job.n_classes if job.n_classes > 1 else 0)
     with feeder:
         return _drive(job, feeder, sink, state, run_loop, rt, cur, progress, budget, owner,
                       qos_state, nics_on)

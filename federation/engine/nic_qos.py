@@ -90,7 +90,7 @@ def nic_candidates(sim, pg, st, node, now, programs):
         else:
             size = feed[p, F_SIZE]
             vc = feed[p, F_VC]
-        if sim.credits[o * sim.n_vcs + c * need + vc % need] < size:
+        if sim.credits[o * sim.n_vcs + c * need + vc] < size:
             blocked = 1
             continue
         st.first[c] = p

@@ -311,7 +311,7 @@ def new_packet(sim, pg, node, f):
         size = min(pg.packet_size, pg.msg_size[m] - pg.nic_fpos[node] * pg.packet_size)
     else:
         size = pg.control_bytes
-    V = sim.n_vcs
+    V = sim.vc_need  # the routing's VCs (QoS: of the packet's class, whose base the NIC adds)
     vc = np.int64(0)
     if pg.vc_policy == 1:
         vc = pg.nic_count[node] % V
