@@ -186,3 +186,16 @@ def test_malformed_overrides(tmp_path, text, words):
     e = _files(tmp_path)
     msg = _refused(e, text)
     assert msg.startswith("--set: ") and words in msg
+
+
+def test_sst_config_notes_the_replaced_axis_as_run_does(tmp_path):
+    """``federation sst config`` (and ``sst run``) read files as ``federation run`` does, and
+    now say so: the note of an override that replaced a sweep axis, then the files."""
+    _files(tmp_path, sweep="{workload.load: [0.1, 0.2]}")
+    r = run_cli("sst", "config", "e.yaml", "--set", "workload.load=0.25", "--out", "c",
+                cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[0] == (
+        "note: --set workload.load=0.25 replaces the sweep over workload.load (2 values) in "
+        "e.yaml: every point has workload.load = 0.25")
+    assert r.stdout.split() == ["c/config-0.py"]

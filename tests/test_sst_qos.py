@@ -411,6 +411,26 @@ def test_federation_run_reports_classes_and_jobs_from_sst(tmp_path, monkeypatch)
     assert app["bytes_injected"] + bg["bytes_injected"] == s["bytes_injected"]
 
 
+def test_sst_run_notes_the_replaced_axis(tmp_path, monkeypatch):
+    """``federation sst run`` prints the notes ``federation run`` prints, once every point
+    passed its checks (here: an override that replaced a sweep axis)."""
+    import subprocess
+    import sys
+
+    exp = yaml.safe_load((DATA / "qos-two-jobs.yaml").read_text())
+    exp["sweep"] = {"jobs.bg.workload.load": [0.5, 0.9]}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(exp))
+    fake_sst(tmp_path / "bin", QOS_RUN)
+    env = {"PATH": f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
+                        "sst", "run", "e.yaml", "--set", "jobs.bg.workload.load=0.9", "--out",
+                        "o"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.splitlines()[0].startswith(
+        "note: --set jobs.bg.workload.load=0.9 replaces the sweep over jobs.bg.workload.load "
+        "(2 values) in e.yaml"), r.stderr
+
+
 SST = __import__("shutil").which("sst")
 
 

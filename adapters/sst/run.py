@@ -88,17 +88,19 @@ def write_configs(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fal
 
 def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = False,
                    max_memory: int | None = None,
-                   placed: Callable[[Path], None] | None = None) -> RunResult:
+                   placed: Callable[[Path], None] | None = None,
+                   checked: Callable[[], None] | None = None) -> RunResult:
     """Every point with sst, through federation's one runner
     (:func:`federation.pipeline.run.run_experiment`, which calls :func:`run_point` through
     the engine's ``run_point``): a failing or stopped sweep keeps its finished points as any
-    run does.  ``loaded``'s points must have engine sst (``federation sst run`` sets it)."""
+    run does.  ``loaded``'s points must have engine sst (``federation sst run`` sets it);
+    ``checked`` is called once every point passed its checks (the CLI prints its notes)."""
     from federation.pipeline.run import run_experiment as run_points
 
     for point in loaded.points:
         require_sst(options_of(point))
     return run_points(loaded, out_dir, overwrite=overwrite, max_memory=max_memory,
-                      placed=placed)
+                      placed=placed, checked=checked)
 
 
 def run_point(index: int, point: ResolvedPoint, built: Any, placed: Placed | None,

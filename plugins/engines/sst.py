@@ -73,6 +73,15 @@ def federation_register_engines(register) -> None:  # noqa: ANN001
     register(Sst)
 
 
+def _notes(loaded: Any) -> None:
+    """What ``federation run`` notes about how the file was read (e.g. a sweep axis that an
+    override replaced), on stderr."""
+    import sys
+
+    for note in loaded.notes:
+        print(f"note: {note}", file=sys.stderr)
+
+
 @hookimpl
 def federation_add_commands(app: Any) -> None:
     """``federation sst config`` and ``federation sst run``."""
@@ -90,7 +99,10 @@ def federation_add_commands(app: Any) -> None:
         from federation.adapters.sst.run import write_configs
         from federation.pipeline.load import load_experiment
 
-        for p in write_configs(load_experiment(file, set_ or []), out, overwrite):
+        loaded = load_experiment(file, set_ or [])
+        paths = write_configs(loaded, out, overwrite)
+        _notes(loaded)  # once written: a refusal stays one line
+        for p in paths:
             print(p)
 
     @sst_app.command("run")
@@ -109,7 +121,8 @@ def federation_add_commands(app: Any) -> None:
         # engine.kind=sst keeps an sst engine's own options and gives another engine sst's
         loaded = load_experiment(file, ["engine.kind=sst", *(set_ or [])])
         placed: list[Path] = []
-        run_experiment(loaded, out, overwrite, placed=placed.append)
+        run_experiment(loaded, out, overwrite, placed=placed.append,
+                       checked=lambda: _notes(loaded))
         print((placed[0] if placed else out) / "results.json")
 
     app.add_typer(sst_app, name="sst")
