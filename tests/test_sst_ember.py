@@ -201,6 +201,16 @@ def test_program_file_refused(tmp_path: Path) -> None:
     assert "e.yaml: workload.kind: engine sst:" in msg and "no ember motif twin" in msg
 
 
+def test_background_beside_rank_programs_refused(tmp_path: Path) -> None:
+    """A background beside rank programs was left out of the configuration without a word
+    (ember ran the programs alone); it is refused, naming the field."""
+    with pytest.raises(ConfigError) as e:
+        generate(tmp_path, DRAGONFLY, {"kind": "pingpong"},
+                 background={"kind": "synthetic", "load": 0.1})
+    msg = str(e.value)
+    assert "e.yaml: background: engine sst:" in msg and "without background traffic" in msg
+
+
 def test_overhead_refused(tmp_path: Path) -> None:
     import yaml
 

@@ -78,12 +78,16 @@ def build_config(point: ResolvedPoint, network: Network,
 def job_nodes(point: ResolvedPoint, net: Network, placed: Placed | None) -> Any:
     """The machine nodes of a closed-loop point's one job (``None``: every node in order), or
     a Refusal naming what ember cannot express: several jobs, a job's start, slowdown runs."""
-    if point.experiment.jobs is None:
-        return None
     jobs = point_jobs(point)
+    if len(jobs) > 1 and jobs[1].field == "background":
+        raise Refusal("background", "engine sst runs rank programs (ember on firefly NICs) "
+                      "without background traffic: merlin's offered_load endpoints would need "
+                      "the same nodes' host ports", document="experiment")
     if len(jobs) > 1:
         raise Refusal(jobs[1].field, f"engine sst runs rank programs (ember) as one job; job "
                       f"{jobs[1].name!r} would be a second", document="experiment")
+    if point.experiment.jobs is None:
+        return None
     job = jobs[0]
     if point.experiment.slowdown:
         raise Refusal("slowdown", "engine sst does not run jobs alone for slowdown",
