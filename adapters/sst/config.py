@@ -27,15 +27,15 @@ from federation.pipeline.points import (
 )
 
 from . import ember
-from .jobs import JOB_HOSTS_SCRIPT, EndpointJob, endpoint_jobs, endpoint_tables
+from .jobs import JOB_HOSTS, EndpointJob, endpoint_jobs, endpoint_tables
 from .options import SstOptions
 from .qos import qos_router_params
 from .script import (
-    BUILD_SCRIPT,
     NIC_STATS,
     ROUTER_STATS,
     STATS_FILE,
     SstConfig,
+    build_script,
     duration,
     header,
     pformat,
@@ -110,9 +110,10 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
     jobs: list[EndpointJob] | None = None
     if closed:  # rank programs: ember motifs on firefly endpoints (adapters/sst/ember.py)
         nodes = job_nodes(point, net, placed)
-        ember.ember_job(point, net.n_nodes, nodes)
+        ember.ember_job(point, net.n_nodes, nodes)  # refuses every QoS policy but none
+        qos: dict[str, Any] = {}
     else:
-        qos_router_params(point)
+        qos = qos_router_params(point)
         jobs = endpoint_jobs(point, net, placed)
         for job in point_jobs(point):
             _check_workload(point, job.workload, job.workload_field)
@@ -128,7 +129,6 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
             raise Refusal(f"links.{c}.latency", "a zero-latency link cannot cross SST's "
                           "partitions (ranks or threads), which need a minimum link latency "
                           "as their lookahead; give the links a latency or run sst serially")
-    qos = qos_router_params(point, closed)
     vns = int(qos.get("num_vns", 1))
     if machine.router.vcs < sst_net.vcs * vns:
         per = f" ({vns} classes x {sst_net.vcs})" if vns > 1 else ""
@@ -295,14 +295,12 @@ def render(point: ResolvedPoint, net: SstNetwork, router: dict[str, Any],
         "ENDPOINT_PARAMS": endpoint, "NIC_PARAMS": nic, "STATS_FILE": STATS_FILE,
         "STAT_PARAMS": stat, "ROUTER_STATS": list(ROUTER_STATS), "NIC_STATS": list(NIC_STATS),
     }
-    script = BUILD_SCRIPT
+    script = build_script()
     if jobs is not None:
         eps, nics, where = endpoint_tables(jobs, endpoint)
         del data["ENDPOINT_PARAMS"]
         data.update({"JOB_ENDPOINT_PARAMS": eps, "JOB_NIC_PARAMS": nics, "JOB_OF": where})
-        plain_hosts = BUILD_SCRIPT[BUILD_SCRIPT.index("\nfor node, rid, port in HOSTS:"):
-                                   BUILD_SCRIPT.index("\nsst.setStatisticLoadLevel")]
-        script = BUILD_SCRIPT.replace(plain_hosts, JOB_HOSTS_SCRIPT.rstrip("\n"))
+        script = build_script(JOB_HOSTS)
     body = [f"{k} = {pformat(v)}" for k, v in data.items()]
     return "\n".join(head + body + ["", script.strip(), ""])
 

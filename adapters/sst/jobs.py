@@ -123,8 +123,8 @@ def endpoint_tables(jobs: list[EndpointJob], endpoint: dict[str, Any],
     return eps, nics, where
 
 
-#: the host loop of a configuration with job endpoints (replaces the plain one)
-JOB_HOSTS_SCRIPT = '''
+#: the host loop of a configuration with job endpoints (in place of script.BUILD_HOSTS)
+JOB_HOSTS = '''
 for node, rid, port in HOSTS:
     if node not in JOB_OF:
         continue  # a node of no job: its router port stays unconnected

@@ -218,7 +218,7 @@ def _weighted(values: list[float | None], weights: list[int]) -> float | None:
     return sum(v * w for v, w in zip(values, weights, strict=True) if w) / total
 
 
-def class_summaries(cfg: SstConfig, rows: list[StatRow], job_lat: list[float | None],
+def class_summaries(cfg: SstConfig, counts: JobCounts, job_lat: list[float | None],
                     ) -> list[ClassSummary] | None:
     """Per traffic class (with several, :attr:`SstConfig.classes`): the packets and bytes
     the routers delivered in the window into the class's nodes (a job sends within itself,
@@ -227,7 +227,7 @@ def class_summaries(cfg: SstConfig, rows: list[StatRow], job_lat: list[float | N
     max are not reported."""
     if not cfg.classes:
         return None
-    bits, pkts = job_counts(cfg, rows)
+    bits, pkts = counts.bits, counts.packets
     out = []
     for c, name in enumerate(cfg.classes):
         mine = [j for j, job in enumerate(cfg.jobs) if job[1] == c]
@@ -239,22 +239,36 @@ def class_summaries(cfg: SstConfig, rows: list[StatRow], job_lat: list[float | N
     return out
 
 
-def job_counts(cfg: SstConfig, rows: list[StatRow]) -> tuple[list[int], list[int]]:
-    """Per job (:attr:`SstConfig.jobs`), the bits and packets the routers delivered on the
-    host ports of its nodes in the window."""
+@dataclass(frozen=True)
+class JobCounts:
+    """Per job (:attr:`SstConfig.jobs`), in the window: the bits and packets the routers
+    delivered on the host ports of its nodes, and the bits its nodes' NICs sent."""
+
+    bits: list[int]
+    packets: list[int]
+    sent_bits: list[int]
+
+
+def job_counts(cfg: SstConfig, rows: list[StatRow]) -> JobCounts:
+    """The :class:`JobCounts` of the statistics ``rows``, in one pass."""
     host_node = {(r, p): n for n, r, p in cfg.network.hosts}
     job_of = {n: j for j, (_, _, nodes) in enumerate(cfg.jobs) for n in nodes}
-    bits, pkts = [0] * len(cfg.jobs), [0] * len(cfg.jobs)
+    c = JobCounts([0] * len(cfg.jobs), [0] * len(cfg.jobs), [0] * len(cfg.jobs))
     for row in rows:
         rp = _router_port(row)
-        j = job_of.get(host_node.get(rp, -1)) if rp is not None else None
+        if rp is None:  # a NIC's
+            j = job_of.get(_node_of(row.component))
+            if j is not None and row.statistic == "send_bit_count":
+                c.sent_bits[j] += row.sum
+            continue
+        j = job_of.get(host_node.get(rp, -1))
         if j is None:
             continue
         if row.statistic == "send_bit_count":
-            bits[j] += row.sum
+            c.bits[j] += row.sum
         elif row.statistic == "send_packet_count":
-            pkts[j] += row.sum
-    return bits, pkts
+            c.packets[j] += row.sum
+    return c
 
 
 def job_summaries(cfg: SstConfig, rows: list[StatRow], out: SstStdout,
@@ -263,17 +277,11 @@ def job_summaries(cfg: SstConfig, rows: list[StatRow], out: SstStdout,
     the order of :attr:`SstConfig.jobs`): its nodes, the bytes its NICs sent and the packets
     and bytes delivered into its nodes in the window, and its offered_load latency
     (:func:`job_latencies`)."""
-    bits, pkts = job_counts(cfg, rows)
+    c = job_counts(cfg, rows)
     lat = job_latencies(cfg, out)
-    node_of = {int(n): i for i, (_, _, nodes) in enumerate(cfg.jobs) for n in nodes}
-    sent = [0] * len(cfg.jobs)
-    for row in rows:
-        n = _node_of(row.component) if _router_port(row) is None else None
-        if n is not None and n in node_of and row.statistic == "send_bit_count":
-            sent[node_of[n]] += row.sum
     return [JobSummary(**meta, closed_loop=False, nodes=list(cfg.jobs[j][2]), start_ns=0.0,
-                       packets_delivered=pkts[j], bytes_delivered=bits[j] // 8,
-                       bytes_injected=sent[j] // 8,
+                       packets_delivered=c.packets[j], bytes_delivered=c.bits[j] // 8,
+                       bytes_injected=c.sent_bits[j] // 8,
                        latency_ns=LatencyStats(mean=lat[j], p50=None, p99=None, max=None))
             for j, meta in enumerate(jobs)]
 
@@ -289,9 +297,10 @@ def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: 
     w = (cfg.window_ps[1] - cfg.window_ps[0]) / 1e12
     capacity = w * cfg.nic_bandwidth * cfg.nodes
     job_lat: list[float | None] = []
+    per_job = job_counts(cfg, rows)
     if cfg.jobs:  # a table per job: their mean, weighted by the packets each delivered
         job_lat = job_latencies(cfg, out)
-        mean = _weighted(job_lat, job_counts(cfg, rows)[1])
+        mean = _weighted(job_lat, per_job.packets)
     else:
         mean = out.loads[0].latency_s * 1e9 if out.loads else None
     net_mean = c.latency_sum / c.latency_count if c.latency_count else None
@@ -314,5 +323,5 @@ def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: 
         events=0,
         packet_hops=c.hops,
         busiest_links=[],
-        classes=class_summaries(cfg, rows, job_lat),
+        classes=class_summaries(cfg, per_job, job_lat),
     )

@@ -93,8 +93,8 @@ def header(point: ResolvedPoint, net: SstNetwork, notes: list[str],
     ]
 
 
-#: the part of every configuration that builds the model from the tables above it
-BUILD_SCRIPT = '''
+#: the routers and cables (ember configurations add their own endpoints)
+BUILD_NETWORK = '''
 routers = []
 for rid, ports in enumerate(NUM_PORTS):
     rtr = sst.Component("rtr%d" % rid, "merlin.hr_router")
@@ -109,7 +109,10 @@ for i, (cls, ra, pa, rb, pb) in enumerate(CABLES):
     link = sst.Link("%s_%d" % (cls, i))
     link.connect((routers[ra], "port%d" % pa, LATENCY[cls]),
                  (routers[rb], "port%d" % pb, LATENCY[cls]))
+'''
 
+#: one merlin.offered_load endpoint on every node (jobs.py has the job endpoints' loop)
+BUILD_HOSTS = '''
 for node, rid, port in HOSTS:
     ep = sst.Component("nic%d" % node, ENDPOINT)
     ep.addParams(ENDPOINT_PARAMS)
@@ -118,7 +121,10 @@ for node, rid, port in HOSTS:
     link = sst.Link("host_%d" % node)
     link.connect((nic, "rtr_port", LATENCY["terminal"]),
                  (routers[rid], "port%d" % port, LATENCY["terminal"]))
+'''
 
+#: the statistics every open-loop configuration enables
+BUILD_STATS = '''
 sst.setStatisticLoadLevel(1)
 sst.setStatisticOutput("sst.statOutputCSV", {"filepath": STATS_FILE, "separator": ", "})
 # by type: enableStatistics() on each linkcontrol object kept only node 0's (sst 16.0)
@@ -129,5 +135,7 @@ for stat in ROUTER_STATS:
 '''
 
 
-#: the routers and cables alone (ember configurations add their own endpoints)
-BUILD_NETWORK = BUILD_SCRIPT.split("\nfor node, rid, port in HOSTS:")[0]
+def build_script(hosts: str = BUILD_HOSTS) -> str:
+    """The part of an open-loop configuration that builds the model from the tables above
+    it: routers and cables, the endpoints of ``hosts``, the statistics."""
+    return BUILD_NETWORK + hosts + BUILD_STATS
