@@ -308,16 +308,12 @@ QOS_RUN = DATA / "qos-two-jobs"
 
 
 def kept_config():
+    """The configuration of the kept experiment (``tests/data/sst/qos-two-jobs.yaml``)."""
     from federation.adapters.sst.run import generate
-
-    (p, cfg), = generate(load_experiment_file(DATA / "qos-two-jobs.yaml"))
-    return p, cfg
-
-
-def load_experiment_file(path: Path):
     from federation.pipeline.load import load_experiment
 
-    return load_experiment(path)
+    (p, cfg), = generate(load_experiment(DATA / "qos-two-jobs.yaml"))
+    return p, cfg
 
 
 def test_class_figures_from_real_sst_output():
