@@ -17,11 +17,13 @@ installed, stand-ins of the same names and parameters are registered here.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import types
 from pathlib import Path
 
 import pytest
 import yaml
+from conftest import run_cli
 from test_sst_ember_output import fake_sst
 
 from federation import Params, QosPolicy, hookimpl
@@ -383,14 +385,11 @@ def test_federation_run_reports_classes_and_jobs_from_sst(tmp_path, monkeypatch)
     """``federation run`` of the kept experiment, sst replayed from its kept output: the
     results document has each class and each job, with what merlin's statistics say."""
     import json
-    import subprocess
     import sys
 
     fake_sst(tmp_path / "bin", QOS_RUN)
     env = {"PATH": f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()", "run",
-                        str(DATA / "qos-two-jobs.yaml"), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True, env=env)
+    r = run_cli("run", str(DATA / "qos-two-jobs.yaml"), "--out", "o", cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
     (pt,) = json.loads((tmp_path / "o" / "results.json").read_text())["points"]
     s = pt["summary"]
@@ -407,10 +406,9 @@ def test_federation_run_reports_classes_and_jobs_from_sst(tmp_path, monkeypatch)
     assert app["bytes_injected"] + bg["bytes_injected"] == s["bytes_injected"]
 
 
-def test_sst_run_notes_the_replaced_axis(tmp_path, monkeypatch):
+def test_sst_run_notes_the_replaced_axis(tmp_path):
     """``federation sst run`` prints the notes ``federation run`` prints, once every point
     passed its checks (here: an override that replaced a sweep axis)."""
-    import subprocess
     import sys
 
     exp = yaml.safe_load((DATA / "qos-two-jobs.yaml").read_text())
@@ -418,28 +416,22 @@ def test_sst_run_notes_the_replaced_axis(tmp_path, monkeypatch):
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(exp))
     fake_sst(tmp_path / "bin", QOS_RUN)
     env = {"PATH": f"{tmp_path / 'bin'}:{Path(sys.executable).parent}:/usr/bin:/bin"}
-    r = subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
-                        "sst", "run", "e.yaml", "--set", "jobs.bg.workload.load=0.9", "--out",
-                        "o"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    r = run_cli("sst", "run", "e.yaml", "--set", "jobs.bg.workload.load=0.9", "--out", "o",
+                cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
     assert r.stderr.splitlines()[0].startswith(
         "note: --set jobs.bg.workload.load=0.9 replaces the sweep over jobs.bg.workload.load "
         "(2 values) in e.yaml"), r.stderr
 
 
-SST = __import__("shutil").which("sst")
+SST = shutil.which("sst")
 
 
 @pytest.mark.skipif(SST is None, reason="sst is not on PATH (SST is in no package registry; "
                     "build sst-core and sst-elements outside the repository to run this)")
 def test_real_sst_runs_two_classes_as_kept(tmp_path):
     """The kept experiment on real sst gives the kept statistics (SST is deterministic)."""
-    import subprocess
-    import sys
-
-    r = subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
-                        "run", str(DATA / "qos-two-jobs.yaml"), "--out", str(tmp_path / "o")],
-                       capture_output=True, text=True)
+    r = run_cli("run", str(DATA / "qos-two-jobs.yaml"), "--out", "o", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     kept = (QOS_RUN / "stats.csv").read_text()
     assert (tmp_path / "o" / "sst-0" / "stats.csv").read_text() == kept
