@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from federation.crossval.models import MetricSpec
+from federation.crossval.models import CLASS_METRICS, MetricSpec
 from federation.results.model import PointResult
 
 
@@ -26,7 +26,7 @@ def figure(metric: MetricSpec, point: PointResult, messages: dict[str, np.ndarra
         return s.accepted_load
     if name == "program_completion_ns":
         return s.programs.completion_ns if s.programs is not None else None
-    if name in ("class_latency_mean_ns", "class_packets"):
+    if name in CLASS_METRICS:
         cls = next((c for c in s.classes or [] if c.name == metric.traffic_class), None)
         if cls is None:
             return None
