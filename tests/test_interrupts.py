@@ -203,3 +203,32 @@ def test_held_defers_a_signal_to_the_end_of_the_block():
         steps.append("finished")  # the block runs to its end
     assert steps == ["finished"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_stop_while_spooled_tables_are_read_back_stays_a_stop(monkeypatch):
+    """test_sigterm_and_sighup_keep_the_finished_points failed in a fresh-clone .ci/run: SIGTERM
+    landed while a spooled table was read back, and came out as "TypeError: expected str,
+    bytes or os.PathLike object, not BufferedReader" with a traceback.  Given a file, numpy's
+    readers (np.load, np.fromfile) ask whether it is an os.PathLike, which runs Python code
+    where the signal's exception is raised, and numpy reports a TypeError instead.  Here that
+    check raises the stop every time: the spool and the spilled latency store read their files
+    without asking it, so they read back what they hold."""
+    import numpy as np
+
+    from federation.engine.packet_stats import ValueStore
+    from federation.results.spool import Spool
+
+    spool = Spool(["a"])
+    spool.append({"a": np.arange(5)})
+    store = ValueStore(spill_at=2)
+    store.add(np.arange(10, dtype=np.int64))
+    store.add(np.arange(3, dtype=np.int64))
+
+    def stop(cls, other):  # noqa: ANN001
+        raise interrupts.Stopped(signal.SIGTERM)
+
+    monkeypatch.setattr(os.PathLike, "__subclasshook__", classmethod(stop))
+    os.PathLike._abc_caches_clear()
+    assert spool["a"].tolist() == [0, 1, 2, 3, 4]
+    assert np.concatenate(list(store.batches(size=4))).tolist() == list(range(10)) + [0, 1, 2]
+    store.close()

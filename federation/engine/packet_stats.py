@@ -82,7 +82,9 @@ class ValueStore:
             self._file.flush()
             self._file.seek(0)
             while True:
-                x = np.fromfile(self._file, dtype=np.int64, count=size)
+                # read by Python, not np.fromfile: a stop signal landing inside fromfile's
+                # file-object check came out as a TypeError (federation.results.spool)
+                x = np.frombuffer(self._file.read(8 * size), dtype=np.int64)
                 if not x.size:
                     break
                 yield x

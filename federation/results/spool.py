@@ -11,6 +11,7 @@ and the tables come out sorted by packet or message number.
 
 from __future__ import annotations
 
+import io
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -87,8 +88,13 @@ class Spool(Table):
         self.rows += k
 
     def _read(self) -> Iterator[Columns]:
+        # the bytes are read by Python and parsed from memory: given a file, np.load reads it
+        # with np.fromfile, whose os.PathLike check runs Python code, and a stop signal
+        # (federation.interrupts) landing there came out as "TypeError: expected str, bytes
+        # or os.PathLike object, not BufferedReader", a traceback instead of the stop
         for i in range(self.n):
-            yield {name: np.load(Path(self._dir.name) / f"{i}-{name}.npy")
+            yield {name: np.load(io.BytesIO((Path(self._dir.name) / f"{i}-{name}.npy")
+                                            .read_bytes()))
                    for name in self.names}
 
 
