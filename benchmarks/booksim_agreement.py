@@ -44,6 +44,9 @@ LOADS = {
     ("min", "worst", 2): [0.02, 0.05, 0.08, 0.1],
     ("min", "worst", 4): [0.005, 0.01, 0.02, 0.025],
     ("ugal", "worst"): [0.05, 0.1, 0.2, 0.3],
+    # p = 4 saturates near 0.25 (0.2 is already at 1.5x the zero-load latency): 0.3 is past it,
+    # and BookSim, without a latency limit, spent over 40 minutes draining that point
+    ("ugal", "worst", 4): [0.05, 0.1, 0.15, 0.2],
 }
 #: bisection range of the saturation load
 RANGES = {("min", "uniform"): (0.5, 1.0), ("ugal", "uniform"): (0.4, 1.0),
