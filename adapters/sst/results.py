@@ -271,14 +271,12 @@ def job_counts(cfg: SstConfig, rows: list[StatRow]) -> JobCounts:
     return c
 
 
-def job_summaries(cfg: SstConfig, rows: list[StatRow], out: SstStdout,
+def job_summaries(cfg: SstConfig, c: JobCounts, lat: list[float | None],
                   jobs: list[dict[str, Any]]) -> list[JobSummary]:
     """Per open-loop job (``jobs``: each job's name, workload, placement and rank order, in
     the order of :attr:`SstConfig.jobs`): its nodes, the bytes its NICs sent and the packets
-    and bytes delivered into its nodes in the window, and its offered_load latency
-    (:func:`job_latencies`)."""
-    c = job_counts(cfg, rows)
-    lat = job_latencies(cfg, out)
+    and bytes delivered into its nodes in the window (``c``), and its offered_load latency
+    (``lat``, :func:`job_latencies`)."""
     return [JobSummary(**meta, closed_loop=False, nodes=list(cfg.jobs[j][2]), start_ns=0.0,
                        packets_delivered=c.packets[j], bytes_delivered=c.bits[j] // 8,
                        bytes_injected=c.sent_bits[j] // 8,
@@ -287,8 +285,10 @@ def job_summaries(cfg: SstConfig, rows: list[StatRow], out: SstStdout,
 
 
 def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: int,
-              ) -> PointSummary:
-    """Our :class:`PointSummary` from SST's window statistics and stdout.
+              jobs: list[dict[str, Any]] | None = None) -> PointSummary:
+    """Our :class:`PointSummary` from SST's window statistics and stdout; with ``jobs`` (the
+    experiment's own jobs, as :func:`job_summaries` takes them) and job endpoints, the
+    per-job figures too.
 
     Counts and loads cover the measurement window (SST's statistics start and stop at its
     edges); figures SST does not measure are ``None`` or 0 (see docs/sst.md, "Results").
@@ -297,8 +297,9 @@ def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: 
     w = (cfg.window_ps[1] - cfg.window_ps[0]) / 1e12
     capacity = w * cfg.nic_bandwidth * cfg.nodes
     job_lat: list[float | None] = []
-    per_job = job_counts(cfg, rows)
+    per_job = JobCounts([], [], [])
     if cfg.jobs:  # a table per job: their mean, weighted by the packets each delivered
+        per_job = job_counts(cfg, rows)
         job_lat = job_latencies(cfg, out)
         mean = _weighted(job_lat, per_job.packets)
     else:
@@ -324,4 +325,5 @@ def summarize(cfg: SstConfig, rows: list[StatRow], out: SstStdout, packet_size: 
         packet_hops=c.hops,
         busiest_links=[],
         classes=class_summaries(cfg, per_job, job_lat),
+        jobs=job_summaries(cfg, per_job, job_lat, jobs) if jobs and cfg.jobs else None,
     )

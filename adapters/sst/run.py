@@ -38,14 +38,7 @@ from .ember import is_closed_loop
 from .ember_output import MOTIF_LOG, program_summary, read_motif_logs, summarize_programs
 from .launch import command, require_sst, run_sst
 from .options import SstOptions
-from .results import (
-    SstOutputError,
-    job_summaries,
-    parse_stats_csv,
-    parse_stdout,
-    port_table,
-    summarize,
-)
+from .results import SstOutputError, parse_stats_csv, parse_stdout, port_table, summarize
 from .script import STATS_FILE, SstConfig
 
 
@@ -152,12 +145,10 @@ def _read_output(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path,
     if is_closed_loop(point):
         summary = summarize_programs(cfg, rows, out, _programs(point, built, cfg, work, placed))
     else:
-        summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size))
-        if point.given_jobs and cfg.jobs:
-            meta = [{"name": j.name, "workload": j.workload.name, "placement": j.placement.name,
-                     "rank_order": j.order.order} for j in point_jobs(point)]
-            summary = summary.model_copy(
-                update={"jobs": job_summaries(cfg, rows, out, meta)})
+        meta = [{"name": j.name, "workload": j.workload.name, "placement": j.placement.name,
+                 "rank_order": j.order.order} for j in point_jobs(point)]
+        summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size),
+                            meta if point.given_jobs else None)
     return summary, rows
 
 
