@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from federation.cli.app import app
+from federation.cli.terminal import print_notes
 
 
 def job_rows(point: Any, cache: Any) -> list[dict[str, Any]]:
@@ -66,8 +66,7 @@ def hop_report(file: Path, overrides: list[str], max_memory: int | None) -> dict
     from federation.pipeline.preflight import check_point
 
     loaded = load_experiment(file, overrides)
-    for note in loaded.notes:
-        print(f"note: {note}", file=sys.stderr)
+    print_notes(loaded)
     cache = BuildCache(max_memory or default_max_memory())
     points = []
     n = len(loaded.points)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from federation.cli.app import app
-from federation.cli.terminal import progress_reporter
+from federation.cli.terminal import print_notes, progress_reporter
 from federation.results.model import LinkUse, PointResult, RunResult, Variability
 
 if TYPE_CHECKING:
@@ -69,9 +68,6 @@ def run(
     loaded = load_experiment(file, set_ or [])
     out_dir, out_source = output_folder(loaded, out)
 
-    def print_notes() -> None:  # once the run is sure to start: a refusal stays one line
-        for note in loaded.notes:  # e.g. a sweep axis that an override replaced
-            print(f"note: {note}", file=sys.stderr)
 
     placed: list[Path] = []
     with progress_reporter() as cb:
@@ -80,7 +76,7 @@ def run(
                                     max_memory=limit, out_source=out_source,
                                     workers=workers, scheduler=scheduler,
                                     worker_timeout=worker_timeout, placed=placed.append,
-                                    checked=print_notes,
+                                    checked=lambda: print_notes(loaded),
                                     deadlock_check=not no_deadlock_check)
         except KeyboardInterrupt as exc:  # before the run started
             from federation import interrupts

@@ -116,7 +116,7 @@ def run_native(job: NativeRun, progress: Callable[[int, int], None] | None = Non
                       n_classes=job.n_classes)
     # the next chunks and the records, on a helper thread
     feeder = Feeder(job.chunks(), sink, N, lambda c: _check_chunk(c, job.n_vcs, job.n_classes),
-                    job.n_vcs // job.n_classes if job.n_classes > 1 else 0)
+                    int(sim.vc_need) if job.n_classes > 1 else 0)
     with feeder:
         return _drive(job, feeder, sink, state, run_loop, rt, cur, progress, budget, owner,
                       qos_state, nics_on)

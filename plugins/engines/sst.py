@@ -73,15 +73,6 @@ def federation_register_engines(register) -> None:  # noqa: ANN001
     register(Sst)
 
 
-def _notes(loaded: Any) -> None:
-    """What ``federation run`` notes about how the file was read (e.g. a sweep axis that an
-    override replaced), on stderr."""
-    import sys
-
-    for note in loaded.notes:
-        print(f"note: {note}", file=sys.stderr)
-
-
 @hookimpl
 def federation_add_commands(app: Any) -> None:
     """``federation sst config`` and ``federation sst run``."""
@@ -97,11 +88,12 @@ def federation_add_commands(app: Any) -> None:
     ) -> None:
         """Write the SST configuration of every point (no SST needed)."""
         from federation.adapters.sst.run import write_configs
+        from federation.cli.terminal import print_notes
         from federation.pipeline.load import load_experiment
 
         loaded = load_experiment(file, set_ or [])
         paths = write_configs(loaded, out, overwrite)
-        _notes(loaded)  # once written: a refusal stays one line
+        print_notes(loaded)  # once written: a refusal stays one line
         for p in paths:
             print(p)
 
@@ -116,13 +108,14 @@ def federation_add_commands(app: Any) -> None:
         (the file's own sst options, else sst's defaults): results.json (engine sst) and
         per-point files; a stopped or failing sweep keeps its finished points."""
         from federation.adapters.sst.run import run_experiment
+        from federation.cli.terminal import print_notes
         from federation.pipeline.load import load_experiment
 
         # engine.kind=sst keeps an sst engine's own options and gives another engine sst's
         loaded = load_experiment(file, ["engine.kind=sst", *(set_ or [])])
         placed: list[Path] = []
         run_experiment(loaded, out, overwrite, placed=placed.append,
-                       checked=lambda: _notes(loaded))
+                       checked=lambda: print_notes(loaded))
         print((placed[0] if placed else out) / "results.json")
 
     app.add_typer(sst_app, name="sst")
