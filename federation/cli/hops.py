@@ -20,7 +20,6 @@ from typing import Annotated, Any
 import typer
 
 from federation.cli.app import app
-from federation.cli.terminal import print_notes
 
 
 def job_rows(point: Any, cache: Any) -> list[dict[str, Any]]:
@@ -66,7 +65,7 @@ def hop_report(file: Path, overrides: list[str], max_memory: int | None) -> dict
     from federation.pipeline.preflight import check_point
 
     loaded = load_experiment(file, overrides)
-    print_notes(loaded)
+    loaded.print_notes()
     cache = BuildCache(max_memory or default_max_memory())
     points = []
     n = len(loaded.points)

@@ -10,7 +10,6 @@ import typer
 
 from federation.cli.app import app
 from federation.cli.run import NO_DEADLOCK_CHECK_HELP
-from federation.cli.terminal import print_notes
 
 if TYPE_CHECKING:
     from federation.network import Network
@@ -46,7 +45,7 @@ def validate(
     loaded = load_experiment(file, set_ or [])
     output_folder(loaded, None)  # the folder run would write by default: name, outputs.dir
     cache = preflight(loaded, limit, deadlock_check=not no_deadlock_check)
-    print_notes(loaded)  # after the checks: a refusal stays one line
+    loaded.print_notes()  # after the checks: a refusal stays one line
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")
     for routing, proof in cache.proofs.values():
         print(f"  deadlock-free: routing {routing!r}: {proof.describe()}")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from federation.cli.app import app
-from federation.cli.terminal import print_notes, progress_reporter
+from federation.cli.terminal import progress_reporter
 from federation.results.model import LinkUse, PointResult, RunResult, Variability
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def run(
                                     max_memory=limit, out_source=out_source,
                                     workers=workers, scheduler=scheduler,
                                     worker_timeout=worker_timeout, placed=placed.append,
-                                    checked=lambda: print_notes(loaded),
+                                    checked=loaded.print_notes,
                                     deadlock_check=not no_deadlock_check)
         except KeyboardInterrupt as exc:  # before the run started
             from federation import interrupts

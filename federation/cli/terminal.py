@@ -5,17 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 Progress = Callable[..., None]
-
-
-def print_notes(loaded: Any) -> None:
-    """What reading an experiment file noted (``LoadedExperiment.notes``, e.g. a sweep axis
-    that an override replaced), on stderr.  Callers print them once the file has passed its
-    checks, so that a refusal stays one line."""
-    for note in loaded.notes:
-        print(f"note: {note}", file=sys.stderr)
 
 
 @contextmanager

@@ -142,8 +142,17 @@ class LoadedExperiment:
     source: str
     points: list[ResolvedPoint]
     #: what the user should know about how the file was read, e.g. a sweep axis an override
-    #: replaced (the CLI prints each as a ``note:`` line)
+    #: replaced (the CLI prints each as a ``note:`` line: :meth:`print_notes`)
     notes: list[str] = field(default_factory=list)
+
+    def print_notes(self) -> None:
+        """Each note as a ``note:`` line on stderr; commands call it once the file has
+        passed its checks, so that a refusal stays one line.  Here, not in the CLI, because
+        the engine plugins' commands (``federation sst``) print them too."""
+        import sys
+
+        for note in self.notes:
+            print(f"note: {note}", file=sys.stderr)
 
 
 @dataclass(frozen=True)

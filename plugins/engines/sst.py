@@ -88,12 +88,11 @@ def federation_add_commands(app: Any) -> None:
     ) -> None:
         """Write the SST configuration of every point (no SST needed)."""
         from federation.adapters.sst.run import write_configs
-        from federation.cli.terminal import print_notes
         from federation.pipeline.load import load_experiment
 
         loaded = load_experiment(file, set_ or [])
         paths = write_configs(loaded, out, overwrite)
-        print_notes(loaded)  # once written: a refusal stays one line
+        loaded.print_notes()  # once written: a refusal stays one line
         for p in paths:
             print(p)
 
@@ -108,14 +107,13 @@ def federation_add_commands(app: Any) -> None:
         (the file's own sst options, else sst's defaults): results.json (engine sst) and
         per-point files; a stopped or failing sweep keeps its finished points."""
         from federation.adapters.sst.run import run_experiment
-        from federation.cli.terminal import print_notes
         from federation.pipeline.load import load_experiment
 
         # engine.kind=sst keeps an sst engine's own options and gives another engine sst's
         loaded = load_experiment(file, ["engine.kind=sst", *(set_ or [])])
         placed: list[Path] = []
         run_experiment(loaded, out, overwrite, placed=placed.append,
-                       checked=lambda: print_notes(loaded))
+                       checked=loaded.print_notes)
         print((placed[0] if placed else out) / "results.json")
 
     app.add_typer(sst_app, name="sst")
