@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -184,10 +186,16 @@ def test_minimal_needs_two_vcs_valiant_three(sim):
         sim(doc)
 
 
-def test_deadlock_is_reported_naming_ports():
-    """A routing that declares too few VCs deadlocks; the engine names the stuck ports."""
+@pytest.mark.parametrize("model", ["default", "booksim_iq"])
+def test_deadlock_is_reported_naming_ports(model):
+    """A routing that declares too few VCs deadlocks; the engine names the stuck ports.  The
+    booksim_iq routers turn cycles while they hold packets, so their deadlock is a quiet:
+    nothing lands for ``quiet_cycles`` cycles (without it the run turned cycles until the
+    clock's end: over ten minutes at p = 4)."""
+    from federation.engine.iq import quiet_cycles
     from federation.engine.native import LinkFigures, NativeRun, Packets, run_native
     from federation.errors import SimulationError
+    from federation.models.machine import RouterConfig
 
     # a 4-router ring with shortest paths all on VC 0 and tiny buffers deadlocks under load
     from federation.network import NetworkBuilder
@@ -217,9 +225,21 @@ def test_deadlock_is_reported_naming_ports():
     packets = Packets(time_ps=np.zeros(n, np.int64), src=src, dst=(src + 2) % 4,
                       size=np.full(n, 512, np.int64), msg=np.arange(n), via=np.full(n, -1))
     fig = LinkFigures(bandwidth=BW, latency=1e-8, buffer=512)
-    job = NativeRun(net, {"terminal": fig, "ring": fig}, BW, 5e-8, 1, t, packets)
-    with pytest.raises(SimulationError, match=r"deadlock.*undelivered.*Stuck ports: router"):
+    router = None if model == "default" else RouterConfig(model="booksim_iq", vcs=1)
+    job = NativeRun(net, {"terminal": fig, "ring": fig}, BW, 5e-8, 1, t, packets,
+                    router=router)
+    with pytest.raises(SimulationError,
+                       match=r"deadlock.*undelivered.*Stuck ports: router") as e:
         run_native(job)
+    if model == "booksim_iq":
+        # one cycle = one packet on the link (100 ns); the last credit lands 2 cycles after
+        # the last grant, and the routers hold packets quiet_cycles later
+        quiet = quiet_cycles(1, False)
+        assert f"held packets {quiet} cycles later" in str(e.value), str(e.value)
+        assert re.search(r"nothing moved or landed after cycle (\d+)", str(e.value))
+        last = int(re.search(r"after cycle (\d+)", str(e.value)).group(1))
+        now = int(re.search(r"deadlock at t=(\d+)ps", str(e.value)).group(1))
+        assert (now - 1) // 100_000 == last + quiet + 1
 
 
 def test_same_seed_identical_other_seed_different(sim):

@@ -50,7 +50,7 @@ ST_BAD_ARBITER = 14  # the arbiter's answer S_BAD_A (queue), S_BAD_B (prev) at o
 # indices into the int64 scalar state array
 S_NOW = 0
 S_SEQ = 1
-S_SPARE = 2  # unused
+S_SPARE = 2  # the VC base of the class being routed (api.S_VCBASE)
 S_DELIVERED = 3
 S_EVENTS = 4
 S_HOPS = 5
@@ -73,7 +73,8 @@ S_REC = 21  # delivery records waiting in Sim.rec for the driver
 S_WAKES = 22  # NIC wake-ups the driver listed in Sim.wakes for the loop (feed.wake_nics)
 S_KEY = 23  # key of the event being handled (credit returns due by it are applied)
 S_CRFREE = 24  # free rows of the credit returns' pool (Sim.cr_free)
-N_SCALARS = 25
+S_IQ_BUSY = 25  # booksim_iq: the last cycle anything already under way lands (iq.watch)
+N_SCALARS = 26
 
 INF_CREDIT = np.int64(1) << 60
 

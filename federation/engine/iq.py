@@ -39,6 +39,16 @@ reproduced, saturation included:
   (``router.injection_vc``; ``random`` draws a new VC in each cycle it is blocked, as BookSim
   does); it needs credit for the packet in that VC of its router's input buffer.
 
+* **Deadlock.**  A router that holds packets takes an event every cycle, so a deadlocked
+  network never runs out of events (the default model's sign of a deadlock) and would turn
+  cycles until the clock's end.  The loop keeps the last cycle in which something under way
+  lands (``sc[S_IQ_BUSY]``: a packet sent reaches its next router or NIC, a credit returns);
+  every move of a packet (an injection, a switch grant, a link send) schedules such a landing.
+  Once every landing is past, the network's state changes only by allocation, which grants
+  within a cycle or two when anything can move, and by NICs' random VC draws.  A router that
+  still holds packets ``C_QUIET`` cycles after the last landing (``quiet_cycles``) ends the run
+  as a deadlock.
+
 What it does not model: BookSim's flits (a packet is one unit: a packet of ``F`` flits holds
 its link for ``F`` cycles but crosses the switch in one step), speculative allocation,
 priorities, iSLIP and the other allocators, ``vc_alloc_delay`` and ``sw_alloc_delay`` other
@@ -53,7 +63,7 @@ from typing import NamedTuple
 import numpy as np
 
 from federation.engine.api import P_NEXT, P_OUTVC, P_SIZE, P_VC
-from federation.engine.events import EV_ARRIVE, EV_ROUTER, push
+from federation.engine.events import EV_ARRIVE, EV_ROUTER, S_IQ_BUSY, push
 from federation.engine.jit import part
 
 # states of an input VC
@@ -65,7 +75,8 @@ ACTIVE = 2  #: its head holds an output VC and bids for the switch
 C_CYCLE = 0  #: ps per cycle
 C_CREDIT = 1  #: credit delay, cycles
 C_VCRAND = 2  #: 1: a NIC draws its injection VC anew in each cycle it tries (BookSim)
-N_CFG = 3
+C_QUIET = 3  #: cycles of quiet after which a router that still holds packets is deadlocked
+N_CFG = 4
 
 
 class IQ(NamedTuple):
@@ -124,6 +135,7 @@ def new_iq(cycle_ps: int, speedup: float, credit_delay_ps: float, port_lat: np.n
     cfg[C_CYCLE] = cycle_ps
     cfg[C_CREDIT] = int(round(credit_delay_ps / cycle_ps))
     cfg[C_VCRAND] = int(random_vc)
+    cfg[C_QUIET] = quiet_cycles(n_vcs, random_vc)
     pout = np.zeros((rows, 2), dtype=i64)
     pout[:, 0] = -1
     return IQ(cfg=cfg, speedup=np.float64(speedup),
@@ -138,6 +150,15 @@ def new_iq(cycle_ps: int, speedup: float, credit_delay_ps: float, port_lat: np.n
               vca_best=full(P * n_vcs, -1), vca_bestd=full(P * n_vcs, 0), pout=pout,
               r_next=full(n_routers, -1), r_load=full(n_routers, 0),
               nic_free=full(n_nodes, 0))
+
+
+def quiet_cycles(n_vcs: int, random_vc: bool) -> int:
+    """Cycles without any landing after which a router holding packets is deadlocked.  Without
+    random injection VCs nothing can move after the last landing but allocation (two steps);
+    with them a NIC blocked on a full VC draws again every cycle, and one open VC of ``V``
+    is missed ``M`` times running with probability ``((V - 1) / V) ** M``: below ``e ** -64``
+    for ``M = 64 V``."""
+    return 256 + (64 * n_vcs if random_vc else 0)
 
 
 def grown_rows(iq: IQ | np.ndarray, rows: int) -> IQ | np.ndarray:
@@ -184,6 +205,21 @@ def activate(sim, r, c):
     if iq.r_next[r] < 0 or c < iq.r_next[r]:
         iq.r_next[r] = c
         push_router(sim, r, c)
+
+
+@part
+def landing(sim, c):
+    """Something under way lands in cycle ``c`` (a packet reaches its next router or NIC, a
+    credit returns): the deadlock watch waits for it (see the module docstring)."""
+    if c > sim.sc[S_IQ_BUSY]:
+        sim.sc[S_IQ_BUSY] = c
+
+
+@part
+def quiet(sim, t):
+    """Nothing has landed for ``C_QUIET`` cycles before cycle ``t``: a router that still holds
+    packets is deadlocked."""
+    return t > sim.sc[S_IQ_BUSY] + sim.iq.cfg[C_QUIET]
 
 
 @part
@@ -366,6 +402,7 @@ def send(sim, o, pk, t):
     sim.port_busy[o] += F * C
     sim.busy_until[o] = (t + F) * C
     arrival = t + F + iq.lat[o]
+    landing(sim, arrival)
     dn = sim.port_peer[o]
     if sim.port_router[dn] < 0:
         push(sim, arrival * C, EV_ARRIVE, pk, dn, 0)  # delivered to the NIC
@@ -391,4 +428,5 @@ def send_nic(sim, o, pk, t, F):
     sim.occ[dn] += size
     if sim.occ[dn] > sim.port_peak[dn]:
         sim.port_peak[dn] = sim.occ[dn]
+    landing(sim, t + F + iq.lat[o])
     inflight_append(sim, dn, pk, t + F + iq.lat[o])

@@ -93,6 +93,8 @@ from federation.engine.iq import C_CYCLE as IQ_CYCLE
 from federation.engine.iq import C_VCRAND as IQ_VCRAND
 from federation.engine.iq import activate
 from federation.engine.iq import flits as iq_flits
+from federation.engine.iq import landing as iq_landing
+from federation.engine.iq import quiet as iq_quiet
 from federation.engine.iq import receive as iq_receive
 from federation.engine.iq import send as iq_send
 from federation.engine.iq import send_nic as iq_send_nic
@@ -502,6 +504,7 @@ def iq_cycle(sim, pg, rt, r, t):
             if up < sim.n_router_ports:
                 due += iq.cfg[IQ_CREDIT]
             push(sim, due * C, EV_CREDIT, up, vc, size)
+            iq_landing(sim, due)
             sim.ps[pk, P_VC] = sim.ps[pk, P_OUTVC]  # its VC at the next router
             dn = sim.port_peer[o]
             if sim.port_router[dn] >= 0:
@@ -522,6 +525,8 @@ def iq_cycle(sim, pg, rt, r, t):
         if iq.stalled[o] == t:
             sim.port_stall[o] += C
     if iq.r_load[r] > 0:
+        if iq_quiet(sim, t):  # nothing under way and nothing moves: see iq's docstring
+            return ST_DEADLOCK
         nxt = t + 1
     if nxt > t:
         activate(sim, r, nxt)

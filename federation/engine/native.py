@@ -36,6 +36,7 @@ from federation.engine.feed import (
     waiting,
 )
 from federation.engine.feeder import Feeder
+from federation.engine.iq import C_QUIET as IQ_QUIET
 from federation.engine.iq import default_cycle, new_iq, no_iq
 from federation.engine.link_series import Sampler
 from federation.engine.packet_stats import PacketSink
@@ -225,9 +226,13 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     if status == E.ST_TIME_LIMIT:
         raise SimulationError(time_limit_report(net, sc, job.programs))
     if status == E.ST_DEADLOCK:
-        raise SimulationError(deadlock_report(net, V, sim.q_head, sim.req_head, sc,
-                                              int(sc[E.S_LOADED] + sc[E.S_QUEUED]), sim,
-                                              owner))
+        text = deadlock_report(net, V, sim.q_head, sim.req_head, sc,
+                               int(sc[E.S_LOADED] + sc[E.S_QUEUED]), sim, owner)
+        if job.iq:  # its routers turn cycles: the sign is a long quiet (federation.engine.iq)
+            text += (f" (router.model booksim_iq: nothing moved or landed after cycle "
+                     f"{int(sc[E.S_IQ_BUSY])}, and routers still held packets "
+                     f"{int(sim.iq.cfg[IQ_QUIET])} cycles later)")
+        raise SimulationError(text)
     if status == E.ST_PROGRAM_STUCK:
         raise SimulationError(stuck_report(job, pg, int(sc[E.S_NOW])))
     feeder.close()  # every record handed over is folded: the sink is this thread's again
