@@ -73,7 +73,7 @@ S_REC = 21  # delivery records waiting in Sim.rec for the driver
 S_WAKES = 22  # NIC wake-ups the driver listed in Sim.wakes for the loop (feed.wake_nics)
 S_KEY = 23  # key of the event being handled (credit returns due by it are applied)
 S_CRFREE = 24  # free rows of the credit returns' pool (Sim.cr_free)
-S_IQ_BUSY = 25  # booksim_iq: the last cycle anything already under way lands (iq.watch)
+S_IQ_BUSY = 25  # booksim_iq: the last cycle something under way lands (iq.landing, iq.quiet)
 N_SCALARS = 26
 
 INF_CREDIT = np.int64(1) << 60
