@@ -26,6 +26,15 @@ converged) and never aborts (``latency_thres`` far above any latency) unless a l
 is given, so that both simulators simulate the same warm-up and measurement windows.  BookSim
 keeps injecting while it drains the measured packets; the native engine's sources stop at the
 window's end.
+
+**Stuck runs.**  Past saturation a routing whose VC plan has a cycle (UGAL with ``intermediate:
+node``, BookSim's UGAL) can deadlock a few packets while the rest of the network keeps moving:
+BookSim's own deadlock warning needs the whole network still, and since it keeps injecting while
+it drains, a run without a latency limit then never ends (UGAL's worst case at p = 4, load
+0.2148: the same 148 measured packets undelivered for 30,000 cycles).  :func:`run` watches the
+drain's reports (one per 1,000 cycles): when no measured packet is delivered for
+:data:`STUCK_REPORTS` reports running, it stops BookSim and the run counts as stuck (no
+figures), as the native engine's deadlock ends its run.
 """
 
 from __future__ import annotations
@@ -33,9 +42,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -61,6 +72,9 @@ topology = dragonflynew;
 n = 1;
 """
 
+#: drain reports (1,000 cycles each) without a measured packet delivered: the run is stuck
+STUCK_REPORTS = 20
+
 PATTERNS = {"uniform": "uniform", "worst": "bad_dragon"}
 VCS = {"min": 2, "ugal": 3}
 
@@ -79,6 +93,8 @@ class BookSimRun:
     max_rss_mb: float
     output: str
     cpu_s: float = 0.0
+    #: stopped: measured packets undelivered for STUCK_REPORTS drain reports (a deadlock)
+    stuck: bool = False
 
     @property
     def ok(self) -> bool:
@@ -120,7 +136,7 @@ def run(binary: str | os.PathLike, cfg: str) -> BookSimRun:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "booksim.cfg"
         path.write_text(cfg)
-        child = timed_child([str(binary), str(path)])
+        child = timed_child([str(binary), str(path)], watch=StuckWatch())
     out = child.out
     overall = out.split("====== Overall Traffic Statistics ======")
     tail = overall[-1] if len(overall) > 1 else ""
@@ -132,7 +148,29 @@ def run(binary: str | os.PathLike, cfg: str) -> BookSimRun:
         injected=_figure(tail, "Injected packet rate average"),
         hops=_figure(tail, "Hops average"),
         cycles=int(taken[-1]) if taken else None,
-        wall_s=child.wall_s, max_rss_mb=child.rss_mb, output=out, cpu_s=child.cpu_s)
+        wall_s=child.wall_s, max_rss_mb=child.rss_mb, output=out, cpu_s=child.cpu_s,
+        stuck=child.stopped)
+
+
+class StuckWatch:
+    """Reads BookSim's output line by line: true once the drain has reported the same number
+    of measured flits :data:`STUCK_REPORTS` times running."""
+
+    def __init__(self) -> None:
+        self.draining = False
+        self.last: int | None = None
+        self.same = 0
+
+    def __call__(self, line: str) -> bool:
+        if line.startswith("Draining"):
+            self.draining = True
+        m = re.match(r"Measured flits: .*\((\d+) flits\)", line) if self.draining else None
+        if m is None:
+            return False
+        n = int(m.group(1))
+        self.same = self.same + 1 if n == self.last else 0
+        self.last = n
+        return self.same >= STUCK_REPORTS
 
 
 class Child(NamedTuple):
@@ -143,10 +181,13 @@ class Child(NamedTuple):
     code: int  #: exit code
     out: str  #: stdout and stderr
     cpu_s: float  #: user plus system time (a loaded machine disturbs it less than wall time)
+    stopped: bool = False  #: ``watch`` stopped it
 
 
-def timed_child(argv: list[str], env: dict[str, str] | None = None) -> Child:
-    """Wall time, peak RSS, exit code, output and processor time of a child process.
+def timed_child(argv: list[str], env: dict[str, str] | None = None,
+                watch: Callable[[str], bool] | None = None) -> Child:
+    """Wall time, peak RSS, exit code, output and processor time of a child process;
+    ``watch(line)`` true for a line of its output stops it (its process group).
 
     The peak resident memory comes from GNU time (``-f %M``) when the machine has it: a
     child forked from this (large) Python process starts with its pages resident, so
@@ -158,9 +199,15 @@ def timed_child(argv: list[str], env: dict[str, str] | None = None) -> Child:
         full = [gnu_time, "-f", "%M", "-o", str(report), *argv] if gnu_time else argv
         t0 = time.perf_counter()
         proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, env=env)
+                                text=True, env=env, start_new_session=True)
         assert proc.stdout is not None
-        out = proc.stdout.read()
+        lines, stopped = [], False
+        for line in proc.stdout:
+            lines.append(line)
+            if watch is not None and not stopped and watch(line):
+                stopped = True
+                os.killpg(proc.pid, signal.SIGKILL)
+        out = "".join(lines)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -170,4 +217,4 @@ def timed_child(argv: list[str], env: dict[str, str] | None = None) -> Child:
             if lines:
                 rss = int(lines[-1]) / 1024
     cpu = usage.ru_utime + usage.ru_stime  # GNU time's own and its waited-for child's
-    return Child(wall, rss, proc.returncode, out, cpu)
+    return Child(wall, rss, proc.returncode, out, cpu, stopped)

@@ -155,7 +155,7 @@ class Runs:
             r = bs.run(self.binary, cfg)
             self.data[key] = {"latency": r.latency, "accepted": r.accepted,
                               "offered": r.injected, "cycles": r.cycles, "wall_s": r.wall_s,
-                              "rss_mb": r.max_rss_mb, "hops": r.hops}
+                              "rss_mb": r.max_rss_mb, "hops": r.hops, "stuck": r.stuck}
             self._save()
             print(f"  booksim p={p} {routing} {pattern} {load:.4g}: {self.data[key]}",
                   file=sys.stderr, flush=True)
