@@ -85,7 +85,7 @@ def machine(p: int, routing: str, model: str) -> dict[str, Any]:
 
 
 def experiment(p: int, routing: str, pattern: str, load: float, model: str,
-               seed: int = 1) -> dict[str, Any]:
+               seed: int = 1, measure_ns: int | None = None) -> dict[str, Any]:
     warmup, period = WINDOWS[p]
     if routing == "min":  # BookSim's VC plan: the global hop on VC 1
         algo: dict[str, Any] = {"algorithm": "minimal", "vc_step": "on"}
@@ -98,7 +98,8 @@ def experiment(p: int, routing: str, pattern: str, load: float, model: str,
     else:
         work["pattern"] = "group_shift"
     return {"machine": machine(p, routing, model), "routing": algo, "workload": work,
-            "stop": {"warmup": f"{warmup}ns", "measure": f"{3 * period}ns"}, "seed": seed,
+            "stop": {"warmup": f"{warmup}ns", "measure": f"{measure_ns or 3 * period}ns"},
+            "seed": seed,
             "outputs": {"packets": False, "messages": False}}
 
 
@@ -133,9 +134,11 @@ def run_native(doc: dict[str, Any]) -> dict[str, float]:
 class Runs:
     """Cached runs of both simulators."""
 
-    def __init__(self, path: Path | None, binary: str | None) -> None:
+    def __init__(self, path: Path | None, binary: str | None,
+                 measure_ns: int | None = None) -> None:
         self.path = path
         self.binary = binary
+        self.measure_ns = measure_ns  #: the native runs' measurement window (None: BookSim's)
         self.data: dict[str, Any] = {}
         if path is not None and path.exists():
             self.data = json.loads(path.read_text())
@@ -163,7 +166,7 @@ class Runs:
 
     def native(self, p: int, routing: str, pattern: str, load: float,
                model: str) -> dict[str, Any]:
-        doc = experiment(p, routing, pattern, load, model)
+        doc = experiment(p, routing, pattern, load, model, measure_ns=self.measure_ns)
         key = "native\n" + json.dumps(doc, sort_keys=True)
         if key not in self.data:
             self.data[key] = run_native(doc)
@@ -212,11 +215,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", nargs="+", default=["default", "booksim_iq"])
     ap.add_argument("--only-booksim", action="store_true", help="run BookSim's points only")
     ap.add_argument("--no-saturation", action="store_true")
+    ap.add_argument("--native-measure", type=int, metavar="NS",
+                    help="the native runs' measurement window in ns (default: BookSim's three "
+                         "periods): where a deadlock limits the load, how long the load lasts "
+                         "decides the saturation (docs/architecture.md, BookSim agreement)")
     ap.add_argument("--boundary", action="store_true",
                     help="also run BookSim without a latency limit at each model's saturation "
                          "boundary, judged by our rule (see above)")
     args = ap.parse_args(argv)
-    runs = Runs(args.cache, args.booksim)
+    runs = Runs(args.cache, args.booksim, args.native_measure)
     rows = []
     for p in args.p:
         for routing in args.routing:
