@@ -201,13 +201,13 @@ def timed_child(argv: list[str], env: dict[str, str] | None = None,
         proc = subprocess.Popen(full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, env=env, start_new_session=True)
         assert proc.stdout is not None
-        lines, stopped = [], False
+        said, stopped = [], False
         for line in proc.stdout:
-            lines.append(line)
+            said.append(line)
             if watch is not None and not stopped and watch(line):
                 stopped = True
                 os.killpg(proc.pid, signal.SIGKILL)
-        out = "".join(lines)
+        out = "".join(said)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)

@@ -18,8 +18,9 @@ spares hours of draining an overloaded network, but its test is not quite ours: 
 the latencies of the packets delivered with the ages of *every* flit still in flight, source
 queues and unmeasured traffic included, at each sample period and every 1,000 cycles of the
 drain.  A run slightly above the load the network accepts, whose measured packets drain slowly
-(UGAL's worst case at p = 4: 14,000 cycles), is abandoned as the unmeasured backlog ages, where
-our rule finds it stable (accepted 99 % of offered, mean latency 470 ns).  ``--boundary``
+(UGAL's worst case at p = 4 at 0.1984: 14,000 cycles, 99 % of the offered load accepted), is
+abandoned as the unmeasured backlog ages, where our rule may find it stable (its run at 0.2
+without the limit: 467 ns, 99.4 % accepted).  ``--boundary``
 therefore runs BookSim without the limit at the last stable and the first unstable load of each
 of our models' bisections and judges them by our rule: BookSim agrees with a model's saturation
 load when it is stable at the one and unstable at the other.
@@ -53,8 +54,9 @@ LOADS = {
     ("min", "worst", 2): [0.02, 0.05, 0.08, 0.1],
     ("min", "worst", 4): [0.005, 0.01, 0.02, 0.025],
     ("ugal", "worst"): [0.05, 0.1, 0.2, 0.3],
-    # p = 4 saturates near 0.25 (0.2 is already at 1.5x the zero-load latency): 0.3 is past it,
-    # and BookSim, without a latency limit, spent over 40 minutes draining that point
+    # p = 4 saturates near 0.19 (0.2 is already at 1.5x the zero-load latency; from about 0.2
+    # the routing's VC cycle deadlocks): 0.3 is past it, and BookSim, without a latency limit,
+    # spent over 40 minutes draining that point
     ("ugal", "worst", 4): [0.05, 0.1, 0.15, 0.2],
 }
 #: bisection range of the saturation load

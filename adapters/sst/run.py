@@ -146,9 +146,9 @@ def _read_output(point: ResolvedPoint, built: Any, cfg: SstConfig, work: Path,
         summary = summarize_programs(cfg, rows, out, _programs(point, built, cfg, work, placed))
     else:
         meta = [{"name": j.name, "workload": j.workload.name, "placement": j.placement.name,
-                 "rank_order": j.order.order} for j in point_jobs(point)]
-        summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size),
-                            meta if point.given_jobs else None)
+                 "rank_order": j.order.order} for j in point_jobs(point)
+                ] if point.given_jobs else None
+        summary = summarize(cfg, rows, out, int(point.machine.machine.packet_size), meta)
     return summary, rows
 
 

@@ -68,7 +68,6 @@ def run(
     loaded = load_experiment(file, set_ or [])
     out_dir, out_source = output_folder(loaded, out)
 
-
     placed: list[Path] = []
     with progress_reporter() as cb:
         try:

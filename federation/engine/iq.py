@@ -428,5 +428,6 @@ def send_nic(sim, o, pk, t, F):
     sim.occ[dn] += size
     if sim.occ[dn] > sim.port_peak[dn]:
         sim.port_peak[dn] = sim.occ[dn]
-    landing(sim, t + F + iq.lat[o])
-    inflight_append(sim, dn, pk, t + F + iq.lat[o])
+    arrival = t + F + iq.lat[o]
+    landing(sim, arrival)
+    inflight_append(sim, dn, pk, arrival)
