@@ -51,7 +51,7 @@ REC_COLS = 13
 
 #: records the loop buffers before the driver drains them (88 B each: 1.4 MB); each drain
 #: is a stop of the loop and a vectorised pass in Python, so fewer, larger drains are faster
-REC_CAPACITY = 1 << 14
+REC_CAPACITY = 1 << 13
 
 # columns of a waiting packet (Sim.feed): one cache line per packet, read when the packet
 # reaches the head of its NIC
@@ -337,10 +337,12 @@ def chunk_rows(chunk: PacketChunk, n_nodes: int, vc_need: int = 0) -> ChunkRows:
     order = node_order(pk.src, n_nodes)  # by node, each in creation order (checked)
     rows = np.empty((k, F_COLS), dtype=np.int64)
     vc = pk.vc % vc_need if vc_need else pk.vc
-    for col, x in ((F_TIME, pk.time_ps), (F_ID, chunk.first_packet + np.arange(k)),
-                   (F_MSG, chunk.first_message + pk.msg), (F_DST, pk.dst), (F_SIZE, pk.size),
+    rows[:, F_ID] = order  # packet i of the chunk is number first_packet + i
+    rows[:, F_ID] += chunk.first_packet
+    for col, x in ((F_TIME, pk.time_ps), (F_MSG, pk.msg), (F_DST, pk.dst), (F_SIZE, pk.size),
                    (F_VIA, pk.via), (F_VC, vc), (F_CLS, pk.cls)):
         rows[:, col] = x[order]
+    rows[:, F_MSG] += chunk.first_message
     return ChunkRows(rows, pk.src[order].astype(np.int64))
 
 

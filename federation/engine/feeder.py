@@ -57,18 +57,25 @@ class _InPlace:
 
 class Ready(NamedTuple):
     """A drawn chunk as the driver needs it: when the loop must stop to load it, its ledger
-    for the sink, and its rows of the feed (being made on the helper: :meth:`Feeder.take`
-    waits for them).  Its packets are let go once the rows are made."""
+    for the sink and its rows of the feed (its packets are let go once the rows are made)."""
 
     start: int  #: its first packet's creation, ps
+    end: int  #: no packet of a later chunk is created before it, ps
     ledger: Ledger
-    rows: Future
+    rows: ChunkRows
 
 
 class Feeder:
-    """The next chunk to load (:attr:`ready`), the one after it being drawn, and the folding
-    of delivery records, on one helper thread.  ``check(chunk)`` refuses a chunk the loop
-    cannot take (it runs as the chunk is drawn)."""
+    """The next chunk to load (:attr:`ready`), drawn and made into feed rows on one helper
+    thread while the loop runs the one before it, and the folding of delivery records.
+    ``check(chunk)`` refuses a chunk the loop cannot take (it runs as the chunk is drawn).
+
+    One chunk ahead, not two: while the helper draws the next chunk the driver does not know
+    when that chunk starts, but it knows that no packet is created before the loaded chunk's
+    ``end`` (:attr:`stop`), so the loop pauses there if the helper is not done yet
+    (:meth:`settle`).  Pausing changes nothing in the run, and the arrays of a second chunk
+    ahead (its messages, packets and rows, a quarter of the run's memory on BookSim's p=4
+    scenario at UR 0.3) are never held."""
 
     def __init__(self, chunks: Iterator[PacketChunk], sink: PacketSink, n_nodes: int,
                  check: Callable[[PacketChunk], None], vc_need: int = 0) -> None:
@@ -79,46 +86,60 @@ class Feeder:
         self._check = check
         self._pool: Any = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="federation-feed")
                            if threaded() else _InPlace())
-        #: the chunk the loop loads next (``None``: no more); the first is drawn here, as the
-        #: loop needs its first creation time before it starts
-        first = self._draw()
-        self.ready: Ready | None = None
-        if first is not None:
-            self.ready = Ready(first[0].start, first[0].ledger, _InPlace().submit(
-                chunk_rows, first[1], n_nodes, vc_need))
-        self._ahead: Future | None = (self._pool.submit(self._draw)
-                                      if self.ready is not None else None)
+        #: the chunk the loop loads next (``None``: none drawn); the first is drawn here, as
+        #: the loop needs its first creation time before it starts
+        self.ready: Ready | None = self._make()
+        self._next: Future | None = None  # the chunk after the loaded one, being drawn
+        self._bound = 0  # no chunk not drawn yet has a packet created before it, ps
         self._folding: Future | None = None  # the last records handed to the sink
         self._spare: np.ndarray | None = None  # the records buffer the helper gave back
         self._sink_tasks: list[Future] = []  # handed to the sink, not checked yet
 
-    def _draw(self) -> tuple[Ready, PacketChunk] | None:
-        """The next chunk, checked, with its start and ledger (``None``: no more)."""
-        chunk = next(self._chunks, None)
-        if chunk is None:
-            return None
-        self._check(chunk)
-        pk = chunk.packets
-        start = int(pk.time_ps[0]) if pk.count else TIME_LIMIT_PS
-        return Ready(start, ledger(chunk), Future()), chunk
+    def _make(self) -> Ready | None:
+        """The next chunk with packets, checked, with its ledger and feed rows (``None``: no
+        more).  A chunk without packets (a workload may yield an empty batch) is passed
+        over: its place in time is its ``end``, which the next one's start follows."""
+        for chunk in self._chunks:
+            self._check(chunk)
+            if chunk.packets.count:  # the rows before the ledger: the peak is the rows'
+                rows = chunk_rows(chunk, self._nodes, self._need)
+                return Ready(int(chunk.packets.time_ps[0]), chunk.end, ledger(chunk), rows)
+        return None
+
+    @property
+    def stop(self) -> int:
+        """The time the loop must not pass before the driver turns to the feeder again: the
+        ready chunk's start; while the next one is being drawn, the loaded one's end (then
+        :meth:`settle`); with no more chunks, never."""
+        if self.ready is not None:
+            return self.ready.start
+        return self._bound if self._next is not None else TIME_LIMIT_PS
+
+    @property
+    def more(self) -> bool:
+        """Whether a chunk is ready or being drawn."""
+        return self.ready is not None or self._next is not None
+
+    def settle(self) -> None:
+        """Wait for the chunk being drawn: it becomes :attr:`ready` (or there are no more)."""
+        assert self.ready is None and self._next is not None
+        nxt, self._next = self._next, None
+        self.ready = nxt.result()  # re-raises what drawing it raised
 
     def take(self) -> ChunkRows:
-        """The ready chunk's feed rows, for the driver to load now.  In the helper's order:
-        the sink learns of its messages, the next chunk's rows are made (it was drawn while
-        the loop ran), and the one after it is drawn."""
+        """The ready chunk's feed rows, for the driver to load now; the sink learns of its
+        messages.  The helper draws the next chunk only when :meth:`resume` says the load is
+        done: the load holds the old feed, the new one and these rows at once."""
         ready = self.ready
-        assert ready is not None and self._ahead is not None
-        rows = ready.rows.result()  # re-raises what making them raised
+        assert ready is not None and self._next is None
         self._to_sink(self._sink.loaded, ready.ledger)
-        drawn = self._ahead.result()  # re-raises what drawing it raised
-        self.ready, self._ahead = None, None
-        if drawn is not None:
-            nxt, chunk = drawn
-            self.ready = nxt._replace(rows=self._pool.submit(chunk_rows, chunk, self._nodes,
-                                                                self._need))
-            del drawn, chunk  # the helper holds the chunk until its rows are made
-            self._ahead = self._pool.submit(self._draw)
-        return rows
+        self.ready, self._bound = None, ready.end
+        return ready.rows
+
+    def resume(self) -> None:
+        """The chunk :meth:`take` gave is loaded: the helper draws the next one (after the
+        sink's tasks handed over before, in order, as ever: the same results)."""
+        self._next = self._pool.submit(self._make)
 
     def fold(self, rec: np.ndarray, n: int) -> np.ndarray:
         """Hand the first ``n`` records of the loop's buffer ``rec`` to the sink and return an
@@ -150,8 +171,8 @@ class Feeder:
             for f in self._sink_tasks:
                 f.result()
             self._sink_tasks = []
-            if self._ahead is not None:
-                self._ahead.cancel()
+            if self._next is not None:
+                self._next.cancel()
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
 

@@ -149,6 +149,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     def load() -> None:
         """Load the ready chunk (the loop stands at its start); the feeder readies the next."""
         state[0] = load_chunk(state[0], feeder.take(), state[2])
+        feeder.resume()
         _check_rows(state[0], job.max_rows)
 
     def drain() -> None:
@@ -180,20 +181,24 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     wall0 = time.perf_counter()
     while True:
         edge = edges[len(snaps)] if len(snaps) < len(edges) else E.TIME_LIMIT_PS
-        start = feeder.ready.start if feeder.ready is not None else E.TIME_LIMIT_PS
+        start = feeder.stop
         sample = sampler.next if sampler is not None else E.TIME_LIMIT_PS
-        status = step(budget, min(edge, start, sample))
+        # bound before the slice, not after: a state replaced since (a chunk load's new feed,
+        # a grown pool or queue) lets go of the old arrays while the loop runs
         sim = state[0]
+        status = step(budget, min(edge, start, sample))
         peak_waiting = max(peak_waiting, waiting(sim))
         if status == E.ST_UNTIL and sampler is not None and sample < min(edge, start):
             sampler.take(sample, class_bytes(sim))
             sampler.next += sampler.interval
             continue
-        if status == E.ST_UNTIL or (status == E.ST_DONE and feeder.ready is not None):
+        if status == E.ST_UNTIL or (status == E.ST_DONE and feeder.more):
             if status == E.ST_UNTIL and edge <= start:
                 snaps.append(counters(edge))
-            else:
+            elif feeder.ready is not None:
                 load()
+            else:  # at the loaded chunk's end: the next one's start is needed now
+                feeder.settle()
             continue
         if status == E.ST_RECORDS_FULL:
             drain()

@@ -59,6 +59,8 @@ class PacketChunk:
     messages: Messages
     #: packets of each of ``messages``
     npk: np.ndarray
+    #: no packet of a later chunk is created before it (its batch's end), ps
+    end: int = TIME_LIMIT_PS
 
 
 @dataclass
@@ -146,20 +148,29 @@ def packet_chunks(t: OpenTraffic) -> Iterator[PacketChunk]:
     """The packets of ``t``, batch by batch: split, with the routing's intermediates and the
     injection VCs drawn (in that order) from the routing stream, and each message's class."""
     sent = np.zeros(t.node_router.shape[0], dtype=np.int64)
-    first_p = first_m = 0
-    for _, m in t.batches():
-        ptime, psrc, pdst, psize, pmsg = packetize(m.time_ps, m.src, m.dst, m.size,
-                                                   t.packet_size)
-        via = t.intermediates(t.node_router[psrc], t.node_router[pdst], t.rng)
-        t.check(via, ptime.shape[0])
-        vc = injection_vcs(t.injection_vc, psrc, t.n_vcs, t.rng, sent)
-        sent += np.bincount(psrc, minlength=sent.shape[0])
-        cls = np.asarray(t.classes(m))[pmsg].astype(np.int32)
-        pk = Packets(ptime, psrc, pdst, psize, pmsg, via, vc, cls)
-        yield PacketChunk(pk, first_p, first_m, m,
-                          np.bincount(pmsg, minlength=m.count).astype(np.int64))
-        first_p += pk.count
-        first_m += m.count
+    first = [0, 0]  # packets and messages of the chunks before
+    for end, m in t.batches():
+        # made by a function, so that this generator holds none of a chunk's arrays while it
+        # waits: the consumer lets a chunk's packets go once it has made their feed rows
+        yield _chunk(t, m, int(end), sent, first)
+
+
+def _chunk(t: OpenTraffic, m: Messages, end: int, sent: np.ndarray,
+           first: list[int]) -> PacketChunk:
+    """The chunk of batch ``m`` (``sent``: packets of each node so far, and ``first``: the
+    numbers of its first packet and message, both moved on past it)."""
+    ptime, psrc, pdst, psize, pmsg = packetize(m.time_ps, m.src, m.dst, m.size, t.packet_size)
+    via = t.intermediates(t.node_router[psrc], t.node_router[pdst], t.rng)
+    t.check(via, ptime.shape[0])
+    vc = injection_vcs(t.injection_vc, psrc, t.n_vcs, t.rng, sent)
+    sent += np.bincount(psrc, minlength=sent.shape[0])
+    cls = np.asarray(t.classes(m))[pmsg].astype(np.int32)
+    pk = Packets(ptime, psrc, pdst, psize, pmsg, via, vc, cls)
+    chunk = PacketChunk(pk, first[0], first[1], m,
+                        np.bincount(pmsg, minlength=m.count).astype(np.int64), end)
+    first[0] += pk.count
+    first[1] += m.count
+    return chunk
 
 
 def whole_chunk(pk: Packets) -> PacketChunk:

@@ -160,17 +160,24 @@ class Synthetic(Workload):
                ) -> Iterator[tuple[int, Messages]]:
         for s0 in range(0, n_slots, span):
             s1 = min(n_slots, s0 + span)
-            src, t = arrivals(s0 * slot_ps, s1 * slot_ps)
-            keep = t < ctx.horizon_ps
-            src, t = src[keep], t[keep]
-            dst = np.asarray(destinations(src))
-            sends = dst >= 0  # a pattern may leave a node silent (incast's target)
-            if not sends.all():
-                src, t, dst = src[sends], t[sends], dst[sends]
-            msgs = Messages(time_ps=t.astype(np.int64), src=src.astype(np.int32),
-                            dst=dst.astype(np.int32),
-                            size=np.full(src.shape[0], size, dtype=np.int64))
-            yield (s1 * slot_ps if s1 < n_slots else TIME_LIMIT_PS), msgs.sorted()
+            # made by a method: this generator holds no arrays of a batch while it waits
+            yield ((s1 * slot_ps if s1 < n_slots else TIME_LIMIT_PS),
+                   self._span(ctx, arrivals, destinations, s0 * slot_ps, s1 * slot_ps, size))
+
+    @staticmethod
+    def _span(ctx: WorkloadContext, arrivals, destinations,  # noqa: ANN001
+              a_ps: int, b_ps: int, size: int) -> Messages:
+        """The messages created in ``[a_ps, b_ps)``, sorted."""
+        src, t = arrivals(a_ps, b_ps)
+        keep = t < ctx.horizon_ps
+        src, t = src[keep], t[keep]
+        dst = np.asarray(destinations(src))
+        sends = dst >= 0  # a pattern may leave a node silent (incast's target)
+        if not sends.all():
+            src, t, dst = src[sends], t[sends], dst[sends]
+        msgs = Messages(time_ps=t.astype(np.int64), src=src.astype(np.int32),
+                        dst=dst.astype(np.int32), size=np.full(src.shape[0], size, dtype=np.int64))
+        return msgs.sorted()
 
 
 @hookimpl
