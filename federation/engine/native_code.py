@@ -8,7 +8,8 @@ the memory a C++ simulator needs for BookSim's whole dragonfly.  So each loop is
 together with an *entry*: a C function of one argument, a flat int64 *descriptor* of the
 loop's arguments (each array's address, shape and strides, each number), which rebuilds the
 arguments and calls the loop.  The object code of the entry (which holds the loop and every
-part it inlined) is written to the cache folder with the entry's symbol; a later run loads it
+part it inlined) is written to the cache folder with the entry's symbol (published as one
+folder, :func:`native_loop`); a later run loads it
 with LLVM's runtime linker (llvmlite, 0.1 s) and calls it through ctypes.
 
 The file name is a digest of everything the code depends on: the engine's sources, the loop's
@@ -249,16 +250,14 @@ def link_shared(obj: Path, out: Path) -> bool:
     tool = _linker()
     if tool is None:
         return False
-    tmp = out.with_suffix(f".{os.getpid()}.tmp.so")
     try:
-        done = subprocess.run([tool, "-shared", "-o", str(tmp), str(obj)],
+        done = subprocess.run([tool, "-shared", "-o", str(out), str(obj)],
                               capture_output=True, timeout=120)
     except (OSError, subprocess.SubprocessError):
         return False
-    if done.returncode != 0 or not tmp.exists():
-        tmp.unlink(missing_ok=True)
+    if done.returncode != 0 or not out.exists():
+        out.unlink(missing_ok=True)
         return False
-    os.replace(tmp, out)
     return True
 
 
@@ -372,29 +371,37 @@ def native_loop(folder: Path, parts: Sequence[str], layout: tuple,
                 make: Callable[[], Any]) -> NativeLoop:
     """The loop of ``parts`` (what its code depends on) for arguments of ``layout``: loaded
     from ``folder`` when compiled before, else compiled from ``make()`` (a compiled function
-    of those arguments) and stored."""
+    of those arguments) and stored.
+
+    A stored loop is a folder (``native_<key>``: the object code, the shared library, and
+    the entry's symbol), published whole by renaming a folder of this process's own.  Two
+    processes that compile the same loop at once (``pytest -n 2`` on a cold cache) make
+    different symbols (numba numbers the functions it makes in each process), so files
+    published one by one could pair one's library with the other's symbol ("undefined
+    symbol" when loading it); the one that renames second uses its own files and drops
+    them."""
     key = loop_key(parts, layout)
     if key in _loaded:
         return _loaded[key]
-    obj_path = folder / f"native_{key}.o"
-    so_path = folder / f"native_{key}.so"
-    meta_path = folder / f"native_{key}.json"
-    meta = None
-    if obj_path.exists() and meta_path.exists():
-        try:
-            meta = json.loads(meta_path.read_text())
-        except (OSError, ValueError):
-            meta = None
-    if meta is None:
+    home = folder / f"native_{key}"
+    try:
+        meta = json.loads((home / "meta.json").read_text())
+    except (OSError, ValueError):
+        meta = None
+    if meta is not None:
+        loop = load(home / "loop.o", home / "loop.so", meta["symbol"], layout)
+    else:
         obj, symbol = compile_entry(make(), layout)
-        meta = {"symbol": symbol, "layout": repr(layout)}
-        for path, data in ((obj_path, obj), (meta_path, json.dumps(meta).encode())):
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, path)  # atomic: concurrent processes write the same bytes
-        link_shared(obj_path, so_path)
-    loop = load(obj_path, so_path, meta["symbol"], layout)
+        own = folder / f"native_{key}.{os.getpid()}.tmp"
+        shutil.rmtree(own, ignore_errors=True)
+        own.mkdir(parents=True)
+        (own / "loop.o").write_bytes(obj)
+        link_shared(own / "loop.o", own / "loop.so")
+        (own / "meta.json").write_text(json.dumps({"symbol": symbol, "layout": repr(layout)}))
+        loop = load(own / "loop.o", own / "loop.so", symbol, layout)
+        try:
+            os.rename(own, home)  # atomic; refused when another process published first
+        except OSError:
+            shutil.rmtree(own, ignore_errors=True)  # loaded already: the code stays mapped
     _loaded[key] = loop
     return loop
-
-
