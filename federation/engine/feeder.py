@@ -1,4 +1,4 @@
-"""The driver's helper thread: it draws the next chunks of open-loop packets and folds the
+"""The driver's helper thread: it draws the next chunk of open-loop packets and folds the
 loop's delivery records while the compiled loop runs.
 
 The loop is native code called through ctypes, which lets go of Python's interpreter lock for
@@ -13,7 +13,7 @@ Nothing changes in what is computed or in which order: one helper runs its tasks
 they were handed to it (the chunks are drawn one after the other, from the same generator and
 random stream; the sink gets each chunk's messages before the records of its packets, and the
 records in delivery order), so a run's results are the same to the last digit.  What it costs:
-one chunk more in memory (the one being drawn while the next waits to be loaded), and a second
+one chunk more in memory (the one being drawn while the loop runs the loaded one), and a second
 buffer of delivery records (the loop fills one while the helper folds the other).
 """
 

@@ -42,8 +42,9 @@ from federation.engine.feed import (
 from federation.engine.traffic import PacketChunk, Packets, whole_chunk
 from federation.results.spool import InOrder, Spool
 
-#: measured latencies held in memory before they spill to a temporary file (8 B each: 2 MB;
-#: BookSim's 1,056-node dragonfly measures 1.6 million packets, 25 MB in memory for two stores)
+#: measured latencies held in memory before they spill to a temporary file (8 B each: 0.5 MB
+#: per store, two stores; BookSim's 1,056-node dragonfly measures 1.6 million packets, 25 MB
+#: if held whole.  2 MB per store (2^18) was 3 MB of that scenario's 100 MB peak)
 SPILL_VALUES = 1 << 16
 _BINS = 1 << 16
 _NEVER = np.iinfo(np.int64).max

@@ -336,8 +336,9 @@ class Workload(Component):
         """Optional: the messages in time order, a batch at a time, for runs too long to hold
         whole.  Yield ``(end_ps, messages)``: the batch's messages sorted by creation time,
         all before ``end_ps``, and every later batch's at or after it; about
-        ``target_packets`` packets per batch.  The engine asks for the next batch only when
-        its clock reaches ``end_ps``, so memory follows one batch, not the run.  A workload
+        ``target_packets`` packets per batch.  The engine draws a batch while it runs the one
+        before it (it needs it by ``end_ps``), so memory follows two batches, not the run; a
+        batch may be empty.  A workload
         that does not override this gives :meth:`generate` whole.  Called again, it must
         give the same batches (``ctx.rng`` is reset each time)."""
         raise NotImplementedError
