@@ -1,0 +1,66 @@
+"""Deficit round-robin (``weighted_round_robin``, :func:`federation.engine.qos.wrr_pick`) on
+any state: the class the textbook algorithm serves, the deficits it leaves, this port only.
+
+A closed form (count each class's rounds instead of walking them) was tried and measured: the
+same answers, no faster on CODES at 512 B packets (B/A 0.958-0.965), so the walk stays."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from federation.engine import qos as Q
+
+
+def drr_loop(first, size, weight, deficit, rr):  # noqa: ANN001, ANN201
+    """The specification (Shreedhar and Varghese): an idle class keeps no deficit; the class
+    at the pointer sends while its deficit covers its packet, else the pointer moves on and
+    the next class with a packet gains ``weight x QUANTUM`` bytes."""
+    C = len(first)
+    deficit = [0 if first[c] < 0 else deficit[c] for c in range(C)]
+    c = rr
+    while True:
+        if first[c] >= 0 and deficit[c] >= size[c]:
+            deficit[c] -= size[c]
+            return c, deficit
+        c = (c + 1) % C
+        if first[c] >= 0:
+            deficit[c] += weight[c] * Q.QUANTUM
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_the_pick_is_the_textbook_algorithm(data) -> None:  # noqa: ANN001
+    C = data.draw(st.integers(1, 5), label="classes")
+    ports, o = 3, data.draw(st.integers(0, 2), label="port")
+    has = data.draw(st.lists(st.booleans(), min_size=C, max_size=C).filter(any), label="has")
+    size = data.draw(st.lists(st.integers(1, 9000), min_size=C, max_size=C), label="size")
+    weight = data.draw(st.lists(st.integers(1, 40), min_size=C, max_size=C), label="weight")
+    deficit = data.draw(st.lists(st.integers(0, 9000), min_size=C, max_size=C), label="deficit")
+    rr = data.draw(st.integers(0, C - 1), label="rr")
+    s = Q.new_state(Q.K_WRR, ports, C, weights=weight)
+    s.first[:] = [i if h else -1 for i, h in enumerate(has)]
+    s.size[:] = size
+    s.deficit[o * C:(o + 1) * C] = deficit
+    s.rr[o] = rr
+    want, want_deficit = drr_loop(list(s.first), size, weight, deficit, rr)
+    got = Q.wrr_pick.py_func(s, o)
+    assert got == want
+    assert s.rr[o] == want
+    assert s.deficit[o * C:(o + 1) * C].tolist() == want_deficit
+    assert not np.any(np.delete(s.deficit, np.arange(o * C, (o + 1) * C)))  # other ports
+
+
+def test_a_large_packet_of_a_small_weight_waits_its_rounds() -> None:
+    """Both classes always sending: 512 B packets of weight 3 and 4 KiB packets of weight 1.
+    Class 1 gains 256 B a round, so it sends once every 16 rounds, and class 0's 768 B a
+    round send 1.5 packets: 24 packets of class 0 between two of class 1, bytes 3:1."""
+    s = Q.new_state(Q.K_WRR, 1, 2, weights=[3, 1])
+    s.first[:] = [0, 1]
+    s.size[:] = [512, 4096]
+    s.rr[0] = 1
+    got = [int(Q.wrr_pick.py_func(s, 0)) for _ in range(200)]
+    assert got[:50] == ([0] * 24 + [1]) * 2
+    sent = np.bincount(got, weights=[512 if c == 0 else 4096 for c in got])
+    assert sent.tolist() == [98304, 32768]
