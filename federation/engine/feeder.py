@@ -103,7 +103,8 @@ class Feeder:
             self._check(chunk)
             if chunk.packets.count:  # the rows before the ledger: the peak is the rows'
                 rows = chunk_rows(chunk, self._nodes, self._need)
-                return Ready(int(chunk.packets.time_ps[0]), chunk.end, ledger(chunk), rows)
+                return Ready(int(chunk.packets.time_ps[0]), chunk.end,
+                             ledger(chunk, self._sink.message_rows is not None), rows)
         return None
 
     @property

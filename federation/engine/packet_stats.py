@@ -219,22 +219,29 @@ class Ledger(NamedTuple):
     messages: _Chunk | None
 
 
-def ledger(c: PacketChunk) -> Ledger:
-    """The :class:`Ledger` of chunk ``c``."""
+def ledger(c: PacketChunk, table: bool = True) -> Ledger:
+    """The :class:`Ledger` of chunk ``c`` (``table``: with what the messages table needs)."""
     return Ledger(c.packets.count, int(c.packets.size.sum()),
-                  _Chunk(c) if c.messages.count else None)
+                  _Chunk(c, table) if c.messages.count else None)
 
 
 class _Chunk:
-    """Completion state of one loaded chunk's messages."""
+    """Completion state of one loaded chunk's messages: packets left, completion and creation
+    times (the summary's message figures), and with ``table`` the rest of the messages
+    table's columns (without it a chunk's ledger holds 3 arrays, not 8: on BookSim's p=4
+    scenario, two or three ledgers live at once, 3-5 MB)."""
 
-    def __init__(self, c: PacketChunk) -> None:
+    def __init__(self, c: PacketChunk, table: bool = True) -> None:
         m = c.messages
         self.first = c.first_message
         self.left = c.npk  # the chunk's own counts (nothing else reads them): no copy
-        self.time, self.src, self.dst, self.size = m.time_ps, m.src, m.dst, m.size
-        self.started = np.full(m.count, _NEVER, dtype=np.int64)
+        self.time = m.time_ps
         self.done = np.full(m.count, -1, dtype=np.int64)
+        self.table = table
+        if not table:
+            return
+        self.src, self.dst, self.size = m.src, m.dst, m.size
+        self.started = np.full(m.count, _NEVER, dtype=np.int64)
         self.cls = np.zeros(m.count, dtype=np.int16)  # the traffic class of its packets
         if c.packets.cls is not None and c.packets.count:
             self.cls[c.packets.msg] = c.packets.cls
@@ -279,7 +286,7 @@ class PacketSink:
     def loaded(self, c: PacketChunk | Ledger) -> None:
         """A chunk entered the engine (or its :func:`ledger`, made ahead): its packets count
         as generated."""
-        led = c if isinstance(c, Ledger) else ledger(c)
+        led = c if isinstance(c, Ledger) else ledger(c, self.message_rows is not None)
         self.s.generated += led.packets
         self.s.generated_bytes += led.bytes
         if led.messages is not None:
@@ -370,7 +377,8 @@ class PacketSink:
             i = part[:, REC_MSG] - c.first
             np.subtract.at(c.left, i, 1)
             np.maximum.at(c.done, i, part[:, REC_DELIVER])
-            np.minimum.at(c.started, i, part[:, REC_INJECT])
+            if c.table:
+                np.minimum.at(c.started, i, part[:, REC_INJECT])
         finished = [c for c in self.chunks if not (c.left > 0).any()]
         for c in finished:
             self._retire(c)
