@@ -74,8 +74,8 @@ class Feeder:
     when that chunk starts, but it knows that no packet is created before the loaded chunk's
     ``end`` (:attr:`stop`), so the loop pauses there if the helper is not done yet
     (:meth:`settle`).  Pausing changes nothing in the run, and the arrays of a second chunk
-    ahead (its messages, packets and rows, a quarter of the run's memory on BookSim's p=4
-    scenario at UR 0.3) are never held."""
+    ahead (its messages, packets and rows: 7 MB of the 119 MB peak on BookSim's p=4 scenario
+    at UR 0.3) are never held."""
 
     def __init__(self, chunks: Iterator[PacketChunk], sink: PacketSink, n_nodes: int,
                  check: Callable[[PacketChunk], None], vc_need: int = 0) -> None:
