@@ -49,9 +49,9 @@ REC_FLOW = 11
 REC_CLASS = 12  #: traffic class (QoS)
 REC_COLS = 13
 
-#: records the loop buffers before the driver drains them (104 B each: 0.85 MB, and as much
-#: again for the buffer the helper folds); each drain is a stop of the loop and a vectorised
-#: pass in Python (about 150 per million packets: a few ms), so larger buffers only cost memory
+#: records the loop buffers before the driver drains them (104 B each: 0.85 MB; the helper
+#: folds up to three more, :data:`federation.engine.feeder.RECORD_BUFFERS`); each drain is a
+#: stop of the loop and a vectorised pass in Python (about 120 per million packets)
 REC_CAPACITY = 1 << 13
 
 # columns of a waiting packet (Sim.feed): one cache line per packet, read when the packet
