@@ -231,8 +231,10 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     if status == E.ST_TIME_LIMIT:
         raise SimulationError(time_limit_report(net, sc, job.programs))
     if status == E.ST_DEADLOCK:
+        held = (np.nonzero((sim.iq.ovc_owner.reshape(-1, V) >= 0).any(axis=1))[0]
+                if job.iq else None)  # an output VC is held until its packet crosses
         text = deadlock_report(net, V, sim.q_head, sim.req_head, sc,
-                               int(sc[E.S_LOADED] + sc[E.S_QUEUED]), sim, owner)
+                               int(sc[E.S_LOADED] + sc[E.S_QUEUED]), sim, owner, held)
         if job.iq:  # its routers turn cycles: the sign is a long quiet (federation.engine.iq)
             text += (f" (router.model booksim_iq: nothing moved or landed after cycle "
                      f"{int(sc[E.S_IQ_BUSY])}, and routers still held packets "

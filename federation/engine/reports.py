@@ -160,11 +160,14 @@ def _op_name(job: Any, op: int) -> str:
 
 
 def deadlock_report(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarray,
-                     sc: np.ndarray, total: int, sim: Any = None, owner: str = "") -> str:
+                     sc: np.ndarray, total: int, sim: Any = None, owner: str = "",
+                     waiting: np.ndarray | None = None) -> str:
     """Which ports hold the undelivered packets; with ``sim``, also the output ports whose
-    arbiter answered -1 although a request had credit (a port waiting for nothing)."""
+    arbiter answered -1 although a request had credit (a port waiting for nothing).
+    ``waiting``: the output ports waiting for credit when the router model does not keep the
+    default model's request lists (``booksim_iq``: ports with an output VC held)."""
     withheld = withheld_ports(sim) if sim is not None else []
-    text = _deadlock_text(net, V, q_head, req_head, sc, total, withheld)
+    text = _deadlock_text(net, V, q_head, req_head, sc, total, withheld, waiting)
     if withheld:
         return (f"{arbiter_owner(owner)} sent nothing from {len(withheld)} output ports "
                 f"although a request there had credit ({_port_name(net, withheld[0])} "
@@ -193,14 +196,15 @@ def withheld_ports(sim: Any) -> list[int]:
 
 
 def _deadlock_text(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarray,
-                   sc: np.ndarray, total: int, withheld: list[int]) -> str:
+                   sc: np.ndarray, total: int, withheld: list[int],
+                   waiting: np.ndarray | None = None) -> str:
     """The stuck ports: inputs holding packets, outputs waiting for credit (``withheld``:
     outputs holding a request with credit, named as such)."""
     pt = net.ports
     stuck_in = np.nonzero((q_head.reshape(-1, V) >= 0).any(axis=1))[0]
     held = set(withheld)
-    stuck_out = np.array([p for p in np.nonzero(req_head >= 0)[0].tolist() if p not in held],
-                         dtype=np.int64)
+    out = np.nonzero(req_head >= 0)[0] if waiting is None else waiting
+    stuck_out = np.array([p for p in out.tolist() if p not in held], dtype=np.int64)
 
     def name(p: int, what: str) -> str:
         r = int(pt.port_router[p])
