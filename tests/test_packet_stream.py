@@ -108,6 +108,39 @@ def test_the_helper_thread_changes_no_figure(tmp_path, monkeypatch):
         assert (packets_a[k] == packets_b[k]).all(), k
 
 
+def test_a_slow_helper_changes_no_figure(tmp_path, monkeypatch):
+    """The helper draws each chunk while the loop runs the one before; the loop pauses at the
+    loaded batch's end until the chunk is drawn (``Feeder.settle``), and waits for the helper
+    there or when it hands over a full records buffer.  None of it changes anything: a
+    helper slowed by 0.3 s per chunk gives the same figures, tables and event count."""
+    import time
+
+    import federation.engine.feeder as feeder
+
+    _, raw_a, a, packets_a, _ = _long_run(tmp_path / "a", keep=True, measure="500us")
+    real = feeder.chunk_rows
+    settled = []  # the loop paused at a batch's end: was the next chunk drawn by then
+    real_settle = feeder.Feeder.settle
+
+    def slow(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        time.sleep(0.3)
+        return real(*args, **kw)
+
+    def counted(self):  # noqa: ANN001, ANN202
+        settled.append(self._next.done())
+        return real_settle(self)
+
+    monkeypatch.setattr(feeder, "chunk_rows", slow)
+    monkeypatch.setattr(feeder.Feeder, "settle", counted)
+    _, raw_b, b, packets_b, _ = _long_run(tmp_path / "b", keep=True, measure="500us")
+    assert a.packets_generated > 3 * CHUNK_PACKETS
+    assert len(settled) >= 3  # a pause at every batch's end but the last
+    assert a.model_dump() == b.model_dump()
+    assert raw_a.events == raw_b.events and raw_a.end_ps == raw_b.end_ps
+    for k in packets_a:
+        assert (packets_a[k] == packets_b[k]).all(), k
+
+
 def test_a_failing_workload_on_the_helper_thread_stops_the_run_with_its_error(tmp_path,
                                                                              monkeypatch):
     """What drawing a chunk raises on the helper thread reaches the driver as it is."""
