@@ -29,7 +29,7 @@ import numpy as np
 
 from federation.engine.events import TIME_LIMIT_PS
 from federation.engine.feed import ChunkRows, chunk_rows
-from federation.engine.packet_stats import Ledger, PacketSink, ledger
+from federation.engine.packet_stats import Ledger, PacketSink
 from federation.engine.traffic import PacketChunk
 
 __all__ = ["Feeder", "Ready", "threaded"]
@@ -107,8 +107,8 @@ class Feeder:
             self._check(chunk)
             if chunk.packets.count:  # the rows before the ledger: the peak is the rows'
                 rows = chunk_rows(chunk, self._nodes, self._need)
-                return Ready(int(chunk.packets.time_ps[0]), chunk.end,
-                             ledger(chunk, self._sink.message_rows is not None), rows)
+                return Ready(int(chunk.packets.time_ps[0]), chunk.end, self._sink.ledger(chunk),
+                             rows)
         return None
 
     @property

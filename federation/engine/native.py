@@ -4,9 +4,11 @@ hands back per-port arrays and the packets' figures.
 The loop runs in slices of ``budget`` events so that a caller can show progress and so that the
 event heap can grow without the loop allocating; state lives in the arrays created here.  It
 also stops at the start of each chunk of open-loop traffic, which the driver then loads into
-free packet rows (:mod:`federation.engine.feed`), and whenever its buffer of delivery records
-is full, which the driver drains into a :class:`~federation.engine.packet_stats.PacketSink`: memory
-follows the packets in flight, not the run's total.
+free packet rows (:mod:`federation.engine.feed`), at the end of the loaded batch while the next
+chunk is still being drawn (:mod:`federation.engine.feeder`), and whenever its buffer of
+delivery records is full, which the driver drains into a
+:class:`~federation.engine.packet_stats.PacketSink`: memory follows the packets in flight, not
+the run's total.
 """
 
 from __future__ import annotations
@@ -181,19 +183,19 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     wall0 = time.perf_counter()
     while True:
         edge = edges[len(snaps)] if len(snaps) < len(edges) else E.TIME_LIMIT_PS
-        start = feeder.stop
+        stop = feeder.stop  # a chunk to load, or a batch end to learn the next start at
         sample = sampler.next if sampler is not None else E.TIME_LIMIT_PS
         # bound before the slice, not after: a state replaced since (a chunk load's new feed,
         # a grown pool or queue) lets go of the old arrays while the loop runs
         sim = state[0]
-        status = step(budget, min(edge, start, sample))
+        status = step(budget, min(edge, stop, sample))
         peak_waiting = max(peak_waiting, waiting(sim))
-        if status == E.ST_UNTIL and sampler is not None and sample < min(edge, start):
+        if status == E.ST_UNTIL and sampler is not None and sample < min(edge, stop):
             sampler.take(sample, class_bytes(sim))
             sampler.next += sampler.interval
             continue
         if status == E.ST_UNTIL or (status == E.ST_DONE and feeder.more):
-            if status == E.ST_UNTIL and edge <= start:
+            if status == E.ST_UNTIL and edge <= stop:
                 snaps.append(counters(edge))
             elif feeder.ready is not None:
                 load()

@@ -283,10 +283,15 @@ class PacketSink:
         # the programs' packets, numbered in delivery order (a deterministic order: the loop's)
         self.program_rows = Spool(PROGRAM_PACKET_COLUMNS) if keep_programs else None
 
+    def ledger(self, c: PacketChunk) -> Ledger:
+        """Chunk ``c``'s :func:`ledger`, with the messages table's columns when this sink keeps
+        the table (it reads nothing the loop changes: the feeder's helper makes it ahead)."""
+        return ledger(c, self.message_rows is not None)
+
     def loaded(self, c: PacketChunk | Ledger) -> None:
-        """A chunk entered the engine (or its :func:`ledger`, made ahead): its packets count
+        """A chunk entered the engine (or its :meth:`ledger`, made ahead): its packets count
         as generated."""
-        led = c if isinstance(c, Ledger) else ledger(c, self.message_rows is not None)
+        led = c if isinstance(c, Ledger) else self.ledger(c)
         self.s.generated += led.packets
         self.s.generated_bytes += led.bytes
         if led.messages is not None:
