@@ -36,6 +36,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from federation.engine import indexing
+
 #: options of every compiled part (see the module's docstring)
 PART_OPTIONS: dict[str, Any] = {
     "cache": True,
@@ -136,8 +138,10 @@ def compiled_function(fn: Any) -> Any:
 
 @cache
 def use_numba() -> None:
-    """Import numba for a compile: once per process, with this package's cache stamps."""
+    """Import numba for a compile: once per process, with this package's cache stamps and
+    its indexing (:mod:`federation.engine.indexing`)."""
     install_cache_stamps()
+    indexing.install()
 
 
 @cache
@@ -145,6 +149,7 @@ def engine_digest() -> str:
     """Digest of every engine module's source, numba's version and the part options."""
     h = hashlib.sha256(_numba_version().encode())
     h.update(repr(sorted(PART_OPTIONS.items())).encode())
+    h.update(b"index-check" if indexing.check_mode() else b"")
     for pattern in _ENGINE_FILES:
         for path in sorted(_PACKAGE.glob(pattern)):
             h.update(path.name.encode())
