@@ -45,7 +45,8 @@ def test_the_pick_is_the_textbook_algorithm(data) -> None:  # noqa: ANN001
     s.deficit[o * C:(o + 1) * C] = deficit
     s.rr[o] = rr
     want, want_deficit = drr_loop(list(s.first), size, weight, deficit, rr)
-    got = Q.wrr_pick.py_func(s, o)
+    one = max(i for i, h in enumerate(has) if h)
+    got = Q.wrr_pick.py_func(s, o, sum(has), one)
     assert got == want
     assert s.rr[o] == want
     assert s.deficit[o * C:(o + 1) * C].tolist() == want_deficit
@@ -60,7 +61,7 @@ def test_a_large_packet_of_a_small_weight_waits_its_rounds() -> None:
     s.first[:] = [0, 1]
     s.size[:] = [512, 4096]
     s.rr[0] = 1
-    got = [int(Q.wrr_pick.py_func(s, 0)) for _ in range(200)]
+    got = [int(Q.wrr_pick.py_func(s, 0, 2, 1)) for _ in range(200)]
     assert got[:50] == ([0] * 24 + [1]) * 2
     sent = np.bincount(got, weights=[512 if c == 0 else 4096 for c in got])
     assert sent.tolist() == [98304, 32768]

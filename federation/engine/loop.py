@@ -328,13 +328,13 @@ def inject_classes(sim, pg, rt, ab, node, now):
             nic_wake_at(sim, node, sim.busy_until[o])
         return
     settle_credits(sim, o)  # the credits returned by now
-    n, later, blocked = nic_candidates(sim, pg, ab, node, now, PROGRAMS)
+    n, later, blocked, one = nic_candidates(sim, pg, ab, node, now, PROGRAMS)
     if n > 0 and sim.sc[S_FREE] < 1:  # no row for an open-loop packet (never seen: the loop
         nic_wake_at(sim, node, now)  # keeps 4 free per event); again once the pool grows
         return
     c = np.int64(-1)
     if n > 0:
-        c = pick_class(sim, ab, o, n)
+        c = pick_class(sim, ab, o, n, one)
     if c < 0:
         if blocked:
             if sim.stall_start[o] < 0:

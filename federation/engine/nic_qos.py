@@ -50,7 +50,7 @@ def nic_candidates(sim, pg, st, node, now, programs):
     """Fill ``st.first`` (>= 0: class ``c`` has a packet that can leave now; ``first_prev``
     -1 for the open-loop slot ``first``, else the flow) and ``st.size``.  Returns ``(number
     of such classes, the earliest time a class's head is due later or TIME_LIMIT_PS, 1 if a
-    due head lacks credit)``."""
+    due head lacks credit, the class found last)``."""
     C = st.n_classes
     o = sim.nic_port[node]
     need = sim.vc_need
@@ -68,6 +68,7 @@ def nic_candidates(sim, pg, st, node, now, programs):
             fc = np.int64(sim.ps[row, P_CLASS])
             ft = pg.flow_time[f]
     n = 0
+    last = np.int64(-1)
     later = TIME_LIMIT_PS
     blocked = 0
     feed = sim.feed
@@ -97,7 +98,8 @@ def nic_candidates(sim, pg, st, node, now, programs):
         st.first_prev[c] = src
         st.size[c] = size
         n += 1
-    return n, later, blocked
+        last = np.int64(c)
+    return n, later, blocked, last
 
 
 @part
