@@ -221,30 +221,35 @@ def qos_scan(sim, st, o, stop0):
     packet's row.  ``stop0``: stop at the first class-0 candidate (``strict_priority``:
     nothing outranks it).  Also returns the class found last: with one candidate class (nine
     arbitrations in ten on the CODES scenario at load 0.5) the policies serve it without
-    walking the classes (:func:`caps_pick`, :func:`wrr_pick`)."""
+    walking the classes (:func:`caps_pick`, :func:`wrr_pick`, :func:`strict_pick`), so
+    ``st.first`` is only complete (-1: no candidate) when there are two or more."""
     C = st.n_classes
-    for c in range(C):
-        st.first[c] = -1
     V = sim.n_vcs
     n = 0
     last = np.int64(-1)
+    found = np.int64(0)  # a bit per class found (classes <= VCs <= 64)
     qi = sim.req_head[o]
     prev = -1
     while qi >= 0:
         c = np.int64(st.qclass[qi])
-        if st.first[c] < 0:
+        if (found >> c) & 1 == 0:
             pk = sim.q_head[qi]
             size = sim.ps[pk, P_SIZE]
             if sim.credits[o * V + sim.ps[pk, P_OUTVC]] >= size:
                 st.first[c] = qi
                 st.first_prev[c] = prev
                 st.size[c] = size
+                found |= np.int64(1) << c
                 n += 1
                 last = c
                 if n == C or (stop0 and c == 0):
                     break
         prev = qi
         qi = sim.req_next[qi]
+    if n >= 2:  # the policies walk the classes: mark the others (with one, they read none)
+        for c in range(C):
+            if (found >> c) & 1 == 0:
+                st.first[c] = -1
     return n, last
 
 
@@ -366,8 +371,11 @@ def caps_pick(sim, st, o, n, one):
 
 
 @part
-def strict_pick(st):
-    """The class ``strict_priority`` serves: the candidate class of lowest number."""
+def strict_pick(st, n, one):
+    """The class ``strict_priority`` serves: the candidate class of lowest number (``one``
+    when there is one, ``n`` 1)."""
+    if n == 1:
+        return one
     for c in range(st.n_classes):
         if st.first[c] >= 0:
             return c
@@ -425,10 +433,10 @@ def bandwidth_caps(sim, st, o):
 @part
 def strict_classes(sim, st, o):
     """The ``strict_priority`` policy: the sendable class of lowest number, oldest first."""
-    n, _ = qos_scan(sim, st, o, True)
+    n, one = qos_scan(sim, st, o, True)
     if n == 0:
         return -1, -1
-    c = strict_pick(st)
+    c = strict_pick(st, n, one)
     return st.first[c], st.first_prev[c]
 
 
@@ -453,5 +461,5 @@ def pick_class(sim, st, o, n, one):
             count_send(sim, st, o, c, st.size[c], sim.sc[S_NOW])
         return c
     if st.kind == K_STRICT:
-        return strict_pick(st)
+        return strict_pick(st, n, one)
     return wrr_pick(st, o, n, one)
