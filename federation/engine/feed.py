@@ -253,7 +253,7 @@ def born(sim, pg, node, slot):
     row = pg.free[sc[S_FREE]]
     pg.row_flow[row] = -1
     ps = sim.ps
-    for c in range(ps.shape[1]):
+    for c in range(A.PS_COLS):  # a constant count: stores, where ps.shape[1] made a memset call
         ps[row, c] = 0
     ps[row, A.P_NEXT] = -1
     ps[row, A.P_DIM] = -1
