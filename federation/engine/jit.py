@@ -146,7 +146,8 @@ def use_numba() -> None:
 
 @cache
 def engine_digest() -> str:
-    """Digest of every engine module's source, numba's version and the part options."""
+    """Digest of every engine module's source, numba's version, the part options and the
+    index-check mode (:mod:`federation.engine.indexing`)."""
     h = hashlib.sha256(_numba_version().encode())
     h.update(repr(sorted(PART_OPTIONS.items())).encode())
     h.update(b"index-check" if indexing.check_mode() else b"")
