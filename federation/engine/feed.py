@@ -245,6 +245,28 @@ def grow_pool(sim: Sim, pg: Any, need: int = 0) -> tuple[Sim, Any]:
 
 
 @part
+def fill_row(sim, row, node, dst, size, via, vc, cls, mode, created):
+    """Packet row ``row``'s state and metadata as a packet from ``node`` leaves with them: the
+    row cleared (over the constant ``PS_COLS``: a count LLVM does not know makes the loop of
+    stores a call to ``memset``), not queued, on no dimension, minimal, not injected yet."""
+    ps = sim.ps
+    for c in range(A.PS_COLS):
+        ps[row, c] = 0
+    ps[row, A.P_NEXT] = -1
+    ps[row, A.P_DIM] = -1
+    ps[row, A.P_MINIMAL] = 1
+    ps[row, A.P_MODE] = mode
+    ps[row, A.P_DST] = dst
+    ps[row, A.P_SIZE] = size
+    ps[row, A.P_VIA] = via
+    ps[row, A.P_SRC] = node
+    ps[row, A.P_VC] = vc
+    ps[row, A.P_CLASS] = cls
+    sim.pm[row, A.M_TIME] = created
+    sim.pm[row, A.M_INJECT] = -1
+
+
+@part
 def born(sim, pg, node, slot):
     """The open-loop packet in feed ``slot`` (at the head of ``node``'s NIC) takes a free
     row; returns the row."""
@@ -252,25 +274,11 @@ def born(sim, pg, node, slot):
     sc[S_FREE] -= 1
     row = pg.free[sc[S_FREE]]
     pg.row_flow[row] = -1
-    ps = sim.ps
-    for c in range(A.PS_COLS):  # a constant count: stores, where ps.shape[1] made a memset call
-        ps[row, c] = 0
-    ps[row, A.P_NEXT] = -1
-    ps[row, A.P_DIM] = -1
-    ps[row, A.P_MINIMAL] = 1
-    ps[row, A.P_MODE] = -1
     f = sim.feed
-    ps[row, A.P_DST] = f[slot, F_DST]
-    ps[row, A.P_SIZE] = f[slot, F_SIZE]
-    ps[row, A.P_VIA] = f[slot, F_VIA]
-    ps[row, A.P_SRC] = node
-    ps[row, A.P_VC] = f[slot, F_VC]
-    ps[row, A.P_CLASS] = f[slot, F_CLS]
-    pm = sim.pm
-    pm[row, A.M_TIME] = f[slot, F_TIME]
-    pm[row, A.M_INJECT] = -1
-    pm[row, A.M_ID] = f[slot, F_ID]
-    pm[row, A.M_MSG] = f[slot, F_MSG]
+    fill_row(sim, row, node, f[slot, F_DST], f[slot, F_SIZE], f[slot, F_VIA], f[slot, F_VC],
+             f[slot, F_CLS], -1, f[slot, F_TIME])
+    sim.pm[row, A.M_ID] = f[slot, F_ID]
+    sim.pm[row, A.M_MSG] = f[slot, F_MSG]
     return row
 
 

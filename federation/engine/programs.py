@@ -30,18 +30,9 @@ import numpy as np
 from federation.engine.api import (
     M_INJECT,
     M_TIME,
-    P_CLASS,
-    P_DIM,
-    P_DST,
     P_HOPS,
     P_MINIMAL,
-    P_MODE,
-    P_NEXT,
     P_SIZE,
-    P_SRC,
-    P_VC,
-    P_VIA,
-    PS_COLS,
     random_below,
     skip_past,
 )
@@ -58,7 +49,7 @@ from federation.engine.events import (
     S_STACK,
     push,
 )
-from federation.engine.feed import record_program
+from federation.engine.feed import fill_row, record_program
 from federation.engine.jit import part
 from federation.engine.prefetch import prefetch
 from federation.engine.queue import room
@@ -323,21 +314,8 @@ def new_packet(sim, pg, node, f):
     via = np.int64(-1)
     if pg.via_mode > 0:
         via = draw_via(sim, pg, sim.node_router[node], sim.node_router[dst])
-    ps = sim.ps
-    for c in range(PS_COLS):  # a constant count: stores, where ps.shape[1] made a memset call
-        ps[row, c] = 0
-    ps[row, P_NEXT] = -1
-    ps[row, P_VC] = vc
-    ps[row, P_DIM] = -1
-    ps[row, P_MINIMAL] = 1
-    ps[row, P_MODE] = pg.msg_mode[m]  # the message's routing mode (all its flows)
-    ps[row, P_DST] = dst
-    ps[row, P_SIZE] = size
-    ps[row, P_VIA] = via
-    ps[row, P_SRC] = node
-    ps[row, P_CLASS] = pg.msg_cls[m]
-    sim.pm[row, M_TIME] = pg.flow_time[f]
-    sim.pm[row, M_INJECT] = -1
+    # the message's routing mode and class (all its flows)
+    fill_row(sim, row, node, dst, size, via, vc, pg.msg_cls[m], pg.msg_mode[m], pg.flow_time[f])
     return row
 
 
