@@ -112,7 +112,10 @@ def test_a_slow_helper_changes_no_figure(tmp_path, monkeypatch):
     """The helper draws each chunk while the loop runs the one before; the loop pauses at the
     loaded batch's end until the chunk is drawn (``Feeder.settle``), and waits for the helper
     there or when it hands over a full records buffer.  None of it changes anything: a
-    helper slowed by 0.3 s per chunk gives the same figures, tables and event count."""
+    helper slowed by 0.3 s per chunk gives the same figures, tables and event count.  (Here
+    the driver waits at the records hand-overs, which come several times a chunk, so each
+    pause at a batch's end finds the chunk drawn; the next test holds the helper until that
+    pause.)"""
     import time
 
     import federation.engine.feeder as feeder
@@ -139,6 +142,50 @@ def test_a_slow_helper_changes_no_figure(tmp_path, monkeypatch):
     assert raw_a.events == raw_b.events and raw_a.end_ps == raw_b.end_ps
     for k in packets_a:
         assert (packets_a[k] == packets_b[k]).all(), k
+
+
+def test_the_loop_waits_at_a_batch_end_for_a_chunk_not_drawn_yet(tmp_path, monkeypatch):
+    """The loop reaches the loaded batch's end while the helper is still drawing the next
+    chunk, and waits there (``Feeder.settle`` on a chunk not done): the helper is held at
+    each chunk until the driver pauses, so the waiting path runs, and it changes nothing."""
+    import threading
+
+    import federation.engine.feeder as feeder
+    import federation.engine.native as native
+
+    _, raw_a, a, _, _ = _long_run(tmp_path / "a", keep=False, measure="500us")
+    real, real_settle, real_fold = feeder.chunk_rows, feeder.Feeder.settle, feeder.Feeder.fold
+    gate = threading.Event()
+    held = []  # per chunk drawn on the helper: released by a pause (True) or timed out
+    settled = []  # at each pause at a batch's end: was the next chunk drawn already
+
+    def gated(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        if threading.current_thread() is not threading.main_thread():
+            held.append(gate.wait(timeout=60))
+            gate.clear()
+        return real(*args, **kw)
+
+    def settle(self):  # noqa: ANN001, ANN202
+        settled.append(self._next.done())
+        gate.set()
+        return real_settle(self)
+
+    def fold(self, rec, n):  # noqa: ANN001, ANN202
+        gate.set()  # the driver may wait for the helper here: let the chunk go
+        return real_fold(self, rec, n)
+
+    monkeypatch.setattr(feeder, "chunk_rows", gated)
+    # records buffers that hold a chunk's packets: the driver rarely hands one over
+    monkeypatch.setattr(native, "REC_CAPACITY", 1 << 17)
+    monkeypatch.setattr(feeder.Feeder, "settle", settle)
+    monkeypatch.setattr(feeder.Feeder, "fold", fold)
+    _, raw_b, b, _, _ = _long_run(tmp_path / "b", keep=False, measure="500us")
+    assert held and all(held)  # no chunk waited for the timeout
+    # the driver waited for the helper at two batch ends at least (a third chunk is let go
+    # by a records hand-over first)
+    assert settled.count(False) >= 2
+    assert a.model_dump() == b.model_dump()
+    assert raw_a.events == raw_b.events and raw_a.end_ps == raw_b.end_ps
 
 
 def test_a_failing_workload_on_the_helper_thread_stops_the_run_with_its_error(tmp_path,
