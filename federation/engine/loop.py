@@ -616,6 +616,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
                     prefetch_row(sim.pm, word >> 3)
                 elif kind == EV_NIC:
                     prefetch_row(sim.feed, sim.nic_ptr[word >> 3])
+                    prefetch_row(sim.feed, sim.nic_ptr[word >> 3] + 1)
                 elif kind == EV_FREE and sim.cr_head[word >> 3] >= 0:
                     prefetch_row(sim.cr, sim.cr_head[word >> 3])
             now = cur[0]
