@@ -606,8 +606,9 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             sc[S_KEY] = cur[5]
             # bring in the rows an event a few places ahead will read first: an arriving
             # packet's state and metadata (its delivery reads both), a waking NIC's next
-            # waiting packet, a freed port's first pending credit return (each was written
-            # a cable's latency or a chunk ago: out of every cache but the last)
+            # waiting packet and the one after it (read once the first has left), a freed
+            # port's first pending credit return and its first request's packet (each was
+            # written a cable's latency or a chunk ago: out of every cache but the last)
             word = ahead(q, LOOKAHEAD)
             if word >= 0:
                 kind = word & 7
@@ -617,8 +618,11 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
                 elif kind == EV_NIC:
                     prefetch_row(sim.feed, sim.nic_ptr[word >> 3])
                     prefetch_row(sim.feed, sim.nic_ptr[word >> 3] + 1)
-                elif kind == EV_FREE and sim.cr_head[word >> 3] >= 0:
-                    prefetch_row(sim.cr, sim.cr_head[word >> 3])
+                elif kind == EV_FREE:
+                    if sim.cr_head[word >> 3] >= 0:
+                        prefetch_row(sim.cr, sim.cr_head[word >> 3])
+                    if sim.req_head[word >> 3] >= 0:
+                        prefetch_row(sim.ps, np.int64(sim.q_head[sim.req_head[word >> 3]]))
             now = cur[0]
             if now < 0 or now >= TIME_LIMIT_PS:  # refused by push (keyed at -1), or bad
                 if sc[S_BAD_TIME] == 0:
