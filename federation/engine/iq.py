@@ -273,6 +273,19 @@ def receive(sim, r, t, step):
 
 
 @part
+def wrap(x, m):
+    """``x % m`` for ``-m < x < m``: a round-robin distance without a division (every
+    pointer and index the allocators subtract lies in ``[0, m)``)."""
+    return x + m if x < 0 else x
+
+
+@part
+def after(x, m):
+    """``(x + 1) % m`` for ``0 <= x < m``: the round-robin pointer past ``x``."""
+    return x + 1 if x + 1 < m else np.int64(0)
+
+
+@part
 def vc_allocate(sim, r, step):
     """One step of VC allocation at router ``r`` (see the module docstring)."""
     iq = sim.iq
@@ -289,7 +302,7 @@ def vc_allocate(sim, r, step):
         k = iq.pout[pk, 0] * V + sim.ps[pk, P_OUTVC]
         if iq.ovc_owner[k] >= 0:
             continue  # held by another packet
-        d = (qi - qi0 - iq.vca_ptr[k]) % nvc
+        d = wrap(qi - qi0 - iq.vca_ptr[k], nvc)
         if iq.vca_best[k] < 0 or d < iq.vca_bestd[k]:
             iq.vca_best[k] = qi
             iq.vca_bestd[k] = d
@@ -304,7 +317,7 @@ def vc_allocate(sim, r, step):
         if iq.vca_best[k] == qi:
             iq.vca_best[k] = -1
             iq.ovc_owner[k] = qi
-            iq.vca_ptr[k] = (qi - qi0 + 1) % nvc
+            iq.vca_ptr[k] = after(qi - qi0, nvc)
             iq.ivc_state[qi] = ACTIVE
             iq.ivc_ready[qi] = step + 1
 
@@ -332,7 +345,7 @@ def sw_select(sim, r, t, step):
                 continue
             # the input arbiter: outputs round robin from its pointer, then VCs from the
             # input's offset (BookSim keeps one VC per output, then picks an output)
-            key = ((o - first - iq.swi_ptr[ip]) % n) * V + (vc - iq.sw_off[ip]) % V
+            key = wrap(o - first - iq.swi_ptr[ip], n) * V + wrap(vc - iq.sw_off[ip], V)
             if best_key < 0 or key < best_key:
                 best_key = key
                 iq.sw_out[ip] = o
@@ -340,9 +353,9 @@ def sw_select(sim, r, t, step):
         if best_key >= 0:
             bids += 1
             o = iq.sw_out[ip]
-            d = (ip - first - iq.swo_ptr[o]) % n
+            d = wrap(ip - first - iq.swo_ptr[o], n)
             b = iq.sw_best[o]
-            if b < 0 or d < (b - first - iq.swo_ptr[o]) % n:
+            if b < 0 or d < wrap(b - first - iq.swo_ptr[o], n):
                 iq.sw_best[o] = ip
         else:
             iq.sw_out[ip] = -1
@@ -375,9 +388,9 @@ def take_granted(sim, r, ip, o, step):
     size = sim.ps[pk, P_SIZE]
     sim.credits[k] -= size
     sim.occ[ip] -= size
-    iq.swo_ptr[o] = (ip - first + 1) % n
-    iq.swi_ptr[ip] = (o - first + 1) % n
-    iq.sw_off[ip] = (vc + 1) % V
+    iq.swo_ptr[o] = after(ip - first, n)
+    iq.swi_ptr[ip] = after(o - first, n)
+    iq.sw_off[ip] = after(vc, V)
     # the crossbar: in the output queue from the next step
     sim.ps[pk, P_NEXT] = -1
     if iq.oq_tail[o] < 0:
