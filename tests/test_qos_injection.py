@@ -242,5 +242,3 @@ def test_a_loaded_feed_points_each_class_at_its_first_slot_on_its_node():
     cls = np.array([1, 1, 0, 1, 2, 2, 1])
     reset_nic_ptrs(st, nic_first, cls)
     assert st.nic_ptr.reshape(3, 3).tolist() == [[2, 0, 4], [4, 4, 4], [7, 6, 4]]
-    reset_nic_ptrs(st, nic_first)  # without classes: every pointer at its node's first slot
-    assert st.nic_ptr.reshape(3, 3).tolist() == [[0, 0, 0], [4, 4, 4], [4, 4, 4]]

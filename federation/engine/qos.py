@@ -114,7 +114,7 @@ def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
         nic_ptr=np.zeros(max(n_nodes, 1) * C, dtype=i64), qclass=np.zeros(1, dtype=np.uint8))
 
 
-def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray | None = None) -> None:
+def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> None:
     """A new feed was loaded (:func:`federation.engine.feed.load_chunk`: each NIC's unsent
     packets first, then the chunk's, ``cls`` their classes): every (node, class) pointer
     restarts at its node's first slot of that class (its node's end when it has none), so
@@ -124,9 +124,6 @@ def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray | None = No
         return
     C = int(st.n_classes)
     ptr = st.nic_ptr.reshape(-1, C)
-    if cls is None:
-        ptr[:] = nic_first[:-1, None]
-        return
     ptr[:] = nic_first[1:, None]  # none of the class: the node's end
     node = np.repeat(np.arange(nic_first.shape[0] - 1), np.diff(nic_first))
     for c in range(C):
