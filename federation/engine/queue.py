@@ -43,6 +43,9 @@ TIME_LIMIT_PS = _TIME_LIMIT_PS  # 8.8 simulated seconds (see federation.models.l
 KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 
 NB = 4096  #: buckets in the ring (a power of two)
+#: events of one time in a radix-sorted bucket up to which an insertion sort puts them in key
+#: order (larger groups: a natural merge sort, linear when the scheduling number wrapped)
+GROUP_INSERT = 32
 BS = 32  #: events per block of a bucket's chain
 #: room the loop keeps before each event: no event schedules more than this many
 ROOM = 8
@@ -365,9 +368,13 @@ def sort_run(run, tmp, hist, n, shift):
 
     Most buckets are already sorted (one pass finds it).  Large ones are sorted by their
     times' offset in the bucket with a stable LSD radix sort (passes of up to 11 bits, no
-    data-dependent branch), which keeps the events of one time in scheduling order; those
-    groups, a few events at most, are then put in key order (the key holds the scheduling
-    number modulo ``2**SEQ_BITS``, which wraps).  Small ones get a natural merge sort."""
+    data-dependent branch), which keeps the events of one time in scheduling order; each
+    time's events are then put in key order (the key holds the scheduling number modulo
+    ``2**SEQ_BITS``, which wraps: a time whose events were pushed across a wrap is two sorted
+    runs, the later one first), a few by an insertion sort, more (booksim_iq's thousands per
+    cycle) by a natural merge sort, which merges the two runs in one pass where the insertion
+    sort moved each event of one past every event of the other (a third of booksim_iq's loop
+    time).  Small buckets get the natural merge sort alone."""
     descents = 0
     for i in range(1, n):
         if run[i, 0] < run[i - 1, 0]:
@@ -415,49 +422,66 @@ def sort_run(run, tmp, hist, n, shift):
         j = i + 1
         while j < n and (run[j, 0] >> SEQ_BITS) == t:
             j += 1
-        for a in range(i + 1, j):
-            k0 = run[a, 0]
-            k1 = run[a, 1]
-            k2 = run[a, 2]
-            b = a
-            while b > i and run[b - 1, 0] > k0:
-                run[b, 0] = run[b - 1, 0]
-                run[b, 1] = run[b - 1, 1]
-                run[b, 2] = run[b - 1, 2]
-                b -= 1
-            run[b, 0] = k0
-            run[b, 1] = k1
-            run[b, 2] = k2
+        if j - i > GROUP_INSERT:
+            merge_range(run, tmp, i, j)
+        else:
+            insertion_range(run, i, j)
         i = j
+
+
+@part
+def insertion_range(run, lo, hi):
+    """Sort ``run[lo:hi]`` by key, stably: an insertion sort (a few events)."""
+    for a in range(lo + 1, hi):
+        k0 = run[a, 0]
+        k1 = run[a, 1]
+        k2 = run[a, 2]
+        b = a
+        while b > lo and run[b - 1, 0] > k0:
+            run[b, 0] = run[b - 1, 0]
+            run[b, 1] = run[b - 1, 1]
+            run[b, 2] = run[b - 1, 2]
+            b -= 1
+        run[b, 0] = k0
+        run[b, 1] = k1
+        run[b, 2] = k2
 
 
 @part
 def merge_sort(run, tmp, n):
     """Sort ``run[:n]`` by key, stably: a natural merge sort."""
+    merge_range(run, tmp, 0, n)
+
+
+@part
+def merge_range(run, tmp, lo, hi):
+    """Sort ``run[lo:hi]`` by key, stably (``tmp[lo:hi]`` its scratch): a natural merge sort,
+    each pass merging neighbouring sorted runs.  A sorted range costs one pass, no copy."""
     src = run
     dst = tmp
     in_tmp = False
     while True:
-        runs = 0
-        i = 0
-        while i < n:
+        j = lo + 1
+        while j < hi and src[j - 1, 0] <= src[j, 0]:
+            j += 1
+        if j >= hi:
+            break  # sorted
+        i = lo
+        while i < hi:
             j = i + 1
-            while j < n and src[j - 1, 0] <= src[j, 0]:
+            while j < hi and src[j - 1, 0] <= src[j, 0]:
                 j += 1
             k = j
-            if j < n:
+            if j < hi:
                 k = j + 1
-                while k < n and src[k - 1, 0] <= src[k, 0]:
+                while k < hi and src[k - 1, 0] <= src[k, 0]:
                     k += 1
             _merge(src, dst, i, j, k)
-            runs += 1
             i = k
         src, dst = dst, src
         in_tmp = not in_tmp
-        if runs <= 1:
-            break
     if in_tmp:
-        for i in range(n):
+        for i in range(lo, hi):
             run[i, 0] = tmp[i, 0]
             run[i, 1] = tmp[i, 1]
             run[i, 2] = tmp[i, 2]
