@@ -454,6 +454,15 @@ def merge_sort(run, tmp, n):
 
 
 @part
+def run_end(src, i, hi):
+    """The end of the sorted run of ``src`` that starts at ``i`` (``i < hi``)."""
+    j = i + 1
+    while j < hi and src[j - 1, 0] <= src[j, 0]:
+        j += 1
+    return j
+
+
+@part
 def merge_range(run, tmp, lo, hi):
     """Sort ``run[lo:hi]`` by key, stably (``tmp[lo:hi]`` its scratch): a natural merge sort,
     each pass merging neighbouring sorted runs.  A sorted range costs one pass, no copy."""
@@ -461,23 +470,17 @@ def merge_range(run, tmp, lo, hi):
     dst = tmp
     in_tmp = False
     while True:
-        j = lo + 1
-        while j < hi and src[j - 1, 0] <= src[j, 0]:
-            j += 1
+        i = lo
+        j = run_end(src, lo, hi)
         if j >= hi:
             break  # sorted
-        i = lo
-        while i < hi:
-            j = i + 1
-            while j < hi and src[j - 1, 0] <= src[j, 0]:
-                j += 1
-            k = j
-            if j < hi:
-                k = j + 1
-                while k < hi and src[k - 1, 0] <= src[k, 0]:
-                    k += 1
+        while True:  # merge [i, j) with the run after it, [j, k)
+            k = run_end(src, j, hi) if j < hi else j
             _merge(src, dst, i, j, k)
             i = k
+            if i >= hi:
+                break
+            j = run_end(src, i, hi)
         src, dst = dst, src
         in_tmp = not in_tmp
     if in_tmp:
