@@ -163,7 +163,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
 
     def counters(at: int) -> PortCounters:
         s = state[0]
-        ports = counters_at(at, s.port_busy, s.busy_until, s.port_bytes, s.port_pkts,
+        ports = counters_at(at, s.port_busy, s.busy_until, port_bytes(s), s.port_pkts,
                             s.port_stall, s.stall_start)
         if nics_on:
             ports.nics = nic_counters_at(at, s.nic_ctr, s.stall_start[s.nic_port])
@@ -262,7 +262,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
         sampler.take(end, class_bytes(sim))
     return RawResult(
         packets=sink.finish(),
-        port_bytes=sim.port_bytes, port_pkts=sim.port_pkts,
+        port_bytes=port_bytes(sim), port_pkts=sim.port_pkts,
         port_busy=sim.port_busy, port_stall=sim.port_stall, port_peak=sim.port_peak,
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
         wall_s=wall, cpu_s=cpu, feed_s=feed_s, window=window, window_ports=in_window,
@@ -274,6 +274,15 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
                  if nics_on else None),
         link_series=sampler.result() if sampler is not None else None,
     )
+
+
+def port_bytes(sim: Sim) -> np.ndarray:
+    """Bytes sent per port: with classes the loop counts them per class only (one counter
+    to update per hop, not two), so they are summed here."""
+    C = int(sim.n_classes)
+    if C == 1:
+        return sim.port_bytes
+    return sim.port_class_bytes.reshape(-1, C).sum(axis=1)
 
 
 def class_bytes(sim: Sim) -> np.ndarray:

@@ -96,9 +96,10 @@ def transmit(sim, o, pk, ovc, done, now):
     sim.credits[o * sim.n_vcs + ovc] -= size
     sim.cwait[o] = 0
     sim.busy_until[o] = done
-    sim.port_bytes[o] += size
-    if sim.n_classes > 1:  # with one class they are port_bytes (the driver reads those)
+    if sim.n_classes > 1:  # per class only: the driver sums them into each port's bytes
         sim.port_class_bytes[o * sim.n_classes + sim.ps[pk, P_CLASS]] += size
+    else:
+        sim.port_bytes[o] += size
     sim.port_pkts[o] += 1
     sim.port_busy[o] += done - now
     sim.ps[pk, P_VC] = ovc

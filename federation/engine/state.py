@@ -76,7 +76,7 @@ class Sim(NamedTuple):
     pkt_tail: np.ndarray  #: int64[rows] (cut-through only; length 1 otherwise)
     rec: np.ndarray  #: int64[cap, feed.REC_COLS] delivered open-loop packets (and program
     #: packets when ``Prog.keep``), drained by the driver (sc[S_REC] of them)
-    port_bytes: np.ndarray  #: int64[P]
+    port_bytes: np.ndarray  #: int64[P] (one class only: with several, per class below)
     port_pkts: np.ndarray  #: int64[P]
     port_busy: np.ndarray  #: int64[P]
     port_stall: np.ndarray  #: int64[P]
@@ -85,7 +85,8 @@ class Sim(NamedTuple):
     #: VCs of each class, ``n_vcs // n_classes`` (kept: the loop divides by it on every hop)
     vc_need: np.int64
     port_class_bytes: np.ndarray  #: int64[P*C] bytes sent per port and class (counted with
-    #: several classes only; with one, ``port_bytes`` are they)
+    #: several classes only, when ``port_bytes`` is not: the driver sums them, one counter
+    #: per hop; with one class ``port_bytes`` are they)
     nic_ctr: np.ndarray  #: int64[N, api.NC_COLS] per-NIC counters (api.NC_* columns)
     nic_flit: np.int64  #: bytes per flit (``nic.flit``): NC_REQ_FLITS counts size / flit
     iq: IQ | np.ndarray  #: the booksim_iq routers' state (:mod:`federation.engine.iq`; under
