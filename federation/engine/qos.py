@@ -13,17 +13,20 @@ answer ``-1`` only when no request has credit.
 ``megafly-qos.md`` §3), per output port ``o`` and class ``c``:
 
 * ``capb[o, c] = cap x bandwidth(o) x W`` rounded to a whole byte;
-* ``bytes[o, c]`` counts the bytes of the packets ``o`` started to send for ``c`` in the
-  current window (a packet's whole size at the time it starts).  *Static* windows are
-  ``[k W, (k + 1) W)`` from t = 0: the counters reset and inactive classes turn active at each
-  edge (applied when the port next arbitrates, with the inactive time accounted up to the
-  edge itself).  *Sliding*: the bytes of the sends of the last ``W`` ps (a send at ``t``
-  counts during ``[t, t + W)``), kept exactly in a per-(port, class) ring of ``(time,
+* a class's bytes at ``o`` in the current window count the packets ``o`` started to send
+  for ``c`` in it (a packet's whole size at the time it starts).  *Static* windows are
+  ``[k W, (k + 1) W)`` from t = 0: the counts restart and inactive classes turn active at
+  each edge (applied when the port next arbitrates, with the inactive time accounted up to
+  the edge itself).  The loop counts every port's bytes per class anyway (the per-class
+  results), so ``bytes[o, c]`` keeps that count as it stood when the window began and the
+  window's bytes are the difference: a send updates one counter, not two.  *Sliding*: the
+  bytes of the sends of the last ``W`` ps (a send at ``t`` counts during ``[t, t + W)``),
+  kept exactly in a per-(port, class) ring of ``(time,
   bytes)`` sends; the ring keeps only the newest sends whose sum reaches the cap (older ones
   cannot change the answer: they expire first), so its length is bounded by cap / smallest
   packet, and the driver doubles it when one fills (:data:`ST_QOS_RING`).
 * The port is *oversubscribed* at an arbitration when two classes or more have a sendable
-  request.  A class with a sendable request whose bytes reach its cap (``bytes >= capb``)
+  request.  A class with a sendable request whose window's bytes reach its cap (``capb``)
   at an oversubscribed arbitration turns *inactive*: until the next window edge (static), or
   until its bytes in the last ``W`` fall below the cap (sliding, at the exact time the send
   that took it over expires).
@@ -46,7 +49,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from federation.engine.api import P_OUTVC, P_SIZE
+from federation.engine.api import P_CLASS, P_OUTVC, P_SIZE
 from federation.engine.events import S_NOW
 from federation.engine.jit import part
 
@@ -70,7 +73,7 @@ class QosState(NamedTuple):
     capb: np.ndarray  #: int64[P*C] the cap in bytes at each port (:func:`set_caps`)
     weight: np.ndarray  #: int64[C] weighted_round_robin's weights
     win: np.ndarray  #: int64[P] index of the static window the port's counters cover
-    bytes: np.ndarray  #: int64[P*C] bytes sent in the window (sliding: in the ring)
+    bytes: np.ndarray  #: int64[P*C] static: bytes sent before the window; sliding: in the ring
     since: np.ndarray  #: int64[P*C] when the class turned inactive, -1: active
     inactive: np.ndarray  #: int64[P*C] ps spent inactive (closed spans)
     rr: np.ndarray  #: int64[P] round-robin / deficit pointer: the class served last
@@ -212,14 +215,16 @@ def inactive_time(st: QosState, end: int) -> np.ndarray | None:
 @part
 def qos_scan(sim, st, o, stop0):
     """Fill ``st.first`` / ``st.first_prev`` with each class's oldest request with credit at
-    ``o``; returns how many classes have one.  A request's class is its input queue's: the
-    classes own disjoint VC ranges, so ``qi``'s VC says it (``st.qclass``) without reading
-    the packet, and a request of a class already found is passed over without loading its
-    packet's row.  ``stop0``: stop at the first class-0 candidate (``strict_priority``:
-    nothing outranks it).  Also returns the class found last: with one candidate class (nine
-    arbitrations in ten on the CODES scenario at load 0.5) the policies serve it without
-    walking the classes (:func:`caps_pick`, :func:`wrr_pick`, :func:`strict_pick`), so
-    ``st.first`` is only complete (-1: no candidate) when there are two or more."""
+    ``o``; returns how many classes have one.  The first request's class is read from its
+    packet's row (read for its size anyway); after that a request's class is its input
+    queue's: the classes own disjoint VC ranges, so ``qi``'s VC says it (``st.qclass``)
+    without reading the packet, and a request of a class already found is passed over
+    without loading its packet's row.  ``stop0``: stop at the first class-0 candidate
+    (``strict_priority``: nothing outranks it).  Also returns the class found last: with one
+    candidate class (nine arbitrations in ten on the CODES scenario at load 0.5) the
+    policies serve it without walking the classes (:func:`caps_pick`, :func:`wrr_pick`,
+    :func:`strict_pick`), so ``st.first`` is only complete (-1: no candidate) when there are
+    two or more."""
     C = st.n_classes
     V = sim.n_vcs
     n = 0
@@ -228,9 +233,13 @@ def qos_scan(sim, st, o, stop0):
     qi = sim.req_head[o]
     prev = -1
     while qi >= 0:
-        c = np.int64(st.qclass[qi])
-        if (found >> c) & 1 == 0:
+        if found == 0:  # no class found yet: this request's packet row is read anyway
             pk = sim.q_head[qi]
+            c = np.int64(sim.ps[pk, P_CLASS])
+        else:
+            c = np.int64(st.qclass[qi])
+            pk = sim.q_head[qi] if (found >> c) & 1 == 0 else -1
+        if pk >= 0:
             size = sim.ps[pk, P_SIZE]
             if sim.credits[o * V + sim.ps[pk, P_OUTVC]] >= size:
                 st.first[c] = qi
@@ -251,10 +260,22 @@ def qos_scan(sim, st, o, stop0):
 
 
 @part
+def sent(sim, o, c):
+    """Bytes port ``o`` has started to send for class ``c`` since the run began: the loop's
+    own per-class counters (:func:`federation.engine.router.transmit`)."""
+    if sim.n_classes > 1:
+        return sim.port_class_bytes[o * sim.n_classes + c]
+    return sim.port_bytes[o]
+
+
+@part
 def over_cap(sim, st, o, c):
-    """True if class ``c`` has sent its cap's worth at ``o`` in the window."""
+    """True if class ``c`` has sent its cap's worth at ``o`` in the window (static: what it
+    sent since the window's start, when ``bytes`` took its count)."""
     i = o * st.n_classes + c
-    return st.bytes[i] >= st.capb[i]
+    if st.sliding:
+        return st.bytes[i] >= st.capb[i]
+    return sent(sim, o, c) - st.bytes[i] >= st.capb[i]
 
 
 @part
@@ -295,17 +316,18 @@ def refresh(sim, st, o, now):
         if st.since[i] >= 0:
             st.inactive[i] += edge - st.since[i]
             st.since[i] = -1
-        st.bytes[i] = 0
+        st.bytes[i] = sent(sim, o, c)  # every send so far was in an earlier window
     st.win[o] = w
 
 
 @part
 def count_send(sim, st, o, c, size, now):
-    """Port ``o`` starts sending ``size`` bytes of class ``c`` at ``now``."""
-    i = o * st.n_classes + c
-    st.bytes[i] += size
+    """Port ``o`` starts sending ``size`` bytes of class ``c`` at ``now``: a sliding
+    window's ring records it (a static window's count is the loop's own, :func:`sent`)."""
     if not st.sliding:
         return
+    i = o * st.n_classes + c
+    st.bytes[i] += size
     K = st.ring_k[0]
     n = st.ring_n[i]
     slot = i * K + (st.ring_head[i] + n) % K
