@@ -100,10 +100,11 @@ class Reference:
                 ph, turned = 1, True
             if lvl >= self.V:
                 continue
-            if turned:  # the second phase: any destination outside this group
+            if turned:  # the second phase: any destination outside this group; the turn
+                # forgets the dimension (dateline levels start afresh: tables_route.follow)
                 for d2 in self.carriers:
                     if group[d2] != group[r]:
-                        self.walk(r, d2, v, ph, lvl, dim, hops, False, src_group, prev)
+                        self.walk(r, d2, v, ph, lvl, -1, hops, False, src_group, prev)
                 continue
             if plan.valiant == "group" and v >= 0 and ph == 0:
                 ports = [int(t.gnext[r, v])]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+import types
 from pathlib import Path
 
 import numpy as np
@@ -95,19 +96,60 @@ def test_torus_without_dateline_has_a_ring_cycle():
     assert (coords == coords[0]).all(axis=0).sum() == 1  # one ring: one coordinate varies
 
 
-def test_valiant_on_a_dateline_torus_is_refused_the_level_carries_into_phase_two(tmp_path):
-    """The engine keeps a Valiant packet's dateline level when its second phase starts in the
-    dimension its first ended in, so phase two's VC 3 (level 1 + offset 2) runs round a ring:
-    a real cycle, refused (reported to the engine's maintainers)."""
+@pytest.mark.parametrize("algorithm", ["valiant", "ugal"])
+def test_valiant_family_on_a_dateline_torus_is_deadlock_free(tmp_path, algorithm):
+    """Phase two restarts the dateline rule on its own VCs (the engine forgets the packet's
+    dimension at the turn), so Valiant's phases are two dimension-ordered dateline routings
+    on disjoint VC sets: no cycle.  (Until stop 33 the engine kept phase one's level into
+    phase two, whose VC 3 then ran round a ring: refused.)"""
     machine = {"topology": {"kind": "torus", "dims": [4, 4]}, "router": {"vcs": 4}}
-    with pytest.raises(ConfigError) as e:
-        built(tmp_path, machine, {"algorithm": "valiant"})
-    msg = str(e.value)
-    assert msg.startswith(f"{tmp_path / 'e.yaml'}: routing: routing 'valiant' (plugin valiant) "
-                          "can deadlock on this machine (router.vcs = 4): its channel "
-                          "dependency graph (route tables) has a cycle of 4 channels")
-    assert msg.count("(torus to router") == 5 and set(re.findall(r" VC (\d)", msg)) == {"3"}
-    assert msg.endswith("or run with --no-deadlock-check to simulate it anyway")
+    proof = built(tmp_path, machine, {"algorithm": algorithm})[1].deadlock
+    assert proof.deadlock_free and proof.dependencies > 0
+
+
+def test_valiant_phase_two_restarts_the_dateline_rule_on_its_own_vcs(monkeypatch):
+    """Every Valiant path on an 8-router ring, routed hop by hop by the engine's own
+    ``follow`` (run as Python): phase one on VCs 0-1, phase two on 2-3, each by the dateline
+    rule from its own start (level 0 until the ring's dateline, 1 after), including the
+    paths whose first phase crossed the dateline and whose second goes on round the ring."""
+    from federation.engine import tables_route as TR
+    from federation.engine.api import P_DIM, P_LEVEL, P_PHASE, P_VIA, PS_COLS
+    from federation.plugins.topologies.torus import Torus
+
+    for name in ("table_port", "vc_rule"):
+        monkeypatch.setattr(TR, name, getattr(TR, name).py_func)
+    topo = Torus(Torus.Params(dims=[8], nodes_per_router=1))
+    net = topo.build()
+    t = topo.minimal_routes(net)
+    t.phase_vc_offset, t.vcs_required = t.vcs_required, 2 * t.vcs_required  # as valiant.py
+    tables = TR.program_tables(t, net.ports.n_ports)
+    peer, owner = net.ports.port_peer, net.ports.port_router
+    dateline = tables[6]
+    carried = 0
+    for src in range(8):
+        for via in range(8):
+            for dst in range(8):
+                if len({src, via, dst}) < 3:
+                    continue
+                ps = np.zeros((1, PS_COLS), dtype=np.int32)
+                ps[0, P_VIA], ps[0, P_DIM] = via, -1
+                sim = types.SimpleNamespace(ps=ps)
+                r, hops = src, []
+                while r != dst:
+                    o, vc = TR.follow.py_func(sim, tables, r, 0, dst, via)
+                    hops.append((int(ps[0, P_PHASE]), int(vc), bool(dateline[o])))
+                    r = int(owner[peer[o]])
+                    assert len(hops) <= 8
+                for phase in (0, 1):
+                    vcs = [vc for ph, vc, _ in hops if ph == phase]
+                    crossed = np.cumsum([d for ph, _, d in hops if ph == phase]) > 0
+                    assert vcs == [2 * phase + int(c) for c in crossed], (src, via, dst, hops)
+                first = [vc for ph, vc, _ in hops if ph == 0]
+                second = [(vc, d) for ph, vc, d in hops if ph == 1]
+                if second:  # (a first phase that meets the destination ends there)
+                    carried += first[-1] == 1 and second[0] == (2, False)
+                assert ps[0, P_LEVEL] in (0, 1)
+    assert carried > 0  # paths that the old rule put on VC 3 from phase two's first hop
 
 
 def test_aries_minimal_spread_is_refused_equal_cost_ports_break_dimension_order(tmp_path):
@@ -454,13 +496,13 @@ def test_a_sweep_is_refused_before_its_first_point_runs(tmp_path):
     refused before the first point runs, naming the point."""
     path = tmp_path / "s.yaml"
     path.write_text(yaml.safe_dump({
-        "machine": {"topology": {"kind": "torus", "dims": [4, 4]}, "router": {"vcs": 4}},
+        "machine": str(MACHINES / "aries-xc.yaml"),
         "routing": {"algorithm": "minimal"},
         "workload": {"kind": "synthetic", "pattern": "uniform", "load": 0.05},
         "stop": {"warmup": "0.2us", "measure": "1us"},
-        "sweep": {"routing.algorithm": ["minimal", "valiant"]}}))
-    with pytest.raises(ConfigError, match=r"routing 'valiant' \(plugin valiant\) can deadlock.*"
-                       r"\(sweep point 1: routing.algorithm=valiant\)$"):
+        "sweep": {"routing.spread": ["table", "hash"]}}))
+    with pytest.raises(ConfigError, match=r"routing 'minimal' \(plugin minimal\) can deadlock.*"
+                       r"\(sweep point 1: routing.spread=hash\)$"):
         preflight(load_experiment(path), LIMIT)
     assert len(preflight(load_experiment(path), LIMIT, deadlock_check=False).proofs) == 0
 

@@ -82,9 +82,8 @@ def test_refusals(machine: str | dict, exp: dict, where: str, words: str,
     """Everything merlin cannot express exactly is refused with one message naming the field
     (in the file that set it), never approximated."""
     if machine == {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
-                   "router": {"vcs": 2}} or exp.get("routing") == {"algorithm": "valiant"}:
-        # the native checks refuse first (valiant on 2 VCs; valiant on a dateline torus can
-        # deadlock, see federation.network.deadlock); call the generator directly
+                   "router": {"vcs": 2}}:
+        # the native checks refuse first (valiant on 2 VCs); call the generator directly
         from federation.adapters.sst import build_config
         from federation.pipeline.build import build_network
         from federation.pipeline.load import load_experiment

@@ -17,8 +17,8 @@ ties evenly.  Two VCs keep it deadlock-free for any ``n``.  A packet travels on 
 the *dateline* cable (the one between routers ``n - 1`` and ``0``, in either direction) and on
 VC 1 from then on.  Without the :meth:`Ring.minimal_routes` override the framework's default
 shortest-path tables would work too, but their rule is VC = hop index, so they need
-``router.vcs >= n // 2``.  Use ``routing: {algorithm: minimal}``.  ``valiant`` reuses the two
-dateline VCs for both of its phases and can deadlock here, as it can on the built-in torus.
+``router.vcs >= n // 2``.  Use ``routing: {algorithm: minimal}``; ``valiant`` runs each of its
+two phases on its own pair of dateline VCs (``router.vcs: 4``).
 """
 
 from __future__ import annotations

@@ -136,11 +136,16 @@ def route(sim, tables, r, ip, pk):
 @part
 def follow(sim, tables, r, pk, dr, via):
     """Port and VC by the tables once the choice is made: towards group ``via`` until a
-    router of it is reached (the packet is then in Valiant's second phase), then minimally."""
+    router of it is reached (the packet is then in Valiant's second phase), then minimally.
+    Phase two runs on its own VCs (``phase_vc_offset``) by the same rule from its start: on
+    dateline tables its first hop counts as a new dimension (level 0 until a dateline), as
+    the first phase's did, or a second phase that goes on round the ring its first phase
+    ended in would keep level 1 past its own dateline (a cycle)."""
     ps = sim.ps
     if via >= 0 and ps[pk, P_PHASE] == 0:
         if tables[2][r] == via:
             ps[pk, P_PHASE] = 1
+            ps[pk, P_DIM] = -1  # dateline tables: phase two's levels start afresh
         else:
             ps[pk, P_MINIMAL] = 0
     o = table_port(tables, r, dr, via, ps[pk, P_PHASE])

@@ -369,8 +369,12 @@ class Walk:
         return tgt
 
     def expand_start1(self, codes: np.ndarray) -> np.ndarray:
-        """Valiant's second phase begins here: any destination, minimally, shifted VCs."""
+        """Valiant's second phase begins here: any destination, minimally, shifted VCs.  On
+        dateline tables its levels start afresh (the engine forgets the packet's dimension
+        at the turn: ``tables_route.follow``)."""
         _, y, s = self.decode(codes, self.base_s1)
+        if not self.counter:
+            s = np.full_like(s, self.dim0)
         i, g = fan(np.arange(y.size + 1) * self.carrier_groups.size,
                    np.tile(self.carrier_groups, y.size), np.arange(y.size))
         keep = g != self.group[y[i]]

@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import Field
 
 from federation import Params, RouteTables, Routing, hookimpl
-from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA
+from federation.engine.api import P_DIM, P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA
 from federation.engine.jit import part
 from federation.engine.tables_route import table_port, table_program, vc_rule
 from federation.pipeline.tables_check import check_minimal_routes
@@ -63,6 +63,7 @@ def route_via_router(sim, tables, r, ip, pk):
         if r == via:
             ps[pk, P_PHASE] = 1
             ps[pk, P_LEVEL] += 1
+            ps[pk, P_DIM] = -1  # dateline tables: phase two's levels start afresh
         else:
             ps[pk, P_MINIMAL] = 0
     target = via if via >= 0 and ps[pk, P_PHASE] == 0 else dr
