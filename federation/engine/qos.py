@@ -21,10 +21,10 @@ answer ``-1`` only when no request has credit.
   results), so ``bytes[o, c]`` keeps that count as it stood when the window began and the
   window's bytes are the difference: a send updates one counter, not two.  *Sliding*: the
   bytes of the sends of the last ``W`` ps (a send at ``t`` counts during ``[t, t + W)``),
-  kept exactly in a per-(port, class) ring of ``(time,
-  bytes)`` sends; the ring keeps only the newest sends whose sum reaches the cap (older ones
-  cannot change the answer: they expire first), so its length is bounded by cap / smallest
-  packet, and the driver doubles it when one fills (:data:`ST_QOS_RING`).
+  kept exactly in a per-(port, class) ring of ``(time, bytes)`` sends; the ring keeps only
+  the newest sends whose sum reaches the cap (older ones cannot change the answer: they
+  expire first), so its length is bounded by cap / smallest packet, and the driver doubles
+  it when one fills (:data:`ST_QOS_RING`).
 * The port is *oversubscribed* at an arbitration when two classes or more have a sendable
   request.  A class with a sendable request whose window's bytes reach its cap (``capb``)
   at an oversubscribed arbitration turns *inactive*: until the next window edge (static), or
