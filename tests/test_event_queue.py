@@ -19,8 +19,7 @@ WRAP = 1 << Q.SEQ_BITS
 
 @pytest.fixture(autouse=True)
 def _python_parts(monkeypatch):  # noqa: ANN001, ANN202
-    for name in ("sort_run", "merge_sort", "merge_range", "run_end", "insertion_range",
-                 "_merge"):
+    for name in ("sort_run", "merge_range", "run_end", "insertion_range", "_merge"):
         monkeypatch.setattr(Q, name, getattr(Q, name).py_func)
 
 

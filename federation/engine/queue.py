@@ -382,7 +382,7 @@ def sort_run(run, tmp, hist, n, shift):
     if descents == 0:
         return
     if n < 64 or (np.int64(1) << min(shift, 11)) > 4 * n:
-        merge_sort(run, tmp, n)
+        merge_range(run, tmp, 0, n)
         return
     src = run
     dst = tmp
@@ -445,12 +445,6 @@ def insertion_range(run, lo, hi):
         run[b, 0] = k0
         run[b, 1] = k1
         run[b, 2] = k2
-
-
-@part
-def merge_sort(run, tmp, n):
-    """Sort ``run[:n]`` by key, stably: a natural merge sort."""
-    merge_range(run, tmp, 0, n)
 
 
 @part
