@@ -242,3 +242,95 @@ def test_a_loaded_feed_points_each_class_at_its_first_slot_on_its_node():
     cls = np.array([1, 1, 0, 1, 2, 2, 1])
     reset_nic_ptrs(st, nic_first, cls)
     assert st.nic_ptr.reshape(3, 3).tolist() == [[2, 0, 4], [4, 4, 4], [7, 6, 4]]
+    assert st.nic_one.tolist() == [-1, -1, -1]  # two classes, none, two classes
+    reset_nic_ptrs(st, np.array([0, 2, 2, 5]), np.array([1, 1, 2, 2, 2]))
+    assert st.nic_one.tolist() == [1, -1, 2]  # one class: the shorter path (one_candidate)
+
+
+def by_src_low_dst_high(messages):  # noqa: ANN001
+    """Nodes 0-3 send in their own parity's class; the others by the destination's."""
+    cls = np.where(messages.src < 4, messages.src % 2, messages.dst % 2)
+    return cls.astype(np.int16)
+
+
+class MixedCaps(BandwidthCaps):
+    name = "mixed_caps"
+    traffic_class = staticmethod(by_src_low_dst_high)  # type: ignore[assignment]
+
+
+class MixedWrr(WeightedRoundRobin):
+    name = "mixed_wrr"
+    traffic_class = staticmethod(by_src_low_dst_high)  # type: ignore[assignment]
+
+
+def with_mixed(pm: FederationPlugins) -> FederationPlugins:
+    module = types.ModuleType("qos_mixed")
+
+    @hookimpl
+    def federation_register_qos(register) -> None:  # noqa: ANN001
+        register(MixedCaps)
+        register(MixedWrr)
+
+    module.federation_register_qos = federation_register_qos
+    pm.add(module, "qos_mixed", "tests")
+    return pm
+
+
+@pytest.mark.parametrize("qos", [
+    {"kind": "mixed_caps", "window": "5us", "sliding": False,
+     "classes": [{"name": "high", "cap": 0.3}, {"name": "low", "cap": 0.3}]},
+    {"kind": "mixed_caps", "window": "5us", "window_kind": "sliding",
+     "classes": [{"name": "high", "cap": 0.6}, {"name": "low", "cap": 0.2}]},
+    {"kind": "mixed_wrr", "classes": [{"name": "high", "weight": 3}, {"name": "low", "weight": 1}]},
+    {"kind": "background_low", "classes": [{"name": "high"}, {"name": "low"}]},
+], ids=["caps_static", "caps_sliding", "wrr", "programs"])
+def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkeypatch, qos):
+    """NICs whose waiting packets are all of one class skip the class walk (``nic_one``,
+    :func:`federation.engine.nic_qos.one_candidate`).  Here nodes 0-3 send one class each
+    and the others two (so a chunk of 128 packets may leave a node with one or two): every
+    packet leaves and arrives at exactly the time it does when every NIC walks its classes,
+    with the same per-class inactive time at every port.  Buffers of two packets and links no
+    faster than the NICs: injection waits for credit too."""
+    monkeypatch.setattr("federation.pipeline.messages.CHUNK_PACKETS", 128)
+    qos = {k: v for k, v in qos.items() if k != "sliding"}
+    top: dict = {"workload": {"kind": "synthetic", "load": 0.9, "injection": "poisson"},
+                 "stop": {"warmup": "0ns", "measure": "60us"}}
+    if qos["kind"] == "background_low":
+        top = {"background": {"kind": "synthetic", "load": 0.9},
+               "workload": {"kind": "collective", "op": "allreduce", "ranks": 4,
+                            "size": "32KiB", "iterations": 2}}
+    doc = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 2, "h": 1},
+                       "links": {k: {"bandwidth": "1GB/s", "latency": "10ns", "buffer": 2 * PKT}
+                                 for k in ("terminal", "local", "global")},
+                       "nic": {"bandwidth": "1GB/s"},
+                       "router": {"vcs": 4, "delay": "0ns"}, "packet_size": PKT, "qos": qos},
+           "routing": {"algorithm": "minimal"}, "stop": {"warmup": "0ns", "measure": "500us"},
+           **top}
+    path = tmp_path / "e.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    point = load_experiment(path, plugins=with_mixed(plugins())).points[0]
+    took = []
+
+    def counted(st, nic_first, cls):  # noqa: ANN001, ANN202
+        reset(st, nic_first, cls)
+        took.append(int((st.nic_one >= 0).sum()))
+
+    def walk_all(st, nic_first, cls):  # noqa: ANN001, ANN202
+        reset(st, nic_first, cls)
+        st.nic_one[:] = -1
+
+    import federation.engine.feed as feed
+
+    reset = feed.reset_nic_ptrs
+    monkeypatch.setattr(feed, "reset_nic_ptrs", counted)
+    short = point.engine.run(prepare(point).job)
+    monkeypatch.setattr(feed, "reset_nic_ptrs", walk_all)
+    walked = point.engine.run(prepare(point).job)
+    assert max(took) > 0  # some NICs on the short path
+    assert len(took) > 1 or qos["kind"] == "background_low"  # chunks loaded, NICs changed path
+    a, b = short.packets.packets, walked.packets.packets
+    assert len(a["packet"]) > 200
+    for col in ("packet", "injected_ps", "delivered_ps", "class"):
+        assert np.array_equal(np.asarray(a[col]), np.asarray(b[col])), col
+    assert np.array_equal(short.port_class_inactive, walked.port_class_inactive)
+    assert short.end_ps == walked.end_ps

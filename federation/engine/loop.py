@@ -103,7 +103,7 @@ from federation.engine.iq import sw_select as iq_sw_select
 from federation.engine.iq import take_granted as iq_take
 from federation.engine.iq import vc_allocate as iq_vc_allocate
 from federation.engine.jit import kernel, part
-from federation.engine.nic_qos import nic_candidates, nic_next_due, nic_take
+from federation.engine.nic_qos import nic_candidates, nic_next_due, nic_take, one_candidate
 from federation.engine.prefetch import prefetch_row
 from federation.engine.programs import (
     FLOW_DATA,
@@ -328,7 +328,11 @@ def inject_classes(sim, pg, rt, ab, node, now):
             nic_wake_at(sim, node, sim.busy_until[o])
         return
     settle_credits(sim, o)  # the credits returned by now
-    n, later, blocked, one = nic_candidates(sim, pg, ab, node, now, PROGRAMS)
+    one = ab.nic_one[node]
+    if one >= 0 and (not PROGRAMS or pg.nic_fhead[node] < 0):  # one class waits here
+        n, later, blocked = one_candidate(sim, ab, node, one, now)
+    else:
+        n, later, blocked, one = nic_candidates(sim, pg, ab, node, now, PROGRAMS)
     if n > 0 and sim.sc[S_FREE] < 1:  # no row for an open-loop packet (never seen: the loop
         nic_wake_at(sim, node, now)  # keeps 4 free per event); again once the pool grows
         return

@@ -89,6 +89,7 @@ class QosState(NamedTuple):
     size: np.ndarray  #: int64[C] scratch: the size of each class's candidate packet
     nic: np.int64  #: 1: the policy applies at injection too (the loop's ``QOS_NIC``)
     nic_ptr: np.ndarray  #: int64[N*C] each (node, class)'s next feed slot (nic_qos.py)
+    nic_one: np.ndarray  #: int64[N] the class of all a node's feed slots, -1: none or several
     qclass: np.ndarray  #: uint8[P*V] the class of input queue ``p * V + v`` (:func:`run_state`)
 
 
@@ -114,7 +115,8 @@ def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
         ring_head=np.zeros(P * C, dtype=i64), ring_n=np.zeros(P * C, dtype=i64),
         ring_k=np.array([K], dtype=i64), full=np.zeros(1, dtype=i64),
         size=np.zeros(C, dtype=i64), nic=i64(n_nodes > 0),
-        nic_ptr=np.zeros(max(n_nodes, 1) * C, dtype=i64), qclass=np.zeros(1, dtype=np.uint8))
+        nic_ptr=np.zeros(max(n_nodes, 1) * C, dtype=i64),
+        nic_one=np.full(max(n_nodes, 1), -1, dtype=i64), qclass=np.zeros(1, dtype=np.uint8))
 
 
 def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> None:
@@ -122,13 +124,18 @@ def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> None:
     packets first, then the chunk's, ``cls`` their classes): every (node, class) pointer
     restarts at its node's first slot of that class (its node's end when it has none), so
     that no NIC scans for a class it does not send.  Nothing for an arbiter state that is
-    not a QoS policy's at injection."""
+    not a QoS policy's at injection.  A node whose slots are all of one class is marked with
+    it (``nic_one``): its NIC takes the one-class path (:func:`federation.engine.nic_qos.
+    one_candidate`) until the next load."""
     if not (isinstance(st, QosState) and st.nic):
         return
     C = int(st.n_classes)
     ptr = st.nic_ptr.reshape(-1, C)
     ptr[:] = nic_first[1:, None]  # none of the class: the node's end
-    node = np.repeat(np.arange(nic_first.shape[0] - 1), np.diff(nic_first))
+    N = nic_first.shape[0] - 1
+    node = np.repeat(np.arange(N), np.diff(nic_first))
+    kinds = np.zeros(N, dtype=np.int64)  # how many classes each node has slots of
+    st.nic_one[:N] = -1
     for c in range(C):
         rows = np.flatnonzero(cls == c)
         if rows.size == 0:
@@ -137,6 +144,9 @@ def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> None:
         first = np.ones(rows.size, dtype=bool)
         first[1:] = at[1:] != at[:-1]  # node-sorted: a node's first row of the class
         ptr[at[first], c] = rows[first]
+        kinds[at[first]] += 1
+        st.nic_one[at[first]] = c
+    st.nic_one[:N][kinds != 1] = -1
 
 
 def set_caps(st: QosState, port_ser: np.ndarray) -> None:
