@@ -362,11 +362,13 @@ def _places(node: np.ndarray, count: np.ndarray, start: np.ndarray) -> np.ndarra
     return start[node] + np.arange(node.shape[0]) - before[node]
 
 
-def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> Sim:
+def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> tuple[Sim, tuple]:
     """Queue a chunk's packets (its :func:`chunk_rows`) in the feed, each NIC's behind the
     packets it has not sent yet, and wake the NICs that had none.  Every event before the
     chunk's first creation time has been handled (the loop stopped there).  Packet rows are
-    taken later, one packet at a time as each reaches the head of its NIC (:func:`born`)."""
+    taken later, one packet at a time as each reaches the head of its NIC (:func:`born`).
+    Returns the state and the arbiter state (a QoS policy's at injection points into the new
+    feed: :func:`federation.engine.qos.reset_nic_ptrs`)."""
     k = rows.rows.shape[0]
     N = sim.nic_ptr.shape[0]
     sim.sc[E.S_LOADED] += k
@@ -383,7 +385,7 @@ def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> Sim:
     feed[_places(rows.node, n_new, nic_first[:-1] + n_back)] = rows.rows
     had = sim.nic_first[1:] > sim.nic_ptr
     sim = sim._replace(nic_first=nic_first, nic_ptr=nic_first[:-1].copy(), feed=feed)
-    reset_nic_ptrs(arb_state, nic_first, feed[:-1, F_CLS])
+    arb_state = reset_nic_ptrs(arb_state, nic_first, feed[:-1, F_CLS])
 
     idle = np.nonzero(~had & (n_new > 0))[0]
     if idle.size:
@@ -392,7 +394,7 @@ def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> Sim:
         sim.wakes[k:k + idle.size, 0] = idle
         sim.wakes[k:k + idle.size, 1] = feed[nic_first[idle], F_TIME]
         sim.sc[E.S_WAKES] = k + idle.size
-    return sim
+    return sim, arb_state
 
 
 def waiting(sim: Sim) -> int:

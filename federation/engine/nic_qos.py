@@ -5,12 +5,13 @@ counters kept for the NIC port like for any port).
 
 What is modelled.  Open-loop packets wait in the feed, a node's in creation order
 (:mod:`federation.engine.feed`); each (node, class) has its own pointer
-(``QosState.nic_ptr``) that scans forward over the node's slots of other classes and of
-packets already sent, so each class is its own queue in creation order (amortised O(classes)
-per packet).  A slot sent out of turn is marked (``F_ID = -1``; the feed's spare last row
-counts the marks, :func:`federation.engine.feed.waiting`) and the node's own pointer
-``nic_ptr`` stays at its oldest unsent slot, so the driver's backlog (what a new chunk keeps)
-is exactly the unsent packets.  Rank-program packets keep their NIC's one flow queue (in the
+(``QosState.nic_ptr``) at its oldest unsent slot, and each slot a link to its node's next slot
+of the same class (``QosState.nic_link``, made as the feed loads), so each class is its own
+queue in creation order and its head is one read.  A slot sent out of turn is marked
+(``F_ID = -1``; the feed's spare last row counts the marks,
+:func:`federation.engine.feed.waiting`) and the node's own pointer ``nic_ptr`` stays at its
+oldest unsent slot, so the driver's backlog (what a new chunk keeps) is exactly the unsent
+packets.  Rank-program packets keep their NIC's one flow queue (in the
 order sends handed them over): its head competes as a packet of its own class, against that
 class's open-loop head (the older goes first, the open-loop one on a tie, as without QoS).
 So a program's packets of two classes at one NIC are *not* reordered between them (a head of
@@ -32,22 +33,16 @@ import numpy as np
 
 from federation.engine.api import P_CLASS, P_SIZE, P_VC
 from federation.engine.events import TIME_LIMIT_PS
-from federation.engine.feed import F_CLS, F_ID, F_SIZE, F_TIME, F_VC, born
+from federation.engine.feed import F_ID, F_SIZE, F_TIME, F_VC, born
 from federation.engine.jit import part
 from federation.engine.programs import new_packet
 
 
 @part
-def class_head(sim, st, node, c, end):
-    """Feed slot of class ``c``'s oldest unsent open-loop packet at ``node`` (``end``: none),
-    its pointer moved up to it."""
-    i = node * st.n_classes + c
-    p = st.nic_ptr[i]
-    feed = sim.feed
-    while p < end and (feed[p, F_CLS] != c or feed[p, F_ID] < 0):
-        p += 1
-    st.nic_ptr[i] = p
-    return p
+def class_head(st, node, c):
+    """Feed slot of class ``c``'s oldest unsent open-loop packet at ``node`` (the node's end:
+    none): its pointer, which :func:`nic_take` moves along the class's links."""
+    return st.nic_ptr[node * st.n_classes + c]
 
 
 @part
@@ -79,7 +74,7 @@ def nic_candidates(sim, pg, st, node, now, programs):
     feed = sim.feed
     for c in range(C):
         st.first[c] = -1
-        p = class_head(sim, st, node, c, end)
+        p = class_head(st, node, c)
         t = feed[p, F_TIME] if p < end else TIME_LIMIT_PS
         src = np.int64(-1)
         if c == fc and ft < t:
@@ -141,7 +136,7 @@ def nic_take(sim, pg, st, node, c):
     row = born(sim, pg, node, p)
     feed = sim.feed
     feed[p, F_ID] = -1
-    st.nic_ptr[node * st.n_classes + c] = p + 1
+    st.nic_ptr[node * st.n_classes + c] = st.nic_link[p]
     marks = feed.shape[0] - 1  # the spare row: sent slots still in the feed
     feed[marks, 0] += 1
     end = sim.nic_first[node + 1]
@@ -162,7 +157,7 @@ def nic_next_due(sim, pg, st, node, c, n, blocked, later, now, programs):
         return now
     t = later
     end = sim.nic_first[node + 1]
-    p = class_head(sim, st, node, c, end)
+    p = class_head(st, node, c)
     if p < end and sim.feed[p, F_TIME] < t:
         t = sim.feed[p, F_TIME]
     if programs:
