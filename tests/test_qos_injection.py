@@ -246,7 +246,7 @@ def test_a_loaded_feed_points_each_class_at_its_first_slot_on_its_node():
     assert st.nic_link.tolist() == [1, 3, 4, 4, 5, 7, 7]
     assert st.nic_one.tolist() == [-1, -1, -1]  # two classes, none, two classes
     st = reset_nic_ptrs(st, np.array([0, 2, 2, 5]), np.array([1, 1, 2, 2, 2]))
-    assert st.nic_one.tolist() == [1, -1, 2]  # one class: the shorter path (one_candidate)
+    assert st.nic_one.tolist() == [1, -1, 2]  # one class: the shorter path (inject_one)
     assert st.nic_link.tolist() == [1, 2, 3, 4, 5]
 
 
@@ -289,7 +289,7 @@ def with_mixed(pm: FederationPlugins) -> FederationPlugins:
 ], ids=["caps_static", "caps_sliding", "wrr", "programs"])
 def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkeypatch, qos):
     """NICs whose waiting packets are all of one class skip the class walk (``nic_one``,
-    :func:`federation.engine.nic_qos.one_candidate`).  Here nodes 0-3 send one class each
+    :func:`federation.engine.loop.inject_one`).  Here nodes 0-3 send one class each
     and the others two (so a chunk of 128 packets may leave a node with one or two): every
     packet leaves and arrives at exactly the time it does when every NIC walks its classes,
     with the same per-class inactive time at every port.  Buffers of two packets and links no

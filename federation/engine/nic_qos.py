@@ -23,8 +23,9 @@ leave; a flow's head is born at the head, as without QoS.
 
 A node whose waiting packets are all of one class (most NICs when classes come from jobs or
 sources; marked at each load, :func:`federation.engine.qos.reset_nic_ptrs`) takes a shorter
-path to the same answer (:func:`one_candidate`): its head is its class's head, so no class is
-walked.  The policy still picks (its counters and pointers at the NIC port stay exact).
+path to the same answer (:func:`federation.engine.loop.inject_one`): its head is its class's
+head, so it sends as without classes.  The policy is still told of each send (its counters and
+pointers at the NIC port stay exact).
 """
 
 from __future__ import annotations
@@ -100,29 +101,6 @@ def nic_candidates(sim, pg, st, node, now, programs):
         n += 1
         last = np.int64(c)
     return n, later, blocked, last
-
-
-@part
-def one_candidate(sim, st, node, c, now):
-    """:func:`nic_candidates` for a node whose feed slots are all of class ``c``
-    (``st.nic_one``) and that has no rank-program flow waiting: the class's head is the
-    node's oldest unsent slot (none is ever sent out of turn there), so no class is walked
-    and no pointer scans.  Returns ``(candidates: 0 or 1, when the head is due if later,
-    1 if it is due without credit)``, the candidate in ``st.first[c]`` as there."""
-    p = sim.nic_ptr[node]
-    if p >= sim.nic_first[node + 1]:
-        return 0, TIME_LIMIT_PS, 0
-    feed = sim.feed
-    t = feed[p, F_TIME]
-    if t > now:
-        return 0, t, 0
-    size = feed[p, F_SIZE]
-    if sim.credits[sim.nic_port[node] * sim.n_vcs + c * sim.vc_need + feed[p, F_VC]] < size:
-        return 0, TIME_LIMIT_PS, 1
-    st.first[c] = p
-    st.first_prev[c] = -1
-    st.size[c] = size
-    return 1, TIME_LIMIT_PS, 0
 
 
 @part

@@ -128,8 +128,8 @@ def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> tuple:
     each slot is linked to its node's next slot of the same class (``nic_link``; the node's
     end after its last), so that a class's head is one read and no NIC scans over the other
     classes' packets.  A node whose slots are all of one class is marked with it
-    (``nic_one``): its NIC takes the one-class path (:func:`federation.engine.nic_qos.
-    one_candidate`) until the next load.  Returns the state with the new feed's links; an
+    (``nic_one``): its NIC takes the one-class path (:func:`federation.engine.loop.
+    inject_one`) until the next load.  Returns the state with the new feed's links; an
     arbiter state that is not a QoS policy's at injection as it is."""
     if not (isinstance(st, QosState) and st.nic):
         return st
