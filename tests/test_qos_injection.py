@@ -235,19 +235,23 @@ def test_a_loaded_feed_points_each_class_at_its_first_slot_on_its_node():
     """After a chunk load every (node, class) pointer stands at the node's first slot of
     that class, or at the node's end when the node has none, and each slot links to its
     node's next slot of its class: no NIC scans over another class's packets."""
-    from federation.engine.qos import K_STRICT, new_state, reset_nic_ptrs
+    from federation.engine.qos import CLASS_MASK, K_STRICT, LINK_SHIFT, new_state, reset_nic_ptrs
 
     st = new_state(K_STRICT, n_ports=4, n_classes=3, n_nodes=3)
     nic_first = np.array([0, 4, 4, 7])  # node 0: slots 0-3, node 1: none, node 2: 4-6
     cls = np.array([1, 1, 0, 1, 2, 2, 1])
-    st = reset_nic_ptrs(st, nic_first, cls)
+    reset_nic_ptrs(st, nic_first, cls)
     assert st.nic_ptr.reshape(3, 3).tolist() == [[2, 0, 4], [4, 4, 4], [7, 6, 4]]
-    # each slot's node's next slot of its class, else the node's end
-    assert st.nic_link.tolist() == [1, 3, 4, 4, 5, 7, 7]
+    # each slot's class word keeps its class and links its node's next slot of that class
+    assert (cls & CLASS_MASK).tolist() == [1, 1, 0, 1, 2, 2, 1]
+    assert (cls >> LINK_SHIFT).tolist() == [1, 3, 4, 4, 5, 7, 7]  # else the node's end
     assert st.nic_one.tolist() == [-1, -1, -1]  # two classes, none, two classes
-    st = reset_nic_ptrs(st, np.array([0, 2, 2, 5]), np.array([1, 1, 2, 2, 2]))
+    one = np.array([1, 1, 2, 2, 2])
+    reset_nic_ptrs(st, np.array([0, 2, 2, 5]), one)
     assert st.nic_one.tolist() == [1, -1, 2]  # one class: the shorter path (inject_one)
-    assert st.nic_link.tolist() == [1, 2, 3, 4, 5]
+    assert (one >> LINK_SHIFT).tolist() == [1, 2, 3, 4, 5]
+    reset_nic_ptrs(st, np.array([0, 2, 2, 5]), one)  # a reload reads the classes under links
+    assert (one & CLASS_MASK).tolist() == [1, 1, 2, 2, 2]
 
 
 def by_src_low_dst_high(messages):  # noqa: ANN001
@@ -315,14 +319,12 @@ def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkey
     took = []
 
     def counted(st, nic_first, cls):  # noqa: ANN001, ANN202
-        st = reset(st, nic_first, cls)
+        reset(st, nic_first, cls)
         took.append(int((st.nic_one >= 0).sum()))
-        return st
 
     def walk_all(st, nic_first, cls):  # noqa: ANN001, ANN202
-        st = reset(st, nic_first, cls)
+        reset(st, nic_first, cls)
         st.nic_one[:] = -1
-        return st
 
     import federation.engine.feed as feed
 

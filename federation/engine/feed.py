@@ -25,7 +25,7 @@ from federation.engine.credits import returns_then
 from federation.engine.events import EV_NIC, S_FREE, S_REC, S_WAKES, push
 from federation.engine.iq import grown_rows
 from federation.engine.jit import part
-from federation.engine.qos import reset_nic_ptrs
+from federation.engine.qos import CLASS_MASK, reset_nic_ptrs
 from federation.engine.queue import grown
 from federation.engine.state import Sim
 from federation.engine.traffic import PacketChunk
@@ -63,7 +63,7 @@ F_DST = 3
 F_SIZE = 4
 F_VIA = 5
 F_VC = 6
-F_CLS = 7
+F_CLS = 7  #: traffic class (with QoS classes at injection, links above: qos.LINK_SHIFT)
 F_COLS = 8
 
 
@@ -276,7 +276,7 @@ def born(sim, pg, node, slot):
     pg.row_flow[row] = -1
     f = sim.feed
     fill_row(sim, row, node, f[slot, F_DST], f[slot, F_SIZE], f[slot, F_VIA], f[slot, F_VC],
-             f[slot, F_CLS], -1, f[slot, F_TIME])
+             f[slot, F_CLS] & CLASS_MASK, -1, f[slot, F_TIME])
     sim.pm[row, A.M_ID] = f[slot, F_ID]
     sim.pm[row, A.M_MSG] = f[slot, F_MSG]
     return row
@@ -362,13 +362,13 @@ def _places(node: np.ndarray, count: np.ndarray, start: np.ndarray) -> np.ndarra
     return start[node] + np.arange(node.shape[0]) - before[node]
 
 
-def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> tuple[Sim, tuple]:
+def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> Sim:
     """Queue a chunk's packets (its :func:`chunk_rows`) in the feed, each NIC's behind the
     packets it has not sent yet, and wake the NICs that had none.  Every event before the
     chunk's first creation time has been handled (the loop stopped there).  Packet rows are
     taken later, one packet at a time as each reaches the head of its NIC (:func:`born`).
-    Returns the state and the arbiter state (a QoS policy's at injection points into the new
-    feed: :func:`federation.engine.qos.reset_nic_ptrs`)."""
+    A QoS policy's state at injection points into the new feed
+    (:func:`federation.engine.qos.reset_nic_ptrs`)."""
     k = rows.rows.shape[0]
     N = sim.nic_ptr.shape[0]
     sim.sc[E.S_LOADED] += k
@@ -385,7 +385,7 @@ def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> tuple[Sim, t
     feed[_places(rows.node, n_new, nic_first[:-1] + n_back)] = rows.rows
     had = sim.nic_first[1:] > sim.nic_ptr
     sim = sim._replace(nic_first=nic_first, nic_ptr=nic_first[:-1].copy(), feed=feed)
-    arb_state = reset_nic_ptrs(arb_state, nic_first, feed[:-1, F_CLS])
+    reset_nic_ptrs(arb_state, nic_first, feed[:-1, F_CLS])
 
     idle = np.nonzero(~had & (n_new > 0))[0]
     if idle.size:
@@ -394,7 +394,7 @@ def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> tuple[Sim, t
         sim.wakes[k:k + idle.size, 0] = idle
         sim.wakes[k:k + idle.size, 1] = feed[nic_first[idle], F_TIME]
         sim.sc[E.S_WAKES] = k + idle.size
-    return sim, arb_state
+    return sim
 
 
 def waiting(sim: Sim) -> int:
@@ -431,6 +431,7 @@ def undelivered(sim: Sim) -> np.ndarray:
     for rc, fc in ((REC_ID, F_ID), (REC_MSG, F_MSG), (REC_DST, F_DST), (REC_SIZE, F_SIZE),
                    (REC_CREATED, F_TIME), (REC_VIA, F_VIA), (REC_CLASS, F_CLS)):
         wait[:, rc] = f[:, fc]
+    wait[:, REC_CLASS] &= CLASS_MASK  # without the links of classes at injection
     wait[:, REC_SRC] = node
     wait[:, REC_INJECT] = -1
     wait[:, REC_MINIMAL] = 1

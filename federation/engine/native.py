@@ -150,7 +150,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
 
     def load() -> None:
         """Load the ready chunk (the loop stands at its start); the feeder readies the next."""
-        state[0], state[2] = load_chunk(state[0], feeder.take(), state[2])
+        state[0] = load_chunk(state[0], feeder.take(), state[2])
         feeder.resume()
         _check_rows(state[0], job.max_rows)
 

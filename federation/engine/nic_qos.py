@@ -5,9 +5,9 @@ counters kept for the NIC port like for any port).
 
 What is modelled.  Open-loop packets wait in the feed, a node's in creation order
 (:mod:`federation.engine.feed`); each (node, class) has its own pointer
-(``QosState.nic_ptr``) at its oldest unsent slot, and each slot a link to its node's next slot
-of the same class (``QosState.nic_link``, made as the feed loads), so each class is its own
-queue in creation order and its head is one read.  A slot sent out of turn is marked
+(``QosState.nic_ptr``) at its oldest unsent slot, and each slot's class word links to its
+node's next slot of the same class (``qos.LINK_SHIFT``, made as the feed loads), so each class
+is its own queue in creation order and its head is one read.  A slot sent out of turn is marked
 (``F_ID = -1``; the feed's spare last row counts the marks,
 :func:`federation.engine.feed.waiting`) and the node's own pointer ``nic_ptr`` stays at its
 oldest unsent slot, so the driver's backlog (what a new chunk keeps) is exactly the unsent
@@ -34,9 +34,10 @@ import numpy as np
 
 from federation.engine.api import P_CLASS, P_SIZE, P_VC
 from federation.engine.events import TIME_LIMIT_PS
-from federation.engine.feed import F_ID, F_SIZE, F_TIME, F_VC, born
+from federation.engine.feed import F_CLS, F_ID, F_SIZE, F_TIME, F_VC, born
 from federation.engine.jit import part
 from federation.engine.programs import new_packet
+from federation.engine.qos import LINK_SHIFT
 
 
 @part
@@ -114,7 +115,7 @@ def nic_take(sim, pg, st, node, c):
     row = born(sim, pg, node, p)
     feed = sim.feed
     feed[p, F_ID] = -1
-    st.nic_ptr[node * st.n_classes + c] = st.nic_link[p]
+    st.nic_ptr[node * st.n_classes + c] = feed[p, F_CLS] >> LINK_SHIFT  # its next slot
     marks = feed.shape[0] - 1  # the spare row: sent slots still in the feed
     feed[marks, 0] += 1
     end = sim.nic_first[node + 1]

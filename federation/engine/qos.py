@@ -59,6 +59,10 @@ ST_QOS_RING = 40
 QUANTUM = 256
 #: policy numbers (``QosState.kind``)
 K_CAPS, K_STRICT, K_WRR = 0, 1, 2
+#: a feed slot's class word (``feed.F_CLS``): the class in the low bits (classes <= VCs <= 64);
+#: with classes at injection, the node's next slot of the same class above (reset_nic_ptrs)
+LINK_SHIFT = 8
+CLASS_MASK = (1 << LINK_SHIFT) - 1
 
 
 class QosState(NamedTuple):
@@ -90,7 +94,6 @@ class QosState(NamedTuple):
     nic: np.int64  #: 1: the policy applies at injection too (the loop's ``QOS_NIC``)
     nic_ptr: np.ndarray  #: int64[N*C] each (node, class)'s next feed slot (nic_qos.py)
     nic_one: np.ndarray  #: int64[N] the class of all a node's feed slots, -1: none or several
-    nic_link: np.ndarray  #: int64[feed slots] the node's next slot of the same class (its end)
     qclass: np.ndarray  #: uint8[P*V] the class of input queue ``p * V + v`` (:func:`run_state`)
 
 
@@ -117,32 +120,32 @@ def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
         ring_k=np.array([K], dtype=i64), full=np.zeros(1, dtype=i64),
         size=np.zeros(C, dtype=i64), nic=i64(n_nodes > 0),
         nic_ptr=np.zeros(max(n_nodes, 1) * C, dtype=i64),
-        nic_one=np.full(max(n_nodes, 1), -1, dtype=i64), nic_link=np.zeros(1, dtype=i64),
-        qclass=np.zeros(1, dtype=np.uint8))
+        nic_one=np.full(max(n_nodes, 1), -1, dtype=i64), qclass=np.zeros(1, dtype=np.uint8))
 
 
-def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> tuple:
+def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> None:
     """A new feed was loaded (:func:`federation.engine.feed.load_chunk`: each NIC's unsent
-    packets first, then the chunk's, ``cls`` their classes): every (node, class) pointer
-    restarts at its node's first slot of that class (its node's end when it has none), and
-    each slot is linked to its node's next slot of the same class (``nic_link``; the node's
-    end after its last), so that a class's head is one read and no NIC scans over the other
-    classes' packets.  A node whose slots are all of one class is marked with it
-    (``nic_one``): its NIC takes the one-class path (:func:`federation.engine.loop.
-    inject_one`) until the next load.  Returns the state with the new feed's links; an
-    arbiter state that is not a QoS policy's at injection as it is."""
+    packets first, then the chunk's; ``cls`` is its class column, written here): every
+    (node, class) pointer restarts at its node's first slot of that class (its node's end
+    when it has none), and each slot's class word gets, above its class (``LINK_SHIFT``), its
+    node's next slot of the same class (the node's end after its last), so that a class's
+    next head comes with the row just sent and no NIC scans over the other classes' packets.
+    A node whose slots are all of one class is marked with it (``nic_one``): its NIC takes
+    the one-class path (:func:`federation.engine.loop.inject_one`) until the next load.
+    Nothing for an arbiter state that is not a QoS policy's at injection."""
     if not (isinstance(st, QosState) and st.nic):
-        return st
+        return
     C = int(st.n_classes)
     ptr = st.nic_ptr.reshape(-1, C)
     ptr[:] = nic_first[1:, None]  # none of the class: the node's end
     N = nic_first.shape[0] - 1
     node = np.repeat(np.arange(N), np.diff(nic_first))
-    link = np.empty(max(1, cls.shape[0]), dtype=np.int64)
+    own = cls & CLASS_MASK  # a backlog's slots come with the old feed's links
+    link = nic_first[node + 1]
     kinds = np.zeros(N, dtype=np.int64)  # how many classes each node has slots of
     st.nic_one[:N] = -1
     for c in range(C):
-        rows = np.flatnonzero(cls == c)
+        rows = np.flatnonzero(own == c)
         if rows.size == 0:
             continue
         at = node[rows]
@@ -152,10 +155,10 @@ def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> tuple:
         kinds[at[first]] += 1
         st.nic_one[at[first]] = c
         last = np.ones(rows.size, dtype=bool)
-        last[:-1] = first[1:]  # a node's last row of the class: linked to the node's end
-        link[rows] = np.where(last, nic_first[at + 1], np.roll(rows, -1))
+        last[:-1] = first[1:]  # a node's last row of the class keeps the node's end
+        link[rows[~last]] = rows[1:][~last[:-1]]
     st.nic_one[:N][kinds != 1] = -1
-    return st._replace(nic_link=link)
+    cls[:] = own | (link << LINK_SHIFT)
 
 
 def set_caps(st: QosState, port_ser: np.ndarray) -> None:
