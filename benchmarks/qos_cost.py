@@ -3,9 +3,11 @@
 Runs ``benchmarks/engine.py`` on the CODES scenario (one point, ``--load``) for the one-class
 baseline (``--vcs 4``: the same VCs as two classes of minimal's 2) and for each QoS policy at
 router outputs and at both router outputs and injection (``--qos POLICY --qos-vcs 4``, classes
-by source parity), every configuration once per round, in an order that reverses each round,
-each run a process of its own.  Prints per configuration the median packet-hops per second of
-loop time over the rounds and the extra time per packet-hop against the baseline's median.
+by source parity: one class at each NIC, as when classes come from jobs; ``--classes-by dst``:
+by destination parity, both classes at every NIC), every configuration once per round, in an
+order that reverses each round, each run a process of its own.  Prints per configuration the
+median packet-hops per second of loop time over the rounds and the extra time per packet-hop
+against the baseline's median.
 
 Why rounds: on a shared machine the figures drift by several points over minutes, and a
 configuration measured in one quiet minute against another in a busy one says nothing; the
@@ -15,7 +17,7 @@ run of a configuration must give the same events and mean latency (the engine is
 deterministic): a difference stops the script.
 
     python benchmarks/qos_cost.py [--rounds 10] [--measure 400us] [--load 0.5]
-        [--policies bandwidth_caps weighted_round_robin] [--json]
+        [--policies bandwidth_caps weighted_round_robin] [--classes-by src|dst] [--json]
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ AT = {"router_outputs": ["--qos-at", "router_outputs"], "both": []}  # both: the
 TARGET = 0.15  #: issue 22: at most 15 % more time per packet-hop than one class
 
 
-def configs(policies: list[str]) -> dict[str, list[str]]:
-    """Name -> ``engine.py`` arguments of every configuration, the baseline first."""
+def configs(policies: list[str], by: str = "src") -> dict[str, list[str]]:
+    """Name -> ``engine.py`` arguments of every configuration, the baseline first (classes
+    by the parity of each message's ``by`` node)."""
     out = {"one class": ["--vcs", "4"]}
     for policy in policies:
         for at, args in AT.items():
-            out[f"{policy} at {at}"] = ["--qos", policy, "--qos-vcs", "4", *args]
+            out[f"{policy} at {at}"] = ["--qos", policy, "--qos-vcs", "4", "--qos-by", by, *args]
     return out
 
 
@@ -86,15 +89,19 @@ def main() -> None:
     ap.add_argument("--measure", default="400us", help="simulated time of each run")
     ap.add_argument("--load", type=float, default=0.5)
     ap.add_argument("--policies", nargs="+", choices=POLICIES, default=POLICIES)
+    ap.add_argument("--classes-by", choices=["src", "dst"], default="src",
+                    help="a message's class: its source's parity (one class per NIC) or its "
+                         "destination's (two at every NIC)")
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
     a = ap.parse_args()
-    rows = table(measure(configs(a.policies), a.rounds, a.load, a.measure))
+    rows = table(measure(configs(a.policies, a.classes_by), a.rounds, a.load, a.measure))
     if a.json:
         for row in rows:
             print(json.dumps(row))
         return
-    print(f"CODES dragonfly, load {a.load}, {a.rounds} rounds of {a.measure}: extra time per "
-          f"packet-hop against one class (target: at most {TARGET:.0%})")
+    print(f"CODES dragonfly, load {a.load}, {a.rounds} rounds of {a.measure}, classes by "
+          f"{a.classes_by} parity: extra time per packet-hop against one class (target: at "
+          f"most {TARGET:.0%})")
     for row in rows:
         mark = "" if row["config"] == "one class" else (
             "  within" if row["within_target"] else "  OVER")
