@@ -276,7 +276,7 @@ def born(sim, pg, node, slot):
     pg.row_flow[row] = -1
     f = sim.feed
     fill_row(sim, row, node, f[slot, F_DST], f[slot, F_SIZE], f[slot, F_VIA], f[slot, F_VC],
-             f[slot, F_CLS] & CLASS_MASK, -1, f[slot, F_TIME])
+             f[slot, F_CLS], -1, f[slot, F_TIME])  # int32 class: links dropped
     sim.pm[row, A.M_ID] = f[slot, F_ID]
     sim.pm[row, A.M_MSG] = f[slot, F_MSG]
     return row

@@ -59,9 +59,11 @@ ST_QOS_RING = 40
 QUANTUM = 256
 #: policy numbers (``QosState.kind``)
 K_CAPS, K_STRICT, K_WRR = 0, 1, 2
-#: a feed slot's class word (``feed.F_CLS``): the class in the low bits (classes <= VCs <= 64);
-#: with classes at injection, the node's next slot of the same class above (reset_nic_ptrs)
-LINK_SHIFT = 8
+#: a feed slot's class word (``feed.F_CLS``): the class in the low 32 bits; with classes at
+#: injection, the node's next slot of the same class above them (:func:`reset_nic_ptrs`).
+#: A packet's int32 class column keeps the low half as it is born, so ``feed.born`` needs
+#: no mask and a loop without classes at injection is the code it was.
+LINK_SHIFT = 32
 CLASS_MASK = (1 << LINK_SHIFT) - 1
 
 
