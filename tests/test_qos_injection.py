@@ -59,9 +59,25 @@ class AllLow(StrictPriorityQos):
         return np.ones(messages.count, dtype=np.int16)
 
 
+def by_src_low_dst_high(messages):  # noqa: ANN001
+    """Nodes 0-3 send in their own parity's class; the others by the destination's."""
+    cls = np.where(messages.src < 4, messages.src % 2, messages.dst % 2)
+    return cls.astype(np.int16)
+
+
+class MixedCaps(BandwidthCaps):
+    name = "mixed_caps"
+    traffic_class = staticmethod(by_src_low_dst_high)  # type: ignore[assignment]
+
+
+class MixedWrr(WeightedRoundRobin):
+    name = "mixed_wrr"
+    traffic_class = staticmethod(by_src_low_dst_high)  # type: ignore[assignment]
+
+
 @hookimpl
 def federation_register_qos(register) -> None:  # noqa: ANN001
-    for cls in (DstCaps, DstStrict, DstWrr, AllLow):
+    for cls in (DstCaps, DstStrict, DstWrr, AllLow, MixedCaps, MixedWrr):
         register(cls)
 
 
@@ -254,35 +270,6 @@ def test_a_loaded_feed_points_each_class_at_its_first_slot_on_its_node():
     assert (one & CLASS_MASK).tolist() == [1, 1, 2, 2, 2]
 
 
-def by_src_low_dst_high(messages):  # noqa: ANN001
-    """Nodes 0-3 send in their own parity's class; the others by the destination's."""
-    cls = np.where(messages.src < 4, messages.src % 2, messages.dst % 2)
-    return cls.astype(np.int16)
-
-
-class MixedCaps(BandwidthCaps):
-    name = "mixed_caps"
-    traffic_class = staticmethod(by_src_low_dst_high)  # type: ignore[assignment]
-
-
-class MixedWrr(WeightedRoundRobin):
-    name = "mixed_wrr"
-    traffic_class = staticmethod(by_src_low_dst_high)  # type: ignore[assignment]
-
-
-def with_mixed(pm: FederationPlugins) -> FederationPlugins:
-    module = types.ModuleType("qos_mixed")
-
-    @hookimpl
-    def federation_register_qos(register) -> None:  # noqa: ANN001
-        register(MixedCaps)
-        register(MixedWrr)
-
-    module.federation_register_qos = federation_register_qos
-    pm.add(module, "qos_mixed", "tests")
-    return pm
-
-
 @pytest.mark.parametrize("qos", [
     {"kind": "mixed_caps", "window": "5us", "sliding": False,
      "classes": [{"name": "high", "cap": 0.3}, {"name": "low", "cap": 0.3}]},
@@ -315,7 +302,7 @@ def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkey
            **top}
     path = tmp_path / "e.yaml"
     path.write_text(yaml.safe_dump(doc))
-    point = load_experiment(path, plugins=with_mixed(plugins())).points[0]
+    point = load_experiment(path, plugins=plugins()).points[0]
     took = []
 
     def counted(st, nic_first, cls):  # noqa: ANN001, ANN202

@@ -318,6 +318,20 @@ def nic_advance(sim, pg, node, f, done):
 
 
 @part
+def launch(sim, rt, node, pk, ovc, base, now):
+    """Packet ``pk`` leaves ``node``'s NIC (QoS classes at injection) into injection VC ``ovc``
+    of its class's VCs (from ``base``, which the routing's credit accessors see): noted,
+    counted, handed to ``INJECT``."""
+    sim.ps[pk, P_VC] = ovc
+    sim.sc[S_VCBASE] = base
+    sim.pm[pk, M_INJECT] = now
+    end_nic_stall(sim, node, now)
+    if COUNTERS:
+        count_request(sim, node, pk)
+    INJECT(sim, rt, node, pk)
+
+
+@part
 def inject_one(sim, pg, rt, ab, node, c, now):
     """:func:`inject_classes` at a node whose feed slots are all of class ``c``
     (``QosState.nic_one``) and that has no rank-program flow waiting: its class's head is its
@@ -350,13 +364,7 @@ def inject_one(sim, pg, rt, ab, node, c, now):
     pk = born(sim, pg, node, p)
     sim.nic_ptr[node] = p + 1
     ab.nic_ptr[node * ab.n_classes + c] = p + 1
-    sim.ps[pk, P_VC] = ovc
-    sim.sc[S_VCBASE] = base
-    sim.pm[pk, M_INJECT] = now
-    end_nic_stall(sim, node, now)
-    if COUNTERS:
-        count_request(sim, node, pk)
-    INJECT(sim, rt, node, pk)
+    launch(sim, rt, node, pk, ovc, base, now)
     done = now + np.int64(size * sim.port_ser[o] + 0.5)
     transmit(sim, o, pk, ovc, done, now)
     if p + 1 < end:
@@ -399,13 +407,7 @@ def inject_classes(sim, pg, rt, ab, node, now):
     pk, f = nic_take(sim, pg, ab, node, c)
     base = c * sim.vc_need
     ovc = base + sim.ps[pk, P_VC]  # below vc_need (the feed's and the programs' draws)
-    sim.ps[pk, P_VC] = ovc
-    sim.sc[S_VCBASE] = base
-    sim.pm[pk, M_INJECT] = now
-    end_nic_stall(sim, node, now)
-    if COUNTERS:
-        count_request(sim, node, pk)
-    INJECT(sim, rt, node, pk)
+    launch(sim, rt, node, pk, ovc, base, now)
     done = now + np.int64(ab.size[c] * sim.port_ser[o] + 0.5)
     if f >= 0:  # an open-loop packet's slot is passed in nic_take
         nic_advance(sim, pg, node, f, done)
