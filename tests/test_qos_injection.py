@@ -271,7 +271,7 @@ def test_a_loaded_feed_points_each_class_at_its_first_slot_on_its_node():
 
 
 @pytest.mark.parametrize("qos", [
-    {"kind": "mixed_caps", "window": "5us", "sliding": False,
+    {"kind": "mixed_caps", "window": "5us",
      "classes": [{"name": "high", "cap": 0.3}, {"name": "low", "cap": 0.3}]},
     {"kind": "mixed_caps", "window": "5us", "window_kind": "sliding",
      "classes": [{"name": "high", "cap": 0.6}, {"name": "low", "cap": 0.2}]},
@@ -286,7 +286,6 @@ def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkey
     with the same per-class inactive time at every port.  Buffers of two packets and links no
     faster than the NICs: injection waits for credit too."""
     monkeypatch.setattr("federation.pipeline.messages.CHUNK_PACKETS", 128)
-    qos = {k: v for k, v in qos.items() if k != "sliding"}
     top: dict = {"workload": {"kind": "synthetic", "load": 0.9, "injection": "poisson"},
                  "stop": {"warmup": "0ns", "measure": "60us"}}
     if qos["kind"] == "background_low":

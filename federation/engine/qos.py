@@ -145,7 +145,6 @@ def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> None:
     own = cls & CLASS_MASK  # a backlog's slots come with the old feed's links
     link = nic_first[node + 1]
     kinds = np.zeros(N, dtype=np.int64)  # how many classes each node has slots of
-    st.nic_one[:N] = -1
     for c in range(C):
         rows = np.flatnonzero(own == c)
         if rows.size == 0:
@@ -159,7 +158,7 @@ def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> None:
         last = np.ones(rows.size, dtype=bool)
         last[:-1] = first[1:]  # a node's last row of the class keeps the node's end
         link[rows[~last]] = rows[1:][~last[:-1]]
-    st.nic_one[:N][kinds != 1] = -1
+    st.nic_one[:N][kinds != 1] = -1  # none or several
     cls[:] = own | (link << LINK_SHIFT)
 
 
