@@ -44,15 +44,20 @@ def test_the_pick_is_the_textbook_algorithm(data) -> None:  # noqa: ANN001
     s = Q.new_state(Q.K_WRR, ports, C, weights=weight)
     s.first[:] = [i if h else -1 for i, h in enumerate(has)]
     s.size[:] = size
-    s.deficit[o * C:(o + 1) * C] = deficit
-    s.rr[o] = rr
+    R = int(s.wrow)
+    assert R >= C + 1 and R & (R - 1) == 0  # a power of two: a row never straddles a line
+    untouched = s.deficit.copy()
+    s.deficit[o * R:o * R + C] = deficit
+    s.deficit[o * R + C] = rr
     want, want_deficit = drr_loop(list(s.first), size, weight, deficit, rr)
     one = max(i for i, h in enumerate(has) if h)
     got = Q.wrr_pick.py_func(s, o, sum(has), one)
     assert got == want
-    assert s.rr[o] == want
-    assert s.deficit[o * C:(o + 1) * C].tolist() == want_deficit
-    assert not np.any(np.delete(s.deficit, np.arange(o * C, (o + 1) * C)))  # other ports
+    assert s.deficit[o * R + C] == want  # the pointer
+    assert s.deficit[o * R:o * R + C].tolist() == want_deficit
+    rows = np.arange(o * R, (o + 1) * R)
+    assert np.array_equal(np.delete(s.deficit, rows), np.delete(untouched, rows))  # other ports
+    assert untouched[C::R].tolist() == [C - 1] * ports  # fresh pointers: class 0 goes first
 
 
 def test_a_large_packet_of_a_small_weight_waits_its_rounds() -> None:
@@ -62,8 +67,41 @@ def test_a_large_packet_of_a_small_weight_waits_its_rounds() -> None:
     s = Q.new_state(Q.K_WRR, 1, 2, weights=[3, 1])
     s.first[:] = [0, 1]
     s.size[:] = [512, 4096]
-    s.rr[0] = 1
+    s.deficit[2] = 1  # port 0's pointer (its row: two deficits, then the pointer)
     got = [int(Q.wrr_pick.py_func(s, 0, 2, 1)) for _ in range(200)]
     assert got[:50] == ([0] * 24 + [1]) * 2
     sent = np.bincount(got, weights=[512 if c == 0 else 4096 for c in got])
     assert sent.tolist() == [98304, 32768]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_one_class_sends_settle_in_one_step(data) -> None:  # noqa: ANN001
+    """A one-class NIC's sends are settled lazily (``wrr_settle`` at its next pick, and
+    ``settle_nics`` for every NIC as a feed loads): the row must be the one that serving each
+    send as a lone candidate (``wrr_pick`` with ``n`` 1) leaves, whatever the sizes."""
+    C = data.draw(st.integers(1, 4), label="classes")
+    c = data.draw(st.integers(0, C - 1), label="class")
+    weight = data.draw(st.lists(st.integers(1, 8), min_size=C, max_size=C), label="weight")
+    sizes = data.draw(st.lists(st.integers(1, 5000), min_size=1, max_size=12), label="sizes")
+    deficit = data.draw(st.lists(st.integers(0, 3000), min_size=C, max_size=C), label="deficit")
+    rr = data.draw(st.integers(0, C - 1), label="rr")
+    ports, o = 4, 2
+    states = [Q.new_state(Q.K_WRR, ports, C, weights=weight, n_nodes=2) for _ in range(3)]
+    for s in states:
+        R = int(s.wrow)
+        s.deficit[o * R:o * R + C] = deficit
+        s.deficit[o * R + C] = rr
+    walk, step, loaded = states
+    for size in sizes:
+        walk.size[c] = size
+        assert Q.wrr_pick.py_func(walk, o, 1, c) == c
+    Q.wrr_settle.py_func(step, o, c, sum(sizes))
+    assert step.deficit.tolist() == walk.deficit.tolist()
+    # the same for node 1 at a load, its NIC at port o: the loop's counters less the snapshot
+    class_bytes = np.zeros(ports * C, dtype=np.int64)
+    class_bytes[o * C + c] = sum(sizes) + 7
+    loaded.wsnap[1 * C + c] = 7  # bytes its row already accounts for
+    Q.settle_nics(loaded, class_bytes, np.array([0, o]))
+    assert loaded.deficit.tolist() == walk.deficit.tolist()
+    assert loaded.wsnap.reshape(-1, C)[1].tolist() == class_bytes.reshape(-1, C)[o].tolist()

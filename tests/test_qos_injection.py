@@ -75,9 +75,29 @@ class MixedWrr(WeightedRoundRobin):
     traffic_class = staticmethod(by_src_low_dst_high)  # type: ignore[assignment]
 
 
+class PhaseWrr(WeightedRoundRobin):
+    """Every message in the class of its creation time's 100 us phase: at load 0.3 a chunk
+    spans about 35 us, so at a phase's edge a NIC may hold one class in a chunk and the other
+    in the next, its one-class sends of both settled at the load between them."""
+
+    name = "phase_wrr"
+
+    def traffic_class(self, messages):  # noqa: ANN001, ANN201
+        return (1 - (messages.time_ps // 100_000_000) % 2).astype(np.int16)  # 1 first
+
+
+class AllLowWrr(WeightedRoundRobin):
+    """:class:`AllLow` under weighted round-robin: a NIC's background sends take the
+    one-class path until a program's packet waits too, then its deficits (settled lazily)
+    pick."""
+
+    name = "background_low_wrr"
+    traffic_class = AllLow.traffic_class
+
+
 @hookimpl
 def federation_register_qos(register) -> None:  # noqa: ANN001
-    for cls in (DstCaps, DstStrict, DstWrr, AllLow, MixedCaps, MixedWrr):
+    for cls in (DstCaps, DstStrict, DstWrr, AllLow, MixedCaps, MixedWrr, AllLowWrr, PhaseWrr):
         register(cls)
 
 
@@ -277,18 +297,29 @@ def test_a_loaded_feed_points_each_class_at_its_first_slot_on_its_node():
      "classes": [{"name": "high", "cap": 0.6}, {"name": "low", "cap": 0.2}]},
     {"kind": "mixed_wrr", "classes": [{"name": "high", "weight": 3}, {"name": "low", "weight": 1}]},
     {"kind": "background_low", "classes": [{"name": "high"}, {"name": "low"}]},
-], ids=["caps_static", "caps_sliding", "wrr", "programs"])
+    {"kind": "background_low_wrr",
+     "classes": [{"name": "high", "weight": 1}, {"name": "low", "weight": 2}]},
+    {"kind": "phase_wrr", "classes": [{"name": "high", "weight": 1}, {"name": "low", "weight": 3}]},
+], ids=["caps_static", "caps_sliding", "wrr", "programs", "programs_wrr", "wrr_phases"])
 def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkeypatch, qos):
     """NICs whose waiting packets are all of one class skip the class walk (``nic_one``,
     :func:`federation.engine.loop.inject_one`).  Here nodes 0-3 send one class each
     and the others two (so a chunk of 128 packets may leave a node with one or two): every
     packet leaves and arrives at exactly the time it does when every NIC walks its classes,
-    with the same per-class inactive time at every port.  Buffers of two packets and links no
-    faster than the NICs: injection waits for credit too."""
+    with the same per-class inactive time at every port and the same policy state at the end
+    (weighted round-robin settles a one-class NIC's deficits lazily: at its next pick by the
+    policy, at each load, at the end).  Buffers of two packets and links no faster than the
+    NICs: injection waits for credit too.  (Dropping the settle at a pick fails
+    ``programs_wrr``; dropping the one at loads changed no answer here: a class switch
+    with one candidate resets a NIC's deficits, so a misordered settle is forgotten at the
+    next switch unless two classes compete before it.)"""
     monkeypatch.setattr("federation.pipeline.messages.CHUNK_PACKETS", 128)
     top: dict = {"workload": {"kind": "synthetic", "load": 0.9, "injection": "poisson"},
                  "stop": {"warmup": "0ns", "measure": "60us"}}
-    if qos["kind"] == "background_low":
+    if qos["kind"] == "phase_wrr":
+        top = {"workload": {"kind": "synthetic", "load": 0.3, "injection": "poisson"},
+               "stop": {"warmup": "0ns", "measure": "300us"}}
+    if qos["kind"].startswith("background_low"):
         top = {"background": {"kind": "synthetic", "load": 0.9},
                "workload": {"kind": "collective", "op": "allreduce", "ranks": 4,
                             "size": "32KiB", "iterations": 2}}
@@ -313,14 +344,34 @@ def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkey
         st.nic_one[:] = -1
 
     import federation.engine.feed as feed
+    import federation.engine.native as native
 
-    reset = feed.reset_nic_ptrs
+    finals = []  # each run's QoS state as it ends (weighted round-robin: settled)
+
+    def final(st, end):  # noqa: ANN001, ANN202
+        finals.append(st)
+        return inactive(st, end)
+
+    settled = []  # per load: NICs whose one-class sends (weighted round-robin) it settles
+
+    def settle(st, class_bytes, nic_port):  # noqa: ANN001, ANN202
+        C = int(st.n_classes)
+        settled.append(int((class_bytes.reshape(-1, C)[nic_port[:st.nic_one.size]]
+                            > st.wsnap.reshape(-1, C)).any(axis=1).sum()))
+        settle_nics(st, class_bytes, nic_port)
+
+    reset, inactive, settle_nics = feed.reset_nic_ptrs, native.inactive_time, feed.settle_nics
+    monkeypatch.setattr(native, "inactive_time", final)
+    monkeypatch.setattr(feed, "settle_nics", settle)
     monkeypatch.setattr(feed, "reset_nic_ptrs", counted)
     short = point.engine.run(prepare(point).job)
     monkeypatch.setattr(feed, "reset_nic_ptrs", walk_all)
+    loads = len(settled)
     walked = point.engine.run(prepare(point).job)
     assert max(took) > 0  # some NICs on the short path
-    assert len(took) > 1 or qos["kind"] == "background_low"  # chunks loaded, NICs changed path
+    if qos["kind"] == "phase_wrr":  # NICs with one class in a chunk, the other in the next
+        assert sum(settled[:loads]) > 12 and not any(settled[loads:])  # (walked: nothing)
+    assert len(took) > 1 or qos["kind"].startswith("background_low")  # NICs changed path
     a, b = short.packets.packets, walked.packets.packets
     assert len(a["packet"]) > 200
     for col in ("packet", "injected_ps", "delivered_ps", "class"):
@@ -329,3 +380,6 @@ def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkey
     assert set(np.unique(np.asarray(a["class"])).tolist()) <= {0, 1}
     assert np.array_equal(short.port_class_inactive, walked.port_class_inactive)
     assert short.end_ps == walked.end_ps
+    # every port's policy state too: weighted round-robin's lazily settled NIC deficits
+    assert np.array_equal(finals[0].deficit, finals[1].deficit)
+    assert np.array_equal(finals[0].since, finals[1].since)

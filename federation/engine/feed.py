@@ -25,7 +25,7 @@ from federation.engine.credits import returns_then
 from federation.engine.events import EV_NIC, S_FREE, S_REC, S_WAKES, push
 from federation.engine.iq import grown_rows
 from federation.engine.jit import part
-from federation.engine.qos import CLASS_MASK, reset_nic_ptrs
+from federation.engine.qos import CLASS_MASK, reset_nic_ptrs, settle_nics
 from federation.engine.queue import grown
 from federation.engine.state import Sim
 from federation.engine.traffic import PacketChunk
@@ -385,6 +385,8 @@ def load_chunk(sim: Sim, rows: ChunkRows, arb_state: tuple = ()) -> Sim:
     feed[_places(rows.node, n_new, nic_first[:-1] + n_back)] = rows.rows
     had = sim.nic_first[1:] > sim.nic_ptr
     sim = sim._replace(nic_first=nic_first, nic_ptr=nic_first[:-1].copy(), feed=feed)
+    settle_nics(arb_state, sim.port_class_bytes if int(sim.n_classes) > 1 else sim.port_bytes,
+                sim.nic_port)  # before the one-class marks change
     reset_nic_ptrs(arb_state, nic_first, feed[:-1, F_CLS])
 
     idle = np.nonzero(~had & (n_new > 0))[0]

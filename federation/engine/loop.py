@@ -105,7 +105,13 @@ from federation.engine.iq import sw_select as iq_sw_select
 from federation.engine.iq import take_granted as iq_take
 from federation.engine.iq import vc_allocate as iq_vc_allocate
 from federation.engine.jit import kernel, part
-from federation.engine.nic_qos import nic_candidates, nic_next_due, nic_take
+from federation.engine.nic_qos import (
+    nic_candidates,
+    nic_next_due,
+    nic_pick,
+    nic_take,
+    one_class_send,
+)
 from federation.engine.prefetch import prefetch_row
 from federation.engine.programs import (
     FLOW_DATA,
@@ -116,7 +122,7 @@ from federation.engine.programs import (
     settle,
     unsettled,
 )
-from federation.engine.qos import ST_QOS_RING, pick_class
+from federation.engine.qos import ST_QOS_RING
 from federation.engine.queue import ahead, next_source, room, source_key, take
 from federation.engine.router import (
     enqueue,
@@ -359,8 +365,7 @@ def inject_one(sim, pg, rt, ab, node, c, now):
     if sim.sc[S_FREE] < 1:  # no row (never seen: the loop keeps 4 free per event)
         nic_wake_at(sim, node, now)
         return
-    ab.size[c] = size
-    pick_class(sim, ab, o, 1, c)  # serves c, and counts it
+    one_class_send(sim, ab, o, c, size)  # the policy told (caps count it)
     pk = born(sim, pg, node, p)
     sim.nic_ptr[node] = p + 1
     ab.nic_ptr[node * ab.n_classes + c] = p + 1
@@ -395,7 +400,7 @@ def inject_classes(sim, pg, rt, ab, node, now):
         return
     c = np.int64(-1)
     if n > 0:
-        c = pick_class(sim, ab, o, n, one)
+        c = nic_pick(sim, ab, node, o, n, one)
     if c < 0:
         if blocked:
             if sim.stall_start[o] < 0:

@@ -43,7 +43,13 @@ from federation.engine.iq import default_cycle, new_iq, no_iq
 from federation.engine.link_series import Sampler
 from federation.engine.packet_stats import PacketSink
 from federation.engine.program_arrays import no_programs, open_pool
-from federation.engine.qos import ST_QOS_RING, grow_rings, inactive_time, run_state
+from federation.engine.qos import (
+    ST_QOS_RING,
+    grow_rings,
+    inactive_time,
+    run_state,
+    settle_nics,
+)
 from federation.engine.queue import Q_COUNT, Q_SIDE, bucket_shift, new_queue
 from federation.engine.reports import (
     CLOCK_RANGE,
@@ -223,6 +229,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     wall, cpu = spent
     feed_s = time.perf_counter() - wall0 - wall
     sim, pg, arb_state = state
+    settle_nics(arb_state, class_bytes(sim), sim.nic_port)  # the final state exact (tests)
     sc = sim.sc
     if progress is not None:
         progress(int(sc[E.S_DELIVERED]), max(total, int(sc[E.S_DELIVERED])))

@@ -24,8 +24,12 @@ leave; a flow's head is born at the head, as without QoS.
 A node whose waiting packets are all of one class (most NICs when classes come from jobs or
 sources; marked at each load, :func:`federation.engine.qos.reset_nic_ptrs`) takes a shorter
 path to the same answer (:func:`federation.engine.loop.inject_one`): its head is its class's
-head, so it sends as without classes.  The policy is still told of each send (its counters and
-pointers at the NIC port stay exact).
+head, so it sends as without classes.  The policy is still told of each send
+(:func:`one_class_send`): ``bandwidth_caps`` counts it at once (its window and ring must see
+every send), ``strict_priority`` keeps no state, and ``weighted_round_robin`` settles it
+lazily (:func:`federation.engine.qos.wrr_catch_up`): the deficit after any run of one-class
+sends has a closed form in the bytes sent, taken when the NIC next picks among its classes
+(:func:`nic_pick`) or the feed loads (:func:`federation.engine.qos.settle_nics`).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from federation.engine.events import TIME_LIMIT_PS
 from federation.engine.feed import F_CLS, F_ID, F_SIZE, F_TIME, F_VC, born
 from federation.engine.jit import part
 from federation.engine.programs import new_packet
-from federation.engine.qos import LINK_SHIFT
+from federation.engine.qos import K_CAPS, K_WRR, LINK_SHIFT, pick_class, wrr_catch_up
 
 
 @part
@@ -144,3 +148,26 @@ def nic_next_due(sim, pg, st, node, c, n, blocked, later, now, programs):
         if f >= 0 and pg.flow_time[f] < t:
             t = pg.flow_time[f]
     return t
+
+
+@part
+def one_class_send(sim, st, o, c, size):
+    """A one-class NIC (port ``o``) sends ``size`` bytes of class ``c``: the policy's part
+    (module docstring): caps count it as a pick with one candidate; strict priority and
+    weighted round-robin (settled later, :func:`nic_pick`) touch nothing."""
+    if st.kind == K_CAPS:
+        st.size[c] = size
+        pick_class(sim, st, o, 1, c)
+
+
+@part
+def nic_pick(sim, st, node, o, n, one):
+    """:func:`federation.engine.qos.pick_class` at ``node``'s NIC port ``o``: weighted
+    round-robin first takes the one-class sends it has not seen, and accounts the packet it
+    picks (the loop counts its bytes as it leaves)."""
+    if st.kind == K_WRR:
+        wrr_catch_up(sim, st, node, o)
+    c = pick_class(sim, st, o, n, one)
+    if st.kind == K_WRR and c >= 0:
+        st.wsnap[node * st.n_classes + c] += st.size[c]
+    return c
