@@ -143,3 +143,20 @@ def fake_distribution(site: Path, name: str, source: str) -> Path:
         f"Metadata-Version: 2.1\nName: federation-{name}\nVersion: 0.1.0\n")
     (info / "entry_points.txt").write_text(f"[federation]\n{name} = federation_{name}\n")
     return site
+
+
+@pytest.fixture
+def sigint_default():
+    """Ctrl-C as Python's default (``KeyboardInterrupt``) for a test that sends itself SIGINT:
+    a suite started in the background by a non-interactive shell inherits SIGINT ignored, which
+    Python and :mod:`federation.interrupts` both respect (a fresh-clone ``.ci/run`` launched
+    that way failed the two tests that use this)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers are installed from the main thread only
+        return
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)

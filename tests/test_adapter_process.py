@@ -71,6 +71,7 @@ def test_a_program_ignoring_sigterm_is_killed_after_the_grace(
     assert _wait_gone(_child_pid(tmp_path))
 
 
+@pytest.mark.usefixtures("sigint_default")
 def test_ctrl_c_while_waiting_stops_the_group(tmp_path: Path) -> None:
     """The child runs in its own session, so a Ctrl-C reaches only us: the interrupted wait
     must stop the child and what it started, then let the KeyboardInterrupt through."""

@@ -195,6 +195,7 @@ def test_handling_turns_sigterm_into_stopped_and_ignores_repeats():
 
 
 @in_main_thread
+@pytest.mark.usefixtures("sigint_default")
 def test_held_defers_a_signal_to_the_end_of_the_block():
     steps = []
     with pytest.raises(interrupts.Stopped), interrupts.held():
