@@ -6,8 +6,10 @@ router outputs and at both router outputs and injection (``--qos POLICY --qos-vc
 by source parity: one class at each NIC, as when classes come from jobs; ``--classes-by dst``:
 by destination parity, both classes at every NIC), every configuration once per round, in an
 order that reverses each round, each run a process of its own.  Prints per configuration the
-median packet-hops per second of loop time over the rounds and the extra time per packet-hop
-against the baseline's median.
+median packet-hops per second of loop time over the rounds, the extra time per packet-hop
+against the baseline's median, and the median and quartiles of the same figure taken round by
+round (each configuration against the baseline run of its own round, minutes apart at most:
+the paired figure cancels the drift that moves both).
 
 Why rounds: on a shared machine the figures drift by several points over minutes, and a
 configuration measured in one quiet minute against another in a busy one says nothing; the
@@ -16,17 +18,31 @@ about six minutes on two cores) separate 15 % from 17 %; fewer do not (stop 33's
 run of a configuration must give the same events and mean latency (the engine is
 deterministic): a difference stops the script.
 
+``--cachegrind`` counts instead of timing: each configuration once under valgrind's
+cachegrind (``--measure`` 20us by default there, about a minute and a half each), the loop
+function's instructions, L1 and L2 misses and mispredicted branches.  The last-level cache
+cachegrind simulates is this host's L2 (``--l2-kb``, default read from sysfs): the loop's
+whole working set fits a server's L3, so L3 misses are nil and what costs is an L1 miss
+that also misses L2.  The estimate of cycles is ``Ir + 10 (L1 misses + mispredicts) + 40 L2
+misses`` (cachegrind's old formula, with an L3 hit's latency for the last level).  The counts
+are the same on every host and every run, so they separate changes of a few per cent that
+the wall clock of a shared machine cannot; the weights are a model (stop 35's host ran the
+QoS loops relatively slower than stop 34's: its L3 was slower).
+
     python benchmarks/qos_cost.py [--rounds 10] [--measure 400us] [--load 0.5]
         [--policies bandwidth_caps weighted_round_robin] [--classes-by src|dst] [--json]
+        [--cachegrind]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -75,12 +91,98 @@ def measure(cfg: dict[str, list[str]], rounds: int, load: float, span: str) -> d
 
 
 def table(runs: dict[str, list]) -> list[dict]:
-    """Median packet-hops/s of each configuration and its extra time per packet-hop."""
+    """Median packet-hops/s of each configuration, its extra time per packet-hop against the
+    baseline's median, and the same figure round by round (median and quartiles)."""
     med = {name: statistics.median(d["packet_hops_per_s"] for d in r) for name, r in runs.items()}
     base = med["one class"]
-    return [{"config": name, "packet_hops_per_s": m, "extra": base / m - 1,
-             "within_target": name == "one class" or base / m - 1 <= TARGET}
-            for name, m in med.items()]
+    rows = []
+    for name, m in med.items():
+        paired = [b["packet_hops_per_s"] / d["packet_hops_per_s"] - 1
+                  for b, d in zip(runs["one class"], runs[name], strict=True)]
+        q = statistics.quantiles(paired, n=4, method="inclusive") if len(paired) > 1 else paired * 3
+        rows.append({"config": name, "packet_hops_per_s": m, "extra": base / m - 1,
+                     "paired": statistics.median(paired), "paired_q1": q[0], "paired_q3": q[2],
+                     "within_target": name == "one class" or base / m - 1 <= TARGET})
+    return rows
+
+
+#: cachegrind's events, in the order of its output file's ``events:`` line
+CG_EVENTS = ["Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw",
+             "Bc", "Bcm", "Bi", "Bim"]
+
+
+def loop_counts(out: Path) -> dict[str, int]:
+    """The event counts of the compiled loop function (``federation_loop``) in a cachegrind
+    output file (the sum over its lines; the loop has no line information)."""
+    counts = dict.fromkeys(CG_EVENTS, 0)
+    inside = False
+    for line in out.read_text().splitlines():
+        if line.startswith("fn="):
+            inside = "federation_loop" in line
+        elif inside and line[:1].isdigit():
+            for k, v in zip(CG_EVENTS, line.split()[1:], strict=False):
+                counts[k] += int(v)
+    return counts
+
+
+def l2_bytes() -> int:
+    """This host's L2 size per core (sysfs), 512 KiB where it cannot be read."""
+    try:
+        for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+            if (index / "level").read_text().strip() == "2":
+                size = (index / "size").read_text().strip()
+                return int(size.rstrip("KMk")) * (1024 if size[-1] in "Kk" else 1 << 20)
+    except (OSError, ValueError):
+        pass
+    return 512 * 1024
+
+
+def cachegrind(cfg: dict[str, list[str]], load: float, span: str,
+               l2: int) -> list[dict]:
+    """Each configuration once under cachegrind: its loop's counts and their cycle estimate,
+    with the extra estimate against the baseline's."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--cachegrind needs valgrind on PATH (apt-get install valgrind)")
+    for args in cfg.values():  # compile each loop outside valgrind (compiling inside is slow)
+        run(args, load, "2us")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, args in cfg.items():
+            out = Path(tmp) / "cg.out"
+            cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
+                   f"--LL={l2},8,64", f"--cachegrind-out-file={out}", sys.executable,
+                   str(HERE / "engine.py"), "--in-process", "--scenario", "codes", "--loads",
+                   str(load), "--measure", span, "--repeat", "1", "--json", *args]
+            done = subprocess.run(cmd, capture_output=True, text=True, check=True)
+            doc = json.loads(done.stdout.strip().splitlines()[-1])
+            n = loop_counts(out)
+            l1 = n["I1mr"] + n["D1mr"] + n["D1mw"]
+            ll = n["ILmr"] + n["DLmr"] + n["DLmw"]
+            bm = n["Bcm"] + n["Bim"]
+            rows.append({"config": name, "events": (doc[0] if isinstance(doc, list) else doc)
+                         ["events"], "Ir": n["Ir"], "L1_misses": l1, "L2_misses": ll,
+                         "mispredicts": bm, "cycles_est": n["Ir"] + 10 * (l1 + bm) + 40 * ll})
+            if sys.stderr.isatty():
+                print(f"\rcachegrind {name:40s}", end="", file=sys.stderr)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    base = rows[0]
+    for row in rows:
+        for k in ("Ir", "cycles_est"):
+            row[f"extra_{k}"] = row[k] / base[k] - 1
+    return rows
+
+
+def print_counts(rows: list[dict], head: str) -> None:
+    """The cachegrind table."""
+    print(head)
+    print(f"  {'':40s} {'Ir':>9s} {'L1 miss':>9s} {'L2 miss':>8s} {'mispred':>8s} "
+          f"{'est. cycles':>11s}  extra Ir / cycles")
+    for r in rows:
+        print(f"  {r['config']:40s} {r['Ir'] / 1e6:8.1f}M {r['L1_misses'] / 1e6:8.2f}M "
+              f"{r['L2_misses'] / 1e6:7.2f}M {r['mispredicts'] / 1e6:7.2f}M "
+              f"{r['cycles_est'] / 1e6:10.1f}M  {r['extra_Ir']:+6.1%} "
+              f"{r['extra_cycles_est']:+6.1%}")
 
 
 def main() -> None:
@@ -93,20 +195,39 @@ def main() -> None:
                     help="a message's class: its source's parity (one class per NIC) or its "
                          "destination's (two at every NIC)")
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
+    ap.add_argument("--l2-kb", type=int, default=None,
+                    help="--cachegrind: the L2 to simulate, KiB (default: this host's)")
+    ap.add_argument("--cachegrind", action="store_true",
+                    help="count the loop's instructions, misses and mispredicts under "
+                         "cachegrind instead of timing (host-independent; module docstring)")
     a = ap.parse_args()
-    rows = table(measure(configs(a.policies, a.classes_by), a.rounds, a.load, a.measure))
+    cfg = configs(a.policies, a.classes_by)
+    if a.cachegrind:
+        span = a.measure if "--measure" in sys.argv else "20us"
+        l2 = a.l2_kb * 1024 if a.l2_kb else l2_bytes()
+        rows = cachegrind(cfg, a.load, span, l2)
+        if a.json:
+            for row in rows:
+                print(json.dumps(row))
+        else:
+            print_counts(rows, f"CODES dragonfly, load {a.load}, {span} under cachegrind "
+                               f"(L2 {l2 // 1024} KiB), classes by {a.classes_by} parity: the "
+                               f"loop's counts")
+        return
+    rows = table(measure(cfg, a.rounds, a.load, a.measure))
     if a.json:
         for row in rows:
             print(json.dumps(row))
         return
     print(f"CODES dragonfly, load {a.load}, {a.rounds} rounds of {a.measure}, classes by "
           f"{a.classes_by} parity: extra time per packet-hop against one class (target: at "
-          f"most {TARGET:.0%})")
+          f"most {TARGET:.0%}; round by round: median [quartiles])")
     for row in rows:
         mark = "" if row["config"] == "one class" else (
             "  within" if row["within_target"] else "  OVER")
         print(f"  {row['config']:40s} {row['packet_hops_per_s'] / 1e6:6.3f} M/s "
-              f"{row['extra']:+7.1%}{mark}")
+              f"{row['extra']:+7.1%}  paired {row['paired']:+6.1%} "
+              f"[{row['paired_q1']:+6.1%} {row['paired_q3']:+6.1%}]{mark}")
 
 
 if __name__ == "__main__":
