@@ -26,8 +26,10 @@ whole working set fits a server's L3, so L3 misses are nil and what costs is an 
 that also misses L2.  The estimate of cycles is ``Ir + 10 (L1 misses + mispredicts) + 40 L2
 misses`` (cachegrind's old formula, with an L3 hit's latency for the last level).  The counts
 are the same on every host and every run, so they separate changes of a few per cent that
-the wall clock of a shared machine cannot; the weights are a model (stop 35's host ran the
-QoS loops relatively slower than stop 34's: its L3 was slower).
+the wall clock of a shared machine cannot.  The estimate is a model that charges every miss
+in full, one after another; a processor overlaps misses of loads that do not depend on each
+other, so fewer misses need not mean faster (``docs/architecture.md``, profiling the loop):
+judge a change on the clock too.
 
     python benchmarks/qos_cost.py [--rounds 10] [--measure 400us] [--load 0.5]
         [--policies bandwidth_caps weighted_round_robin] [--classes-by src|dst] [--json]
@@ -113,7 +115,7 @@ CG_EVENTS = ["Ir", "I1mr", "ILmr", "Dr", "D1mr", "DLmr", "Dw", "D1mw", "DLmw",
 
 def loop_counts(out: Path) -> dict[str, int]:
     """The event counts of the compiled loop function (``federation_loop``) in a cachegrind
-    output file (the sum over its lines; the loop has no line information)."""
+    output file (the sum over its lines)."""
     counts = dict.fromkeys(CG_EVENTS, 0)
     inside = False
     for line in out.read_text().splitlines():
@@ -188,7 +190,8 @@ def print_counts(rows: list[dict], head: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--measure", default="400us", help="simulated time of each run")
+    ap.add_argument("--measure", default=None,
+                    help="simulated time of each run (400us; 20us with --cachegrind)")
     ap.add_argument("--load", type=float, default=0.5)
     ap.add_argument("--policies", nargs="+", choices=POLICIES, default=POLICIES)
     ap.add_argument("--classes-by", choices=["src", "dst"], default="src",
@@ -203,7 +206,7 @@ def main() -> None:
     a = ap.parse_args()
     cfg = configs(a.policies, a.classes_by)
     if a.cachegrind:
-        span = a.measure if "--measure" in sys.argv else "20us"
+        span = a.measure or "20us"
         l2 = a.l2_kb * 1024 if a.l2_kb else l2_bytes()
         rows = cachegrind(cfg, a.load, span, l2)
         if a.json:
@@ -214,6 +217,7 @@ def main() -> None:
                                f"(L2 {l2 // 1024} KiB), classes by {a.classes_by} parity: the "
                                f"loop's counts")
         return
+    a.measure = a.measure or "400us"
     rows = table(measure(cfg, a.rounds, a.load, a.measure))
     if a.json:
         for row in rows:
