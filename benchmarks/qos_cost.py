@@ -63,20 +63,30 @@ def configs(policies: list[str], by: str = "src") -> dict[str, list[str]]:
     return out
 
 
-def run(args: list[str], load: float, measure: str) -> dict:
-    """One ``engine.py`` point in a process of its own: its JSON line."""
+def run(args: list[str], load: float, measure: str, under: list[str] | None = None) -> dict:
+    """One ``engine.py`` point in a process of its own: its JSON line.  ``under``: a command
+    to run it under (valgrind), in the one process it watches (``--in-process``: no child
+    does the loop)."""
     cmd = [sys.executable, str(HERE / "engine.py"), "--scenario", "codes", "--loads", str(load),
            "--measure", measure, "--repeat", "1", "--json", *args]
+    if under:
+        cmd = [*under, *cmd, "--in-process"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     doc = json.loads(out.strip().splitlines()[-1])
     return doc[0] if isinstance(doc, list) else doc
 
 
+def warm(cfg: dict[str, list[str]], load: float) -> None:
+    """Compile or load each configuration's loop before anything is timed or counted (a loop
+    compiled under valgrind takes 20 minutes and more)."""
+    for args in cfg.values():
+        run(args, load, "2us")
+
+
 def measure(cfg: dict[str, list[str]], rounds: int, load: float, span: str) -> dict[str, list]:
     """Every configuration once per round (reversed every other round): name -> runs."""
     names = list(cfg)
-    for name in names:  # compile or load each loop before anything is timed
-        run(cfg[name], load, "2us")
+    warm(cfg, load)
     runs: dict[str, list] = {name: [] for name in names}
     for i in range(rounds):
         for name in names if i % 2 == 0 else names[::-1]:
@@ -145,25 +155,21 @@ def cachegrind(cfg: dict[str, list[str]], load: float, span: str,
     with the extra estimate against the baseline's."""
     if shutil.which("valgrind") is None:
         raise SystemExit("--cachegrind needs valgrind on PATH (apt-get install valgrind)")
-    for args in cfg.values():  # compile each loop outside valgrind (compiling inside is slow)
-        run(args, load, "2us")
+    warm(cfg, load)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, args in cfg.items():
             out = Path(tmp) / "cg.out"
-            cmd = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", "--branch-sim=yes",
-                   f"--LL={l2},8,64", f"--cachegrind-out-file={out}", sys.executable,
-                   str(HERE / "engine.py"), "--in-process", "--scenario", "codes", "--loads",
-                   str(load), "--measure", span, "--repeat", "1", "--json", *args]
-            done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-            doc = json.loads(done.stdout.strip().splitlines()[-1])
+            doc = run(args, load, span, ["valgrind", "--tool=cachegrind", "--cache-sim=yes",
+                                         "--branch-sim=yes", f"--LL={l2},8,64",
+                                         f"--cachegrind-out-file={out}"])
             n = loop_counts(out)
             l1 = n["I1mr"] + n["D1mr"] + n["D1mw"]
             ll = n["ILmr"] + n["DLmr"] + n["DLmw"]
             bm = n["Bcm"] + n["Bim"]
-            rows.append({"config": name, "events": (doc[0] if isinstance(doc, list) else doc)
-                         ["events"], "Ir": n["Ir"], "L1_misses": l1, "L2_misses": ll,
-                         "mispredicts": bm, "cycles_est": n["Ir"] + 10 * (l1 + bm) + 40 * ll})
+            rows.append({"config": name, "events": doc["events"], "Ir": n["Ir"],
+                         "L1_misses": l1, "L2_misses": ll, "mispredicts": bm,
+                         "cycles_est": n["Ir"] + 10 * (l1 + bm) + 40 * ll})
             if sys.stderr.isatty():
                 print(f"\rcachegrind {name:40s}", end="", file=sys.stderr)
     if sys.stderr.isatty():
