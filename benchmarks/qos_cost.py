@@ -25,8 +25,10 @@ cachegrind simulates is this host's L2 (``--l2-kb``, default read from sysfs): t
 whole working set fits a server's L3, so L3 misses are nil and what costs is an L1 miss
 that also misses L2.  The estimate of cycles is ``Ir + 10 (L1 misses + mispredicts) + 40 L2
 misses`` (cachegrind's old formula, with an L3 hit's latency for the last level).  The counts
-are the same on every host and every run, so they separate changes of a few per cent that
-the wall clock of a shared machine cannot.  The estimate is a model that charges every miss
+do not depend on the host: instructions are exact, and misses move by under 1 % between runs
+of the same code at 20 us (addresses and the feeder thread's timing differ; far more at 2 us,
+where start-up dominates), so they separate changes of a few per cent that the wall clock of
+a shared machine cannot.  The estimate is a model that charges every miss
 in full, one after another; a processor overlaps misses of loads that do not depend on each
 other, so fewer misses need not mean faster (``docs/architecture.md``, profiling the loop):
 judge a change on the clock too.
