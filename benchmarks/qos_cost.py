@@ -1,25 +1,30 @@
 """What two QoS traffic classes cost per packet-hop (issue 22's speed target: at most 15 %).
 
-Runs ``benchmarks/engine.py`` on the CODES scenario (one point, ``--load``) for the one-class
-baseline (``--vcs 4``: the same VCs as two classes of minimal's 2) and for each QoS policy at
-router outputs and at both router outputs and injection (``--qos POLICY --qos-vcs 4``, classes
-by source parity: one class at each NIC, as when classes come from jobs; ``--classes-by dst``:
-by destination parity, both classes at every NIC), every configuration once per round, in an
-order that reverses each round, each run a process of its own.  Prints per configuration the
-median packet-hops per second of loop time over the rounds, the extra time per packet-hop
-against the baseline's median, and the median and quartiles of the same figure taken round by
-round (each configuration against the baseline run of its own round, minutes apart at most:
-the paired figure cancels the drift that moves both).
+Times the CODES scenario of ``benchmarks/engine.py`` (one point, ``--load``) for the one-class
+baseline (4 VCs: the same VCs as two classes of minimal's 2) and for each QoS policy at router
+outputs and at both router outputs and injection (4 VCs, classes by source parity: one class at
+each NIC, as when classes come from jobs; ``--classes-by dst``: by destination parity, both
+classes at every NIC).  Every configuration is prepared once in this process (its loop loaded),
+then run ``--rounds`` times, each run right after a baseline run, the order of the
+configurations reversed every other round, and a baseline run last.  A run's figure is its
+loop time per packet-hop against the mean of the two baseline runs beside it; the script
+prints per configuration the median of those figures, their quartiles, a 95 % confidence
+interval of the median (distribution-free), and the ratio of the medians of all runs.  A
+verdict is "within" the target when the interval's top is at most 15 %, "OVER" when its
+bottom is above, else "undecided".  The baseline prepared a second time and timed like a
+configuration ("one class, prepared again") shows the method's own error: its figure should
+be zero within its interval.
 
-Why rounds: on a shared machine the figures drift by several points over minutes, and a
-configuration measured in one quiet minute against another in a busy one says nothing; the
-interleaving puts every configuration in every minute.  Ten rounds of 400 us (the default,
-about six minutes on two cores) separate 15 % from 17 %; fewer do not (stop 33's note).  Every
-run of a configuration must give the same events and mean latency (the engine is
-deterministic): a difference stops the script.
+Why so: a shared host's speed moves in phases of seconds, by up to 45 % (stop 37 measured
+1.43-2.08 M packet-hops/s in twenty consecutive runs of one prepared point, processor time
+equal to wall time), so runs minutes apart, or in processes of their own, compare phases
+rather than code.  Runs of 20 us (under half a second each) side by side in one process
+share a phase; sixty of them put the median within about a point.  Every run of a
+configuration must give the same events (the engine is deterministic): a difference stops
+the script.
 
 ``--cachegrind`` counts instead of timing: each configuration once under valgrind's
-cachegrind (``--measure`` 20us by default there, about a minute and a half each), the loop
+cachegrind (about a minute and a half each at 20 us, in a process of its own), the loop
 function's instructions, L1 and L2 misses and mispredicted branches.  The last-level cache
 cachegrind simulates is this host's L2 (``--l2-kb``, default read from sysfs): the loop's
 whole working set fits a server's L3, so L3 misses are nil and what costs is an L1 miss
@@ -33,7 +38,7 @@ in full, one after another; a processor overlaps misses of loads that do not dep
 other, so fewer misses need not mean faster (``docs/architecture.md``, profiling the loop):
 judge a change on the clock too.
 
-    python benchmarks/qos_cost.py [--rounds 10] [--measure 400us] [--load 0.5]
+    python benchmarks/qos_cost.py [--rounds 60] [--measure 20us] [--load 0.5]
         [--policies bandwidth_caps weighted_round_robin] [--classes-by src|dst] [--json]
         [--cachegrind]
 """
@@ -49,20 +54,32 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ab import median_ci, prepare_point  # beside this script
+
 HERE = Path(__file__).resolve().parent
 POLICIES = ["strict_priority", "bandwidth_caps", "weighted_round_robin"]
-AT = {"router_outputs": ["--qos-at", "router_outputs"], "both": []}  # both: the default
+AT = {"router_outputs": "router_outputs", "both": None}  # None: the default, both
 TARGET = 0.15  #: issue 22: at most 15 % more time per packet-hop than one class
+BASE = "one class"
+AGAIN = "one class, prepared again"  #: the baseline against itself: the method's own noise
 
 
-def configs(policies: list[str], by: str = "src") -> dict[str, list[str]]:
-    """Name -> ``engine.py`` arguments of every configuration, the baseline first (classes
-    by the parity of each message's ``by`` node)."""
-    out = {"one class": ["--vcs", "4"]}
+def configs(policies: list[str]) -> dict[str, dict]:
+    """Name -> configuration (``qos``: the policy or None, ``at``: ``router_outputs`` or None
+    for the policy's default, both), the baseline first."""
+    out: dict[str, dict] = {"one class": {"qos": None, "at": None}}
     for policy in policies:
-        for at, args in AT.items():
-            out[f"{policy} at {at}"] = ["--qos", policy, "--qos-vcs", "4", "--qos-by", by, *args]
+        for at in AT:
+            out[f"{policy} at {at}"] = {"qos": policy, "at": AT[at]}
     return out
+
+
+def cli(c: dict, by: str) -> list[str]:
+    """``engine.py``'s arguments for configuration ``c`` (classes by the parity of ``by``)."""
+    if c["qos"] is None:
+        return ["--vcs", "4"]
+    return ["--qos", c["qos"], "--qos-vcs", "4", "--qos-by", by,
+            *(["--qos-at", c["at"]] if c["at"] else [])]
 
 
 def run(args: list[str], load: float, measure: str, under: list[str] | None = None) -> dict:
@@ -78,45 +95,67 @@ def run(args: list[str], load: float, measure: str, under: list[str] | None = No
     return doc[0] if isinstance(doc, list) else doc
 
 
-def warm(cfg: dict[str, list[str]], load: float) -> None:
-    """Compile or load each configuration's loop before anything is timed or counted (a loop
-    compiled under valgrind takes 20 minutes and more)."""
-    for args in cfg.values():
-        run(args, load, "2us")
+def warm(cfg: dict[str, dict], load: float, by: str) -> None:
+    """Compile or load each configuration's loop before anything is counted (a loop compiled
+    under valgrind takes 20 minutes and more)."""
+    for c in cfg.values():
+        run(cli(c, by), load, "2us")
 
 
-def measure(cfg: dict[str, list[str]], rounds: int, load: float, span: str) -> dict[str, list]:
-    """Every configuration once per round (reversed every other round): name -> runs."""
-    names = list(cfg)
-    warm(cfg, load)
-    runs: dict[str, list] = {name: [] for name in names}
-    for i in range(rounds):
-        for name in names if i % 2 == 0 else names[::-1]:
-            d = run(cfg[name], load, span)
-            same = (d["events"], d["latency_ns"])
-            if runs[name] and (runs[name][0]["events"], runs[name][0]["latency_ns"]) != same:
-                raise SystemExit(f"{name}: two runs differ ({same}): not deterministic")
-            runs[name].append(d)
-            if sys.stderr.isatty():
-                print(f"\rround {i + 1}/{rounds} {name:40s}", end="", file=sys.stderr)
+def prepared(cfg: dict[str, dict], load: float, span: str, by: str) -> dict[str, tuple]:
+    """Each configuration's point (``engine.py``'s document) prepared in this process and run
+    once (its loop compiled or loaded): name -> (engine, job)."""
+    import engine as bench  # noqa: PLC0415 (beside this script: benchmarks/ is not a package)
+
+    plugins = bench.qos_plugins()
+    return {name: prepare_point(bench, {"load": load, "measure": span, "vcs": 4, "by": by, **c},
+                                plugins)
+            for name, c in cfg.items()}
+
+
+def measure(cfg: dict[str, dict], rounds: int, load: float, span: str,
+            by: str) -> dict[str, list]:
+    """Every configuration once per round, each run right after a baseline run, and a
+    baseline run last (the order reversed every other round): name -> [(loop seconds per
+    packet-hop, events, the index of the baseline run before it)] of each run."""
+    prep = prepared(cfg, load, span, by)
+    names = [n for n in cfg if n != BASE]
+    runs: dict[str, list] = {name: [] for name in cfg}
+    seq = [m for i in range(rounds) for n in (names if i % 2 == 0 else names[::-1])
+           for m in (BASE, n)] + [BASE]
+    for k, name in enumerate(seq):
+        eng, job = prep[name]
+        raw = eng.run(job)
+        if runs[name] and runs[name][0][1] != raw.events:
+            raise SystemExit(f"{name}: two runs differ ({raw.events} events, "
+                             f"{runs[name][0][1]} before): not deterministic")
+        runs[name].append((raw.wall_s / raw.packet_hops, raw.events, len(runs[BASE]) - 1))
+        if sys.stderr.isatty():
+            print(f"\rrun {k + 1}/{len(seq)} {name:40s}", end="", file=sys.stderr)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     return runs
 
 
 def table(runs: dict[str, list]) -> list[dict]:
-    """Median packet-hops/s of each configuration, its extra time per packet-hop against the
-    baseline's median, and the same figure round by round (median and quartiles)."""
-    med = {name: statistics.median(d["packet_hops_per_s"] for d in r) for name, r in runs.items()}
-    base = med["one class"]
+    """Each configuration's extra loop time per packet-hop against the baseline: run by run
+    against the mean of the two baseline runs beside it (median, quartiles, 95 % confidence
+    interval of the median), and the ratio of the medians of all runs."""
+    base = [t for t, _, _ in runs[BASE]]
     rows = []
-    for name, m in med.items():
-        paired = [b["packet_hops_per_s"] / d["packet_hops_per_s"] - 1
-                  for b, d in zip(runs["one class"], runs[name], strict=True)]
+    for name, r in runs.items():
+        paired = [0.0] * len(r) if name == BASE else [
+            t / ((base[b] + base[b + 1]) / 2) - 1 for t, _, b in r]
         q = statistics.quantiles(paired, n=4, method="inclusive") if len(paired) > 1 else paired * 3
-        rows.append({"config": name, "packet_hops_per_s": m, "extra": base / m - 1,
-                     "paired": statistics.median(paired), "paired_q1": q[0], "paired_q3": q[2],
-                     "within_target": name == "one class" or base / m - 1 <= TARGET})
+        lo, hi = median_ci(paired)
+        med = statistics.median(paired)
+        mid = statistics.median(t for t, _, _ in r)
+        rows.append({"config": name, "packet_hops_per_s": 1 / mid,
+                     "of_medians": mid / statistics.median(base) - 1,
+                     "extra": med, "q1": q[0], "q3": q[2], "ci_low": lo, "ci_high": hi,
+                     "runs": len(r),
+                     "verdict": "" if name == BASE else "(control)" if name == AGAIN else (
+                         "within" if hi <= TARGET else "OVER" if lo > TARGET else "undecided")})
     return rows
 
 
@@ -151,18 +190,18 @@ def l2_bytes() -> int:
     return 512 * 1024
 
 
-def cachegrind(cfg: dict[str, list[str]], load: float, span: str,
-               l2: int) -> list[dict]:
+def cachegrind(cfg: dict[str, dict], load: float, span: str, l2: int,
+               by: str) -> list[dict]:
     """Each configuration once under cachegrind: its loop's counts and their cycle estimate,
     with the extra estimate against the baseline's."""
     if shutil.which("valgrind") is None:
         raise SystemExit("--cachegrind needs valgrind on PATH (apt-get install valgrind)")
-    warm(cfg, load)
+    warm(cfg, load, by)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, args in cfg.items():
+        for name, c in cfg.items():
             out = Path(tmp) / "cg.out"
-            doc = run(args, load, span, ["valgrind", "--tool=cachegrind", "--cache-sim=yes",
+            doc = run(cli(c, by), load, span, ["valgrind", "--tool=cachegrind", "--cache-sim=yes",
                                          "--branch-sim=yes", f"--LL={l2},8,64",
                                          f"--cachegrind-out-file={out}"])
             n = loop_counts(out)
@@ -195,11 +234,21 @@ def print_counts(rows: list[dict], head: str) -> None:
               f"{r['extra_cycles_est']:+6.1%}")
 
 
+def print_times(rows: list[dict], head: str) -> None:
+    """The timed table."""
+    print(head)
+    print(f"  {'':40s} {'M/s':>6s} {'extra':>7s} {'quartiles':>15s} {'95 % CI':>15s} "
+          f"{'of medians':>10s}")
+    for r in rows:
+        print(f"  {r['config']:40s} {r['packet_hops_per_s'] / 1e6:6.3f} {r['extra']:+7.1%} "
+              f"{r['q1']:+7.1%} {r['q3']:+7.1%} {r['ci_low']:+7.1%} {r['ci_high']:+7.1%} "
+              f"{r['of_medians']:+10.1%}  {r['verdict']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--measure", default=None,
-                    help="simulated time of each run (400us; 20us with --cachegrind)")
+    ap.add_argument("--rounds", type=int, default=60)
+    ap.add_argument("--measure", default="20us", help="simulated time of each run")
     ap.add_argument("--load", type=float, default=0.5)
     ap.add_argument("--policies", nargs="+", choices=POLICIES, default=POLICIES)
     ap.add_argument("--classes-by", choices=["src", "dst"], default="src",
@@ -212,34 +261,25 @@ def main() -> None:
                     help="count the loop's instructions, misses and mispredicts under "
                          "cachegrind instead of timing (host-independent; module docstring)")
     a = ap.parse_args()
-    cfg = configs(a.policies, a.classes_by)
+    cfg = configs(a.policies)
     if a.cachegrind:
-        span = a.measure or "20us"
         l2 = a.l2_kb * 1024 if a.l2_kb else l2_bytes()
-        rows = cachegrind(cfg, a.load, span, l2)
-        if a.json:
-            for row in rows:
-                print(json.dumps(row))
-        else:
-            print_counts(rows, f"CODES dragonfly, load {a.load}, {span} under cachegrind "
-                               f"(L2 {l2 // 1024} KiB), classes by {a.classes_by} parity: the "
-                               f"loop's counts")
-        return
-    a.measure = a.measure or "400us"
-    rows = table(measure(cfg, a.rounds, a.load, a.measure))
+        rows = cachegrind(cfg, a.load, a.measure, l2, a.classes_by)
+        head = (f"CODES dragonfly, load {a.load}, {a.measure} under cachegrind (L2 "
+                f"{l2 // 1024} KiB), classes by {a.classes_by} parity: the loop's counts")
+        show = print_counts
+    else:
+        cfg = {BASE: cfg.pop(BASE), AGAIN: {"qos": None, "at": None}, **cfg}
+        rows = table(measure(cfg, a.rounds, a.load, a.measure, a.classes_by))
+        head = (f"CODES dragonfly, load {a.load}, {a.rounds} rounds of {a.measure} in one "
+                f"process, classes by {a.classes_by} parity: extra loop time per packet-hop "
+                f"against the one-class runs beside each run (target: at most {TARGET:.0%})")
+        show = print_times
     if a.json:
         for row in rows:
             print(json.dumps(row))
-        return
-    print(f"CODES dragonfly, load {a.load}, {a.rounds} rounds of {a.measure}, classes by "
-          f"{a.classes_by} parity: extra time per packet-hop against one class (target: at "
-          f"most {TARGET:.0%}; round by round: median [quartiles])")
-    for row in rows:
-        mark = "" if row["config"] == "one class" else (
-            "  within" if row["within_target"] else "  OVER")
-        print(f"  {row['config']:40s} {row['packet_hops_per_s'] / 1e6:6.3f} M/s "
-              f"{row['extra']:+7.1%}  paired {row['paired']:+6.1%} "
-              f"[{row['paired_q1']:+6.1%} {row['paired_q3']:+6.1%}]{mark}")
+    else:
+        show(rows, head)
 
 
 if __name__ == "__main__":
