@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from federation import hookimpl
+from federation.engine.qos import NIC_WALK
 from federation.errors import ConfigError
 from federation.pipeline.load import load_experiment
 from federation.pipeline.point import prepare
@@ -305,7 +306,9 @@ def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkey
     """NICs whose waiting packets are all of one class skip the class walk (``nic_one``,
     :func:`federation.engine.loop.inject_one`).  Here nodes 0-3 send one class each
     and the others two (so a chunk of 128 packets may leave a node with one or two): every
-    packet leaves and arrives at exactly the time it does when every NIC walks its classes,
+    packet leaves and arrives at exactly the time it does when every NIC walks its classes
+    (``NIC_WALK``), and when every NIC is marked as of several classes (then a NIC whose
+    oldest unsent packet alone is due sends it without the walk, :func:`inject_one` again),
     with the same per-class inactive time at every port and the same policy state at the end
     (weighted round-robin settles a one-class NIC's deficits lazily: at its next pick by the
     policy, at each load, at the end).  Buffers of two packets and links no faster than the
@@ -339,9 +342,9 @@ def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkey
         reset(st, nic_first, cls)
         took.append(int((st.nic_one >= 0).sum()))
 
-    def walk_all(st, nic_first, cls):  # noqa: ANN001, ANN202
+    def walk_all(st, nic_first, cls, mark=NIC_WALK):  # noqa: ANN001, ANN202
         reset(st, nic_first, cls)
-        st.nic_one[:] = -1
+        st.nic_one[:] = mark
 
     import federation.engine.feed as feed
     import federation.engine.native as native
@@ -368,18 +371,24 @@ def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkey
     monkeypatch.setattr(feed, "reset_nic_ptrs", walk_all)
     loads = len(settled)
     walked = point.engine.run(prepare(point).job)
+    # every node marked as of several classes: the oldest slot alone due goes without the walk
+    monkeypatch.setattr(feed, "reset_nic_ptrs", lambda *a: walk_all(*a, mark=-1))
+    mixed = point.engine.run(prepare(point).job)
     assert max(took) > 0  # some NICs on the short path
     if qos["kind"] == "phase_wrr":  # NICs with one class in a chunk, the other in the next
         assert sum(settled[:loads]) > 12 and not any(settled[loads:])  # (walked: nothing)
     assert len(took) > 1 or qos["kind"].startswith("background_low")  # NICs changed path
-    a, b = short.packets.packets, walked.packets.packets
+    a, b, m = short.packets.packets, walked.packets.packets, mixed.packets.packets
     assert len(a["packet"]) > 200
     for col in ("packet", "injected_ps", "delivered_ps", "class"):
         assert np.array_equal(np.asarray(a[col]), np.asarray(b[col])), col
+        assert np.array_equal(np.asarray(m[col]), np.asarray(b[col])), col
     # packets still in the feed at the end report their class, not its word's link
     assert set(np.unique(np.asarray(a["class"])).tolist()) <= {0, 1}
     assert np.array_equal(short.port_class_inactive, walked.port_class_inactive)
-    assert short.end_ps == walked.end_ps
+    assert np.array_equal(mixed.port_class_inactive, walked.port_class_inactive)
+    assert short.end_ps == walked.end_ps == mixed.end_ps
     # every port's policy state too: weighted round-robin's lazily settled NIC deficits
-    assert np.array_equal(finals[0].deficit, finals[1].deficit)
-    assert np.array_equal(finals[0].since, finals[1].since)
+    for other in (finals[0], finals[2]):
+        assert np.array_equal(other.deficit, finals[1].deficit)
+        assert np.array_equal(other.since, finals[1].since)

@@ -80,6 +80,7 @@ from federation.engine.events import (
     push,
 )
 from federation.engine.feed import (
+    F_CLS,
     F_SIZE,
     F_TIME,
     F_VC,
@@ -122,7 +123,7 @@ from federation.engine.programs import (
     settle,
     unsettled,
 )
-from federation.engine.qos import ST_QOS_RING
+from federation.engine.qos import CLASS_MASK, LINK_SHIFT, NIC_WALK, ST_QOS_RING
 from federation.engine.queue import ahead, next_source, room, source_key, take
 from federation.engine.router import (
     enqueue,
@@ -340,41 +341,62 @@ def launch(sim, rt, node, pk, ovc, base, now):
 @part
 def inject_one(sim, pg, rt, ab, node, c, now):
     """:func:`inject_classes` at a node whose feed slots are all of class ``c``
-    (``QosState.nic_one``) and that has no rank-program flow waiting: its class's head is its
-    oldest unsent slot (none is ever sent out of turn there), so it goes as without classes,
-    the policy told of the send (its counters at the NIC port stay exact).  The same packets
-    at the same times as the class walk (tested)."""
+    (``QosState.nic_one``) or, ``c`` -1, of several classes, when it has no rank-program flow
+    waiting.  Of one class, its class's head is its oldest unsent slot (none is ever sent out
+    of turn there), so it goes as without classes, the policy told of the send (its counters
+    at the NIC port stay exact).  Of several, the same holds when its oldest unsent slot is due
+    and has credit and the next is not due (a node's slots are in time order, so no other
+    class's head is due): the class walk would find that one candidate, and the policy picks it
+    as the walk's :func:`nic_pick` does.  Returns False, having done nothing, where the class
+    walk must decide (at once for a node marked ``NIC_WALK``).  The same packets at the same
+    times as the class walk (tested)."""
+    if c == NIC_WALK:
+        return False
     p = sim.nic_ptr[node]
     end = sim.nic_first[node + 1]
+    mixed = c < 0
     if p >= end:
-        return
+        return not mixed
     feed = sim.feed
     t = feed[p, F_TIME]
     if t > now:
+        if mixed:
+            return False
         nic_wake_at(sim, node, t)
-        return
+        return True
+    if mixed:
+        if p + 1 < end and feed[p + 1, F_TIME] <= now:
+            return False  # two heads may be due
+        c = feed[p, F_CLS] & CLASS_MASK
     o = sim.nic_port[node]
     size = feed[p, F_SIZE]
     base = c * sim.vc_need
     ovc = base + feed[p, F_VC]  # below vc_need (the feed's draw)
     if sim.credits[o * sim.n_vcs + ovc] < size:
+        if mixed:
+            return False
         if sim.stall_start[o] < 0:
             sim.stall_start[o] = now
         credit_wait(sim, o)
-        return
+        return True
     if sim.sc[S_FREE] < 1:  # no row (never seen: the loop keeps 4 free per event)
         nic_wake_at(sim, node, now)
-        return
-    one_class_send(sim, ab, o, c, size)  # the policy told (caps count it)
+        return True
+    if mixed:
+        ab.size[c] = size
+        nic_pick(sim, ab, node, o, 1, c)
+    else:
+        one_class_send(sim, ab, o, c, size)  # the policy told (caps count it)
     pk = born(sim, pg, node, p)
     sim.nic_ptr[node] = p + 1
-    ab.nic_ptr[node * ab.n_classes + c] = p + 1
+    ab.nic_ptr[node * ab.n_classes + c] = feed[p, F_CLS] >> LINK_SHIFT  # its class's next
     launch(sim, rt, node, pk, ovc, base, now)
     done = now + np.int64(size * sim.port_ser[o] + 0.5)
     transmit(sim, o, pk, ovc, done, now)
     if p + 1 < end:
         tn = feed[p + 1, F_TIME]
         nic_wake_at(sim, node, tn if tn > done else done)
+    return True
 
 
 @part
@@ -390,10 +412,9 @@ def inject_classes(sim, pg, rt, ab, node, now):
             nic_wake_at(sim, node, sim.busy_until[o])
         return
     settle_credits(sim, o)  # the credits returned by now
-    one = ab.nic_one[node]
-    if one >= 0 and (not PROGRAMS or pg.nic_fhead[node] < 0):  # one class waits here
-        inject_one(sim, pg, rt, ab, node, one, now)
-        return
+    if not PROGRAMS or pg.nic_fhead[node] < 0:  # one class waits, or one head is due
+        if inject_one(sim, pg, rt, ab, node, ab.nic_one[node], now):
+            return
     n, later, blocked, one = nic_candidates(sim, pg, ab, node, now, PROGRAMS)
     if n > 0 and sim.sc[S_FREE] < 1:  # no row for an open-loop packet (never seen: the loop
         nic_wake_at(sim, node, now)  # keeps 4 free per event); again once the pool grows

@@ -67,6 +67,7 @@ K_CAPS, K_STRICT, K_WRR = 0, 1, 2
 #: A packet's int32 class column keeps the low half as it is born, so ``feed.born`` needs
 #: no mask and a loop without classes at injection is the code it was.
 LINK_SHIFT = 32
+NIC_WALK = -2  #: ``QosState.nic_one`` of a node that always walks its classes (tests)
 CLASS_MASK = (1 << LINK_SHIFT) - 1
 
 
@@ -101,6 +102,7 @@ class QosState(NamedTuple):
     nic: np.int64  #: 1: the policy applies at injection too (the loop's ``QOS_NIC``)
     nic_ptr: np.ndarray  #: int64[N*C] each (node, class)'s next feed slot (nic_qos.py)
     nic_one: np.ndarray  #: int64[N] the class of all a node's feed slots, -1: none or several
+    #: (``NIC_WALK``: always the class walk, the reference the shorter paths match in tests)
     wsnap: np.ndarray  #: int64[N*C] weighted_round_robin at injection: each NIC port's bytes
     #: per class (the loop's counters) that its deficit row accounts for (:func:`wrr_catch_up`)
     qclass: np.ndarray  #: uint8[P*V] the class of input queue ``p * V + v`` (:func:`run_state`)
