@@ -24,7 +24,9 @@ leave; a flow's head is born at the head, as without QoS.
 A node whose waiting packets are all of one class (most NICs when classes come from jobs or
 sources; marked at each load, :func:`federation.engine.qos.reset_nic_ptrs`) takes a shorter
 path to the same answer (:func:`federation.engine.loop.inject_one`): its head is its class's
-head, so it sends as without classes.  The policy is still told of each send
+head, so it sends as without classes.  So does a node of several classes whose oldest unsent
+packet alone is due and has credit (the walk would find that one candidate), the policy
+told as :func:`nic_pick` tells it.  The policy is still told of each send
 (:func:`one_class_send`): ``bandwidth_caps`` counts it at once (its window and ring must see
 every send), ``strict_priority`` keeps no state, and ``weighted_round_robin`` settles it
 lazily (:func:`federation.engine.qos.wrr_catch_up`): the deficit after any run of one-class
