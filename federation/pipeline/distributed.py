@@ -79,6 +79,7 @@ from federation.pipeline.point import (
 )
 from federation.pipeline.points import LoadedExperiment, ResolvedPoint
 from federation.results.model import ComponentOrigin, MachineSummary, PointResult
+from federation.results.spool import Held, Table
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -187,7 +188,11 @@ def run_task(index: int, point: ResolvedPoint, max_memory: int,
         raise _memory_note(exc, local_workers) from None
     if out is not None:
         return write_point_tables(out[0], out[1], result, tables), msum, {}
-    return result, msum, tables if return_tables else {}
+    if not return_tables:
+        return result, msum, {}
+    # the rows themselves, not the names of spool folders on this worker's disk
+    return result, msum, {k: Held(t) if isinstance(t, Table) else t
+                          for k, t in tables.items()}
 
 
 def dask_setup(worker: object) -> None:

@@ -26,11 +26,13 @@ Columns = dict[str, np.ndarray]
 class Table(Mapping[str, np.ndarray]):
     """A table read as chunks (:meth:`chunks`); ``table[name]`` joins one column whole."""
 
-    def __init__(self, chunks: Callable[[], Iterator[Columns]], names: list[str]) -> None:
-        self._chunks = chunks
+    def __init__(self, chunks: Callable[[], Iterator[Columns]] | None,
+                 names: list[str]) -> None:
+        self._chunks = chunks  # None: a subclass overrides chunks()
         self.names = names
 
     def chunks(self) -> Iterator[Columns]:
+        assert self._chunks is not None
         yield from self._chunks()
 
     def __getitem__(self, name: str) -> np.ndarray:
@@ -58,6 +60,20 @@ class Table(Mapping[str, np.ndarray]):
         return Table(chunks, self.names)
 
 
+class Held(Table):
+    """A table's rows held in memory, chunk by chunk as they were: what a sweep's worker
+    returns to its client (:mod:`federation.pipeline.distributed`).  A :class:`Spool` pickled
+    would carry only the name of its folder, on the worker's disk and removed with the worker's
+    object, so the rows themselves travel (numpy buffers)."""
+
+    def __init__(self, table: Table) -> None:
+        self.parts = list(table.chunks())
+        super().__init__(None, list(table.names))
+
+    def chunks(self) -> Iterator[Columns]:
+        yield from self.parts
+
+
 class Spool(Table):
     """Rows appended a chunk at a time to files in a temporary folder (removed with the
     object)."""
@@ -66,7 +82,14 @@ class Spool(Table):
         self._dir = tempfile.TemporaryDirectory(prefix="federation-table-")
         self.n = 0
         self.rows = 0
-        super().__init__(self._read, list(names))
+        # no reference to itself (Table's reader as the bound ``self._read`` was one): the
+        # folder goes when the last reference does, not at a later cyclic collection, which a
+        # sweep's Dask worker may never reach before it is stopped (a folder per point left in
+        # $TMPDIR)
+        super().__init__(None, list(names))
+
+    def chunks(self) -> Iterator[Columns]:
+        yield from self._read()
 
     def append(self, cols: Columns) -> None:
         k = len(next(iter(cols.values()))) if cols else 0
