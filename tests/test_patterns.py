@@ -31,10 +31,11 @@ def machine():  # noqa: ANN201
     import tempfile
     from pathlib import Path
 
-    d = Path(tempfile.mkdtemp())
-    (d / "e.yaml").write_text(yaml.safe_dump({"machine": QUICK}))
-    point = load_experiment(d / "e.yaml").points[0]
-    return point, BuildCache(2**32).get(point)
+    with tempfile.TemporaryDirectory() as tmp:  # (mkdtemp left a folder per session)
+        d = Path(tmp)
+        (d / "e.yaml").write_text(yaml.safe_dump({"machine": QUICK}))
+        point = load_experiment(d / "e.yaml").points[0]
+        return point, BuildCache(2**32).get(point)
 
 
 def pattern(kind: str, **params):  # noqa: ANN201

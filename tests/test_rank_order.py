@@ -32,10 +32,11 @@ def built(name: str):  # noqa: ANN201
     import tempfile
     from pathlib import Path
 
-    d = Path(tempfile.mkdtemp())
-    (d / "e.yaml").write_text(yaml.safe_dump({"machine": MACHINES[name]}))
-    point = load_experiment(d / "e.yaml").points[0]
-    return BuildCache(2**32).get(point)
+    with tempfile.TemporaryDirectory() as tmp:  # (mkdtemp left a folder per session)
+        d = Path(tmp)
+        (d / "e.yaml").write_text(yaml.safe_dump({"machine": MACHINES[name]}))
+        point = load_experiment(d / "e.yaml").points[0]
+        return BuildCache(2**32).get(point)
 
 
 def full(objective: str, edges, pos, slot_router, paths) -> int:  # noqa: ANN001
