@@ -93,6 +93,18 @@ def sim(tmp_path):
     return lambda doc: simulate(tmp_path, doc, name=f"exp{next(counter)}.yaml")
 
 
+@pytest.fixture
+def spool_dir(tmp_path, monkeypatch):
+    """A folder of its own as the temporary folder (``tempfile``'s), where runs spool their
+    per-packet and per-message tables: a test can see what is left in it."""
+    import tempfile
+
+    d = tmp_path / "tmp"
+    d.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(d))
+    return d
+
+
 def pip_build_flags() -> list[str]:
     """Build with this venv's setuptools when it can make wheels by itself (fast, no network).
     A fresh Python 3.11 venv has setuptools 65 without ``wheel``; then pip fetches the build

@@ -199,22 +199,18 @@ def test_ctrl_c_cancels_the_points_and_closes_the_cluster(tmp_path):
     assert not alive, alive
 
 
-def test_a_worker_returns_its_tables_rows_not_its_spool_folders(tmp_path, monkeypatch):
+def test_a_worker_returns_its_tables_rows_not_its_spool_folders(tmp_path, spool_dir):
     """An existing cluster's worker returns a point's tables to the client: the rows travel.
     A spool pickled carried only the name of its folder on the worker's disk, which the worker
     removes with the object (the client could read it only on a shared disk, and only while the
     worker had not collected it yet)."""
     import gc
     import pickle
-    import tempfile
 
     from federation.pipeline.bounds import default_max_memory
     from federation.pipeline.distributed import federation_env, run_task
     from federation.pipeline.load import load_experiment
 
-    spool = tmp_path / "tmp"
-    spool.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(spool))
     path = tmp_path / "e.yaml"
     path.write_text("machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
                     "workload: {kind: synthetic, load: 0.3}\n"
@@ -226,7 +222,7 @@ def test_a_worker_returns_its_tables_rows_not_its_spool_folders(tmp_path, monkey
         result, _, tables = run_task(0, point, default_max_memory(), {}, federation_env(),
                                      None, None, True)
         sent = pickle.dumps(tables)
-        assert list(spool.glob("federation-table-*")) == []  # the worker's folders are gone
+        assert list(spool_dir.glob("federation-table-*")) == []  # the worker's folders are gone
     finally:
         gc.enable()
     got = pickle.loads(sent)

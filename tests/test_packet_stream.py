@@ -396,20 +396,16 @@ def test_figures_are_those_of_the_engine_before_issue_20(tmp_path):
 
 
 def test_a_points_spooled_tables_go_with_it_without_a_garbage_collection(tmp_path,
-                                                                          monkeypatch):
+                                                                          spool_dir):
     """A point's per-packet and per-message tables are spooled to folders in $TMPDIR; they
     go when the point's run returns, not at a later cyclic collection: a Dask worker stopped
     before one (a sweep's end) left a folder per point, 8 MB each on a 20 us CODES point."""
     import gc
-    import tempfile
 
     from federation.pipeline.bounds import default_max_memory
     from federation.pipeline.load import load_experiment
     from federation.pipeline.point import BuildCache, run_point
 
-    spool = tmp_path / "tmp"
-    spool.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(spool))
     path = tmp_path / "e.yaml"
     path.write_text("machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
                     "workload: {kind: synthetic, load: 0.3}\n"
@@ -421,6 +417,6 @@ def test_a_points_spooled_tables_go_with_it_without_a_garbage_collection(tmp_pat
         for _ in range(2):
             result, _ = run_point(0, point, cache, None)
             assert result.summary.packets_delivered > 0
-            assert list(spool.glob("federation-table-*")) == []
+            assert list(spool_dir.glob("federation-table-*")) == []
     finally:
         gc.enable()
