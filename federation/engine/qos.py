@@ -82,7 +82,7 @@ class QosState(NamedTuple):
     capw: np.ndarray  #: float64[C] cap x W (ps): the byte caps are this / ps-per-byte
     capb: np.ndarray  #: int64[P*C] the cap in bytes at each port (:func:`set_caps`)
     weight: np.ndarray  #: int64[C] weighted_round_robin's weights
-    win: np.ndarray  #: int64[P] index of the static window the port's counters cover
+    win: np.ndarray  #: int64[P] the end (ps) of the static window the port's counters cover
     bytes: np.ndarray  #: int64[P*C] static: bytes sent before the window; sliding: in the ring
     since: np.ndarray  #: int64[P*C] when the class turned inactive, -1: active
     inactive: np.ndarray  #: int64[P*C] ps spent inactive (closed spans)
@@ -124,7 +124,7 @@ def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
     return QosState(
         kind=i64(kind), n_classes=i64(C), window=i64(max(1, window_ps)), sliding=i64(sliding),
         capw=capw, capb=np.zeros(P * C, dtype=i64), weight=np.array(weights or [1] * C, dtype=i64),
-        win=np.zeros(P, dtype=i64), bytes=np.zeros(P * C, dtype=i64),
+        win=np.full(P, max(1, window_ps), dtype=i64), bytes=np.zeros(P * C, dtype=i64),
         since=np.full(P * C, -1, dtype=i64), inactive=np.zeros(P * C, dtype=i64),
         rr=np.full(P, C - 1, dtype=i64), deficit=deficit, wrow=i64(R),
         first=np.full(C, -1, dtype=i64), first_prev=np.full(C, -1, dtype=i64),
@@ -378,17 +378,16 @@ def refresh(sim, st, o, now):
         for c in range(C):
             expire(sim, st, o, c, now)
         return
-    edge = (st.win[o] + 1) * st.window  # the end of the window the counters cover
-    if now < edge:  # (a product, not a division, on the common path)
+    edge = st.win[o]  # the end of the window the counters cover
+    if now < edge:  # (kept as a time: no arithmetic on the common path)
         return
-    w = now // st.window
     for c in range(C):
         i = o * C + c
         if st.since[i] >= 0:
             st.inactive[i] += edge - st.since[i]
             st.since[i] = -1
         st.bytes[i] = sent(sim, o, c)  # every send so far was in an earlier window
-    st.win[o] = w
+    st.win[o] = (now // st.window + 1) * st.window
 
 
 @part
