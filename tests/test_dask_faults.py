@@ -34,15 +34,25 @@ SLOW = ("machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
         "sweep: {seed: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}\n")
 
 
+def scratch(folder: Path) -> Path:
+    """A temporary folder beside the test's (pytest removes both): a process killed mid-point
+    leaves its spooled tables there, not in /tmp (nothing can remove a killed process's
+    files), and the test's own folder holds only what the run wrote."""
+    out = folder.parent / f"{folder.name}-tmp"
+    out.mkdir(exist_ok=True)
+    return out
+
+
 class Cluster:
     """A scheduler process and a worker process (``nworkers`` worker processes under it)."""
 
     def __init__(self, folder: Path, nworkers: int = 2) -> None:
         self.file = folder / f"scheduler-{time.monotonic_ns()}.json"
+        env = {**ENV, "TMPDIR": str(scratch(folder))}
         self.scheduler = subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
              "--port", "0", "--no-dashboard", "--scheduler-file", str(self.file)],
-            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 60
         while not self.file.exists() or not self.file.read_text().strip():
             assert time.time() < deadline and self.scheduler.poll() is None, "no scheduler"
@@ -54,7 +64,7 @@ class Cluster:
                 [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
                  str(self.file), "--nworkers", str(nworkers), "--nthreads", "1",
                  "--no-dashboard", "--memory-limit", "0"],
-                env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def wait_for_workers(self, n: int) -> None:
         from distributed import Client
@@ -100,7 +110,8 @@ def cluster(tmp_path):
 
 def start(tmp_path: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "from federation.cli import entry; entry()",
-                             "run", *args], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE,
+                             "run", *args], cwd=tmp_path,
+                            env={**ENV, "TMPDIR": str(scratch(tmp_path))}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
