@@ -82,14 +82,11 @@ class Spool(Table):
         self._dir = tempfile.TemporaryDirectory(prefix="federation-table-")
         self.n = 0
         self.rows = 0
-        # no reference to itself (Table's reader as the bound ``self._read`` was one): the
-        # folder goes when the last reference does, not at a later cyclic collection, which a
-        # sweep's Dask worker may never reach before it is stopped (a folder per point left in
-        # $TMPDIR)
+        # it reads its own chunks (chunks() below): given to Table as the bound method, the
+        # reader was a reference to itself, and the folder went only at a later cyclic
+        # collection, which a sweep's Dask worker may never reach before it is stopped (a
+        # folder per point left in $TMPDIR)
         super().__init__(None, list(names))
-
-    def chunks(self) -> Iterator[Columns]:
-        yield from self._read()
 
     def append(self, cols: Columns) -> None:
         k = len(next(iter(cols.values()))) if cols else 0
@@ -110,7 +107,7 @@ class Spool(Table):
         self.n += 1
         self.rows += k
 
-    def _read(self) -> Iterator[Columns]:
+    def chunks(self) -> Iterator[Columns]:
         # the bytes are read by Python and parsed from memory: given a file, np.load reads it
         # with np.fromfile, whose os.PathLike check runs Python code, and a stop signal
         # (federation.interrupts) landing there came out as "TypeError: expected str, bytes
