@@ -3,6 +3,7 @@ engine plugin without SST installed, and a real run where ``sst`` is on PATH."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -273,7 +274,6 @@ def test_timeout_stops_sst_and_its_children_and_keeps_the_output(tmp_path: Path)
     """Issue 17 case 20: on engine.timeout the stand-in sst *and the child it started* are
     stopped (the process group), and the message names a folder that exists and holds what
     sst wrote (the output folder of the failed run is removed, so not a path inside it)."""
-    import re
     import time
 
     pidfile = tmp_path / "child.pid"
@@ -310,8 +310,6 @@ def test_failed_sst_names_its_kept_folder_and_quotes_stderr(tmp_path: Path) -> N
     """A stand-in sst killed by a signal: the message says so (not 'status -9'), quotes its
     last stderr line, and the folder it names exists; an sst that exits 0 but writes no
     statistics is named the same way."""
-    import re
-
     prog = fake_program(tmp_path, "import os, signal\nprint('FATAL: out of flits', "
                         "file=sys.stderr, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)")
     e = write_exp(tmp_path, "quickstart-dragonfly.yaml",
@@ -441,3 +439,6 @@ def test_a_failing_sst_point_keeps_the_finished_ones(tmp_path: Path) -> None:
     (pt,) = doc["points"]
     assert pt["index"] == 0 and pt["engine"] == "sst"
     assert (tmp_path / "out" / "sst-0" / "config.py").exists()
+    kept = Path(re.search(r"output kept in (\S+)\)", r.stderr)[1])
+    assert (kept / "config.py").is_file() and "load=0.4" in (kept / "config.py").read_text()
+    shutil.rmtree(kept)  # the failed point's folder, kept and named for the user
