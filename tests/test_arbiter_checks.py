@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from conftest import fake_distribution, one_error
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 PICKY = '''
 import numpy as np
@@ -192,3 +194,70 @@ def test_a_buffer_deadlock_does_not_blame_the_arbiter():
         run_native(job)
     assert str(e.value).startswith("deadlock at t="), str(e.value)
     assert "arbiter" not in str(e.value)
+
+
+def _request_lists(ops: list[tuple[int, int]], n_queues: int, n_ports: int, monkeypatch):
+    """Request lists after ``ops`` (``(queue, port)``: the queue posts a request for the port
+    if it has none, else the request is served), kept by the loop's own ``post_request`` and
+    ``take_request`` run as Python; returns ``(sim, lists)`` with ``lists[o]`` in order."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from federation.engine import router as R
+
+    monkeypatch.setattr(R, "credit_return", lambda *a: None)
+    monkeypatch.setattr(R, "push", lambda *a: 0)
+    i64 = np.int64
+    sim = SimpleNamespace(
+        req_head=np.full(n_ports, -1, i64), req_tail=np.full(n_ports, -1, i64),
+        req_next=np.full(n_queues, -1, i64), req_count=np.zeros(n_ports, i64),
+        n_vcs=i64(1),
+        q_head=np.arange(n_queues, dtype=np.int32), q_tail=np.arange(n_queues, dtype=np.int32),
+        ps=np.zeros((n_queues, 16), np.int32), port_ser=np.ones(n_ports),
+        cut_through=False, pkt_tail=np.zeros(1, i64), occ=np.zeros(n_queues, i64),
+        port_peer=np.zeros(n_queues, i64), port_lat=np.zeros(n_queues, i64),
+        port_router=np.full(n_queues, -1, i64), sc=np.zeros(64, i64),
+        credits=np.full(n_ports, 1 << 20, i64))
+    sim.ps[:, 0] = -1  # P_NEXT: one packet per queue, re-posted as a fresh head
+    lists: list[list[int]] = [[] for _ in range(n_ports)]
+    for q, o in ops:
+        held = next((p for p in range(n_ports) if q in lists[p]), None)
+        if held is None:
+            R.post_request.py_func(sim, q, o)
+            lists[o].append(q)
+        else:
+            k = lists[held].index(q)
+            R.take_request.py_func(sim, held, q, lists[held][k - 1] if k else -1, i64(0))
+            lists[held].remove(q)
+            sim.q_head[q] = q  # its next packet
+    return sim, lists
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1)), max_size=40))
+def test_the_check_takes_exactly_the_lawful_answers(ops):
+    """Every ``(queue, prev)`` answer for either port, after any sequence of requests posted
+    and served (served ones leave stale successor links behind): the check accepts
+    exactly the answers whose ``prev`` is the queue's predecessor in the port's list."""
+    from federation.engine import arbiter_check as A
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(A, "requests_reach", A.requests_reach.py_func)  # parts run as Python
+        sim, lists = _request_lists(ops, 6, 2, mp)
+        for o in range(2):
+            assert [int(q) for q in _walk(sim, o)] == lists[o]
+            for qi in range(-1, 7):
+                for prev in range(-1, 7):
+                    lawful = qi == -1 or (qi in lists[o] and prev == (
+                        lists[o][lists[o].index(qi) - 1] if lists[o].index(qi) else -1))
+                    got = A.arbiter_answer_ok.py_func(sim, o, qi, prev)
+                    assert (got == 0) == lawful, (o, qi, prev, lists)
+
+
+def _walk(sim, o: int) -> list[int]:
+    out, q = [], int(sim.req_head[o])
+    while q >= 0:
+        out.append(q)
+        q = int(sim.req_next[q])
+    return out
