@@ -366,15 +366,18 @@ def open_bucket(q, b):
 def sort_run(run, tmp, hist, n, shift):
     """Sort ``run[:n]`` (one bucket of ``2**shift`` ps) by key.
 
-    Most buckets are already sorted (one pass finds it).  Large ones are sorted by their
-    times' offset in the bucket with a stable LSD radix sort (passes of up to 11 bits, no
-    data-dependent branch), which keeps the events of one time in scheduling order; each
-    time's events are then put in key order (the key holds the scheduling number modulo
-    ``2**SEQ_BITS``, which wraps: a time whose events were pushed across a wrap is two sorted
-    runs, the later one first), a few by an insertion sort, more (booksim_iq's thousands per
-    cycle) by a natural merge sort, which merges the two runs in one pass where the insertion
-    sort moved each event of one past every event of the other (a third of booksim_iq's loop
-    time).  Small buckets get the natural merge sort alone."""
+    Most buckets are already sorted (one pass finds it).  Large ones are spread by the top
+    bits (at most 11) of their times' offset in the bucket into ``tmp`` with one stable
+    counting pass (no data-dependent branch), then each bin is put in key order on its way
+    back: a few events by an insertion sort, more (booksim_iq's thousands per cycle) by a
+    natural merge sort, which merges in one pass the two sorted runs of a time whose events
+    were pushed across a wrap of the scheduling number (the key holds it modulo
+    ``2**SEQ_BITS``; the later run comes first), where the insertion sort moved each event of
+    one past every event of the other (a third of booksim_iq's loop time).  Every step is
+    stable, so equal keys keep their order in the bucket.  (Two passes, sorting on all the
+    offset's bits and then each time's events, cost twice as much on the CODES scenario,
+    whose 64 ns buckets hold about 3,000 events of as many times.)  Small buckets get the
+    natural merge sort alone.  ``hist`` is all zeros between calls."""
     descents = 0
     for i in range(1, n):
         if run[i, 0] < run[i - 1, 0]:
@@ -384,58 +387,47 @@ def sort_run(run, tmp, hist, n, shift):
     if n < 64 or (np.int64(1) << min(shift, 11)) > 4 * n:
         merge_range(run, tmp, 0, n)
         return
-    src = run
-    dst = tmp
-    in_tmp = False
-    lo = 0
-    while lo < shift:
-        w = min(11, shift - lo)
-        mask = (np.int64(1) << w) - 1
-        width = np.int64(1) << w
-        for d in range(width):
-            hist[d] = 0
-        for i in range(n):
-            hist[((src[i, 0] >> SEQ_BITS) >> lo) & mask] += 1
-        total = np.int64(0)
-        for d in range(width):
-            c = hist[d]
-            hist[d] = total
-            total += c
-        for i in range(n):
-            d = ((src[i, 0] >> SEQ_BITS) >> lo) & mask
-            o = hist[d]
-            hist[d] = o + 1
-            dst[o, 0] = src[i, 0]
-            dst[o, 1] = src[i, 1]
-            dst[o, 2] = src[i, 2]
-        src, dst = dst, src
-        in_tmp = not in_tmp
-        lo += w
-    if in_tmp:
-        for i in range(n):
-            run[i, 0] = tmp[i, 0]
-            run[i, 1] = tmp[i, 1]
-            run[i, 2] = tmp[i, 2]
-    i = 0
-    while i < n:  # events of one time: by key (scheduling order modulo 2**SEQ_BITS)
-        t = run[i, 0] >> SEQ_BITS
-        j = i + 1
-        while j < n and (run[j, 0] >> SEQ_BITS) == t:
-            j += 1
-        if j - i > GROUP_INSERT:
-            merge_range(run, tmp, i, j)
+    w = min(np.int64(11), shift)
+    lo = shift - w
+    mask = (np.int64(1) << w) - 1
+    width = np.int64(1) << w
+    for i in range(n):
+        hist[((run[i, 0] >> SEQ_BITS) >> lo) & mask] += 1
+    total = np.int64(0)
+    for d in range(width):
+        c = hist[d]
+        hist[d] = total
+        total += c
+    for i in range(n):
+        d = ((run[i, 0] >> SEQ_BITS) >> lo) & mask
+        o = hist[d]
+        hist[d] = o + 1
+        tmp[o, 0] = run[i, 0]
+        tmp[o, 1] = run[i, 1]
+        tmp[o, 2] = run[i, 2]
+    start = np.int64(0)
+    for d in range(width):  # hist[d] is now the end of bin d
+        end = hist[d]
+        hist[d] = 0
+        if end - start > GROUP_INSERT:
+            for i in range(start, end):
+                run[i, 0] = tmp[i, 0]
+                run[i, 1] = tmp[i, 1]
+                run[i, 2] = tmp[i, 2]
+            merge_range(run, tmp, start, end)
         else:
-            insertion_range(run, i, j)
-        i = j
+            insert_back(run, tmp, start, end)
+        start = end
 
 
 @part
-def insertion_range(run, lo, hi):
-    """Sort ``run[lo:hi]`` by key, stably: an insertion sort (a few events)."""
-    for a in range(lo + 1, hi):
-        k0 = run[a, 0]
-        k1 = run[a, 1]
-        k2 = run[a, 2]
+def insert_back(run, tmp, lo, hi):
+    """``tmp[lo:hi]`` into ``run[lo:hi]`` in key order, stably: an insertion sort on the way
+    (a bin of a few events)."""
+    for a in range(lo, hi):
+        k0 = tmp[a, 0]
+        k1 = tmp[a, 1]
+        k2 = tmp[a, 2]
         b = a
         while b > lo and run[b - 1, 0] > k0:
             run[b, 0] = run[b - 1, 0]
