@@ -124,7 +124,7 @@ from federation.engine.programs import (
     unsettled,
 )
 from federation.engine.qos import CLASS_MASK, LINK_SHIFT, NIC_WALK, ST_QOS_RING
-from federation.engine.queue import ahead, next_source, room, source_key, take
+from federation.engine.queue import ahead, pop, room
 from federation.engine.router import (
     enqueue,
     note_stall,
@@ -676,13 +676,12 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         moved = PROGRAMS and unsettled(sim)  # operations left when the queue had to grow
         nic = np.int64(-1)
         if not moved:
-            source = next_source(q)
-            if source < 0:
+            got = pop(q, until_key, cur)
+            if got == 0:
                 break
-            if source_key(q, source) >= until_key:
+            if got == 2:
                 sc[S_EVENTS] += processed
                 return ST_UNTIL
-            take(q, source, cur)
             decode(cur)
             sc[S_KEY] = cur[5]
             # bring in the rows an event a few places ahead will read first: an arriving

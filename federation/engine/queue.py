@@ -551,6 +551,35 @@ def take(q, s, out):
 
 
 @part
+def pop(q, until_key, out):
+    """Take the least pending event: its key and payload words into ``out[5:8]``; returns 1,
+    or 0 when nothing is pending, or 2 when the least is at or after ``until_key`` (left
+    pending).  The run's next event, when the overflow heap is empty and the side heap's top
+    is not before it (most pops), is taken on a path of its own, without the three sources'
+    comparison of :func:`next_source`; the order is the same."""
+    qs = q.qs
+    pos = qs[Q_POS]
+    if pos < qs[Q_LEN] and qs[Q_OVER] == 0:
+        k = q.run[pos, 0]
+        if qs[Q_SIDE] == 0 or k <= q.sk[0]:
+            if k >= until_key:
+                return 2
+            out[5] = k
+            out[6] = q.run[pos, 1]
+            out[7] = q.run[pos, 2]
+            qs[Q_POS] = pos + 1
+            qs[Q_COUNT] -= 1
+            return 1
+    s = next_source(q)
+    if s < 0:
+        return 0
+    if source_key(q, s) >= until_key:
+        return 2
+    take(q, s, out)
+    return 1
+
+
+@part
 def ahead(q, d):
     """Payload word a (``a * 8 + kind``) of the event ``d`` places ahead in the run, -1 past
     its end: the loop prefetches what that event will touch."""
