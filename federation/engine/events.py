@@ -87,7 +87,8 @@ TIME_LIMIT_PS = _TIME_LIMIT_PS  # 8.8 simulated seconds (see federation.models.l
 @part
 def push(sim, time, ev, a, b, c):
     """Schedule an event (the loop keeps :func:`~federation.engine.queue.room` for it);
-    returns its key.
+    returns its key.  Its payload is two words, ``a * 8 + ev`` and ``b + (c << 32)``, which
+    the loop unpacks as it pops the event (``run_loop``).
 
     The time is checked here, where the key is made, because ``time << SEQ_BITS`` of a time
     past the clock range wraps to an earlier (even a plausible) time that no later check can
@@ -110,14 +111,3 @@ def push(sim, time, ev, a, b, c):
     key = (time << SEQ_BITS) | (seq & SEQ_MASK)
     push_key(sim.q, key, a * 8 + ev, b + (c << 32))
     return key
-
-
-@part
-def decode(cur):
-    """The event :func:`~federation.engine.queue.take` wrote into ``cur[5:8]`` (key, two
-    payload words) as ``cur[0:5]`` = (time, kind, a, b, c)."""
-    cur[0] = cur[5] >> SEQ_BITS
-    cur[1] = cur[6] & 7
-    cur[2] = cur[6] >> 3
-    cur[3] = cur[7] & 0xFFFFFFFF
-    cur[4] = cur[7] >> 32

@@ -76,7 +76,6 @@ from federation.engine.events import (
     ST_TIME_LIMIT,
     ST_UNTIL,
     TIME_LIMIT_PS,
-    decode,
     push,
 )
 from federation.engine.feed import (
@@ -646,7 +645,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
     at or after ``until`` (ps: the driver reads counters there and resumes), or a routing
     answer is refused; returns the ``ST_*`` status.  ``rt`` and ``ab`` are the routing's and
     the arbiter's own tables, passed through to them; ``pg`` the rank programs' state;
-    ``cur`` (8 int64) holds the event being handled."""
+    ``cur`` (8 int64) is scratch for an event taken off one of the queue's heaps (``pop``)."""
     sc = sim.sc
     q = sim.q
     until_key = until << SEQ_BITS  # keys order like times: one comparison per event
@@ -676,14 +675,13 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         moved = PROGRAMS and unsettled(sim)  # operations left when the queue had to grow
         nic = np.int64(-1)
         if not moved:
-            got = pop(q, until_key, cur)
+            got, key, wa, wb = pop(q, until_key, cur)
             if got == 0:
                 break
             if got == 2:
                 sc[S_EVENTS] += processed
                 return ST_UNTIL
-            decode(cur)
-            sc[S_KEY] = cur[5]
+            sc[S_KEY] = key
             # bring in the rows an event a few places ahead will read first: an arriving
             # packet's state and metadata (its delivery reads both), a waking NIC's next
             # waiting packet and the one after it (read once the first has left), a freed
@@ -703,23 +701,23 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
                         prefetch_row(sim.cr, sim.cr_head[word >> 3])
                     if sim.req_head[word >> 3] >= 0:
                         prefetch_row(sim.ps, np.int64(sim.q_head[sim.req_head[word >> 3]]))
-            now = cur[0]
+            now = key >> SEQ_BITS  # the event's fields (events.push packs them)
+            ev = wa & 7
+            a = wa >> 3
+            b = wb & 0xFFFFFFFF
             if now < 0 or now >= TIME_LIMIT_PS:  # refused by push (keyed at -1), or bad
                 if sc[S_BAD_TIME] == 0:
                     sc[S_BAD_TIME] = now
-                    sc[S_BAD_EV] = cur[1]
-                    sc[S_BAD_A] = cur[2]
-                    sc[S_BAD_B] = cur[3]
+                    sc[S_BAD_EV] = ev
+                    sc[S_BAD_A] = a
+                    sc[S_BAD_B] = b
                 sc[S_EVENTS] += processed
                 return ST_TIME_LIMIT
-            ev = cur[1]
-            a = cur[2]
-            b = cur[3]
             sc[S_NOW] = now
             processed += 1
             o = np.int64(-1)
             if IQ:
-                status = iq_event(sim, pg, rt, ev, a, b, cur[4], now)
+                status = iq_event(sim, pg, rt, ev, a, b, wb >> 32, now)
                 if status != 0:
                     sc[S_EVENTS] += processed
                     return status
@@ -750,7 +748,7 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
                 sim.wake[a] = -1
                 o = a
             elif ev == EV_CREDIT:  # a port waiting for credit: its first return is due
-                if sim.cwake[a] != cur[5]:
+                if sim.cwake[a] != key:
                     continue  # superseded by an earlier return: stale
                 sim.cwake[a] = -1
                 settle_credits(sim, a)

@@ -552,31 +552,31 @@ def take(q, s, out):
 
 @part
 def pop(q, until_key, out):
-    """Take the least pending event: its key and payload words into ``out[5:8]``; returns 1,
-    or 0 when nothing is pending, or 2 when the least is at or after ``until_key`` (left
-    pending).  The run's next event, when the overflow heap is empty and the side heap's top
-    is not before it (most pops), is taken on a path of its own, without the three sources'
-    comparison of :func:`next_source`; the order is the same."""
+    """Take the least pending event: returns ``(1, key, word a, word b)``, or status 0 when
+    nothing is pending, or 2 when the least is at or after ``until_key`` (left pending).  The
+    run's next event, when the overflow heap is empty and the side heap's top is not before it
+    (most pops), is taken on a path of its own, without the three sources' comparison of
+    :func:`next_source`; the order is the same.  ``out`` is scratch for the heaps' path
+    (:func:`take`).  The event comes back as values, not through an array, so that the loop
+    keeps its fields in registers."""
     qs = q.qs
     pos = qs[Q_POS]
     if pos < qs[Q_LEN] and qs[Q_OVER] == 0:
         k = q.run[pos, 0]
         if qs[Q_SIDE] == 0 or k <= q.sk[0]:
             if k >= until_key:
-                return 2
-            out[5] = k
-            out[6] = q.run[pos, 1]
-            out[7] = q.run[pos, 2]
+                return 2, k, np.int64(0), np.int64(0)
             qs[Q_POS] = pos + 1
             qs[Q_COUNT] -= 1
-            return 1
+            return 1, k, q.run[pos, 1], q.run[pos, 2]
     s = next_source(q)
     if s < 0:
-        return 0
-    if source_key(q, s) >= until_key:
-        return 2
+        return 0, KEY_MAX, np.int64(0), np.int64(0)
+    k = source_key(q, s)
+    if k >= until_key:
+        return 2, k, np.int64(0), np.int64(0)
     take(q, s, out)
-    return 1
+    return 1, out[5], out[6], out[7]
 
 
 @part
