@@ -50,7 +50,7 @@ from federation.engine.qos import (
     run_state,
     settle_nics,
 )
-from federation.engine.queue import Q_COUNT, Q_SIDE, bucket_shift, new_queue
+from federation.engine.queue import Q_SIDE, bucket_shift, new_queue
 from federation.engine.reports import (
     CLOCK_RANGE,
     arbiter_report,
@@ -398,7 +398,6 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
     q.sk[:n0] = np.arange(n0)  # keys (time 0, scheduling order): a sorted array is a heap
     q.sp[:n0, 0] = roots * 8 + E.EV_OP  # word b: 0 (OP_BEGIN)
     q.qs[Q_SIDE] = n0
-    q.qs[Q_COUNT] = n0
     sc[E.S_SEQ] = n0
     i64 = np.int64
     C = max(1, int(job.n_classes))

@@ -51,13 +51,13 @@ BS = 32  #: events per block of a bucket's chain
 ROOM = 8
 
 # queue scalars (Queue.qs)
-Q_COUNT = 0  #: events pending in all parts
+Q_SPARE = 0  #: unused (:func:`pending` adds the parts' counts up)
 Q_CUR = 1  #: the current bucket
 Q_POS = 2  #: next event of the run
 Q_LEN = 3  #: events in the run
 Q_SIDE = 4  #: events in the side heap
 Q_OVER = 5  #: events in the overflow heap
-Q_RING = 6  #: events in ring buckets
+Q_RING = 6  #: non-empty ring buckets
 Q_FREE = 7  #: free blocks (Queue.free[:n])
 Q_SHIFT = 8  #: bucket width is 2**shift ps
 Q_BIG = 9  #: 1: a ring bucket nearly outgrew the run (the driver grows it)
@@ -153,7 +153,9 @@ def _longer(a: np.ndarray, size: int, fill: int) -> np.ndarray:
 
 
 def pending(q: Queue) -> int:
-    return int(q.qs[Q_COUNT])
+    """Events pending in all parts (counted here, not by every push and pop)."""
+    qs = q.qs
+    return int(qs[Q_LEN] - qs[Q_POS] + qs[Q_SIDE] + qs[Q_OVER] + q.bucket[:, 2].sum())
 
 
 # ------------------------------------------------------------------ 4-ary heaps (side, overflow)
@@ -217,7 +219,6 @@ def heap_pop(hk, hp, n, out):
 def push_key(q, key, wa, wb):
     """Queue an event by its key."""
     qs = q.qs
-    qs[Q_COUNT] += 1
     shift = qs[Q_SHIFT] + SEQ_BITS
     bk = key >> shift
     cur = qs[Q_CUR]
@@ -243,6 +244,7 @@ def ring_append(q, slot, key, wa, wb):
         if n == 0:
             bucket[slot, 0] = blk
             q.bits[slot >> 6] |= np.uint64(1) << np.uint64(slot & 63)
+            qs[Q_RING] += 1
         else:
             q.nxt[bucket[slot, 1]] = blk
         bucket[slot, 1] = blk
@@ -254,7 +256,6 @@ def ring_append(q, slot, key, wa, wb):
     ring[i, 1] = wa
     ring[i, 2] = wb
     bucket[slot, 2] = n + 1
-    qs[Q_RING] += 1
     if n + 1 + ROOM > q.run.shape[0]:
         qs[Q_BIG] = 1  # the run must hold the bucket when it opens
 
@@ -340,11 +341,16 @@ def open_bucket(q, b):
     run = q.run
     ring = q.ring
     i = 0
+    descents = 0  # counted on the way: a sorted bucket (most of BookSim's) is not sorted again
+    last = np.int64(-1)  # ring keys are of buckets after the current one: not negative
     while i < n:
         base = blk * BS
         k = min(BS, n - i)
         for j in range(k):
-            run[i + j, 0] = ring[base + j, 0]
+            key = ring[base + j, 0]
+            descents += key < last
+            last = key
+            run[i + j, 0] = key
             run[i + j, 1] = ring[base + j, 1]
             run[i + j, 2] = ring[base + j, 2]
         i += k
@@ -355,8 +361,9 @@ def open_bucket(q, b):
     bucket[slot, 1] = -1
     bucket[slot, 2] = 0
     q.bits[slot >> 6] &= ~(np.uint64(1) << np.uint64(slot & 63))
-    qs[Q_RING] -= n
-    sort_run(run, q.tmp, q.hist, n, qs[Q_SHIFT])
+    qs[Q_RING] -= 1
+    if descents != 0:
+        sort_unsorted(run, q.tmp, q.hist, n, qs[Q_SHIFT])
     qs[Q_POS] = 0
     qs[Q_LEN] = n
     qs[Q_CUR] = b
@@ -378,12 +385,16 @@ def sort_run(run, tmp, hist, n, shift):
     offset's bits and then each time's events, cost twice as much on the CODES scenario,
     whose 64 ns buckets hold about 3,000 events of as many times.)  Small buckets get the
     natural merge sort alone.  ``hist`` is all zeros between calls."""
-    descents = 0
     for i in range(1, n):
         if run[i, 0] < run[i - 1, 0]:
-            descents += 1
-    if descents == 0:
-        return
+            sort_unsorted(run, tmp, hist, n, shift)
+            return
+
+
+@part
+def sort_unsorted(run, tmp, hist, n, shift):
+    """:func:`sort_run` of a bucket known not to be in order (``open_bucket`` counts its
+    descents as it copies it)."""
     if n < 64 or (np.int64(1) << min(shift, 11)) > 4 * n:
         merge_range(run, tmp, 0, n)
         return
@@ -533,7 +544,6 @@ def take(q, s, out):
     """Remove the least event of source ``s`` (:func:`next_source`): writes its key and
     payload words into ``out[5:8]``."""
     qs = q.qs
-    qs[Q_COUNT] -= 1
     if s == 0:
         i = qs[Q_POS]
         out[5] = q.run[i, 0]
@@ -567,7 +577,6 @@ def pop(q, until_key, out):
             if k >= until_key:
                 return 2, k, np.int64(0), np.int64(0)
             qs[Q_POS] = pos + 1
-            qs[Q_COUNT] -= 1
             return 1, k, q.run[pos, 1], q.run[pos, 2]
     s = next_source(q)
     if s < 0:
