@@ -1,4 +1,4 @@
-"""The calendar queue's bucket sort (:func:`federation.engine.queue.sort_run`): a bucket's
+"""The calendar queue's bucket sort (:func:`federation.engine.queue_sort.sort_run`): a bucket's
 events come out in key order, ties in the order they were pushed, whatever mix of times and
 scheduling numbers they hold, including a time's events pushed across a wrap of the scheduling
 number (``seq mod 2**SEQ_BITS``), which makes that time's group two sorted runs, the later one
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.engine import queue as Q
+from federation.engine import queue_sort as Q
 
 WRAP = 1 << Q.SEQ_BITS
 

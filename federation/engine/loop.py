@@ -123,7 +123,7 @@ from federation.engine.programs import (
     unsettled,
 )
 from federation.engine.qos import CLASS_MASK, LINK_SHIFT, NIC_WALK, ST_QOS_RING
-from federation.engine.queue import ahead, pop, room
+from federation.engine.queue import ahead, big, pop, room_events
 from federation.engine.router import (
     enqueue,
     note_stall,
@@ -654,20 +654,34 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
     # every part below is inlined, so each is called from one place only (compile time grows
     # with every inlined copy): a NIC is tried through the ``kick`` list, rank programs
     # settle in one place, and a resumed slice settles before it takes an event
+    # the limits below hold before every event; ``safe`` events in a row cannot break them
+    # (each pushes ROOM events, births two packets and returns two credits at most, and
+    # delivers one packet), so they are tested again only when those are used up
+    safe = np.int64(0)
     while True:
         if processed >= budget:
             sc[S_EVENTS] += processed
             return ST_BUDGET
-        if not room(q):
+        if safe == 0:
+            safe = room_events(q)
+            if safe == 0:
+                sc[S_EVENTS] += processed
+                return ST_HEAP_FULL
+            if sc[S_FREE] < 4 or sc[S_CRFREE] < 4:
+                sc[S_EVENTS] += processed
+                return ST_POOL_FULL if sc[S_FREE] < 4 else ST_HEAP_FULL
+            if sc[S_REC] >= sim.rec.shape[0]:
+                sc[S_EVENTS] += processed
+                return ST_RECORDS_FULL
+            if IQ:  # a router's cycle may push more than ROOM events: tested every event
+                safe = 1
+            else:
+                safe = min(safe, (sc[S_FREE] - 2) >> 1, (sc[S_CRFREE] - 2) >> 1,
+                           sim.rec.shape[0] - sc[S_REC])
+        elif big(q):
             sc[S_EVENTS] += processed
             return ST_HEAP_FULL
-        if sc[S_FREE] < 4 or sc[S_CRFREE] < 4:  # an event gives birth to two packets at
-            # most, and returns two credits
-            sc[S_EVENTS] += processed
-            return ST_POOL_FULL if sc[S_FREE] < 4 else ST_HEAP_FULL
-        if sc[S_REC] >= sim.rec.shape[0]:  # an event delivers one packet at most
-            sc[S_EVENTS] += processed
-            return ST_RECORDS_FULL
+        safe -= 1
         if RINGS:
             if ab.full[0] != 0:  # a sliding window's ring of sends is full: grown by the driver
                 sc[S_EVENTS] += processed
@@ -771,7 +785,8 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
         else:
             now = sc[S_NOW]
         if PROGRAMS and moved:
-            settle(sim, pg, now)
+            settle(sim, pg, now)  # pushes many events: the limits are tested again
+            safe = 0
             if CONTROLLED:
                 control_sends(sim, pg)
         if nic >= 0:

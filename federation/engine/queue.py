@@ -14,13 +14,13 @@ a cable, a credit's way back), so this queue is a *calendar*:
   serialisation); the ``NB`` buckets after the *current* one form a ring.  A push into the ring
   appends the event to its bucket (a chain of blocks of ``BS`` events): one sequential write.
 * When the current bucket is used up, the next non-empty one (a bitmap finds it) is *opened*:
-  its events are copied into the *run* and sorted by key (a natural merge sort: events pushed
-  in scheduling order are already sorted within one time, so it is usually one pass).  Pops
-  then read the run in order.
+  its events are copied into the *run*, and sorted by key unless the copy found them in order
+  (:mod:`federation.engine.queue_sort`).  Pops then read the run in order.
 * Events for the current bucket or earlier (a READY at ``now``, an event the clock guard keyed
   at time -1) go to the *side* heap, events past the ring's horizon to the *overflow* heap
   (both 4-ary heaps of keys with their payload beside).  A pop takes the least of the run's
-  next event and the two heaps' tops, so the order is exactly the keys' order.
+  next event and the two heaps' tops, so the order is exactly the keys' order (:func:`pop`:
+  the run's next event directly when the heaps hold none before it).
 
 Invariants: ring buckets hold events of buckets ``cur + 1 .. cur + NB - 1`` only; the run and
 the side heap hold events of bucket ``cur`` or earlier; every event in the overflow heap is of
@@ -34,6 +34,7 @@ from typing import NamedTuple
 import numpy as np
 
 from federation.engine.jit import part
+from federation.engine.queue_sort import sort_unsorted
 from federation.models.limits import HEAP_SEQ_BITS
 from federation.models.limits import TIME_LIMIT_PS as _TIME_LIMIT_PS
 
@@ -43,15 +44,13 @@ TIME_LIMIT_PS = _TIME_LIMIT_PS  # 8.8 simulated seconds (see federation.models.l
 KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 
 NB = 4096  #: buckets in the ring (a power of two)
-#: events of one time in a radix-sorted bucket up to which an insertion sort puts them in key
-#: order (larger groups: a natural merge sort, linear when the scheduling number wrapped)
-GROUP_INSERT = 32
 BS = 32  #: events per block of a bucket's chain
-#: room the loop keeps before each event: no event schedules more than this many
+#: room the loop keeps before each event: no event schedules more than this many (but a
+#: booksim_iq router's cycle may: the loop tests the room before each of its events)
 ROOM = 8
 
 # queue scalars (Queue.qs)
-Q_SPARE = 0  #: unused (:func:`pending` adds the parts' counts up)
+Q_SPARE = 0  #: unused
 Q_CUR = 1  #: the current bucket
 Q_POS = 2  #: next event of the run
 Q_LEN = 3  #: events in the run
@@ -150,12 +149,6 @@ def _longer(a: np.ndarray, size: int, fill: int) -> np.ndarray:
     b = np.full((size,) + a.shape[1:], fill, dtype=a.dtype)
     b[:a.shape[0]] = a
     return b
-
-
-def pending(q: Queue) -> int:
-    """Events pending in all parts (counted here, not by every push and pop)."""
-    qs = q.qs
-    return int(qs[Q_LEN] - qs[Q_POS] + qs[Q_SIDE] + qs[Q_OVER] + q.bucket[:, 2].sum())
 
 
 # ------------------------------------------------------------------ 4-ary heaps (side, overflow)
@@ -370,157 +363,6 @@ def open_bucket(q, b):
 
 
 @part
-def sort_run(run, tmp, hist, n, shift):
-    """Sort ``run[:n]`` (one bucket of ``2**shift`` ps) by key.
-
-    Most buckets are already sorted (one pass finds it).  Large ones are spread by the top
-    bits (at most 11) of their times' offset in the bucket into ``tmp`` with one stable
-    counting pass (no data-dependent branch), then each bin is put in key order on its way
-    back: a few events by an insertion sort, more (booksim_iq's thousands per cycle) by a
-    natural merge sort, which merges in one pass the two sorted runs of a time whose events
-    were pushed across a wrap of the scheduling number (the key holds it modulo
-    ``2**SEQ_BITS``; the later run comes first), where the insertion sort moved each event of
-    one past every event of the other (a third of booksim_iq's loop time).  Every step is
-    stable, so equal keys keep their order in the bucket.  (Two passes, sorting on all the
-    offset's bits and then each time's events, cost twice as much on the CODES scenario,
-    whose 64 ns buckets hold about 3,000 events of as many times.)  Small buckets get the
-    natural merge sort alone.  ``hist`` is all zeros between calls."""
-    for i in range(1, n):
-        if run[i, 0] < run[i - 1, 0]:
-            sort_unsorted(run, tmp, hist, n, shift)
-            return
-
-
-@part
-def sort_unsorted(run, tmp, hist, n, shift):
-    """:func:`sort_run` of a bucket known not to be in order (``open_bucket`` counts its
-    descents as it copies it)."""
-    if n < 64 or (np.int64(1) << min(shift, 11)) > 4 * n:
-        merge_range(run, tmp, 0, n)
-        return
-    w = min(np.int64(11), shift)
-    lo = shift - w
-    mask = (np.int64(1) << w) - 1
-    width = np.int64(1) << w
-    for i in range(n):
-        hist[((run[i, 0] >> SEQ_BITS) >> lo) & mask] += 1
-    total = np.int64(0)
-    for d in range(width):
-        c = hist[d]
-        hist[d] = total
-        total += c
-    for i in range(n):
-        d = ((run[i, 0] >> SEQ_BITS) >> lo) & mask
-        o = hist[d]
-        hist[d] = o + 1
-        tmp[o, 0] = run[i, 0]
-        tmp[o, 1] = run[i, 1]
-        tmp[o, 2] = run[i, 2]
-    start = np.int64(0)
-    for d in range(width):  # hist[d] is now the end of bin d
-        end = hist[d]
-        hist[d] = 0
-        if end - start > GROUP_INSERT:
-            for i in range(start, end):
-                run[i, 0] = tmp[i, 0]
-                run[i, 1] = tmp[i, 1]
-                run[i, 2] = tmp[i, 2]
-            merge_range(run, tmp, start, end)
-        else:
-            insert_back(run, tmp, start, end)
-        start = end
-
-
-@part
-def insert_back(run, tmp, lo, hi):
-    """``tmp[lo:hi]`` into ``run[lo:hi]`` in key order, stably: an insertion sort on the way
-    (a bin of a few events)."""
-    for a in range(lo, hi):
-        k0 = tmp[a, 0]
-        k1 = tmp[a, 1]
-        k2 = tmp[a, 2]
-        b = a
-        while b > lo and run[b - 1, 0] > k0:
-            run[b, 0] = run[b - 1, 0]
-            run[b, 1] = run[b - 1, 1]
-            run[b, 2] = run[b - 1, 2]
-            b -= 1
-        run[b, 0] = k0
-        run[b, 1] = k1
-        run[b, 2] = k2
-
-
-@part
-def run_end(src, i, hi):
-    """The end of the sorted run of ``src`` that starts at ``i`` (``i < hi``)."""
-    j = i + 1
-    while j < hi and src[j - 1, 0] <= src[j, 0]:
-        j += 1
-    return j
-
-
-@part
-def merge_range(run, tmp, lo, hi):
-    """Sort ``run[lo:hi]`` by key, stably (``tmp[lo:hi]`` its scratch): a natural merge sort,
-    each pass merging neighbouring sorted runs.  A sorted range costs one pass, no copy."""
-    src = run
-    dst = tmp
-    in_tmp = False
-    while True:
-        i = lo
-        j = run_end(src, lo, hi)
-        if j >= hi:
-            break  # sorted
-        while True:  # merge [i, j) with the run after it, [j, k)
-            k = run_end(src, j, hi) if j < hi else j
-            _merge(src, dst, i, j, k)
-            i = k
-            if i >= hi:
-                break
-            j = run_end(src, i, hi)
-        src, dst = dst, src
-        in_tmp = not in_tmp
-    if in_tmp:
-        for i in range(lo, hi):
-            run[i, 0] = tmp[i, 0]
-            run[i, 1] = tmp[i, 1]
-            run[i, 2] = tmp[i, 2]
-
-
-@part
-def _merge(src, dst, i, j, k):
-    """Merge ``src[i:j]`` and ``src[j:k]`` (each sorted) into ``dst[i:k]``, left first on
-    ties."""
-    a = i
-    b = j
-    o = i
-    while a < j and b < k:
-        if src[b, 0] < src[a, 0]:
-            dst[o, 0] = src[b, 0]
-            dst[o, 1] = src[b, 1]
-            dst[o, 2] = src[b, 2]
-            b += 1
-        else:
-            dst[o, 0] = src[a, 0]
-            dst[o, 1] = src[a, 1]
-            dst[o, 2] = src[a, 2]
-            a += 1
-        o += 1
-    while a < j:
-        dst[o, 0] = src[a, 0]
-        dst[o, 1] = src[a, 1]
-        dst[o, 2] = src[a, 2]
-        a += 1
-        o += 1
-    while b < k:
-        dst[o, 0] = src[b, 0]
-        dst[o, 1] = src[b, 1]
-        dst[o, 2] = src[b, 2]
-        b += 1
-        o += 1
-
-
-@part
 def source_key(q, s):
     """Key of the least event of source ``s`` (:func:`next_source`)."""
     if s == 0:
@@ -528,15 +370,6 @@ def source_key(q, s):
     if s == 1:
         return q.sk[0]
     return q.ok[0]
-
-
-@part
-def peek_key(q):
-    """Key of the least pending event (``KEY_MAX``: none)."""
-    s = next_source(q)
-    if s < 0:
-        return KEY_MAX
-    return source_key(q, s)
 
 
 @part
@@ -604,3 +437,23 @@ def room(q):
     qs = q.qs
     return (qs[Q_SIDE] + ROOM <= q.sk.shape[0] and qs[Q_OVER] + ROOM <= q.ok.shape[0]
             and qs[Q_FREE] >= ROOM and qs[Q_BIG] == 0)
+
+
+@part
+def room_events(q):
+    """How many events in a row the loop may handle before it asks again (0: the queue must
+    grow first, when :func:`room` is false): each pushes ``ROOM`` events at most, so every
+    part keeps room for the last of them.  A ring bucket that grows near the run's size
+    raises ``Q_BIG`` at any push, which the loop tests before every event (:func:`big`)."""
+    qs = q.qs
+    if qs[Q_BIG] != 0:
+        return np.int64(0)
+    k = (q.sk.shape[0] - qs[Q_SIDE]) // ROOM
+    k = min(k, (q.ok.shape[0] - qs[Q_OVER]) // ROOM)
+    return min(k, qs[Q_FREE] // ROOM)
+
+
+@part
+def big(q):
+    """True when a ring bucket has grown near the run's size (the driver grows the run)."""
+    return q.qs[Q_BIG] != 0
