@@ -20,7 +20,7 @@ WRAP = 1 << Q.SEQ_BITS
 @pytest.fixture(autouse=True)
 def _python_parts(monkeypatch):  # noqa: ANN001, ANN202
     for name in ("sort_run", "sort_unsorted", "merge_range", "run_end", "insert_back",
-                 "_merge"):
+                 "_merge", "copy_row"):
         monkeypatch.setattr(Q, name, getattr(Q, name).py_func)
 
 

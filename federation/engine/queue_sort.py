@@ -60,18 +60,14 @@ def sort_unsorted(run, tmp, hist, n, shift):
         d = ((run[i, 0] >> SEQ_BITS) >> lo) & mask
         o = hist[d]
         hist[d] = o + 1
-        tmp[o, 0] = run[i, 0]
-        tmp[o, 1] = run[i, 1]
-        tmp[o, 2] = run[i, 2]
+        copy_row(run, i, tmp, o)
     start = np.int64(0)
     for d in range(width):  # hist[d] is now the end of bin d
         end = hist[d]
         hist[d] = 0
         if end - start > GROUP_INSERT:
             for i in range(start, end):
-                run[i, 0] = tmp[i, 0]
-                run[i, 1] = tmp[i, 1]
-                run[i, 2] = tmp[i, 2]
+                copy_row(tmp, i, run, i)
             merge_range(run, tmp, start, end)
         else:
             insert_back(run, tmp, start, end)
@@ -129,9 +125,7 @@ def merge_range(run, tmp, lo, hi):
         in_tmp = not in_tmp
     if in_tmp:
         for i in range(lo, hi):
-            run[i, 0] = tmp[i, 0]
-            run[i, 1] = tmp[i, 1]
-            run[i, 2] = tmp[i, 2]
+            copy_row(tmp, i, run, i)
 
 
 @part
@@ -143,25 +137,25 @@ def _merge(src, dst, i, j, k):
     o = i
     while a < j and b < k:
         if src[b, 0] < src[a, 0]:
-            dst[o, 0] = src[b, 0]
-            dst[o, 1] = src[b, 1]
-            dst[o, 2] = src[b, 2]
+            copy_row(src, b, dst, o)
             b += 1
         else:
-            dst[o, 0] = src[a, 0]
-            dst[o, 1] = src[a, 1]
-            dst[o, 2] = src[a, 2]
+            copy_row(src, a, dst, o)
             a += 1
         o += 1
     while a < j:
-        dst[o, 0] = src[a, 0]
-        dst[o, 1] = src[a, 1]
-        dst[o, 2] = src[a, 2]
+        copy_row(src, a, dst, o)
         a += 1
         o += 1
     while b < k:
-        dst[o, 0] = src[b, 0]
-        dst[o, 1] = src[b, 1]
-        dst[o, 2] = src[b, 2]
+        copy_row(src, b, dst, o)
         b += 1
         o += 1
+
+
+@part
+def copy_row(src, i, dst, j):
+    """Event ``src[i]`` (key and two payload words) to ``dst[j]``."""
+    dst[j, 0] = src[i, 0]
+    dst[j, 1] = src[i, 1]
+    dst[j, 2] = src[i, 2]
