@@ -17,31 +17,22 @@ GROUP_INSERT = 32
 
 
 @part
-def sort_run(run, tmp, hist, n, shift):
-    """Sort ``run[:n]`` (one bucket of ``2**shift`` ps) by key.
-
-    Most buckets are already sorted (one pass finds it).  Large ones are spread by the top
-    bits (at most 11) of their times' offset in the bucket into ``tmp`` with one stable
-    counting pass (no data-dependent branch), then each bin is put in key order on its way
-    back: a few events by an insertion sort, more (booksim_iq's thousands per cycle) by a
-    natural merge sort, which merges in one pass the two sorted runs of a time whose events
-    were pushed across a wrap of the scheduling number (the key holds it modulo
-    ``2**SEQ_BITS``; the later run comes first), where the insertion sort moved each event of
-    one past every event of the other (a third of booksim_iq's loop time).  Every step is
-    stable, so equal keys keep their order in the bucket.  (Two passes, sorting on all the
-    offset's bits and then each time's events, cost twice as much on the CODES scenario,
-    whose 64 ns buckets hold about 3,000 events of as many times.)  Small buckets get the
-    natural merge sort alone.  ``hist`` is all zeros between calls."""
-    for i in range(1, n):
-        if run[i, 0] < run[i - 1, 0]:
-            sort_unsorted(run, tmp, hist, n, shift)
-            return
-
-
-@part
 def sort_unsorted(run, tmp, hist, n, shift):
-    """:func:`sort_run` of a bucket known not to be in order (``open_bucket`` counts its
-    descents as it copies it)."""
+    """Sort ``run[:n]`` (one bucket of ``2**shift`` ps, known not to be in order:
+    ``queue.open_bucket`` counts its descents as it copies it, so a sorted bucket, most of
+    BookSim's, is never read again) by key.
+
+    Large buckets are spread by the top bits (at most 11) of their times' offset in the bucket
+    into ``tmp`` with one stable counting pass (no data-dependent branch), then each bin is
+    put in key order on its way back: a few events by an insertion sort, more (booksim_iq's
+    thousands per cycle) by a natural merge sort, which merges in one pass the two sorted
+    runs of a time whose events were pushed across a wrap of the scheduling number (the key
+    holds it modulo ``2**SEQ_BITS``; the later run comes first), where the insertion sort
+    moved each event of one past every event of the other (a third of booksim_iq's loop
+    time). Every step is stable, so equal keys keep their order in the bucket. (Two passes,
+    sorting on all the offset's bits and then each time's events, cost twice as much on the
+    CODES scenario, whose 64 ns buckets hold about 3,000 events of as many times.) Small
+    buckets get the natural merge sort alone. ``hist`` is all zeros between calls."""
     if n < 64 or (np.int64(1) << min(shift, 11)) > 4 * n:
         merge_range(run, tmp, 0, n)
         return
@@ -84,9 +75,7 @@ def insert_back(run, tmp, lo, hi):
         k2 = tmp[a, 2]
         b = a
         while b > lo and run[b - 1, 0] > k0:
-            run[b, 0] = run[b - 1, 0]
-            run[b, 1] = run[b - 1, 1]
-            run[b, 2] = run[b - 1, 2]
+            copy_row(run, b - 1, run, b)
             b -= 1
         run[b, 0] = k0
         run[b, 1] = k1
