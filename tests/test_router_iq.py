@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 import yaml
 from conftest import simulate
 
+from federation.engine.iq import cycle_bounds
 from federation.errors import ConfigError
 from federation.pipeline.load import load_experiment
 
@@ -123,3 +125,38 @@ def test_an_overloaded_network_is_slow_not_deadlocked(tmp_path):
     _, raw, s, _, _ = simulate(tmp_path, doc)
     assert s.packets_delivered == s.packets_generated > 1000
     assert s.accepted_load < 0.1  # saturated: the global links carry the whole load
+
+
+def test_a_crowded_cycle_fits_queue_and_pool_grown_from_nothing(tmp_path, monkeypatch):
+    """One booksim_iq router cycle pushes an event per grant and per send and births a packet
+    per NIC: far more than the ``ROOM`` events and the few rows the default model's events
+    need.  Started from an event queue and a packet pool of almost nothing, the driver must
+    grow both before such a cycle, not let it write past their ends: the run is the same,
+    packet for packet, as one started at the usual sizes."""
+    from federation.engine import native, program_arrays
+
+    doc = {"machine": machine(2.0),
+           "routing": {"algorithm": "minimal"},
+           "workload": {"kind": "synthetic", "pattern": "uniform", "load": 0.9},
+           "stop": {"warmup": "0ns", "measure": "300ns"},
+           "outputs": {"packets": True, "messages": False}}
+    # 16 nodes and 16 + 3 + 2 = 21 ports per router: up to 64 events and 16 births a cycle
+    doc["machine"]["topology"] = {"kind": "dragonfly", "p": 16, "a": 4, "h": 2}
+    prep, _, usual, packets, _ = simulate(tmp_path, doc)
+    net = prep.job.network
+    assert cycle_bounds(2.0, net.ports.router_port_start, net.node_router) == (21 * 3 + 1, 16)
+    new_queue, row_pool = native.new_queue, program_arrays.row_pool
+
+    def smallest_queue(shift, heap=0, **_):
+        return new_queue(shift, blocks=1, heap=1, run=1)
+
+    def smallest_pool(n_nodes):
+        row_flow, free = row_pool(n_nodes)
+        return row_flow[:2], np.arange(1, -1, -1, dtype=np.int64)
+
+    monkeypatch.setattr(native, "new_queue", smallest_queue)
+    monkeypatch.setattr(program_arrays, "row_pool", smallest_pool)
+    _, _, grown, packets2, _ = simulate(tmp_path, doc)
+    assert usual.packets_delivered == grown.packets_delivered > 10_000
+    for column in ("packet", "src", "dst", "created_ps", "delivered_ps", "hops"):
+        assert np.array_equal(packets[column], packets2[column]), column

@@ -76,7 +76,9 @@ C_CYCLE = 0  #: ps per cycle
 C_CREDIT = 1  #: credit delay, cycles
 C_VCRAND = 2  #: 1: a NIC draws its injection VC anew in each cycle it tries (BookSim)
 C_QUIET = 3  #: cycles of quiet after which a router that still holds packets is deadlocked
-N_CFG = 4
+C_PUSHES = 4  #: events one router cycle may push at most (the loop keeps room for them)
+C_BIRTHS = 5  #: packets one router cycle may birth at most (one per NIC of the router)
+N_CFG = 6
 
 
 class IQ(NamedTuple):
@@ -122,10 +124,12 @@ def no_iq() -> np.ndarray:
 
 
 def new_iq(cycle_ps: int, speedup: float, credit_delay_ps: float, port_lat: np.ndarray,
-           port_ser: np.ndarray, n_vcs: int, n_routers: int, n_nodes: int, rows: int,
-           random_vc: bool) -> IQ:
+           port_ser: np.ndarray, n_vcs: int, router_port_start: np.ndarray,
+           node_router: np.ndarray, rows: int, random_vc: bool) -> IQ:
     """The booksim_iq state: ``port_lat`` ps and ``port_ser`` ps per byte of each port."""
     P = port_lat.shape[0]
+    n_routers = router_port_start.shape[0] - 1
+    n_nodes = node_router.shape[0]
     i64 = np.int64
 
     def full(n: int, v: int) -> np.ndarray:
@@ -136,6 +140,7 @@ def new_iq(cycle_ps: int, speedup: float, credit_delay_ps: float, port_lat: np.n
     cfg[C_CREDIT] = int(round(credit_delay_ps / cycle_ps))
     cfg[C_VCRAND] = int(random_vc)
     cfg[C_QUIET] = quiet_cycles(n_vcs, random_vc)
+    cfg[C_PUSHES], cfg[C_BIRTHS] = cycle_bounds(speedup, router_port_start, node_router)
     pout = np.zeros((rows, 2), dtype=i64)
     pout[:, 0] = -1
     return IQ(cfg=cfg, speedup=np.float64(speedup),
@@ -150,6 +155,27 @@ def new_iq(cycle_ps: int, speedup: float, credit_delay_ps: float, port_lat: np.n
               vca_best=full(P * n_vcs, -1), vca_bestd=full(P * n_vcs, 0), pout=pout,
               r_next=full(n_routers, -1), r_load=full(n_routers, 0),
               nic_free=full(n_nodes, 0))
+
+
+def cycle_bounds(speedup: float, router_port_start: np.ndarray,
+                 node_router: np.ndarray) -> tuple[int, int]:
+    """``(events, births)`` one router cycle may cause at most, which the loop must have room
+    for before it (the default model's events push ``queue.ROOM`` and birth two at most).  In
+    each of its ``ceil(speedup)`` steps every output port grants one input, whose credit goes
+    back as an event; at the cycle's end every port sends one packet (an arrival event at a
+    NIC, or the next router's cycle), and the router books its own next cycle.  Each of its
+    NICs injects one packet a cycle, born then."""
+    ports = int(np.diff(router_port_start).max(initial=0))
+    nics = int(np.bincount(node_router).max(initial=0)) if node_router.shape[0] else 0
+    return ports * (math.ceil(speedup) + 1) + 1, nics
+
+
+def iq_margins(iq: IQ | np.ndarray) -> tuple[int, int]:
+    """``(events, free rows)`` the driver grows the queue and the packet pool by, beyond their
+    usual margins, when the loop returns for room: a router cycle's (0, 0 by default)."""
+    if not isinstance(iq, IQ):
+        return 0, 0
+    return int(iq.cfg[C_PUSHES]), int(iq.cfg[C_BIRTHS]) + 4
 
 
 def quiet_cycles(n_vcs: int, random_vc: bool) -> int:

@@ -90,8 +90,10 @@ from federation.engine.feed import (
     record,
     wake_nics,
 )
+from federation.engine.iq import C_BIRTHS as IQ_BIRTHS
 from federation.engine.iq import C_CREDIT as IQ_CREDIT
 from federation.engine.iq import C_CYCLE as IQ_CYCLE
+from federation.engine.iq import C_PUSHES as IQ_PUSHES
 from federation.engine.iq import C_VCRAND as IQ_VCRAND
 from federation.engine.iq import activate
 from federation.engine.iq import flits as iq_flits
@@ -123,7 +125,7 @@ from federation.engine.programs import (
     unsettled,
 )
 from federation.engine.qos import CLASS_MASK, LINK_SHIFT, NIC_WALK, ST_QOS_RING
-from federation.engine.queue import ahead, big, pop, room_events
+from federation.engine.queue import ROOM, ahead, big, pop, room_events
 from federation.engine.router import (
     enqueue,
     note_stall,
@@ -673,7 +675,14 @@ def run_loop(budget, until, sim, pg, rt, ab, cur):
             if sc[S_REC] >= sim.rec.shape[0]:
                 sc[S_EVENTS] += processed
                 return ST_RECORDS_FULL
-            if IQ:  # a router's cycle may push more than ROOM events: tested every event
+            if IQ:  # a router's cycle may push and birth more (iq.cycle_bounds): room for
+                # them before every event; the driver grows the queue and pool to fit them
+                if safe * ROOM < sim.iq.cfg[IQ_PUSHES]:
+                    sc[S_EVENTS] += processed
+                    return ST_HEAP_FULL
+                if sc[S_FREE] < sim.iq.cfg[IQ_BIRTHS] + 4:
+                    sc[S_EVENTS] += processed
+                    return ST_POOL_FULL
                 safe = 1
             else:
                 safe = min(safe, (sc[S_FREE] - 2) >> 1, (sc[S_CRFREE] - 2) >> 1,

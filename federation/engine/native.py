@@ -39,7 +39,7 @@ from federation.engine.feed import (
 )
 from federation.engine.feeder import Feeder
 from federation.engine.iq import C_QUIET as IQ_QUIET
-from federation.engine.iq import default_cycle, new_iq, no_iq
+from federation.engine.iq import default_cycle, iq_margins, new_iq, no_iq
 from federation.engine.link_series import Sampler
 from federation.engine.packet_stats import PacketSink
 from federation.engine.program_arrays import no_programs, open_pool
@@ -145,6 +145,8 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     peak_waiting = 0  # the most packets waiting in the feed at a slice's end
 
     spent = [0.0, 0.0]  # wall and processor seconds inside the compiled loop
+    # what one event may need beyond the loop's usual margins: a booksim_iq router's cycle
+    queue_margin, pool_margin = iq_margins(sim.iq)
 
     def step(n: int, until: int) -> int:
         w, c = time.perf_counter(), time.thread_time()
@@ -216,11 +218,11 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
                 progress(int(sim.sc[E.S_DELIVERED]), max(total, int(sim.sc[E.S_DELIVERED])))
             continue
         if status == E.ST_POOL_FULL:
-            state[0], state[1] = grow_pool(sim, state[1])
+            state[0], state[1] = grow_pool(sim, state[1], pool_margin)
             _check_rows(state[0], job.max_rows)
             continue
         if status == E.ST_HEAP_FULL:
-            state[0] = grow_queue(sim)
+            state[0] = grow_queue(sim, queue_margin)
             continue
         if status == ST_QOS_RING:
             state[2] = grow_rings(state[2])
@@ -419,7 +421,7 @@ def _initial_state(job: NativeRun, port_ser: np.ndarray, port_lat: np.ndarray,
                                   f"1 ps .. {CLOCK_RANGE}")
         iq = new_iq(int(round(cycle)), float(router.speedup),
                     float(router.credit_delay) * PS_PER_S, port_lat, port_ser, V,
-                    net.n_routers, N, rows, net_random_vc(job))
+                    pt.router_port_start, net.node_router, rows, net_random_vc(job))
     return Sim(
         n_vcs=i64(V), router_delay=router_delay, credit_delay=_credit_delay(job),
         cut_through=bool(job.cut_through),

@@ -46,7 +46,7 @@ KEY_MAX = np.int64(0x7FFFFFFFFFFFFFFF)
 NB = 4096  #: buckets in the ring (a power of two)
 BS = 32  #: events per block of a bucket's chain
 #: room the loop keeps before each event: no event schedules more than this many (but a
-#: booksim_iq router's cycle may: the loop tests the room before each of its events)
+#: booksim_iq router's cycle may: the loop keeps room for ``iq.cycle_bounds`` before each)
 ROOM = 8
 
 # queue scalars (Queue.qs)
