@@ -48,8 +48,8 @@ SCENARIOS = {
                  {"name": "bg", "class": "low", "workload": {"kind": "synthetic", "load": 0.8},
                   "placement": "rest"}]},
     "cut_through_torus": {
-        "machine": {"topology": {"kind": "torus", "dims": [4, 4, 4]}, "links": {
-            c: {"bandwidth": "4GB/s", "latency": "20ns", "buffer": "2KiB"} for c in ("terminal", "torus")},
+        "machine": {"topology": {"kind": "torus", "dims": [4, 4, 4]},
+                    "links": {c: LINKS["local"] for c in ("terminal", "torus")},
             "router": {"vcs": 2, "delay": "10ns", "switching": "cut_through"},
             "packet_size": "256B"},
         "workload": {"kind": "synthetic", "pattern": "uniform", "load": 0.6}},
