@@ -433,18 +433,17 @@ def ahead(q, d):
 
 @part
 def room(q):
-    """True while every part of the queue can take ``ROOM`` more events."""
-    qs = q.qs
-    return (qs[Q_SIDE] + ROOM <= q.sk.shape[0] and qs[Q_OVER] + ROOM <= q.ok.shape[0]
-            and qs[Q_FREE] >= ROOM and qs[Q_BIG] == 0)
+    """True while every part of the queue can take ``ROOM`` more events (the rank programs'
+    settling asks before each step: :func:`room_events` is the one statement of the bound)."""
+    return room_events(q) > 0
 
 
 @part
 def room_events(q):
     """How many events in a row the loop may handle before it asks again (0: the queue must
-    grow first, when :func:`room` is false): each pushes ``ROOM`` events at most, so every
-    part keeps room for the last of them.  A ring bucket that grows near the run's size
-    raises ``Q_BIG`` at any push, which the loop tests before every event (:func:`big`)."""
+    grow first): each pushes ``ROOM`` events at most, so every part keeps room for the last
+    of them.  A ring bucket that grows near the run's size raises ``Q_BIG`` at any push,
+    which the loop tests before every event (:func:`big`)."""
     qs = q.qs
     if qs[Q_BIG] != 0:
         return np.int64(0)
