@@ -172,3 +172,34 @@ def sigint_default():
     before = signal.signal(signal.SIGINT, signal.default_int_handler)
     yield
     signal.signal(signal.SIGINT, before)
+
+
+def from_almost_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every store of the engine's next runs (the event queue, the packet rows, the credit
+    returns, the records) starts with (almost) no spare room: for tests that the loop keeps
+    room for what an event adds and the driver grows each store.  The records get 16 rows:
+    the driver folds a full buffer on the feeder's thread and hands back one as large, so a
+    row or two would make the run crawl."""
+    from federation.engine import native, program_arrays
+    from federation.engine.queue import Q_SHIFT, Q_SIDE, new_queue
+
+    initial_state, row_pool = native._initial_state, program_arrays.row_pool
+
+    def smallest_state(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        sim = initial_state(*args, **kwargs)
+        q = sim.q
+        n0 = int(q.qs[Q_SIDE])  # rank programs' first operations, due at time 0
+        small = new_queue(int(q.qs[Q_SHIFT]), blocks=1, heap=n0 + 1, run=1)
+        small.sk[:n0], small.sp[:n0] = q.sk[:n0], q.sp[:n0]
+        small.qs[Q_SIDE] = n0
+        cr, cr_free = native.credit_pool(1)
+        sim.sc[native.E.S_CRFREE] = 1
+        return sim._replace(q=small, cr=cr, cr_free=cr_free,
+                            rec=np.zeros((16, sim.rec.shape[1]), dtype=np.int64))
+
+    def smallest_pool(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+        row_flow, _ = row_pool(n_nodes)
+        return row_flow[:1], np.zeros(1, dtype=np.int64)
+
+    monkeypatch.setattr(native, "_initial_state", smallest_state)
+    monkeypatch.setattr(program_arrays, "row_pool", smallest_pool)

@@ -16,7 +16,7 @@ import re
 import numpy as np
 import pytest
 import yaml
-from conftest import simulate
+from conftest import from_almost_nothing, simulate
 
 from federation.engine.iq import cycle_bounds
 from federation.errors import ConfigError
@@ -133,8 +133,6 @@ def test_a_crowded_cycle_fits_queue_and_pool_grown_from_nothing(tmp_path, monkey
     need.  Started from an event queue and a packet pool of almost nothing, the driver must
     grow both before such a cycle, not let it write past their ends: the run is the same,
     packet for packet, as one started at the usual sizes."""
-    from federation.engine import native, program_arrays
-
     doc = {"machine": machine(2.0),
            "routing": {"algorithm": "minimal"},
            "workload": {"kind": "synthetic", "pattern": "uniform", "load": 0.9},
@@ -145,17 +143,7 @@ def test_a_crowded_cycle_fits_queue_and_pool_grown_from_nothing(tmp_path, monkey
     prep, _, usual, packets, _ = simulate(tmp_path, doc)
     net = prep.job.network
     assert cycle_bounds(2.0, net.ports.router_port_start, net.node_router) == (21 * 3 + 1, 16)
-    new_queue, row_pool = native.new_queue, program_arrays.row_pool
-
-    def smallest_queue(shift, heap=0, **_):
-        return new_queue(shift, blocks=1, heap=1, run=1)
-
-    def smallest_pool(n_nodes):
-        row_flow, free = row_pool(n_nodes)
-        return row_flow[:2], np.arange(1, -1, -1, dtype=np.int64)
-
-    monkeypatch.setattr(native, "new_queue", smallest_queue)
-    monkeypatch.setattr(program_arrays, "row_pool", smallest_pool)
+    from_almost_nothing(monkeypatch)
     _, _, grown, packets2, _ = simulate(tmp_path, doc)
     assert usual.packets_delivered == grown.packets_delivered > 10_000
     for column in ("packet", "src", "dst", "created_ps", "delivered_ps", "hops"):
