@@ -117,6 +117,18 @@ def test_background_after_the_end_is_never_created(tmp_path, closed_form_ps):
     assert table["measured"].all()
 
 
+def test_a_synthetic_background_shorter_than_one_slot_sends_nothing(tmp_path, closed_form_ps):
+    """A window (1 ns) shorter than the time one background message takes at the NIC: the
+    process has no slot to draw, so the background is empty (it once ended the run with a
+    traceback joining no batches), and the ping-pong is the idle closed form."""
+    prep, raw, summary, packets = run(tmp_path, experiment(
+        {"kind": "synthetic", "pattern": "uniform", "load": 0.01},
+        stop={"warmup": "0ns", "measure": "1ns"}))
+    assert prep.messages.count == 0 and packets["packet"].size == 0
+    assert int(raw.programs.rank_finish.max()) == closed_form_ps
+    assert summary.packets_generated == summary.packets_delivered == ITERS * 2 * SIZE // 512
+
+
 def test_background_in_flight_at_the_end_is_undelivered(tmp_path, closed_form_ps):
     """A background message created before the programs finish but still in the network
     then: generated, undelivered, unmeasured, listed with completion -1."""

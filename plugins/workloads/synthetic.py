@@ -135,6 +135,9 @@ class Synthetic(Workload):
                 f"{MAX_MESSAGES:.0e} when they are generated whole); shorten stop.warmup or "
                 f"{field}, or lower the load", path=field)
         parts = [m for _, m in self.batches(ctx, 1 << 20)]
+        if not parts:  # a horizon shorter than one message's slot: nothing is sent
+            return Messages(time_ps=np.zeros(0, np.int64), src=np.zeros(0, np.int32),
+                            dst=np.zeros(0, np.int32), size=np.zeros(0, np.int64))
         return Messages(*(np.concatenate([getattr(m, f) for m in parts])
                           for f in ("time_ps", "src", "dst", "size")))
 
