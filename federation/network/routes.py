@@ -22,6 +22,7 @@ module (every topology plugin does) does not import numba.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -189,6 +190,44 @@ def _route_step(tables: RouteTables, cur: np.ndarray, dst: np.ndarray) -> np.nda
     return out
 
 
+def _host_pairs(network: Network, max_pairs: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Every ordered pair of distinct routers with nodes, as (source, destination) arrays of
+    at most about ``max_pairs`` pairs each, so that memory stays bounded."""
+    per_router = np.bincount(network.node_router, minlength=network.n_routers)
+    hosts = np.nonzero(per_router > 0)[0]
+    if hosts.size < 2:
+        return
+    rows = max(1, max_pairs // hosts.size)
+    for i0 in range(0, hosts.size, rows):
+        src = np.repeat(hosts[i0:i0 + rows], hosts.size)
+        dst = np.tile(hosts, min(rows, hosts.size - i0))
+        keep = src != dst
+        yield src[keep], dst[keep]
+
+
+def _table_hops(network: Network, tables: RouteTables, src: np.ndarray,
+                dst: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The routes of the pairs ``src -> dst`` through minimal ``tables``, hop by hop: at each
+    hop, the output ports of the pairs still on their way and those pairs' indices.  Raises
+    :class:`TopologyError` if a route is missing or does not arrive within ``R`` hops."""
+    pt = network.ports
+    cur = src.astype(np.int64)
+    dst = dst.astype(np.int64)
+    pair = np.arange(cur.size)
+    for _ in range(network.n_routers + 1):
+        if cur.size == 0:
+            return
+        port = _route_step(tables, cur, dst)
+        if (port < 0).any():
+            k = int(np.nonzero(port < 0)[0][0])
+            raise TopologyError(f"no route from router {int(cur[k])} to router {int(dst[k])}")
+        yield port, pair
+        cur = pt.port_router[pt.port_peer[port]].astype(np.int64)
+        going = cur != dst
+        cur, dst, pair = cur[going], dst[going], pair[going]
+    raise TopologyError(f"a route from router {int(cur[0])} to router {int(dst[0])} loops")
+
+
 def channel_load(network: Network, tables: RouteTables, *,
                  max_pairs: int = 1 << 22) -> np.ndarray:
     """Exact per-port load of uniform all-to-all traffic routed through minimal ``tables``.
@@ -201,35 +240,31 @@ def channel_load(network: Network, tables: RouteTables, *,
     bounded; each hop is a vectorised lookup, so the shipped machines take well under a second.
     Raises :class:`TopologyError` if a route is missing or does not arrive within ``R`` hops.
     """
-    pt = network.ports
-    R = network.n_routers
-    per_router = np.bincount(network.node_router, minlength=R).astype(np.float64)
-    hosts = np.nonzero(per_router > 0)[0]
-    load = np.zeros(pt.n_ports, dtype=np.float64)
-    if hosts.size < 2:
-        return load
-    rows = max(1, max_pairs // hosts.size)
-    for i0 in range(0, hosts.size, rows):
-        src = np.repeat(hosts[i0:i0 + rows], hosts.size)
-        dst = np.tile(hosts, min(rows, hosts.size - i0))
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
-        w = per_router[src] * per_router[dst]
-        cur = src.copy()
-        for _ in range(R + 1):
-            if cur.size == 0:
-                break
-            port = _route_step(tables, cur, dst)
-            if (port < 0).any():
-                k = int(np.nonzero(port < 0)[0][0])
-                raise TopologyError(f"no route from router {int(cur[k])} to router {int(dst[k])}")
-            load += np.bincount(port, weights=w, minlength=pt.n_ports)
-            cur = pt.port_router[pt.port_peer[port]].astype(np.int64)
-            going = cur != dst
-            cur, dst, w = cur[going], dst[going], w[going]
-        if cur.size:
-            raise TopologyError(f"a route from router {int(cur[0])} to router {int(dst[0])} loops")
+    per_router = np.bincount(network.node_router, minlength=network.n_routers)
+    load = np.zeros(network.ports.n_ports, dtype=np.float64)
+    for src, dst in _host_pairs(network, max_pairs):
+        w = (per_router[src] * per_router[dst]).astype(np.float64)
+        for port, pair in _table_hops(network, tables, src, dst):
+            load += np.bincount(port, weights=w[pair], minlength=load.size)
     return load
+
+
+def most_vc_bumps(network: Network, tables: RouteTables, *, max_pairs: int = 1 << 22) -> int:
+    """The most VC-bumping ports (``tables.port_vc_bump``) any route of minimal ``tables``
+    between two routers with nodes crosses: with the level raised *on* a bumping hop
+    (minimal's ``vc_step: on``) the last such hop takes VC ``most``, so the routing needs one
+    VC more than that (raised after the hop, each hop counts only the bumps before it, and
+    the topology's own ``vcs_required`` holds)."""
+    if tables.port_vc_bump is None:
+        return 0
+    bump = np.asarray(tables.port_vc_bump).astype(np.int64)
+    most = 0
+    for src, dst in _host_pairs(network, max_pairs):
+        count = np.zeros(src.size, dtype=np.int64)
+        for port, pair in _table_hops(network, tables, src, dst):
+            count[pair] += bump[port]
+        most = max(most, int(count.max()))
+    return most
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ from federation.engine.api import P_DST, random_below
 from federation.engine.jit import part
 from federation.engine.masks import mask_count, mask_nth, mix_hash
 from federation.engine.tables_route import mask_program, vc_rule
+from federation.network.routes import most_vc_bumps
+from federation.network.tables import VC_COUNTER
 from federation.plugin.components import RoutingProgram, TablePlan
 
 SPREADS = {"lowest": 0, "hash": 1, "random": 2}
@@ -82,9 +84,15 @@ class Minimal(Routing):
 
     def tables(self, network, topology, machine) -> RouteTables:  # noqa: ANN001
         t = topology.minimal_routes(network)
-        if self.params.vc_step == "on":
+        if self.params.vc_step == "on" and t.vc_mode == VC_COUNTER:
             t.extra["vc_on_bump"] = True
-            t.description = f"{t.description}, the VC steps up on the global hop"
+            # the last bumping hop of a route now travels on the level it raised: one VC
+            # more than its bumps (a dragonfly's one global hop: 2, as after; a route whose
+            # every hop bumps, VC = hop index: its diameter plus one)
+            most = most_vc_bumps(network, t)
+            t.vcs_required = max(t.vcs_required, most + 1)
+            t.description = (f"{t.description}, the VC steps up on each VC-bumping hop itself "
+                             f"(at most {most} on a route: {t.vcs_required} VCs)")
         return t
 
     def program(self, network, topology, machine, tables) -> RoutingProgram | None:  # noqa: ANN001
