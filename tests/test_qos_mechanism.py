@@ -382,3 +382,39 @@ def test_run_state_gives_each_input_queue_its_vcs_class(n_vcs: int, classes: int
     need = n_vcs // classes
     qi = np.arange(ports * n_vcs)
     assert st.qclass.tolist() == ((qi % n_vcs) // need).tolist()
+
+
+@pytest.mark.parametrize("kind", ["strict_priority", "weighted_round_robin"])
+def test_a_nic_waiting_for_credit_keeps_its_packets_class_vcs(tmp_path, kind):
+    """Terminal links ten times the network's: the NICs outrun the ring and wait for credit.
+    With QoS at router outputs only, the NIC put its class's VC base on the waiting head
+    packet at every try, so a class-1 head (base 2) tried VC 4 of 4 the second time and
+    wrote past its port's rows (heap corruption; the process aborted after the results).
+    Only one class is sent here, and the two classes' VCs are alike, so sending everything
+    in class 1 must give exactly the run of class 0: the same packets at the same times."""
+    from conftest import simulate
+
+    from federation.plugins.qos import strict_priority, weighted_round_robin  # noqa: F401
+
+    classes = [{"name": "high"}, {"name": "low"}]
+    if kind == "weighted_round_robin":
+        classes = [{**c, "weight": 1} for c in classes]
+
+    def packets(cls: str) -> dict:
+        doc = {"machine": {"topology": {"kind": "circulant", "n": 4, "jumps": [1]},
+                           "links": {"terminal": {"bandwidth": "50GB/s"}},
+                           "router": {"vcs": 4},
+                           "qos": {"kind": kind, "classes": classes,
+                                   "at": ["router_outputs"]}},
+               "workload": {"kind": "synthetic", "pattern": "uniform", "load": 0.3},
+               "classes": {"workload": cls},
+               "stop": {"warmup": "0ns", "measure": "2us"}}
+        _, raw, summary, table, ports = simulate(tmp_path, doc, name=f"{cls}.yaml")
+        assert summary.packets_delivered == summary.packets_generated > 200
+        assert int(np.asarray(ports["stall_ps"]).max()) > 0  # some port, a NIC too, waited
+        return table
+
+    high, low = packets("high"), packets("low")
+    assert set(np.asarray(low["class"]).tolist()) == {1}
+    for column in ("packet", "src", "dst", "created_ps", "delivered_ps", "hops"):
+        assert np.array_equal(high[column], low[column]), column

@@ -460,11 +460,10 @@ def try_inject(sim, pg, rt, ab, node, now):
         nic_wake_at(sim, node, tn)
         return
     ovc = sim.ps[pk, P_VC]  # the injection VC the driver chose (router.injection_vc)
+    base = np.int64(0)
     if QOS:  # in the packet's class's VCs: the driver's choice modulo the routing's need
         base = np.int64(sim.ps[pk, P_CLASS]) * sim.vc_need
         ovc = base + ovc  # below vc_need (the feed's and the programs' draws)
-        sim.ps[pk, P_VC] = ovc
-        sim.sc[S_VCBASE] = base
     size = sim.ps[pk, P_SIZE]
     settle_credits(sim, o)
     if sim.credits[o * sim.n_vcs + ovc] < size:
@@ -472,6 +471,9 @@ def try_inject(sim, pg, rt, ab, node, now):
             sim.stall_start[o] = now
         credit_wait(sim, o)
         return
+    if QOS:  # noted only as it leaves: a head that waits for credit is tried again as it
+        sim.ps[pk, P_VC] = ovc  # was drawn (its class's base added once, not per try)
+        sim.sc[S_VCBASE] = base
     sim.pm[pk, M_INJECT] = now
     end_nic_stall(sim, node, now)
     if COUNTERS:
