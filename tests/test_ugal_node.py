@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from conftest import run_cli, simulate
+from conftest import one_error, run_cli, simulate
 
 MACHINE = str(Path(__file__).resolve().parents[1] / "schemas" / "machines"
               / "quickstart-dragonfly.yaml")
@@ -42,3 +42,17 @@ def test_it_runs_with_the_proof_off_and_delivers_every_packet(tmp_path: Path) ->
     assert (packets["delivered_ps"][m] >= 0).all()
     assert 0 < s.nonminimal_fraction < 1
     assert packets["hops"][m].max() <= 3 + 3 + 1  # to the intermediate, then minimal
+
+
+def test_a_network_without_local_and_global_links_is_refused_naming_the_option(
+        tmp_path: Path) -> None:
+    """Its VC = phase counts the dragonfly's local and global hops: on a ring (one link class,
+    every hop bumping) it has no meaning, proof or not.  It was refused as the plugin's own
+    fault ("declared an unusable VC plan"), and run, unproved, with the proof off."""
+    d = {**doc("uniform"), "machine": {"topology": {"kind": "circulant", "n": 8, "jumps": [1]}}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(d))
+    for extra in ((), ("--no-deadlock-check",)):
+        line = one_error(run_cli("validate", "e.yaml", *extra, cwd=tmp_path))
+        assert "e.yaml: routing: routing 'ugal' with intermediate: node" in line
+        assert "no global or local links (it has: terminal, network)" in line
+        assert "use intermediate: group" in line

@@ -39,6 +39,7 @@ from federation import Params, RouteTables, hookimpl
 from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA, used_credit_all
 from federation.engine.jit import part
 from federation.engine.tables_route import route, table_port, table_program, ugal_choice
+from federation.errors import RoutingError
 from federation.models.units import PositiveSize
 from federation.plugin.components import ClassPlan, RoutingProgram, TablePlan
 from federation.plugins.routings.valiant import Valiant
@@ -169,6 +170,13 @@ class Ugal(Valiant):
 
     def program(self, network, topology, machine, tables) -> RoutingProgram | None:  # noqa: ANN001
         if self.params.intermediate == "node":
+            missing = sorted({"local", "global"} - set(network.link_classes))
+            if missing:  # its VC = phase is defined by the dragonfly's local and global hops
+                raise RoutingError(
+                    f"routing 'ugal' with intermediate: node is BookSim2's dragonfly routing "
+                    f"(VC by phase over local and global links), but this network has no "
+                    f"{' or '.join(missing)} links (it has: {', '.join(network.link_classes)}); "
+                    f"use intermediate: group")
             inject = node_inject if self.params.decide == "injection" else None
             prog = table_program(node_route, tables, network.ports.n_ports, inject)
             prog.via_limit = network.n_routers
