@@ -165,8 +165,18 @@ def experiment(tmp_path, compute, n: int = 16, iterations: int = 40,  # noqa: AN
     ({"dist": "normal", "mean": "1us"}, "workload.compute", "std is required"),
     ({"dist": "empirical", "cdf": [[1e-6, 0], [2e-6, 0.8], [3e-6, 0.7], [4e-6, 1]]},
      "workload.compute.cdf", "not monotone"),
-    ({"dist": "uniform", "low": "3s", "high": "9s"}, "workload.compute",
+    ({"dist": "uniform", "low": "0.2s", "high": "0.4s"}, "workload.compute",
      "a rank would compute for"),
+    # figures past the clock (1e300 s once overflowed the conversion to ps: a traceback)
+    (1e300, "workload.compute", "compute 1e+300s is beyond the engine's clock range"),
+    ({"dist": "lognormal", "mean": "1us", "std": 1e300}, "workload.compute",
+     "std 1e+300s is beyond the engine's clock range"),
+    ({"dist": "uniform", "low": 0, "high": "9s"}, "workload.compute",
+     "high 9s is beyond the engine's clock range"),
+    ({"dist": "empirical", "cdf": [[0, 0], [1e300, 1]]}, "workload.compute",
+     "the cdf's last time 1e+300s is beyond the engine's clock range"),
+    ({"dist": "lognormal", "mean": 0, "std": "1us"}, "workload.compute",
+     "a mean of 0 allows no std above 0"),
 ])
 def test_bad_compute_is_refused_before_the_run(tmp_path, change, path, words):
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(PROFILE))

@@ -144,6 +144,19 @@ class ComputeTime(DocumentModel):
                              f"{', '.join(need)})")
         if self.dist == "uniform" and self.high < self.low:  # type: ignore[operator]
             raise ValueError("uniform: high is below low")
+        # a figure past the clock can never be simulated (and 1e300 s once overflowed the
+        # conversions to picoseconds: a traceback instead of this refusal)
+        figures = [(n, getattr(self, n)) for n in need if n in ("value", "mean", "std", "low",
+                                                                 "high")]
+        if self.cdf is not None:
+            figures.append(("the cdf's last time", self.cdf[-1][0]))
+        for name, secs in figures:
+            if not float(secs) * PS_PER_S < TIME_LIMIT_PS:
+                what = "compute" if name == "value" else name
+                raise ValueError(f"{what} {format_time(float(secs))} is beyond {CLOCK_LIMIT}")
+        if self.dist == "lognormal" and self.mean == 0 and self.std > 0:  # type: ignore[operator]
+            raise ValueError("lognormal: a mean of 0 allows no std above 0 (a lognormal draw "
+                             "is positive); give a mean above 0, or a constant 0")
         return self
 
     @classmethod
