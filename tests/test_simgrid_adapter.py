@@ -192,13 +192,17 @@ def test_refuses_routing_without_one_path_per_pair(tmp_path, algorithm, command)
     assert not (tmp_path / "o").exists()
 
 
-def test_refuses_an_arbiter_it_cannot_model(tmp_path):
+@pytest.mark.parametrize(("router", "field"), [
+    ({"arbiter": {"kind": "round_robin"}}, "arbiter"),
+    # it once ran, giving the default router's figure (no allocators in a flow model)
+    ({"model": "booksim_iq"}, "model")])
+def test_refuses_an_arbiter_or_router_model_it_cannot_model(tmp_path, router, field):
     exp = tmp_path / "e.yaml"
     doc = experiment([{"src": 0, "dst": 43, "size": 64}])
-    doc["machine"] = {**DRAGONFLY, "router": {"arbiter": {"kind": "round_robin"}}}
+    doc["machine"] = {**DRAGONFLY, "router": router}
     exp.write_text(yaml.safe_dump(doc))
     line = one_error(run_cli("validate", str(exp), cwd=tmp_path))
-    assert line.startswith(f"error: {exp}: machine.router.arbiter: the simgrid engine shares "
+    assert line.startswith(f"error: {exp}: machine.router.{field}: the simgrid engine shares "
                            "links fluidly"), line
 
 

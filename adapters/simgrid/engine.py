@@ -170,6 +170,13 @@ class SimGrid(Engine):
             raise ConfigError(f"the simgrid engine shares links fluidly and has no output-port "
                               f"arbitration; arbiter {arbiter!r} cannot be represented (use "
                               "oldest_first, or the native engine)", source=o.source, path=o.path)
+        if point.machine.machine.router.model != "default":
+            o = figure_origin(point, "router.model")
+            raise ConfigError(f"the simgrid engine shares links fluidly and has no router "
+                              f"allocators; router.model "
+                              f"{point.machine.machine.router.model!r} cannot be represented "
+                              "(use the default model, or the native engine)",
+                              source=o.source, path=o.path)
         net = built.network
         if net.n_nodes + net.n_routers > MAX_NETPOINTS:
             o = figure_origin(point, "topology")
