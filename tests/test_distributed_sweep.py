@@ -228,3 +228,38 @@ def test_a_worker_returns_its_tables_rows_not_its_spool_folders(tmp_path, spool_
     got = pickle.loads(sent)
     assert len(got["packets"]["packet"]) == result.summary.packets_generated > 0
     assert len(got["messages"]["message"]) > 0
+
+
+def _never_retrieved(filename: str) -> None:
+    """A future whose exception was raised in code from ``filename``, dropped unread: asyncio
+    logs "Future exception was never retrieved" when it is collected."""
+    import asyncio
+    import gc
+
+    scope: dict = {}
+    exec(compile("def fail():\n    raise TimeoutError('closing')\n", filename, "exec"), scope)
+    loop = asyncio.new_event_loop()
+    try:
+        future = loop.create_future()
+        try:
+            scope["fail"]()
+        except TimeoutError as exc:
+            future.set_exception(exc)
+        del future
+        gc.collect()
+    finally:
+        loop.close()
+
+
+def test_dasks_unread_futures_stay_silent_after_the_cluster_closes(caplog):
+    """A client closed under load left a timed-out future of Dask's; asyncio logged it once the
+    loggers were restored, after the CLI's one-line refusal.  Only futures whose exception went
+    through Dask's or Tornado's code are dropped."""
+    from federation.pipeline.distributed import _quiet_dask
+
+    _quiet_dask()()  # installs the filter, restores the levels
+    with caplog.at_level("ERROR", logger="asyncio"):
+        _never_retrieved(os.path.join("site-packages", "distributed", "comm", "core.py"))
+        assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]
+        _never_retrieved(os.path.join("somewhere", "mine.py"))
+        assert [r for r in caplog.records if "never retrieved" in r.getMessage()]

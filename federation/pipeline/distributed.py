@@ -263,10 +263,41 @@ def _close_client(client: Client) -> None:
         pass
 
 
+class _DaskFutureNoise(logging.Filter):
+    """Drops asyncio's "Future/Task exception was never retrieved" records whose exception
+    passed through Dask's or Tornado's code, and keeps every other record.
+
+    A client closed under load can leave a timed-out future of Dask's own behind; asyncio logs
+    it when the future is collected, which may be after :func:`_quiet_dask` has restored the
+    loggers (the event loop's thread holds it), so a refusal printed as one line gained a
+    traceback of Dask's internals.  The filter stays on the ``asyncio`` logger for the rest of
+    the process: it cannot hide a record of anyone else's future."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        if not (text.startswith(("Future exception was never retrieved",
+                                 "Task exception was never retrieved")) and record.exc_info):
+            return True
+        tb = record.exc_info[2]
+        while tb is not None:
+            parts = Path(tb.tb_frame.f_code.co_filename).parts
+            if "distributed" in parts or "tornado" in parts:
+                return False
+            tb = tb.tb_next
+        return True
+
+
+_FUTURE_NOISE = _DaskFutureNoise()
+
+
 def _quiet_dask() -> Callable[[], None]:
     """Silence Dask's loggers (a lost scheduler logs a traceback per reconnection attempt;
     Dask's configuration gives some of them levels of their own, so each is set); returns the
-    function that restores them."""
+    function that restores them.  Dask's never-retrieved futures stay silent after that
+    (:class:`_DaskFutureNoise`)."""
+    asyncio_logger = logging.getLogger("asyncio")
+    if _FUTURE_NOISE not in asyncio_logger.filters:
+        asyncio_logger.addFilter(_FUTURE_NOISE)
     names = ["distributed", "tornado", "asyncio",
              *(n for n in logging.Logger.manager.loggerDict
                if n.startswith(("distributed.", "tornado.")))]
