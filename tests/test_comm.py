@@ -127,3 +127,43 @@ def test_a_bad_program_is_refused_as_run_would(tmp_path):
                               "algorithm": "recursive_doubling", "ranks": 12})
     line = one_error(run_cli("comm", e, cwd=tmp_path))
     assert "workload.algorithm" in line and "power-of-two" in line
+
+
+#: (schedule, the message ``run`` and ``validate`` give for it, after the file's name)
+BAD_SCHEDULES = [
+    # rank 0 sends twice on (0, 1, tag 4), rank 1 receives once
+    ("num_ranks 2\nrank 0 {\nl1: send 8b to 1 tag 4\nl2: send 8b to 1 tag 4\nl2 requires l1\n"
+     "}\nrank 1 {\nl1: recv 8b from 0 tag 4\n}\n",
+     "rank 0 operation l2 (send 8 B to rank 1 tag 4, s.goal:4): no receive takes this send "
+     "(rank 0 sends 2 message(s) to rank 1 with tag 4 and rank 1 posts 1 receive(s) for "
+     "them)"),
+    # both ranks receive first: a deadlock whatever the eager threshold
+    ("num_ranks 2\nrank 0 {\nr: recv 8b from 1\ns: send 8b to 1\ns requires r\n}\n"
+     "rank 1 {\nr: recv 8b from 0\ns: send 8b to 0\ns requires r\n}\n",
+     "the rank programs cannot finish (a deadlock, before any run): 4 operation(s) on 2 "
+     "rank(s) would never finish; rank 0 operation r (recv 8 B from rank 1 tag 0, s.goal:3) "
+     "waits for rank 1 operation s (send 8 B to rank 0 tag 0, s.goal:9), which never begins; "
+     "rank 1 operation r (recv 8 B from rank 0 tag 0, s.goal:8) waits for rank 0 operation s "
+     "(send 8 B to rank 1 tag 0, s.goal:4), which never begins"),
+    ("num_ranks 2\nrank 0 {\nl0: send 8b to 1\nl0 requires l0\n}\nrank 1 {\n"
+     "l0: recv 8b from 0\n}\n",
+     "rank 0 operation l0 (send 8 B to rank 1 tag 0, s.goal:3) depends on itself")]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_SCHEDULES)
+def test_a_bad_schedule_is_refused_by_comm_and_export_as_validate_refuses_it(tmp_path, text,
+                                                                             message):
+    """``comm`` and ``export`` on a schedule file ran without the static checks of
+    :func:`~federation.programs.checks.check_programs` (they summarised and exported programs
+    that ``run`` refuses); now they refuse with ``validate``'s message, exit 2, and ``export``
+    writes nothing."""
+    (tmp_path / "s.goal").write_text(text)
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({
+        "machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}},
+        "workload": {"kind": "program", "path": "s.goal"}}))
+    validate = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert validate.endswith(f": workload: {message}".replace("s.goal", str(tmp_path / "s.goal")))
+    assert one_error(run_cli("comm", "s.goal", cwd=tmp_path)) == f"error: s.goal: {message}"
+    assert one_error(run_cli("export", "s.goal", "--out", "o.goal", cwd=tmp_path)) == \
+        f"error: s.goal: {message}"
+    assert not (tmp_path / "o.goal").exists()

@@ -228,3 +228,41 @@ def test_anchor_paths_moves_only_paths(tmp_path):
     assert anchor_paths({"machine": "m.yaml", "sweep": {"machine": ["n.yaml"]}},
                         tmp_path) == {"machine": str(tmp_path / "m.yaml"),
                                       "sweep": {"machine": [str(tmp_path / "n.yaml")]}}
+
+
+@pytest.mark.parametrize(("native", "simgrid", "reason"), [
+    # neither engine has the figure: both are named, with the scenario and the metric (it
+    # blamed SimGrid alone: "simgrid gave no figure")
+    (None, None, "neither native nor simgrid reports makespan_ns for scenario 'small' (it "
+                 "has no message, a message was not delivered, or neither engine reports "
+                 "this metric)"),
+    (None, 1.0, "native gave no figure (a message was not delivered, or the engine does not "
+                "report this metric)"),
+    (1.0, None, "simgrid gave no figure (a message was not delivered, or the engine does not "
+                "report this metric)")])
+def test_a_missing_figure_names_exactly_the_engines_without_it(tmp_path, native, simgrid,
+                                                                reason):
+    from federation.crossval.models import EngineRun
+
+    runner = SuiteRunner(write(tmp_path, suite([{"metric": "makespan_ns",
+                                                 "tolerance": {"absolute": 50}}])))
+    for engine, value in (("native", native), ("simgrid", simgrid)):
+        runner._runs[(0, engine)] = EngineRun(scenario="small", engine=engine, status="ran",
+                                              figures={"makespan_ns": value})
+    check = runner.check(0, 0, "simgrid")
+    assert (check.status, check.reason) == ("error", reason)
+
+
+def test_a_scenario_without_messages_is_reported_as_neither_engine_having_the_figure(
+        simgrid, tmp_path):
+    """A program of one compute sends nothing: no makespan on either engine."""
+    (tmp_path / "p.goal").write_text("num_ranks 1\nrank 0 {\n a: calc 0\n}\n")
+    doc = suite([{"metric": "makespan_ns", "tolerance": {"absolute": 50}}])
+    doc["scenarios"][0]["experiment"]["workload"] = {"kind": "program", "path": "p.goal"}
+    r = run_cli("crossval", str(write(tmp_path, doc)), "--json", "--out",
+                str(tmp_path / "r.json"), cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    (check,) = json.loads((tmp_path / "r.json").read_text())["checks"]
+    assert (check["status"], check["reason"]) == (
+        "error", "neither native nor simgrid reports makespan_ns for scenario 'small' (it has "
+        "no message, a message was not delivered, or neither engine reports this metric)")

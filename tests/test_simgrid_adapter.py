@@ -192,6 +192,37 @@ def test_refuses_routing_without_one_path_per_pair(tmp_path, algorithm, command)
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize(("spread", "how"), [
+    ("random", "draws a random one per packet and hop"),
+    ("hash", "picks one by a hash of the destination and the current router"),
+    ("lowest", "takes the lowest-numbered one")])
+def test_refuses_minimal_spread_naming_spread_not_the_algorithm(tmp_path, spread, how):
+    """``minimal`` with a ``spread`` other than ``table`` was refused as "routing.algorithm:
+    ... 'minimal' is adaptive; use routing: {algorithm: minimal}", which it already was."""
+    exp = tmp_path / "e.yaml"
+    doc = experiment([{"src": 0, "dst": 43, "size": 64}],
+                     routing={"algorithm": "minimal", "spread": spread})
+    exp.write_text(yaml.safe_dump(doc))
+    line = one_error(run_cli("validate", str(exp), cwd=tmp_path))
+    assert line == (f"error: {exp}: routing.spread: the simgrid engine routes every source and "
+                    f"destination along the one path of the route tables; spread {spread!r} "
+                    f"of routing 'minimal' {how} among the equal-cost minimal ports; the "
+                    "simgrid engine supports spread: table only (the default: leave spread "
+                    "out, or use the native engine)")
+
+
+def test_refuses_a_swept_spread_naming_the_sweep_entry(tmp_path):
+    exp = tmp_path / "e.yaml"
+    doc = experiment([{"src": 0, "dst": 43, "size": 64}],
+                     routing={"algorithm": "minimal"},
+                     sweep={"routing.spread": ["table", "random"]})
+    exp.write_text(yaml.safe_dump(doc))
+    line = one_error(run_cli("validate", str(exp), cwd=tmp_path))
+    assert line.startswith(f"error: {exp}: sweep.routing.spread: the simgrid engine routes "
+                           "every source"), line
+    assert line.endswith("(sweep point 1: routing.spread=random)"), line
+
+
 @pytest.mark.parametrize(("router", "field"), [
     ({"arbiter": {"kind": "round_robin"}}, "arbiter"),
     # it once ran, giving the default router's figure (no allocators in a flow model)

@@ -235,3 +235,50 @@ def test_refuses_background_with_programs_naming_the_field(tmp_path):
     line = one_error(run_cli("validate", str(exp), cwd=tmp_path))
     assert line.startswith(f"error: {exp}: background: the simgrid engine runs rank programs "
                            "without background traffic"), line
+
+
+def _rows(table) -> list[dict]:
+    """A packets table (Table or dict of columns) as a list of rows."""
+    if isinstance(table, dict):
+        return [dict(zip(table, v, strict=True)) for v in zip(*table.values(), strict=True)]
+    return [dict(zip(c, v, strict=True)) for c in table.chunks()
+            for v in zip(*c.values(), strict=True)]
+
+
+def test_packets_table_has_every_program_packet_as_native_counts_them(tmp_path):
+    """The packets table of a rank-program run on SimGrid holds every packet native would send
+    (it was empty while the summary counted them): a 1,300 B rendezvous message (threshold
+    1 KiB) is a 64 B request, a 64 B reply and data of 512 + 512 + 276 B; an 8 B eager
+    message is one packet.  Each is delivered when its flow finishes, with native's columns,
+    and the rows match native's row for row but for the times."""
+    p = Prog(2)
+    p.chain(0, (SEND, 1, 1300, 5), (RECV, 1, 8, 6))
+    p.chain(1, (RECV, 0, 1300, 5), (SEND, 0, 8, 6))
+    progs = p.build(rank_node=[0, 43])
+    prep, raw, summary, packets = run_programs(tmp_path, progs, DRAGONFLY, "simgrid",
+                                               eager_threshold="1KiB")
+    rows = _rows(packets)
+    assert summary.packets_delivered == len(rows) == 6
+    assert [r["packet"] for r in rows] == list(range(6))
+    key = ("message", "rank", "src", "dst", "size", "control")
+    assert [tuple(r[k] for k in key) for r in rows] == [
+        (0, 0, 0, 43, 64, True), (0, 1, 43, 0, 64, True),
+        (0, 0, 0, 43, 512, False), (0, 0, 0, 43, 512, False), (0, 0, 0, 43, 276, False),
+        (1, 1, 43, 0, 8, False)]
+    assert all(r["hops"] == 3 and r["minimal"] and r["via_group"] == -1 and r["measured"]
+               and not r["background"] and r["created_ps"] == r["injected_ps"]
+               < r["delivered_ps"] for r in rows)
+    assert sum(r["size"] for r in rows) == summary.bytes_delivered == 1300 + 8 + 2 * 64
+    # every packet of a flow is delivered when the flow finishes: the data at the
+    # messages table's completion
+    msgs = message_table(prep, raw)
+    done = dict(zip(msgs["message"].tolist(), msgs["completed_ps"].tolist(), strict=True))
+    assert {r["delivered_ps"] for r in rows if r["message"] == 0 and not r["control"]} \
+        == {done[0]}
+    assert rows[-1]["delivered_ps"] == done[1]
+    _, _, _, native = run_programs(tmp_path, progs, DRAGONFLY, "native",
+                                   eager_threshold="1KiB")
+    nat = _rows(native)
+    same = [k for k in rows[0] if not k.endswith("_ps") and k != "packet"]
+    assert sorted(tuple(r[k] for k in same) for r in rows) == \
+        sorted(tuple(r[k] for k in same) for r in nat)

@@ -23,7 +23,9 @@ Figures that only a packet model has are ignored and documented: packet size, bu
 How results map (``results.json``, ``packets-N``, ``ports-N``, ``messages-N``):
 
 * every packet of a message is delivered when SimGrid completes the message; ``injected_ps`` is
-  the creation time (SimGrid has no NIC queue: a node's messages share its NIC link);
+  the creation time (SimGrid has no NIC queue: a node's messages share its NIC link); rank
+  programs' packets likewise, per flow (data, rendezvous request and reply:
+  :func:`.program_run.packet_rows`);
 * ``hops`` is the route's router-to-router hop count, ``minimal`` true, ``via_group`` -1;
 * per port, ``bytes`` and ``packets`` are exact (the messages routed through it);
   ``busy_ps`` is ``bytes / bandwidth``, the busy time the fluid model implies; in the window,
@@ -157,6 +159,7 @@ class SimGrid(Engine):
                               source=o.source, path=o.path)
         self._check_jobs(point)
         t = built.tables
+        self._check_spread(point, built)
         if t.valiant or t.adaptive or getattr(built, "program", None) is not None:
             what = ("adaptive" if t.adaptive or built.program is not None
                     else "Valiant (a random intermediate per packet)")
@@ -189,6 +192,24 @@ class SimGrid(Engine):
         if not self.found():
             raise ConfigError(f"engine 'simgrid' is not installed here: {locate.INSTALL_HINT}",
                               source=src, path=_experiment_field(point, "engine.kind"))
+
+    def _check_spread(self, point: Any, built: Any) -> None:
+        """A minimal routing whose ``spread`` picks its own equal-cost port (a routing program
+        instead of the tables' path) is refused naming ``routing.spread``, not the algorithm:
+        the platform's routes are the tables' paths, one per source and destination, so only
+        ``spread: table`` is what SimGrid would run."""
+        spread = getattr(getattr(point.routing, "params", None), "spread", None)
+        if getattr(built, "program", None) is None or spread in (None, "table"):
+            return
+        how = {"random": "draws a random one per packet and hop",
+               "hash": "picks one by a hash of the destination and the current router",
+               "lowest": "takes the lowest-numbered one"}.get(spread, "picks its own one")
+        raise ConfigError(
+            f"the simgrid engine routes every source and destination along the one path of "
+            f"the route tables; spread {spread!r} of routing {point.routing.name!r} {how} "
+            "among the equal-cost minimal ports; the simgrid engine supports spread: table "
+            "only (the default: leave spread out, or use the native engine)",
+            source=point.source, path=_experiment_field(point, "routing.spread"))
 
     def _check_jobs(self, point: Any) -> None:
         """Jobs are node numbers to SimGrid (hosts): several closed-loop jobs run as one set
@@ -291,8 +312,11 @@ class SimGrid(Engine):
             raise SimulationError(stuck_report(job, pg, end_ps))
         end_ps = int(pg.rank_finish.max()) if t.programs.n_ranks else 0
         none = np.zeros(0, dtype=np.int64)
-        return _raw_result(job, fl, routes, pair_of, none, end_ps, int(info["comms"]),
-                           time.perf_counter() - wall0, programs=pg)
+        raw = _raw_result(job, fl, routes, pair_of, none, end_ps, int(info["comms"]),
+                          time.perf_counter() - wall0, programs=pg)
+        if job.keep_packets and job.keep_program_packets:  # as native: outputs.packets
+            raw.packets.program_packets = program_run.packet_rows(t, fl, hops)
+        return raw
 
 
 def _too_coarse(given: float, limit: float, why: str) -> str:

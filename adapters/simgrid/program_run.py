@@ -6,6 +6,8 @@ The worker (:mod:`.ranks`) runs one actor per rank.  What crossed the network co
 *flows*: each message's data, and for a rendezvous message its request (sender to receiver)
 and reply (back), ``control_bytes`` each.  Their routes are written into the platform before
 the run (the node pairs of every send, both ways), so every flow follows our route tables.
+The packets table gets the packets the native engine would send for each flow that arrived
+(:func:`packet_rows`), every one created when its flow started and delivered when it finished.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from federation.engine.program_arrays import ProgramTraffic
 from federation.engine.state import Prog
+from federation.results.spool import Spool
 
 #: what the worker records per operation / per message (-1: never happened), int64 ps
 OP_RECORDS = ("op_start", "op_finish", "op_msg")
@@ -149,3 +152,68 @@ def packet_sums(fl: Flows, hops: np.ndarray) -> np.ndarray:
     st[PSTAT_MAX] = int(lat.max()) if lat.size else 0
     st[PSTAT_HOPS] = int((hops[done] * n).sum())
     return st
+
+
+def native_flow_ids(t: ProgramTraffic) -> np.ndarray:
+    """The native engine's number of each row of :func:`flows`: message ``m``'s data is flow
+    ``3m``, its rendezvous request ``3m + 1`` and reply ``3m + 2`` (the packets table reads
+    the message, the sending rank and ``control`` from it)."""
+    M = t.msg_src.shape[0]
+    rdv = np.nonzero(t.msg_rdv.astype(bool))[0].astype(np.int64)
+    return np.concatenate([3 * np.arange(M, dtype=np.int64), 3 * rdv + 1, 3 * rdv + 2])
+
+
+#: packets per block of records handed to the sink (the native loop's record buffer)
+RECORD_BLOCK = 1 << 13
+
+
+def packet_rows(t: ProgramTraffic, fl: Flows, hops: np.ndarray) -> Spool:
+    """The rank programs' rows of the packets table, as the native engine's sink makes them
+    (:class:`~federation.engine.packet_stats.PacketSink`, same columns and numbering).
+
+    Every flow that arrived counts the packets native would send for it (data:
+    ``ceil(size / packet_size)`` of ``packet_size`` bytes, the last one the rest; request and
+    reply: one of ``control_bytes``), all created and injected when the flow started (SimGrid
+    has no NIC queue) and delivered when it finished, with the route's hops, minimal, no
+    intermediate: the same packets :func:`packet_sums` counts, so the table has as many rows
+    as the summary's delivered packets.  Rows are in delivery order (``packet`` 0, 1, ...),
+    ties by native flow number then packet within the flow.  Records go to the sink in
+    blocks of whole flows of about :data:`RECORD_BLOCK` packets, so memory stays bounded."""
+    from federation.engine.packet_stats import PacketSink
+
+    fid = native_flow_ids(t)
+    done = np.nonzero((fl.finish_ps >= 0) & (fl.start_ps >= 0))[0]
+    order = done[np.lexsort((fid[done], fl.finish_ps[done]))]
+    sink = PacketSink(None, keep_programs=True)
+    ends = np.cumsum(fl.packets[order])
+    i = 0
+    while i < order.shape[0]:
+        before = int(ends[i - 1]) if i else 0
+        j = max(i + 1, int(np.searchsorted(ends, before + RECORD_BLOCK, side="right")))
+        sink.add(_packet_records(t, fl, hops, fid, order[i:j]))
+        i = j
+    assert sink.program_rows is not None
+    return sink.program_rows
+
+
+def _packet_records(t: ProgramTraffic, fl: Flows, hops: np.ndarray, fid: np.ndarray,
+                    sel: np.ndarray) -> np.ndarray:
+    """Delivery records (``federation.engine.feed.REC_*``) of every packet of flows ``sel``."""
+    from federation.engine import feed as F
+
+    n = fl.packets[sel]
+    rows = np.repeat(sel, n)
+    k = np.arange(rows.shape[0], dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+    f = fid[rows]
+    P = int(t.prog.packet_size)
+    rec = np.zeros((rows.shape[0], F.REC_COLS), dtype=np.int64)
+    for col, x in ((F.REC_ID, -1), (F.REC_MSG, f // 3), (F.REC_SRC, fl.src[rows]),
+                   (F.REC_DST, fl.dst[rows]),
+                   (F.REC_SIZE, np.where(f % 3 == 0, np.minimum(P, fl.size[rows] - k * P),
+                                         fl.size[rows])),
+                   (F.REC_CREATED, fl.start_ps[rows]), (F.REC_INJECT, fl.start_ps[rows]),
+                   (F.REC_DELIVER, fl.finish_ps[rows]), (F.REC_HOPS, hops[rows]),
+                   (F.REC_MINIMAL, 1), (F.REC_VIA, -1), (F.REC_FLOW, f),
+                   (F.REC_CLASS, t.msg_cls[f // 3])):
+        rec[:, col] = x
+    return rec

@@ -2,7 +2,8 @@
 
 The programs come from an experiment file's point (its closed-loop workload, built and
 checked as ``run`` would) or straight from a schedule file (GOAL, a SimGrid TI trace, a
-DUMPI trace).
+DUMPI trace), checked by the same static checks without a machine (:func:`check_schedule`;
+``export`` reads its programs here too).
 The summary is :func:`federation.programs.analysis.communication`.
 """
 
@@ -56,7 +57,33 @@ def experiment_programs(file: Path, overrides: list[str], index: int,
 
 
 def schedule_programs(file: Path, fmt: str) -> tuple[RankPrograms, str]:
-    """A schedule file read whole (its own rank count, rank i on node i)."""
+    """A schedule file read whole (its own rank count, rank i on node i), with the static
+    checks an experiment's programs get (:func:`check_schedule`)."""
+    progs, label = _read_schedule(file, fmt)
+    check_schedule(progs, str(file))
+    return progs, label
+
+
+def check_schedule(progs: RankPrograms, source: str) -> None:
+    """Refuse a schedule that ``run`` and ``validate`` would refuse, with the same message:
+    :func:`federation.programs.checks.check_programs`, the one set of checks every caller
+    uses (unmatched sends or receives, a send larger than its receive, bad ranks or
+    dependencies, cycles, certain deadlocks).  Without a machine: the schedule's ranks on
+    nodes 0 .. n-1 (as it is read), every send eager (the deadlocks every eager threshold
+    has), no bandwidth bound.  The message names the schedule file and, through the
+    programs, the operation's line; there is no experiment field to name, so no path."""
+    from federation.programs.checks import check_programs
+
+    nodes = progs.nodes()
+    n_nodes = max(progs.n_ranks, int(nodes.max()) + 1 if nodes.size else 0)
+    try:
+        check_programs(progs, n_nodes, source=progs.source or source)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, source=exc.source) from None
+
+
+def _read_schedule(file: Path, fmt: str) -> tuple[RankPrograms, str]:
+    """A schedule file read whole in format ``fmt`` (``auto``: by its name), and a label."""
     if fmt == "auto":
         if file.is_dir() or file.name.endswith(".dumpi.txt"):
             fmt = "dumpi"

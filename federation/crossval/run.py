@@ -187,6 +187,11 @@ class SuiteRunner:
             if r.status != "ran":
                 return Check(**base, status="not run" if r.status == "not run" else "error",
                              reason=r.reason)
+        if value is None and reference is None:  # not one engine's fault: say both
+            return Check(**base, status="error", reason=(
+                f"neither {ref_name} nor {engine} reports {metric.label} for scenario "
+                f"{scenario.name!r} (it has no message, a message was not delivered, or "
+                "neither engine reports this metric)"))
         if value is None or reference is None:
             missing = engine if value is None else ref_name
             return Check(**base, status="error", reason=f"{missing} gave no figure (a message "
