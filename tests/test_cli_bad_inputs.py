@@ -66,6 +66,27 @@ CASES = {
                  ["e.yaml: workload.load: ", "finite"]),
     "empty sweep": (DRAGONFLY, EXPERIMENT + "sweep: {workload.load: []}\n",
                     ["e.yaml: sweep.workload.load: "]),
+    # fuzz 2, item 2: per-experiment fields swept were recorded per point, never applied
+    "sweep over outputs.format": (
+        DRAGONFLY, EXPERIMENT + "sweep: {outputs.format: [csv, parquet]}\n",
+        ["e.yaml: sweep.outputs.format: outputs.format cannot be swept: an experiment's outputs "
+         "are the same for every point", "the experiment's outputs.format (parquet), not the "
+         "swept csv"]),
+    "sweep over outputs.dir": (
+        DRAGONFLY, EXPERIMENT + "sweep: {outputs.dir: [x, y]}\n",
+        ["e.yaml: sweep.outputs.dir: outputs.dir cannot be swept: an experiment's outputs are "
+         "the same for every point", "outputs.dir (not set), not the swept x"]),
+    "sweep over outputs resetting the format": (
+        DRAGONFLY, EXPERIMENT + "outputs: {format: csv}\nsweep: {outputs: [{packets: false}]}\n",
+        ["e.yaml: sweep.outputs: outputs.format cannot be swept", "outputs.format (csv), not "
+         "the swept parquet"]),
+    "sweep over name": (
+        DRAGONFLY, EXPERIMENT + "name: base\nsweep: {name: [a, b]}\n",
+        ["e.yaml: sweep.name: name cannot be swept", "the experiment's name (base), not the "
+         "swept a"]),
+    "sweep over sweep": (
+        DRAGONFLY, EXPERIMENT + "sweep: {sweep: [{seed: [1, 2]}]}\n",
+        ["e.yaml: sweep.sweep: an experiment has one sweep"]),
 }
 
 

@@ -233,6 +233,80 @@ def _to_csv(dst: Path, index: int, name: str) -> None:
     _write_doc(dst, doc)
 
 
+@pytest.fixture(scope="module")
+def csv_folder(tmp_path_factory) -> Path:
+    """A one-point CSV run with a link series (the format a hand edit reaches first)."""
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.run import run_experiment
+
+    tmp = tmp_path_factory.mktemp("reader-csv")
+    (tmp / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
+        "workload: {kind: synthetic, pattern: uniform, load: 0.3}\n"
+        "stop: {warmup: 0, measure: 1us}\n"
+        "outputs: {format: csv, link_series: {interval: 200ns}}\n")
+    run_experiment(load_experiment(tmp / "e.yaml"), tmp / "run")
+    return tmp / "run"
+
+
+def _edit_csv(src: Path, dst: Path, name: str, edit: Callable[[dict[str, list]], None]) -> Path:
+    """A copy of ``src`` whose point-0 ``name`` table ``edit`` changed (columns as lists)."""
+    _copy(src, dst)
+    cols = pcsv.read_csv(dst / f"{name}-0.csv").to_pydict()
+    edit(cols)
+    pcsv.write_csv(pa.table(cols), dst / f"{name}-0.csv")
+    return dst
+
+
+def _quiet_row(folder: Path) -> int:
+    """A row of point 0's ports table that is not one of its busiest links (those the
+    reader matches against the summary, which would refuse an edit for another reason)."""
+    busiest = {lk["port"] for lk in _doc(folder)["points"][0]["summary"]["busiest_links"]}
+    ports = pcsv.read_csv(folder / "ports-0.csv").column("port").to_pylist()
+    return next(i for i, p in enumerate(ports) if p not in busiest)
+
+
+def test_negative_or_repeated_ports_and_negative_counts_are_refused(csv_folder, tmp_path):
+    """fuzz 2: a ports table with a negative port number was drawn (the heatmap orders a
+    router's ports by number: a wrong figure that looks right); a link series' negative byte
+    count was refused naming the utilization column.  Each is one line naming file and
+    column, exit 2, and nothing is drawn."""
+    row = _quiet_row(csv_folder)
+
+    def negative_port(c: dict[str, list]) -> None:
+        c["port"][row] = -3
+
+    def repeated_port(c: dict[str, list]) -> None:
+        c["port"][row], c["router"][row] = c["port"][row + 1], c["router"][row + 1]
+
+    dst = _edit_csv(csv_folder, tmp_path / "neg", "ports", negative_port)
+    assert _refusal(dst) == f"{dst}/ports-0.csv: port: -3 is negative: ports are numbered from 0"
+    before = sorted(p.name for p in dst.iterdir())
+    line = one_error(run_cli("plot", "neg", cwd=tmp_path))
+    assert line == "error: neg/ports-0.csv: port: -3 is negative: ports are numbered from 0"
+    assert sorted(p.name for p in dst.iterdir()) == before  # no plots/
+    dst = _edit_csv(csv_folder, tmp_path / "twice", "ports", repeated_port)
+    assert _refusal(dst).startswith(f"{dst}/ports-0.csv: port: port ")
+    assert "has 2 rows; a ports table has one row per port" in _refusal(dst)
+    for col, words in (("port", "ports are numbered from 0"),
+                       ("class", "traffic classes are numbered from 0"),
+                       ("bytes", "it counts the bytes a port sent"),
+                       ("start_ps", None), ("end_ps", None)):
+        def negative(c: dict[str, list], col: str = col) -> None:
+            c[col][0] = -5
+
+        dst = _edit_csv(csv_folder, tmp_path / f"ls-{col}", "link_series", negative)
+        msg = _refusal(dst)
+        if words is not None:
+            assert msg == f"{dst}/link_series-0.csv: {col}: -5 is negative: {words}"
+        elif col == "start_ps":
+            assert msg == (f"{dst}/link_series-0.csv: start_ps: an interval starting before "
+                           "time 0")
+        else:
+            assert msg == (f"{dst}/link_series-0.csv: end_ps: an interval that ends at or "
+                           "before its start")
+
+
 def test_malformed_performance_is_refused(folder, tmp_path):
     dst = _copy(folder, tmp_path / "perf")
     (dst / "performance.json").write_text('[{"wall_seconds": -1}, null]')

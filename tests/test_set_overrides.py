@@ -178,6 +178,66 @@ def test_errors_name_the_file_and_the_override_that_gave_the_value(tmp_path):
         f"{m}: topology.p: Input should be greater than or equal to 1")
 
 
+def test_an_override_that_breaks_several_fields_is_one_line_naming_it(tmp_path):
+    """A mapping given by --set that breaks several of its fields listed them on lines of
+    their own, without the note every other --set error carries; now one line, the note
+    once when one override gave every problem, else after each problem it gave."""
+    e = _files(tmp_path)
+    typed = "workload={kind: synthetic, load: banana, pattern: 7}"
+    assert _refused(e, typed) == (
+        f"{e}: workload.pattern: Input should be a valid dictionary or instance of PatternSpec; "
+        f"workload.load: Input should be a valid number (the value comes from --set {typed})")
+    assert _refused(e, "seed=-1", "stop.measure=x") == (
+        f"{e}: seed: Input should be greater than or equal to 0 (the value comes from --set "
+        "seed=-1); stop.measure: 'x' is not a time: write a number with s, ms, us, ns or ps, "
+        "e.g. '100ns' (the value comes from --set stop.measure=x)")
+    line = one_error(run_cli("validate", "e.yaml", "--set", typed, cwd=tmp_path))
+    assert line == (f"error: e.yaml: workload.pattern: Input should be a valid dictionary or "
+                    "instance of PatternSpec; workload.load: Input should be a valid number "
+                    f"(the value comes from --set {typed})")
+    # the file's own problems stay listed as before when no override gave any of them
+    e.write_text(e.read_text() + "seed: -1\nname: [1]\n")
+    assert _refused(e, "routing.algorithm=valiant") == (
+        f"{e}: \n  name: Input should be a valid string\n  seed: Input should be greater than "
+        "or equal to 0")
+
+
+def _jobs_file(tmp: Path) -> Path:
+    (tmp / "m.yaml").write_text(MACHINE)
+    e = tmp / "j.yaml"
+    e.write_text("machine: m.yaml\nstop: {warmup: 0, measure: 0.5us}\njobs:\n"
+                 "  - {name: a, workload: {kind: synthetic, load: 0.3}, "
+                 "placement: {kind: contiguous, count: 8}}\n"
+                 "  - {name: b, workload: {kind: synthetic, load: 0.2}, placement: {kind: rest}}\n")
+    return e
+
+
+def test_list_positions_as_error_messages_write_them(tmp_path):
+    """``--set jobs[0].x=...``, the path as error messages write it, was an unknown key
+    ``jobs[0]``: it is the same key as ``jobs.0.x``; and an error in a list item given by
+    position or by name carries the override's note too."""
+    e = _jobs_file(tmp_path)
+    loaded = load_experiment(e, ["jobs[1].workload.load=0.5"])
+    assert [j.workload.params.load for j in loaded.points[0].jobs] == [0.3, 0.5]
+    loaded = load_experiment(e, ["sweep.jobs[0].workload.load=[0.1, 0.2]"])
+    assert [p.jobs[0].workload.params.load for p in loaded.points] == [0.1, 0.2]
+    assert loaded.points[0].sweep == {"jobs.0.workload.load": 0.1}
+    for key in ("jobs[1].workload.load", "jobs.1.workload.load", "jobs.b.workload.load"):
+        assert _refused(e, f"{key}=banana") == (
+            f"{e}: jobs[1].workload.load: Input should be a valid number (the value comes "
+            f"from --set {key}=banana)")
+    # the same key twice, once in each form, is one key given twice
+    assert "given twice" in _refused(e, "jobs[0].seed=1", "jobs.0.seed=2")
+
+
+@pytest.mark.parametrize("key", ["jobs[0.workload.load", "[0].x", "jobs[a].x", "jobs[0]x",
+                                 "jobs]0[.x"])
+def test_malformed_list_positions_say_how_to_write_one(tmp_path, key):
+    msg = _refused(_jobs_file(tmp_path), f"{key}=1")
+    assert msg == (f"--set: {key!r}: a list position is a whole number after a field name: "
+                   "write jobs.0.workload.load (or jobs[0].workload.load)")
+
+
 @pytest.mark.parametrize("text, words", [
     ("nonsense", "expected key=value"), ("=3", "empty key"),
     ("a..b=1", "'a..b' has an empty field name"), ("workload.=1", "empty field name"),
@@ -199,3 +259,27 @@ def test_sst_config_notes_the_replaced_axis_as_run_does(tmp_path):
         "note: --set workload.load=0.25 replaces the sweep over workload.load (2 values) in "
         "e.yaml: every point has workload.load = 0.25")
     assert r.stdout.split() == ["c/config-0.py"]
+
+
+def test_per_experiment_fields_cannot_be_swept_but_per_point_outputs_can(tmp_path):
+    """An experiment writes every point into one folder, in one format: a sweep over
+    ``outputs.format``/``outputs.dir``/``name`` was recorded in each point's ``resolved`` and
+    never applied.  It is refused, from the file or from ``--set sweep...``; the per-point
+    outputs (``outputs.packets``, ``outputs.link_series``) stay sweepable, and an axis that
+    gives the experiment's own value changes nothing and passes."""
+    e = _files(tmp_path, sweep="{outputs.format: [csv, parquet]}")
+    assert _refused(e).startswith(f"{e}: sweep.outputs.format: outputs.format cannot be swept")
+    e = _files(tmp_path)
+    assert _refused(e, "sweep.outputs.dir=[a, b]") == (
+        f"{e}: sweep.outputs.dir: outputs.dir cannot be swept: an experiment's outputs are the "
+        "same for every point (all of them are written into one folder), so every point would "
+        "get the experiment's outputs.dir (not set), not the swept a; set outputs.dir outside "
+        "the sweep, or run one experiment per value (the value comes from --set "
+        "sweep.outputs.dir=[a, b])")
+    # --set outputs.format=... fixes the value in every point: the axis is dropped, as any
+    loaded = load_experiment(_files(tmp_path, sweep="{outputs.format: [csv, parquet]}"),
+                             ["outputs.format=csv"])
+    assert loaded.experiment.outputs.format == "csv" and len(loaded.points) == 1
+    loaded = load_experiment(_files(tmp_path, sweep="{outputs.packets: [true, false], "
+                                    "outputs.format: [parquet]}"))
+    assert [p.experiment.outputs.packets for p in loaded.points] == [True, False]

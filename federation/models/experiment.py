@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from federation.models.base import DocumentModel, SchemaVersion
 from federation.models.machine import AlgorithmSpec, ComponentSpec, Machine
-from federation.models.units import PositiveTime, Time
+from federation.models.units import PositiveTime, Time, seconds_to_ps
 
 #: most two-opt iterations one job may ask for (the thesis uses 200,000 to 1,000,000)
 MAX_TWO_OPT_ITERATIONS = 100_000_000
@@ -62,6 +62,16 @@ class LinkSeries(DocumentModel):
     interval: PositiveTime = Field(description="time between two samples")
     links: Literal["router", "all"] = Field(
         "router", description="router: router-to-router ports only; all: NIC ports too")
+
+    @field_validator("interval")
+    @classmethod
+    def _whole_clock_tick(cls, v: float) -> float:
+        """The engine samples at whole picoseconds: an interval that rounds to 0 ps took no
+        sample at all and wrote an empty table."""
+        if seconds_to_ps(v) < 1:
+            raise ValueError(f"{v * 1e12:.3g}ps is below the engine's clock unit (1ps: its "
+                             "times are whole picoseconds); give at least 1ps")
+        return v
 
 
 class Outputs(DocumentModel):

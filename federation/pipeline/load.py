@@ -15,6 +15,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+from federation.engine.link_series import (
+    INTERVAL_FIELD,
+    MAX_LINK_SAMPLES,
+    samples,
+    shortest_interval,
+)
 from federation.errors import ConfigError
 from federation.models.base import read_document, validate_model
 from federation.models.experiment import Experiment
@@ -124,7 +130,7 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
     try:
         return _load(doc, p, sets, plugins)
     except ConfigError as exc:
-        raise blame(exc, sets, source) from None
+        raise blame(exc, sets, source, doc) from None
 
 
 def _load(doc: dict[str, Any], p: Path, sets: list[Override],
@@ -141,6 +147,7 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
     points: list[ResolvedPoint] = []
     keys = list(experiment.sweep)
     _check_sweep_size(experiment, source)
+    _check_no_nested_sweep(experiment, source)
     combos = list(itertools.product(*(experiment.sweep[k] for k in keys))) if keys else [()]
     for combo in combos:
         pdoc = copy.deepcopy(base_doc)
@@ -148,9 +155,92 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
         items = [(k, v) for k, v in sweep.items()] + [(o.key, o.value) for o in fields]
         machine_source = assigner.assign(pdoc, items, f"{source}: sweep")
         exp = _validate(pdoc, source, machine_source)
+        _check_per_experiment(experiment, exp, sweep, source)
         points.append(_resolve_point(exp, source, p.parent, plugins, sweep, machine_source))
+        _check_link_samples(points[-1])
     notes += _unused_stop(points)
     return LoadedExperiment(experiment, source, points, notes)
+
+
+#: fields an experiment has once, whatever its points, and why: the run writes every point
+#: into one folder in one format (:func:`federation.pipeline.run.run_experiment` reads them from
+#: the experiment, never from a point).  A sweep that changed them would be recorded in each
+#: point's ``resolved`` document but never applied, so it is refused.
+PER_EXPERIMENT: dict[str, str] = {
+    "outputs.format": "an experiment's outputs are the same for every point (all its tables "
+                      "are written in one format)",
+    "outputs.dir": "an experiment's outputs are the same for every point (all of them are "
+                   "written into one folder)",
+    "name": "an experiment's name is the same for every point (it names the one output "
+            "folder, and results.json's experiment)",
+}
+
+
+def _check_no_nested_sweep(experiment: Experiment, source: str) -> None:
+    """Refuse an axis that sweeps ``sweep`` itself: a point's own ``sweep`` would never be
+    expanded (an experiment has one sweep), only recorded."""
+    for axis in experiment.sweep:
+        if axis == "sweep" or axis.startswith("sweep."):
+            raise ConfigError(
+                "an experiment has one sweep, so a point cannot have its own: put every axis "
+                "directly under the file's sweep (e.g. sweep: {workload.load: [0.1, 0.5], "
+                "seed: [1, 2]})", source=source, path=f"sweep.{axis}")
+
+
+def _check_per_experiment(experiment: Experiment, point: Experiment, sweep: dict[str, Any],
+                          source: str) -> None:
+    """Refuse a sweep point whose :data:`PER_EXPERIMENT` fields differ from the experiment's.
+
+    Compared by value, not by axis name, so that an axis over an ancestor is caught too:
+    ``sweep: {outputs: [{packets: false}]}`` resets ``outputs.format`` to its default in every
+    point, which the run would not follow either.  An axis that gives the experiment's own
+    value changes nothing and passes."""
+    for field, why in PER_EXPERIMENT.items():
+        ours, theirs = _field(experiment, field), _field(point, field)
+        if ours == theirs:
+            continue
+        axis = next((a for a in sweep if field == a or field.startswith(a + ".")), None)
+        path = f"sweep.{axis}" if axis is not None else "sweep"
+        raise ConfigError(
+            f"{field} cannot be swept: {why}, so every point would get the experiment's "
+            f"{field} ({_shown(ours)}), not the swept {_shown(theirs)}; set {field} outside "
+            "the sweep, or run one experiment per value", source=source, path=path)
+
+
+def _field(exp: Experiment, dotted: str) -> Any:
+    cur: Any = exp
+    for part in dotted.split("."):
+        cur = getattr(cur, part)
+    return cur
+
+
+def _shown(value: Any) -> str:
+    return "not set" if value is None else str(value)
+
+
+def _check_link_samples(point: ResolvedPoint) -> None:
+    """Refuse an ``outputs.link_series.interval`` that would take more than
+    :data:`~federation.engine.link_series.MAX_LINK_SAMPLES` samples over the run, when the
+    stop rule gives its length: every job open loop and ``stop.measure`` set (traffic ends at
+    ``stop.warmup + stop.measure``; the drain after it only adds samples).  Rank programs and
+    ``stop.messages`` end when they end: the sampler stops those runs at the limit."""
+    spec = point.experiment.outputs.link_series
+    stop = point.experiment.stop
+    if spec is None or stop.measure is None or any(j.closed_loop for j in point_jobs(point)):
+        return
+    run = seconds_to_ps(stop.warmup) + seconds_to_ps(stop.measure)
+    interval = seconds_to_ps(spec.interval)
+    n = samples(run, interval)
+    if n <= MAX_LINK_SAMPLES:
+        return
+    field = INTERVAL_FIELD
+    axis = next((a for a in point.sweep if field == a or field.startswith(a + ".")), None)
+    raise ConfigError(
+        f"{format_time(spec.interval)} samples every port {n} times over the run's "
+        f"{format_time(run / 1e12)} (stop.warmup + stop.measure), more than the limit of "
+        f"{MAX_LINK_SAMPLES} a run may take (each sample stops the engine to read every "
+        f"port's counters); give an interval of at least {shortest_interval(run)}",
+        source=point.source, path=f"sweep.{axis}" if axis is not None else field)
 
 
 def _unused_stop(points: list[ResolvedPoint]) -> list[str]:

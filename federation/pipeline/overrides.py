@@ -21,11 +21,15 @@ One rule decides every overlap: **an override fixes the value it gives in every 
 
 A machine given by path is inlined before an assignment reaches into ``machine.``, so overrides
 and sweeps can change a machine file's fields; its errors still name that file.
+
+A list position is written ``jobs.0.workload.load``, or ``jobs[0].workload.load`` as error
+messages write it (both are the same key).
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,9 +44,10 @@ SOURCE = "--set"
 class Override:
     """One ``--set key=value``."""
 
-    key: str
+    key: str  #: dotted, list positions as parts (``jobs.0.workload.load``)
     value: Any
     text: str  #: the value as typed, for messages
+    written: str = ""  #: the key as typed (``jobs[0].workload.load``), for messages
 
     @property
     def depth(self) -> int:
@@ -54,7 +59,17 @@ class Override:
         return self.key[len("sweep."):] if self.key.startswith("sweep.") else None
 
     def __str__(self) -> str:
-        return f"--set {self.key}={self.text}"
+        return f"--set {self.written or self.key}={self.text}"
+
+
+#: ``[3]`` after a field name: a list position as error messages write it (``jobs[0]``)
+_POSITION = re.compile(r"(?<=[^.\[])\[(\d+)\](?=[.\[]|$)")
+
+
+def dotted(path: str) -> str:
+    """``jobs[0].workload`` as a dotted key, ``jobs.0.workload``: how error messages write a
+    list position, turned into the form :func:`set_path` walks."""
+    return _POSITION.sub(r".\1", path)
 
 
 def parse_override(text: str) -> Override:
@@ -62,14 +77,20 @@ def parse_override(text: str) -> Override:
     if "=" not in text:
         raise ConfigError(f"expected key=value, got {text!r}", source=SOURCE)
     key, _, raw = text.partition("=")
-    key = key.strip()
-    if not key:
+    written = key.strip()
+    if not written:
         raise ConfigError(f"empty key in {text!r}", source=SOURCE)
+    key = dotted(written)
+    if "[" in key or "]" in key:
+        raise ConfigError(f"{written!r}: a list position is a whole number after a field "
+                          "name: write jobs.0.workload.load (or jobs[0].workload.load)",
+                          source=SOURCE)
     if any(not part.strip() for part in key.split(".")):
         raise ConfigError(f"{key!r} has an empty field name (write a.b.c)", source=SOURCE)
     if key == "sweep.":
         raise ConfigError("name the swept field: sweep.workload.load=[...]", source=SOURCE)
-    return Override(key, parse_value(raw, SOURCE, key), raw.strip())
+    return Override(key, parse_value(raw, SOURCE, written), raw.strip(),
+                    written if written != key else "")
 
 
 def gives(key: str, value: Any, path: str) -> bool:
@@ -234,15 +255,73 @@ def list_item(items: list[Any], part: str) -> int | None:
     return named[0] if len(named) == 1 else None
 
 
-def blame(exc: ConfigError, sets: list[Override], source: str) -> ConfigError:
+def blame(exc: ConfigError, sets: list[Override], source: str,
+          doc: dict[str, Any] | None = None) -> ConfigError:
     """``exc`` saying which override gave the value it refuses, when one did: the message
-    names the file the field belongs to, where the user would otherwise look in vain."""
-    if not exc.path or not sets:
+    names the file the field belongs to, where the user would otherwise look in vain.
+
+    An error that lists several problems (an override giving a whole mapping, e.g.
+    ``--set workload={...}``, can break several of its fields) becomes one line: the problems
+    joined by ``;``, the note once at the end when one override gave them all, else after
+    each problem it explains.  ``doc``, the file as read, turns a list item given by name
+    (``jobs.background.workload.load``) into the position error paths use (``jobs[1]``)."""
+    if not sets:
         return exc
-    full = exc.path if exc.source == source else f"machine.{exc.path}"
+    problems = _problems(exc)
+    if problems is None:
+        o = _giver(exc, exc.path, sets, source, doc) if exc.path else None
+        if o is None:
+            return exc
+        return ConfigError(f"{exc.message} (the value comes from {o})", source=exc.source,
+                           path=exc.path)
+    givers = [_giver(exc, path, sets, source, doc) for path, _ in problems]
+    if all(o is None for o in givers):
+        return exc
+    one = givers[0] if all(o is givers[0] for o in givers) else None
+    parts = [f"{path}: {msg}" + (f" (the value comes from {o})" if o and not one else "")
+             for (path, msg), o in zip(problems, givers, strict=True)]
+    text = "; ".join(parts) + (f" (the value comes from {one})" if one else "")
+    first, _, rest = text.partition(": ")
+    return ConfigError(rest, source=exc.source, path=first)
+
+
+def _problems(exc: ConfigError) -> list[tuple[str, str]] | None:
+    """The ``(path, message)`` of each problem of an error listing several (one per line,
+    as :func:`~federation.models.base.validation_error` writes them); ``None`` for a
+    one-problem error."""
+    if exc.path or not exc.message.startswith("\n  "):
+        return None
+    lines = [line for line in exc.message.split("\n  ") if line]
+    if any(": " not in line for line in lines):
+        return None
+    return [(path, msg) for path, _, msg in (line.partition(": ") for line in lines)]
+
+
+def _giver(exc: ConfigError, path: str, sets: list[Override], source: str,
+           doc: dict[str, Any] | None) -> Override | None:
+    """The override that gave the value at ``path`` of ``exc``'s file, if one did."""
+    full = dotted(path if exc.source == source else f"machine.{path}")
     for o in sets:
-        for key in {o.key, o.axis or o.key}:
+        for key in {positional(o.key, doc), positional(o.axis or o.key, doc)}:
             if full == key or full.startswith(key + ".") or key.startswith(full + "."):
-                return ConfigError(f"{exc.message} (the value comes from {o})",
-                                   source=exc.source, path=exc.path)
-    return exc
+                return o
+    return None
+
+
+def positional(key: str, doc: dict[str, Any] | None) -> str:
+    """``key`` with each list item given by name replaced by its position in ``doc``
+    (``jobs.background.x`` -> ``jobs.1.x``), as far as ``doc`` has the path."""
+    parts = key.split(".")
+    cur: Any = doc
+    for i, part in enumerate(parts):
+        if isinstance(cur, list):
+            at = list_item(cur, part)
+            if at is None:
+                break
+            parts[i] = str(at)
+            cur = cur[at]
+        elif isinstance(cur, dict):
+            cur = cur.get(part)
+        else:
+            break
+    return ".".join(parts)

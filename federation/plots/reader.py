@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -434,25 +434,9 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, rout
                                        s.latency_ns.mean), ("hops", hops, s.mean_hops)):
                 _agree(values, want, "mean", refuse(col, ""))
     elif name == "ports":
-        u, r = cols["utilization_window"], cols["router"]
-        if not np.isfinite(u).all() or (u < 0).any():
-            raise refuse("utilization_window", "a utilisation that is not a finite number >= 0")
-        if ((r < -1) | (r >= routers)).any():
-            raise refuse("router", f"a router outside -1..{routers - 1} (-1: a NIC's port)")
-        for lk in s.busiest_links:
-            row = np.flatnonzero(cols["port"] == lk.port)
-            if row.size != 1 or not math.isclose(float(u[row[0]]), lk.utilization_window,
-                                                 rel_tol=1e-9, abs_tol=1e-12):
-                raise refuse("utilization_window", f"port {lk.port} is one of the point's "
-                             f"busiest links at {lk.utilization_window:.6g} in its summary; "
-                             "this table disagrees: not this point's table")
+        _check_ports(cols, s.busiest_links, routers, refuse)
     elif name == "link_series":
-        u = cols["utilization"]
-        if (cols["bytes"] < 0).any() or not np.isfinite(u).all() or (u < 0).any():
-            raise refuse("utilization", "a negative byte count or a utilisation that is not a "
-                         "finite number >= 0")
-        if (cols["class"] < 0).any():
-            raise refuse("class", "a traffic class below 0")
+        _check_link_series(cols, refuse)
     else:
         done = cols["measured"] & (cols["completed_ps"] >= 0)
         c = cols["completion_ps"][done]
@@ -461,6 +445,55 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, rout
         if s.programs is None:
             _agree(c / 1e3, s.message_completion_ns_mean, "mean completion",
                    refuse("completion_ps", ""))
+
+
+def _check_ports(cols: dict[str, np.ndarray], busiest: list[Any], routers: int,
+                 refuse: Callable[[str, str], ConfigError]) -> None:
+    """A ports table's port numbers, routers and utilisations in range, each port once, and
+    the point's busiest links in it.  The heatmap orders a router's ports by their number and
+    places the k-th of a class in column k, so a negative or repeated port would shift its
+    columns: a figure that looks right and is not."""
+    u, r, port = cols["utilization_window"], cols["router"], cols["port"]
+    if (port < 0).any():
+        raise refuse("port", f"{int(port[port < 0][0])} is negative: ports are numbered from 0")
+    if not np.isfinite(u).all() or (u < 0).any():
+        raise refuse("utilization_window", "a utilisation that is not a finite number >= 0")
+    if ((r < -1) | (r >= routers)).any():
+        raise refuse("router", f"a router outside -1..{routers - 1} (-1: a NIC's port)")
+    # (router, port): the native engine numbers ports across the machine, SST per router
+    pairs = np.unique(np.stack([r, port]), axis=1, return_counts=True)
+    twice = np.flatnonzero(pairs[1] > 1)
+    if twice.size:
+        rr, pp = (int(x) for x in pairs[0][:, twice[0]])
+        raise refuse("port", f"port {pp} of router {rr} has {int(pairs[1][twice[0]])} rows; "
+                     "a ports table has one row per port")
+    for lk in busiest:
+        row = np.flatnonzero(port == lk.port)
+        if row.size != 1 or not math.isclose(float(u[row[0]]), lk.utilization_window,
+                                             rel_tol=1e-9, abs_tol=1e-12):
+            raise refuse("utilization_window", f"port {lk.port} is one of the point's "
+                         f"busiest links at {lk.utilization_window:.6g} in its summary; "
+                         "this table disagrees: not this point's table")
+
+
+def _check_link_series(cols: dict[str, np.ndarray],
+                       refuse: Callable[[str, str], ConfigError]) -> None:
+    """A link series' ports, classes, byte counts and intervals in range (each refusal names
+    its own column): the class-share figure sums bytes per port and places samples by their
+    interval's end."""
+    u, start, end = cols["utilization"], cols["start_ps"], cols["end_ps"]
+    for col, what in (("port", "ports are numbered from 0"),
+                      ("class", "traffic classes are numbered from 0"),
+                      ("bytes", "it counts the bytes a port sent")):
+        bad = cols[col] < 0
+        if bad.any():
+            raise refuse(col, f"{int(cols[col][bad][0])} is negative: {what}")
+    if not np.isfinite(u).all() or (u < 0).any():
+        raise refuse("utilization", "a utilisation that is not a finite number >= 0")
+    if (start < 0).any():
+        raise refuse("start_ps", "an interval starting before time 0")
+    if (end <= start).any():
+        raise refuse("end_ps", "an interval that ends at or before its start")
 
 
 def _agree(values: np.ndarray, want: float | None, what: str, error: ConfigError) -> None:
