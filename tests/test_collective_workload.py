@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
+from conftest import one_error, run_cli
 from test_program_workloads import ctx_for
 
 from federation.errors import ConfigError
@@ -165,3 +166,17 @@ def test_a_power_of_two_algorithm_on_twelve_ranks_is_one_message(tmp_path):
     line = one_error(run_cli("validate", e, cwd=tmp_path))
     assert "e.yaml" in line and "workload.algorithm" in line
     assert "needs a power-of-two number of ranks, got 12" in line
+
+
+@pytest.mark.parametrize(("workload", "line"), [
+    ({"op": "reduce", "algorithm": "nonexistent"},
+     "workload.algorithm: reduce has no algorithm 'nonexistent' (one of auto, binomial, "
+     "rabenseifner, binary_tree)"),
+    ({"op": "allreduce", "size_max": 100},
+     "workload.size_max: size_max is for alltoallv only, and at least size"),
+])
+def test_a_bad_algorithm_names_its_field(tmp_path, workload, line):
+    """An unknown algorithm blamed ``workload`` (a model validator's place); it names
+    ``workload.algorithm`` and the op's algorithms, and ``size_max`` its own field."""
+    path = write(tmp_path, {"kind": "collective", "ranks": 6, "size": 100, **workload})
+    assert one_error(run_cli("validate", path, cwd=tmp_path)) == f"error: {path}: {line}"

@@ -165,3 +165,97 @@ def test_export_an_experiment_with_drawn_compute(tmp_path):
     assert r.returncode == 0, r.stderr
     back = read_goal(tmp_path / "n.goal", calc_unit_ps=1)
     assert back.n_ranks == 8 and len(set(back.op_time_ps[back.op_kind == 2].tolist())) == 16
+
+
+# --------------------------------------------------------------------------- where refusals point
+
+
+def test_a_pair_refusal_names_each_rank_file_not_the_folder(tmp_path):
+    """A refusal about operations of a trace folder named ``FOLDER:17`` (a line of no file);
+    each operation now names its rank's file, and a compute its call's line."""
+    d = copy_ring(tmp_path)
+    edit(d / "dumpi-2024-0000.txt", "int count=4", "int count=0")  # rank 0's irecv: 0 B
+    p = read_dumpi(d)
+    assert p.rank_source == [str(d / f"dumpi-2024-000{r}.txt") for r in range(3)]
+    assert p.op_kind[0] == 2 and int(p.op_line[0]) == 9  # the gap before MPI_Irecv
+    with pytest.raises(ConfigError) as e:
+        check_programs(p, 3)
+    assert e.value.source == str(d)
+    assert e.value.message.startswith(
+        f"rank 2 operation dumpi-2024-0002.txt:17 (send 32 B to rank 0 tag 7, "
+        f"{d}/dumpi-2024-0002.txt:17) meets rank 0 operation dumpi-2024-0000.txt:9 (recv 0 B "
+        f"from rank 2 tag 7, {d}/dumpi-2024-0000.txt:9): a send larger than its receive")
+
+
+def test_a_gap_beyond_the_clock_names_the_file_and_lines(tmp_path):
+    """A 20 s gap was refused by the checks as rank 0's "operation 6" with no file or
+    line; the reader refuses it at the call that ends it."""
+    d = copy_ring(tmp_path)
+    edit(d / "dumpi-2024-0000.txt", "MPI_Finalize entering at walltime 0.000020000",
+         "MPI_Finalize entering at walltime 20.0")
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
+    assert (e.value.source, e.value.path) == (str(d / "dumpi-2024-0000.txt"), None)
+    assert e.value.message == (
+        "line 36: MPI_Finalize enters 19999980000 ns after the return at line 35: that "
+        "compute (19999980000000 ps) is beyond the engine's clock range (8796093022208 ps = "
+        "8.796 s of simulated time)")
+
+
+def test_a_scale_that_takes_a_gap_past_the_clock_names_compute_scale(tmp_path):
+    """compute_scale 1e6 makes the 10 us gap before rank 0's MPI_Irecv 1e13 ps: refused
+    naming the field, the product and where (it was "time_ps ... is not a whole number
+    within int64" without either, for 1e30)."""
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(RING, compute_scale=1e6)
+    assert (e.value.source, e.value.path) == (None, "workload.compute_scale")
+    assert e.value.message == (
+        f"1e+06 turns the 10000 ns between the return at line 8 and MPI_Irecv at line 9 of "
+        f"{RING}/dumpi-2024-0000.txt into 1e+13 ps of compute (gap x 1000 x compute_scale), "
+        "beyond the engine's clock range (8796093022208 ps = 8.796 s of simulated time)")
+
+
+def test_a_scale_beyond_the_clock_per_nanosecond_is_refused_when_loaded(tmp_path):
+    """``compute_scale: 1e30`` is refused by ``validate``, before the trace is read, naming
+    the field and the limit."""
+    copy_ring(tmp_path)
+    e = experiment(tmp_path, "t")
+    doc = yaml.safe_load(e.read_text())
+    doc["workload"]["compute_scale"] = 1e30
+    e.write_text(yaml.safe_dump(doc))
+    assert one_error(run_cli("validate", str(e), cwd=tmp_path)) == (
+        f"error: {e}: workload.compute_scale: 1e+30 makes each nanosecond between two calls "
+        "1e+33 ps of compute: even the shortest gap a trace records (1 ns) would be beyond "
+        "the engine's clock range (8796093022208 ps = 8.796 s of simulated time); it must be "
+        "below 8.796e+09")
+
+
+def test_stacked_programs_keep_each_rank_file():
+    """Programs stacked from parts (``concatenate``) keep each rank's file for messages."""
+    from federation.programs.builder import concatenate
+
+    p = read_dumpi(RING)
+    both = concatenate([p, p])
+    assert both.rank_source == 2 * [str(RING / f"dumpi-2024-000{r}.txt") for r in range(3)]
+    assert both.describe(int(both.rank_first[4]) + 1).startswith(
+        f"rank 4 operation dumpi-2024-0001.txt:9 (recv 32 B from rank 0 tag 7, "
+        f"{RING}/dumpi-2024-0001.txt:9)")
+
+
+@pytest.mark.parametrize(("algorithms", "path", "message"), [
+    ({"allreduce": "nope"}, "workload.algorithms.allreduce",
+     "allreduce has no algorithm 'nope' (one of auto, {})"),
+    ({"scan": "ring"}, "workload.algorithms.scan", "'scan' is not a collective (one of {})"),
+])
+def test_an_unknown_collective_or_algorithm_lists_the_known_ones(tmp_path, algorithms, path,
+                                                                 message):
+    from federation.programs.collectives import ALGORITHMS
+
+    copy_ring(tmp_path)
+    e = experiment(tmp_path, "t")
+    doc = yaml.safe_load(e.read_text())
+    doc["workload"]["algorithms"] = algorithms
+    e.write_text(yaml.safe_dump(doc))
+    known = ", ".join(ALGORITHMS["allreduce"] if "allreduce" in algorithms else ALGORITHMS)
+    assert one_error(run_cli("validate", str(e), cwd=tmp_path)) == \
+        f"error: {e}: {path}: {message.format(known)}"

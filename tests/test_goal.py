@@ -102,6 +102,17 @@ BAD = {
     "second block": ("num_ranks 2\nrank 0 {\n}\nrank 0 {\n}\n",
                      "line 4: a second block for rank 0"),
     "wildcard": (HEAD + "l1: recv 8b from 1 tag -1\n}\n", "line 3 (rank 0): receive with any tag"),
+    # a send with a negative tag or rank was refused as a receive's wildcard, on a send's line
+    "send's negative tag": (HEAD + "l1: send 8b to 1 tag -5\n}\n",
+                            "line 3 (rank 0): send with tag -5: a send's tag must be 0 or more "
+                            "(a negative tag is a receive's any-tag wildcard; on a send it "
+                            "means nothing)"),
+    "send to a negative rank": (HEAD + "l1: send 8b to -1\n}\n",
+                                "line 3 (rank 0): send to rank -1: a send goes to one rank, 0 "
+                                "to num_ranks - 1 (a negative rank is a receive's any-source "
+                                "wildcard)"),
+    "wildcard tag value": (HEAD + "l1: recv 8b from 1 tag -5\n}\n",
+                           "line 3 (rank 0): receive with any tag (tag -5) is not supported"),
     "second cpu": (HEAD + "l1: calc 5 cpu 1\n}\n", "line 3 (rank 0): cpu 1: one CPU per rank"),
     "unclosed": (HEAD + "l1: calc 5\n", "line 2 (rank 0): rank 0's block is not closed"),
     "no num_ranks": ("rank 0 {\n}\n", "line 1: 'rank' before 'num_ranks N'"),
@@ -179,3 +190,40 @@ def test_workload_program_refuses_with_file_and_line(tmp_path):
         w.programs(ctx)
     assert str(e.value) == (f"{tmp_path / 'big.goal'}: line 1: num_ranks 100, but the machine "
                             "has 72 nodes (rank i runs on node i)")
+
+
+@pytest.mark.parametrize(("file", "fields", "path", "message"), [
+    ("s.goal", "host_speed: 5, compute_scale: 7", "workload.compute_scale",
+     "compute_scale applies to DUMPI traces (format dumpi) only; s.goal is read as format goal "
+     "(auto: its '.goal' suffix), which ignores it: remove it, or give the format it belongs "
+     "to"),
+    ("s.goal", "format: goal, host_speed: 5", "workload.host_speed",
+     "host_speed applies to SimGrid TI traces (format ti) only; s.goal is read as format goal, "
+     "which ignores it: remove it, or give the format it belongs to"),
+    ("p.txt", "calc_unit: 1ps", "workload.calc_unit",
+     "calc_unit applies to GOAL schedules (format goal) only; p.txt is read as format ti "
+     "(auto: neither a '.goal' suffix nor a folder), which ignores it: remove it, or give the "
+     "format it belongs to"),
+    ("p.txt", "algorithms: {allreduce: ring}", "workload.algorithms",
+     "algorithms applies to DUMPI traces (format dumpi) only; p.txt is read as format ti "
+     "(auto: neither a '.goal' suffix nor a folder), which ignores it: remove it, or give the "
+     "format it belongs to"),
+])
+def test_a_field_of_another_format_is_refused(tmp_path, file, fields, path, message):
+    """``host_speed``/``compute_scale`` on a GOAL schedule were silently ignored (the run
+    looked scaled and was not): a field the file's format does not read is refused."""
+    (tmp_path / "s.goal").write_text((DATA / "hand.goal").read_text())
+    (tmp_path / "p.txt").write_text((DATA / "pingpong.ti").read_text())
+    w, ctx = experiment(tmp_path, f"{{kind: program, path: {file}, {fields}}}")
+    with pytest.raises(ConfigError) as e:
+        w.programs(ctx)
+    assert (e.value.path, e.value.message) == (path, message)
+
+
+def test_every_field_at_its_default_reads_as_before(tmp_path):
+    """A point's resolved document writes every field (the other formats' at their
+    defaults), and runs again: a default is not refused, given or not."""
+    (tmp_path / "s.goal").write_text((DATA / "hand.goal").read_text())
+    w, ctx = experiment(tmp_path, "{kind: program, path: s.goal, host_speed: 1e9, "
+                        "compute_scale: 1.0, datatype_sizes: {}, algorithms: {}}")
+    assert w.programs(ctx).op_time_ps.tolist() == [0, 250_000, 0, 0, 1_000_000, 0]

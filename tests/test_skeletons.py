@@ -279,3 +279,18 @@ def test_each_skeleton_has_a_page_naming_every_parameter(name):
         assert f"`{field}`" in page, (name, field)
     for section in ("## Parameters", "## Communication pattern", "## Source", "## Scaling"):
         assert section in page
+
+
+@pytest.mark.parametrize(("name", "params"), [
+    ("fft2d", {"row_length": 64, "rows_per_rank": 4}),
+    ("npb_ft", {"npb_class": "S"}),
+])
+def test_an_unknown_alltoall_algorithm_lists_the_known_ones(name, params):
+    """The refusal named the field but not what it could be."""
+    from federation.programs.collectives import ALGORITHMS
+
+    with pytest.raises(ConfigError) as e:
+        build(name, 4, algorithm="nope", **params)
+    assert (e.value.path, e.value.message) == (
+        "workload.algorithm",
+        f"alltoall has no algorithm 'nope' (one of auto, {', '.join(ALGORITHMS['alltoall'])})")

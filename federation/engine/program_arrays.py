@@ -135,6 +135,9 @@ def build_traffic(progs: RankPrograms, n_nodes: int, fig: ProgramFigures,
     i64 = np.int64
 
     # ---- messages and their flows (3 per message)
+    # a zero-byte message is one 1 B packet: the loop has no empty packet (a flow of none
+    # never completes), and a real network sends a header-only one; every byte counter counts
+    # that byte, the messages table the program's 0 (docs/programs.md, the packets table)
     size = np.maximum(progs.op_bytes[sends], 1)
     rdv = (progs.op_bytes[sends] > fig.eager_threshold).astype(np.int8)
     P = fig.packet_size

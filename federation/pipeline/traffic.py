@@ -63,7 +63,7 @@ from federation.pipeline.rank_programs import (
 )
 from federation.pipeline.routing_modes import controller_state, with_modes
 from federation.plugin.components import Messages
-from federation.programs.model import SEND, RankPrograms, joined_modes
+from federation.programs.model import SEND, RankPrograms, joined_modes, with_jobs
 
 
 def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
@@ -394,7 +394,8 @@ def merge_programs(placed: Placed, programs: dict[int, RankPrograms]
         pieces.append((progs, on))
         ranks[pj.job.index] = (r0, r0 + progs.n_ranks)
         r0 += progs.n_ranks
-    return concatenated(pieces), JobLayout(ranks, delays)
+    named = [(pj.job.name, progs) for pj, progs in parts]  # messages name the job and file
+    return with_jobs(concatenated(pieces), named), JobLayout(ranks, delays)
 
 
 def delayed(p: RankPrograms, start_ps: int) -> RankPrograms:
@@ -431,7 +432,8 @@ def delayed(p: RankPrograms, start_ps: int) -> RankPrograms:
                         spread(p.op_line, 0) if p.op_line is not None else None, p.source,
                         dict(p.meta),
                         op_mode=spread(p.op_mode, -1) if p.op_mode is not None else None,
-                        mode_names=p.mode_names, op_coll=spread(p.op_coll, 0))
+                        mode_names=p.mode_names, op_coll=spread(p.op_coll, 0),
+                        rank_source=p.rank_source)
 
 
 def concatenated(pieces: list[tuple[RankPrograms, np.ndarray]]) -> RankPrograms:

@@ -425,6 +425,9 @@ def concatenate(parts: Sequence[RankPrograms],
     if rank_node is None and all(p.rank_node is not None for p in parts):
         rank_node = np.concatenate([p.rank_node for p in parts])
     op_mode, mode_names = joined_modes(list(parts))
+    rank_source = None
+    if any(p.rank_source is not None for p in parts):  # each rank keeps its own file
+        rank_source = [s for p in parts for s in (p.rank_source or [p.source or ""] * p.n_ranks)]
     return RankPrograms(
         rank_first=rank_first,
         op_kind=np.concatenate([p.op_kind for p in parts]),
@@ -442,4 +445,5 @@ def concatenate(parts: Sequence[RankPrograms],
         op_mode=op_mode,
         mode_names=mode_names,
         op_coll=np.concatenate([p.op_coll for p in parts]),
+        rank_source=rank_source,
     )

@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from federation.errors import ConfigError
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.programs.builder import ProgramBuilder, RankBuilder
 from federation.programs.checks import MAX_MESSAGE_BYTES
 from federation.programs.collectives import collective
@@ -136,6 +137,7 @@ class _RankTrace:
         self.rb, self.n, self.path, self.rd = rb, n, path, reader
         self.requests: dict[int, int] = {}
         self.last_return: int | None = None  # ns
+        self.return_line = 0  # the line of the last call's return
         self.at = 0  # the line of the last number read (for refusals)
 
     def fail(self, line: int, message: str) -> ConfigError:
@@ -164,9 +166,10 @@ class _RankTrace:
                     if m.group(1) != call:
                         raise self.fail(no, f"{m.group(1)} returns inside {call} (line "
                                         f"{start})")
-                    self.gap(enter_ns)
+                    self.gap(enter_ns, call, start)
                     self.call(call, params, start)
                     self.last_return = int(m.group(2)) * 10**9 + int(m.group(3).ljust(9, "0"))
+                    self.return_line = no
                     call = None
                     continue
                 if line.startswith("Perfcounters:"):
@@ -178,12 +181,30 @@ class _RankTrace:
         if call is not None:
             raise self.fail(start, f"{call} never returns (a truncated trace?)")
 
-    def gap(self, enter_ns: int) -> None:
-        if self.last_return is not None and enter_ns > self.last_return:
-            ps = int(round((enter_ns - self.last_return) * 1000 * self.rd.compute_scale))
-            if ps > 0:
-                self.rd.count(1, self.path, 0)
-                self.rb.compute_ps(ps)
+    def gap(self, enter_ns: int, call: str, line: int) -> None:
+        """The compute between the last call's return and ``call``'s entry (at ``line``),
+        labelled with ``call``'s line.  A gap the engine's clock cannot hold is refused here,
+        naming the file, both lines and, when the scale makes it so, ``compute_scale``: as a
+        bare number it overflowed int64 and was refused without either."""
+        if self.last_return is None or enter_ns <= self.last_return:
+            return
+        ns = enter_ns - self.last_return
+        scale = self.rd.compute_scale
+        ps = ns * 1000 if scale == 1 else int(round(ns * 1000 * scale))
+        if ps >= TIME_LIMIT_PS:
+            if ns * 1000 < TIME_LIMIT_PS:  # the scale took it past the clock
+                raise ConfigError(
+                    f"{scale:g} turns the {ns} ns between the return at line "
+                    f"{self.return_line} and {call} at line {line} of {self.path} into "
+                    f"{ps:.4g} ps of compute (gap x 1000 x compute_scale), beyond "
+                    f"{CLOCK_LIMIT}", path="workload.compute_scale")
+            raise self.fail(line, f"{call} enters {ns} ns after the return at line "
+                            f"{self.return_line}: that compute ({ps} ps) is beyond "
+                            f"{CLOCK_LIMIT}")
+        if ps > 0:
+            self.rd.count(1, self.path, line)
+            h = self.rb.compute_ps(ps)
+            self.rb._annotate(h, "", line)
 
     # ------------------------------------------------------------------ parameters
 
@@ -421,7 +442,10 @@ def read_dumpi(path: str | Path, *, compute_scale: float = 1.0,
     b = ProgramBuilder(n)
     for r, f in enumerate(files):
         _RankTrace(b.rank(r), n, f, rd).run()
-    return b.build(source=str(p))
+    progs = b.build(source=str(p))
+    if p.is_dir():  # messages name each rank's file, not the folder
+        progs.rank_source = [str(f) for f in files]
+    return progs
 
 
 __all__ = ["COLLECTIVE_TAG", "DATATYPE_BYTES", "read_dumpi", "trace_files"]

@@ -24,14 +24,16 @@ The grammar follows LogGOPSim's reader (``txt2bin.re``, the same file in ATLAHS)
   clears its label table at each ``}``; a dependency may only name labels defined above it.
 * Refused with the line number: syntax errors, undefined or duplicate labels, ranks outside
   ``num_ranks`` (a block's and a peer's), a second block for one rank, wildcards (``from -1``,
-  ``tag -1``; the engine matches exactly), ``cpu``/``nic`` other than 0 (one CPU and one NIC
-  per rank here), an unclosed block or ``/*`` comment, ``num_ranks 0``, a ``calc`` beyond
-  the engine's clock range, and (when the caller gives the bounds) ``num_ranks`` above the
-  machine's nodes and more operations than the memory limit allows: both before anything is
-  allocated for them.  The file is read a block of lines at a time
-  (:mod:`federation.programs.reading`).  Cycles, deadlocks, unmatched sends or receives and
-  truncating receives are refused by :func:`~federation.programs.checks.check_programs`,
-  which names the line through ``op_line``.
+  ``tag -1``; the engine matches exactly), a send to a negative rank or with a negative
+  tag (meaningless: a negative number is only a receive's wildcard), ``cpu``/``nic`` other
+  than 0 (one CPU and one NIC per rank here), an unclosed block or ``/*`` comment,
+  ``num_ranks 0``, a ``calc`` beyond the engine's clock range, and (when the caller gives
+  the bounds) ``num_ranks`` above the machine's nodes and more operations than the memory
+  limit allows: both before anything is allocated for them.  The file is read a block of
+  lines at a time (:mod:`federation.programs.reading`).  Cycles, deadlocks, unmatched sends
+  or receives and truncating receives are refused by
+  :func:`~federation.programs.checks.check_programs`, which names the line through
+  ``op_line``.
 """
 
 from __future__ import annotations
@@ -277,13 +279,8 @@ class _Parser:
             if (comm == "send") != (m.group("dir") == "to"):
                 self.fail(f"'{comm}' takes '{'to' if comm == 'send' else 'from'}'")
             peer = self.number(m.group("peer"), "rank", _MAX_TAG)
-            if peer < 0:
-                self.fail("receive from any source (-1) is not supported: the engine matches "
-                          "each receive to one source rank")
             tag = self.number(m.group("tag") or "0", "tag", _MAX_TAG)
-            if tag < 0:
-                self.fail("receive with any tag (-1) is not supported: the engine matches "
-                          "each receive to one tag")
+            self._check_wildcards(comm, peer, tag)
             for field in ("cpu", "nic"):
                 if m.group(field) not in (None, "0"):
                     self.fail(f"{field} {m.group(field)}: one CPU and one NIC per rank here "
@@ -298,6 +295,26 @@ class _Parser:
         if label is not None:
             self.labels[label] = h
         self.counted()
+
+    def _check_wildcards(self, comm: str, peer: int, tag: int) -> None:
+        """A negative source or tag is a receive's wildcard (LogGOPSim's ANY_SOURCE and
+        ANY_TAG), which the engine does not match; on a send it means nothing at all (MPI
+        sends to one rank, with a tag from 0 to MPI_TAG_UB), so it is refused as the send's
+        own fault rather than as an unsupported wildcard."""
+        if comm == "send":
+            if peer < 0:
+                self.fail(f"send to rank {peer}: a send goes to one rank, 0 to num_ranks - 1 "
+                          "(a negative rank is a receive's any-source wildcard)")
+            if tag < 0:
+                self.fail(f"send with tag {tag}: a send's tag must be 0 or more (a negative "
+                          "tag is a receive's any-tag wildcard; on a send it means nothing)")
+            return
+        if peer < 0:
+            self.fail(f"receive from any source (rank {peer}) is not supported: the engine "
+                      "matches each receive to one source rank")
+        if tag < 0:
+            self.fail(f"receive with any tag (tag {tag}) is not supported: the engine matches "
+                      "each receive to one tag")
 
     def dependency(self, m: re.Match) -> None:
         rb = self._rank_builder()

@@ -67,6 +67,18 @@ def _exact(values: object, dtype: type, name: str) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class JobRanks:
+    """One job's ranks in programs merged for a run of several jobs: its ranks are
+    ``first ..`` up to the next job's first; ``source`` names its program file (or
+    workload).  Messages about an operation name the job and the job's own rank numbers,
+    the ones its program file uses."""
+
+    name: str
+    first: int
+    source: str | None = None
+
+
 def _first_bad(arr: np.ndarray, dtype: type) -> object:
     """The first value of ``arr`` that ``dtype`` cannot hold exactly (for the message)."""
     info = np.iinfo(dtype)
@@ -112,6 +124,12 @@ class RankPrograms:
     op_mode: np.ndarray | None = None
     mode_names: list[str] | None = None  #: the names ``op_mode`` indexes
     op_coll: np.ndarray | None = None  #: int8[n_ops]; None: zeros (no collective)
+    #: the file each rank was read from when ranks come from several files (a DUMPI folder's
+    #: per-rank files): messages name the rank's file, not the folder; ``None``: ``source``
+    rank_source: list[str] | None = None
+    #: the jobs these programs merge, by first rank (a run of several jobs); ``None``: one
+    #: program, whose rank numbers are its own
+    job_ranks: tuple[JobRanks, ...] | None = None
 
     def __post_init__(self) -> None:
         # each field in the dtype the engine stores it in; a value that dtype cannot hold (a
@@ -138,6 +156,9 @@ class RankPrograms:
             if self.op_coll.shape != self.op_kind.shape:
                 raise ValueError(f"op_coll has {self.op_coll.shape[0]} entries for "
                                  f"{self.op_kind.shape[0]} operations")
+        if self.rank_source is not None and len(self.rank_source) != self.n_ranks:
+            raise ValueError(f"rank_source has {len(self.rank_source)} entries for "
+                             f"{self.n_ranks} ranks")
 
     def collective_sends(self) -> np.ndarray:
         """bool[n_messages]: per send (in operation order), whether a collective made it."""
@@ -176,26 +197,67 @@ class RankPrograms:
 
     def describe(self, op: int) -> str:
         """``rank 3 operation 7 (recv 8 B from rank 1 tag 0)``, with the source's label and
-        line when known: what a message about one operation says."""
+        line when known: what a message about one operation says.  The file is the rank's own
+        (:attr:`rank_source`, else its job's, else :attr:`source`); in programs merged from
+        several jobs, ranks are the job's own numbers, as in its file, and the run's rank and
+        node follow: ``job 'b' rank 0 (rank 2 of the run, node 2) operation ...``."""
         rank = int(np.searchsorted(self.rank_first, op, side="right") - 1)
         local = op - int(self.rank_first[rank])
+        job = self.job_of(rank)
+        base = job.first if job is not None else 0
         kind = int(self.op_kind[op])
         if kind == SEND:
-            what = f"send {int(self.op_bytes[op])} B to rank {int(self.op_peer[op])} " \
+            what = f"send {int(self.op_bytes[op])} B to rank {int(self.op_peer[op]) - base} " \
                    f"tag {int(self.op_tag[op])}"
         elif kind == RECV:
-            what = f"recv {int(self.op_bytes[op])} B from rank {int(self.op_peer[op])} " \
+            what = f"recv {int(self.op_bytes[op])} B from rank {int(self.op_peer[op]) - base} " \
                    f"tag {int(self.op_tag[op])}"
         else:
             what = f"compute {int(self.op_time_ps[op])} ps"
         name = f"operation {local}"
         if self.op_label is not None and self.op_label[op]:
             name = f"operation {self.op_label[op]}"
+        source = self.source
+        if self.rank_source is not None and self.rank_source[rank]:
+            source = self.rank_source[rank]
+        elif job is not None:
+            source = job.source
         where = ""
         if self.op_line is not None and int(self.op_line[op]) > 0:
-            where = f", {self.source or 'line'}:{int(self.op_line[op])}" if self.source \
+            where = f", {source}:{int(self.op_line[op])}" if source \
                 else f", line {int(self.op_line[op])}"
-        return f"rank {rank} {name} ({what}{where})"
+        who = f"rank {rank}"
+        if job is not None:
+            who = (f"job {job.name!r} rank {rank - base} (rank {rank} of the run, node "
+                   f"{int(self.nodes()[rank])})")
+        return f"{who} {name} ({what}{where})"
+
+    def job_of(self, rank: int) -> JobRanks | None:
+        """The job that holds ``rank`` in programs merged from several jobs (else None)."""
+        if not self.job_ranks:
+            return None
+        i = int(np.searchsorted([j.first for j in self.job_ranks], rank, side="right")) - 1
+        return self.job_ranks[i] if i >= 0 else None
+
+
+def with_jobs(merged: RankPrograms, jobs: list[tuple[str, RankPrograms]]) -> RankPrograms:
+    """``merged`` (the ranks of ``jobs``' programs one job after the other, in that order)
+    knowing its jobs, so that a message about an operation in the run (a deadlock, the
+    clock) names the job, its program file and the job's own rank numbers; a job read from
+    several files (DUMPI) keeps each rank's file."""
+    parts, first = [], 0
+    for name, p in jobs:
+        parts.append(JobRanks(name, first, p.source))
+        first += p.n_ranks
+    if first != merged.n_ranks:
+        raise ValueError(f"the jobs have {first} ranks, the merged programs {merged.n_ranks}")
+    rank_source = None
+    if any(p.rank_source is not None for _, p in jobs):
+        rank_source = [s for _, p in jobs
+                       for s in (p.rank_source or [p.source or ""] * p.n_ranks)]
+    merged.job_ranks = tuple(parts)
+    merged.rank_source = rank_source
+    return merged
 
 
 def joined_modes(parts: list[RankPrograms]) -> tuple[np.ndarray | None, list[str] | None]:

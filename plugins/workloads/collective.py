@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
@@ -76,14 +76,26 @@ class CollectiveParams(Params):
     datatype_size: int = Field(1, ge=1, description="bytes per element: buffers are split "
                                "into whole elements, and MPICH's auto counts elements")
 
-    @model_validator(mode="after")
-    def _known_algorithm(self) -> CollectiveParams:
-        if self.algorithm != "auto" and self.algorithm not in ALGORITHMS[self.op]:
-            raise ValueError(f"{self.op} has no algorithm {self.algorithm!r} (one of auto, "
-                             f"{', '.join(ALGORITHMS[self.op])})")
-        if self.size_max is not None and (self.op != "alltoallv" or self.size_max < self.size):
+    # field validators (``op`` and ``size`` are declared above, so validated first): the
+    # refusal names the field at fault, ``workload.algorithm``, not the whole workload
+    @field_validator("algorithm")
+    @classmethod
+    def _known_algorithm(cls, algorithm: str, info: ValidationInfo) -> str:
+        op = info.data.get("op")
+        if op is not None and algorithm != "auto" and algorithm not in ALGORITHMS[op]:
+            raise ValueError(f"{op} has no algorithm {algorithm!r} (one of auto, "
+                             f"{', '.join(ALGORITHMS[op])})")
+        return algorithm
+
+    @field_validator("size_max")
+    @classmethod
+    def _size_max_for_alltoallv(cls, size_max: float | None, info: ValidationInfo
+                                ) -> float | None:
+        op, size = info.data.get("op"), info.data.get("size")
+        if size_max is not None and op is not None and (
+                op != "alltoallv" or (size is not None and size_max < size)):
             raise ValueError("size_max is for alltoallv only, and at least size")
-        return self
+        return size_max
 
 
 class Collective(Workload):

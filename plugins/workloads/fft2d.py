@@ -58,7 +58,8 @@ class Fft2d(Skeleton):
     def setup(self, n: int, w: Writer) -> None:
         p = self.params
         if p.algorithm != "auto" and p.algorithm not in ALGORITHMS["alltoall"]:
-            raise refuse(f"alltoall has no algorithm {p.algorithm!r}", "algorithm")
+            raise refuse(f"alltoall has no algorithm {p.algorithm!r} (one of auto, "
+                         f"{', '.join(ALGORITHMS['alltoall'])})", "algorithm")
         self.bytes = self.block(n)
         self.phase = w.phase(p.compute, "compute")
         rows = p.rows_per_rank * p.row_length

@@ -59,7 +59,8 @@ class NpbFt(Skeleton):
     def setup(self, n: int, w: Writer) -> None:
         p = self.params
         if p.algorithm != "auto" and p.algorithm not in ALGORITHMS["alltoall"]:
-            raise refuse(f"alltoall has no algorithm {p.algorithm!r}", "algorithm")
+            raise refuse(f"alltoall has no algorithm {p.algorithm!r} (one of auto, "
+                         f"{', '.join(ALGORITHMS['alltoall'])})", "algorithm")
         nx, ny, nz, _ = FT_CLASSES[p.npb_class]
         pts = nx * ny * nz / n
         self.scale = (pts * (math.log2(nx) + math.log2(ny)), pts * math.log2(nz))

@@ -14,6 +14,11 @@ or a DUMPI trace as ``dumpi2ascii`` prints it).
       datatype_sizes: {17: 48}    # DUMPI: bytes of user-defined datatypes by id
       algorithms: {allreduce: ring}   # DUMPI: collectives' algorithms (default auto)
 
+Each format's fields apply to it alone: ``calc_unit`` with a GOAL schedule, ``host_speed``
+with a TI trace, ``compute_scale``, ``datatype_sizes`` and ``algorithms`` with a DUMPI trace;
+one given for a file of another format is refused (it would be silently ignored, and a run
+that looks scaled would not be).
+
 The programs run closed-loop: each rank's operations start when their dependencies allow
 (see :mod:`federation.programs`).  Rank i runs on node i.  The file is read and checked by the
 preflight of every sweep point (``federation validate`` too), so a missing, malformed, cyclic
@@ -25,15 +30,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
 from federation.models.base import DocumentPath
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.models.units import Time, clock_ps, format_time
 from federation.programs.goal import read_goal
 from federation.programs.model import RankPrograms
 from federation.programs.ti import DEFAULT_HOST_SPEED, read_ti
+
+#: the format each format-specific field applies to (the others ignore it)
+FORMAT_FIELDS = {"calc_unit": "goal", "host_speed": "ti", "compute_scale": "dumpi",
+                 "datatype_sizes": "dumpi", "algorithms": "dumpi"}
+_FORMAT_NAMES = {"goal": "GOAL schedules", "ti": "SimGrid TI traces", "dumpi": "DUMPI traces"}
 
 
 class ProgramFileParams(Params):
@@ -53,6 +64,19 @@ class ProgramFileParams(Params):
                                            description="DUMPI: bytes of datatypes by id")
     algorithms: dict[str, str] = Field(default_factory=dict, description="DUMPI: the "
                                        "algorithm of each collective (default auto)")
+
+    @field_validator("compute_scale")
+    @classmethod
+    def _scale_in_clock(cls, scale: float) -> float:
+        """A DUMPI trace's walltimes count nanoseconds: a scale that makes even one
+        nanosecond of compute leave the engine's clock is refused before the trace is read
+        (it overflowed int64 and was refused as a bare number without the field)."""
+        if scale * 1000 >= TIME_LIMIT_PS:
+            raise ValueError(f"{scale:g} makes each nanosecond between two calls "
+                             f"{scale * 1000:.4g} ps of compute: even the shortest gap a trace "
+                             f"records (1 ns) would be beyond {CLOCK_LIMIT}; it must be below "
+                             f"{TIME_LIMIT_PS / 1000:.4g}")
+        return scale
 
 
 class ProgramFile(Workload):
@@ -79,6 +103,7 @@ class ProgramFile(Workload):
         (:func:`federation.pipeline.rank_programs.build_programs`: the preflight of every point)."""
         path = Path(self.params.path)
         fmt = self.file_format()
+        self._check_fields(fmt)
         if not (path.is_file() or (fmt == "dumpi" and path.is_dir())):
             raise ConfigError(f"{path} is not a regular file" if path.exists()
                               else f"no such schedule file: {path}", path="workload.path")
@@ -88,9 +113,12 @@ class ProgramFile(Workload):
             from federation.programs.dumpi import read_dumpi
 
             for op, alg in self.params.algorithms.items():
-                if op not in ALGORITHMS or (alg != "auto" and alg not in ALGORITHMS[op]):
-                    raise ConfigError(f"{op}: {alg!r} is not a collective algorithm (see "
-                                      "federation.programs.collectives.ALGORITHMS)",
+                if op not in ALGORITHMS:
+                    raise ConfigError(f"{op!r} is not a collective (one of "
+                                      f"{', '.join(ALGORITHMS)})", path=f"workload.algorithms.{op}")
+                if alg != "auto" and alg not in ALGORITHMS[op]:
+                    raise ConfigError(f"{op} has no algorithm {alg!r} (one of auto, "
+                                      f"{', '.join(ALGORITHMS[op])})",
                                       path=f"workload.algorithms.{op}")
             return read_dumpi(path, compute_scale=self.params.compute_scale,
                               datatype_sizes=self.params.datatype_sizes,
@@ -103,6 +131,28 @@ class ProgramFile(Workload):
                                   path="workload.calc_unit")
             return read_goal(path, calc_unit_ps=unit, max_ranks=n_nodes)
         return read_ti(path, host_speed_flops=self.params.host_speed, max_ranks=n_nodes)
+
+    def _check_fields(self, fmt: str) -> None:
+        """Refuse a field of another format than the file's set to anything but its default:
+        the reader of this format never reads it, so the run would silently differ from what
+        the experiment says.  A default passes, given or not: a point's resolved document
+        writes every field, and must run again."""
+        fields = type(self.params).model_fields
+        for name, own in sorted(FORMAT_FIELDS.items()):
+            default = fields[name].get_default(call_default_factory=True)
+            if own == fmt or getattr(self.params, name) == default:
+                continue
+            how = f"format {fmt}" if self.params.format != "auto" else (
+                f"format {fmt} (auto: {self._auto_reason(fmt)})")
+            raise ConfigError(f"{name} applies to {_FORMAT_NAMES[own]} (format {own}) only; "
+                              f"{Path(self.params.path).name} is read as {how}, which ignores "
+                              "it: remove it, or give the format it belongs to",
+                              path=f"workload.{name}")
+
+    def _auto_reason(self, fmt: str) -> str:
+        """Why ``format: auto`` chose ``fmt`` (for messages)."""
+        return {"dumpi": "a folder or a '.dumpi.txt' name", "goal": "its '.goal' suffix",
+                "ti": "neither a '.goal' suffix nor a folder"}[fmt]
 
 
 @hookimpl
