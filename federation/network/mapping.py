@@ -31,6 +31,7 @@ import numpy as np
 
 from federation.errors import TopologyError
 from federation.network.graph import Network
+from federation.network.routes import table_hops
 from federation.network.tables import RouteTables
 
 __all__ = ["Edges", "PairPaths", "contention_of", "edges_of", "hops_of", "router_paths",
@@ -72,32 +73,16 @@ def walk(network: Network, tables: RouteTables, src: np.ndarray,
          dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The cable ports of the minimal ``tables``' path from router ``src[i]`` to ``dst[i]``
     for every ``i`` (CSR: ``ports[first[i]:first[i + 1]]``, in path order), walked hop by hop
-    for all pairs at once (as :func:`~federation.network.routes.channel_load`)."""
-    pt = network.ports
+    for all pairs at once (:func:`~federation.network.routes.table_hops`)."""
     n = src.shape[0]
-    pair = np.arange(n, dtype=np.int64)
-    cur = np.asarray(src, dtype=np.int64)
+    src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
+    going = np.nonzero(src != dst)[0]
     rec_pair: list[np.ndarray] = []
     rec_port: list[np.ndarray] = []
-    going = cur != dst
-    pair, cur, dst = pair[going], cur[going], dst[going]
-    for _ in range(network.n_routers + 1):
-        if cur.size == 0:
-            break
-        gc, gd = tables.router_group[cur], tables.router_group[dst]
-        port = np.where(gc != gd, tables.gnext[cur, gd],
-                        tables.lnext[cur, tables.router_local[dst]]).astype(np.int64)
-        if (port < 0).any():
-            i = int(np.nonzero(port < 0)[0][0])
-            raise TopologyError(f"no route from router {int(cur[i])} to router {int(dst[i])}")
-        rec_pair.append(pair.astype(np.int32) if n < 2**31 else pair)
+    for port, pair in table_hops(network, tables, src[going], dst[going]):
+        rec_pair.append(going[pair].astype(np.int32) if n < 2**31 else going[pair])
         rec_port.append(port.astype(np.int32))
-        cur = pt.port_router[pt.port_peer[port]].astype(np.int64)
-        going = cur != dst
-        pair, cur, dst = pair[going], cur[going], dst[going]
-    if cur.size:
-        raise TopologyError(f"a route from router {int(cur[0])} to router {int(dst[0])} loops")
     pairs = np.concatenate(rec_pair) if rec_pair else np.zeros(0, np.int64)
     ports = np.concatenate(rec_port) if rec_port else np.zeros(0, np.int32)
     order = np.argsort(pairs, kind="stable")  # hops were appended in path order

@@ -205,10 +205,12 @@ def _host_pairs(network: Network, max_pairs: int) -> Iterator[tuple[np.ndarray, 
         yield src[keep], dst[keep]
 
 
-def _table_hops(network: Network, tables: RouteTables, src: np.ndarray,
+def table_hops(network: Network, tables: RouteTables, src: np.ndarray,
                 dst: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The routes of the pairs ``src -> dst`` through minimal ``tables``, hop by hop: at each
-    hop, the output ports of the pairs still on their way and those pairs' indices.  Raises
+    """The routes of the pairs ``src -> dst`` (distinct routers) through minimal ``tables``, hop
+    by hop, all pairs at once: at each hop, the output ports of the pairs still on their way
+    and those pairs' indices (one walk for :func:`channel_load`, :func:`most_vc_bumps` and
+    :func:`federation.network.mapping.walk`).  Raises
     :class:`TopologyError` if a route is missing or does not arrive within ``R`` hops."""
     pt = network.ports
     cur = src.astype(np.int64)
@@ -244,7 +246,7 @@ def channel_load(network: Network, tables: RouteTables, *,
     load = np.zeros(network.ports.n_ports, dtype=np.float64)
     for src, dst in _host_pairs(network, max_pairs):
         w = (per_router[src] * per_router[dst]).astype(np.float64)
-        for port, pair in _table_hops(network, tables, src, dst):
+        for port, pair in table_hops(network, tables, src, dst):
             load += np.bincount(port, weights=w[pair], minlength=load.size)
     return load
 
@@ -261,7 +263,7 @@ def most_vc_bumps(network: Network, tables: RouteTables, *, max_pairs: int = 1 <
     most = 0
     for src, dst in _host_pairs(network, max_pairs):
         count = np.zeros(src.size, dtype=np.int64)
-        for port, pair in _table_hops(network, tables, src, dst):
+        for port, pair in table_hops(network, tables, src, dst):
             count[pair] += bump[port]
         most = max(most, int(count.max()))
     return most
