@@ -14,6 +14,7 @@ from conftest import one_error, run_cli
 from federation.programs.analysis import communication, describe
 from federation.programs.builder import ProgramBuilder
 from federation.programs.collectives import collective
+from federation.programs.goal import read_goal
 
 
 def small() -> ProgramBuilder:
@@ -167,3 +168,112 @@ def test_a_bad_schedule_is_refused_by_comm_and_export_as_validate_refuses_it(tmp
     assert one_error(run_cli("export", "s.goal", "--out", "o.goal", cwd=tmp_path)) == \
         f"error: s.goal: {message}"
     assert not (tmp_path / "o.goal").exists()
+
+
+# --------------------------------------------------------------------------- jobs: and placement
+
+def jobs_experiment(tmp_path, jobs: list[dict]) -> str:  # noqa: ANN001
+    doc = {"schema_version": 1, "name": "j", "seed": 3,
+           "machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}},
+           "stop": {"warmup": "0us", "measure": "20us"}, "jobs": jobs}
+    (tmp_path / "j.yaml").write_text(yaml.safe_dump(doc))
+    return "j.yaml"
+
+
+ALLREDUCE_8 = {"name": "a", "workload": {"kind": "allreduce", "size": "8B", "iterations": 1},
+               "placement": {"kind": "contiguous", "count": 8}}
+PINGPONG_2 = {"name": "c", "workload": {"kind": "pingpong", "sizes": ["1KiB"], "iterations": 2},
+              "placement": {"kind": "list", "nodes": [70, 20]}}
+OPEN_16 = {"name": "b", "workload": {"kind": "synthetic", "load": 0.3},
+           "placement": {"kind": "random_nodes", "count": 16}}
+
+
+def test_comm_and_export_take_the_one_job_on_its_own_nodes(tmp_path):
+    """An allreduce placed on 8 of 72 nodes was summarised and exported as the workload over
+    the whole machine (72 ranks, 400 messages); it is the job's 8 ranks and 24 messages,
+    the messages ``hops`` counts for it."""
+    e = jobs_experiment(tmp_path, [ALLREDUCE_8, OPEN_16])
+    hops = json.loads(run_cli("hops", e, "--json", cwd=tmp_path).stdout)
+    assert hops["points"][0]["jobs"][0]["messages"] == 24
+    r = run_cli("comm", e, "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert (doc["source"], doc["ranks"], doc["messages"]) == \
+        ("j.yaml: job a, workload allreduce", 8, 24)
+    assert doc["per_rank"]["node"] == list(range(8))
+    r = run_cli("export", e, "--out", "a.goal", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "a.goal: 8 ranks, 48 operations from j.yaml: job a, workload allreduce " \
+        "(calc unit 1ns)\n"
+    assert r.stderr == ""  # its nodes are 0 .. 7: nothing lost
+    assert read_goal(tmp_path / "a.goal").n_ranks == 8
+
+
+def test_several_closed_loop_jobs_need_job(tmp_path):
+    """With two closed-loop jobs ``export`` took the first one's workload over all 72 nodes;
+    without ``--job`` both commands refuse, naming ``jobs`` and the closed-loop jobs, and
+    write nothing; ``--job c`` gives job c's two ranks on its nodes (20 and 70: ascending,
+    its rank order)."""
+    e = jobs_experiment(tmp_path, [ALLREDUCE_8, OPEN_16, PINGPONG_2])
+    want = ("error: j.yaml: jobs: 2 jobs have closed-loop workloads (a, c); give --job NAME "
+            "to choose one")
+    assert one_error(run_cli("comm", e, cwd=tmp_path)) == want
+    assert one_error(run_cli("export", e, "--out", "o.goal", cwd=tmp_path)) == want
+    assert not (tmp_path / "o.goal").exists()
+    doc = json.loads(run_cli("comm", e, "--job", "c", "--json", cwd=tmp_path).stdout)
+    assert (doc["source"], doc["ranks"], doc["messages"], doc["bytes"]) == \
+        ("j.yaml: job c, workload pingpong", 2, 4, 4096)
+    assert doc["per_rank"]["node"] == [20, 70]  # nodes 70 and 20 in the default order
+    r = run_cli("export", e, "--job", "c", "--out", "o.goal", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "o.goal: 2 ranks, 8 operations from j.yaml: job c, workload pingpong " \
+        "(calc unit 1ns)\n"
+    assert r.stderr == "note: GOAL has no placement: the ranks' nodes (rank_node) are not " \
+        "written\n"
+    back = read_goal(tmp_path / "o.goal")
+    assert back.n_ranks == 2 and back.op_bytes.tolist() == [1024] * 8
+
+
+@pytest.mark.parametrize(("args", "want"), [
+    (["--job", "b"], "error: --job: job 'b' has open-loop workload 'synthetic': it has no rank "
+     "programs (export writes closed-loop workloads and schedule files); closed-loop jobs: "
+     "a, c"),
+    (["--job", "zz"], "error: --job: j.yaml has no job 'zz'; its jobs are a, b, c"),
+])
+def test_job_refusals(tmp_path, args, want):
+    e = jobs_experiment(tmp_path, [ALLREDUCE_8, OPEN_16, PINGPONG_2])
+    assert one_error(run_cli("export", e, *args, "--out", "o.goal", cwd=tmp_path)) == want
+    assert not (tmp_path / "o.goal").exists()
+
+
+def test_job_applies_to_experiments_with_jobs(tmp_path):
+    e = experiment(tmp_path, {"kind": "allreduce", "ranks": 4})
+    assert one_error(run_cli("comm", e, "--job", "a", cwd=tmp_path)) == \
+        "error: --job: e.yaml has no jobs (its workload is the one program); leave out --job"
+    (tmp_path / "s.goal").write_text("num_ranks 2\nrank 0 {\nl1: send 64b to 1\n}\n"
+                                     "rank 1 {\nl1: recv 64b from 0\n}\n")
+    assert one_error(run_cli("export", "s.goal", "--job", "a", "--out", "o.goal",
+                             cwd=tmp_path)) == "error: --job: --job applies to experiment files"
+
+
+def test_an_open_loop_refusal_names_the_command_that_was_run(tmp_path):
+    """``export`` said "comm summarises closed-loop workloads"."""
+    e = experiment(tmp_path, {"kind": "synthetic", "pattern": "uniform", "load": 0.1})
+    assert one_error(run_cli("export", e, "--out", "o.goal", cwd=tmp_path)) == (
+        "error: e.yaml: workload.kind: workload 'synthetic' is open loop: it has no rank "
+        "programs (export writes closed-loop workloads and schedule files)")
+    e = jobs_experiment(tmp_path, [OPEN_16, {**OPEN_16, "name": "d", "placement": "rest"}])
+    assert one_error(run_cli("comm", e, cwd=tmp_path)) == (
+        "error: j.yaml: jobs: every job's workload is open loop (b: synthetic, d: synthetic): "
+        "none has rank programs (comm summarises closed-loop workloads and schedule files)")
+
+
+def test_means_are_rounded_like_the_other_figures():
+    """``comm`` printed ``mean 5.555555555555555``."""
+    b = ProgramBuilder(3)
+    b.rank(0).send(1, 8)
+    b.rank(1).recv(0, 8)
+    lines = describe(communication(b.build()))
+    assert "sends per rank: min 0, mean 0.33, max 1" in lines
+    assert "destinations per rank: min 0, mean 0.33, max 1" in lines
+    assert "bytes sent per rank: min 0 B, mean 3 B, max 8 B" in lines

@@ -107,6 +107,7 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
     exp = point.experiment
     kind = point.machine.topology.name
     closed = ember.is_closed_loop(point)
+    _check_router(point)
     jobs: list[EndpointJob] | None = None
     if closed:  # rank programs: ember motifs on firefly endpoints (adapters/sst/ember.py)
         nodes = job_nodes(point, net, placed)
@@ -137,12 +138,14 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
                       f"has {machine.router.vcs}; set router.vcs to at least "
                       f"{sst_net.vcs * vns}{per}")
     router = {**_router_params(sst_net, figures, machine, flit, opts, point.routing.name), **qos}
+    _check_routing_params(point)
     if point.routing.name == "ugal":
         bias = point.routing.params.bias
         _check_ugal_bias(packet if bias is None else bias, flit)
     nic_bw = float(machine.nic.bandwidth or figures["terminal"]["bandwidth"])
     if closed:
-        notes = list(sst_net.notes) + _standing_notes(opts, flit, packet)[:1]
+        notes = list(sst_net.notes) + _standing_notes(opts, flit, packet)[:1] + \
+            [router_note(machine)]
         return ember.build(point, sst_net, router, figures, nic_bw, notes, nodes)
     stop = exp.stop
     w0 = seconds_to_ps(stop.warmup)
@@ -156,7 +159,7 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
     nic = {"link_bw": rate(nic_bw), "input_buf_size": size(figures["terminal"]["buffer"]),
            "output_buf_size": size(figures["terminal"]["buffer"])}
     latency = {c: duration(f["latency"]) for c, f in figures.items()}
-    notes = list(sst_net.notes) + _standing_notes(opts, flit, packet)
+    notes = list(sst_net.notes) + _standing_notes(opts, flit, packet) + [router_note(machine)]
     if vns > 1:
         notes.append("QoS strict_priority: merlin.arb.output.qos.multi [100, 0] serves VN 0 "
                      "(the first class) whenever it can send; within a class merlin "
@@ -166,6 +169,74 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
     return SstConfig(text, sst_net, net.n_nodes, (w0, w1), nic_bw, bw, notes,
                      jobs=[(j.load, j.vn, j.nodes.tolist()) for j in jobs or []],
                      classes=list(point.machine.qos.class_names()) if vns > 1 else [])
+
+
+#: the router fields merlin's hr_router runs as our engine does only at one value (their
+#: defaults, so a resolved document that writes every field passes), and why
+ROUTER_FIELDS = {
+    "model": ("default", "hr_router is merlin's one router (input buffers, a crossbar clocked "
+              "at xbar_bw / flit_size, output buffers); it has no clocked input-queued model "
+              "with separable allocators and an internal speedup like BookSim's"),
+    "switching": ("store_and_forward", "hr_router has no switching choice: it moves a packet "
+                  "in flits of engine.flit_size (by default one flit, the whole packet, as "
+                  "our store and forward); no setting of it is virtual cut-through"),
+    "credit_delay": (0.0, "hr_router returns a credit over the cable with the cable's latency "
+                     "and has no parameter for a further delay"),
+    "injection_vc": (None, "merlin.linkcontrol injects every packet on its virtual network's "
+                     "first VC (our 'zero'); nothing draws the VC per packet"),
+}
+
+
+def _check_router(point: ResolvedPoint) -> None:
+    """Refuse a router field merlin's hr_router cannot run as ours does (:data:`ROUTER_FIELDS`,
+    and an arbiter other than the default), naming it, rather than write a configuration
+    that silently runs merlin's own behaviour instead.  ``injection_vc`` passes at ``zero``
+    (merlin's) and at the default ``spread`` (stated in the header's differences)."""
+    router = point.machine.machine.router
+    for name, (ok, why) in ROUTER_FIELDS.items():
+        value = getattr(router, name)
+        if (value in ("zero", "spread")) if name == "injection_vc" else value == ok:
+            continue
+        shown = duration(value) if name == "credit_delay" else repr(value)
+        keep = "0" if name == "credit_delay" else repr(ok or "zero")
+        raise Refusal(f"router.{name}", f"router.{name} {shown} is not mapped to merlin: "
+                      f"{why}; use {keep} with engine sst")
+    if router.arbiter.kind != "oldest_first":
+        raise Refusal("router.arbiter", f"router.arbiter {router.arbiter.kind!r} is not mapped "
+                      "to merlin: hr_router's crossbar arbitration is its own (xbar_arb, "
+                      "merlin.xbar_arb_lru; merlin.xbar_arb_age and merlin.xbar_arb_rr exist "
+                      "but have not been checked against ours) and its output VCs are served "
+                      "round-robin, whatever router.arbiter says; use the default "
+                      "'oldest_first' with engine sst (its difference is stated in the header)")
+
+
+def _check_routing_params(point: ResolvedPoint) -> None:
+    """Refuse a routing parameter other than its default (``bias`` is checked on its own):
+    merlin's dragonfly takes only its ``algorithm`` and chooses paths, VCs and Valiant
+    intermediates its own way, so ``spread``, ``vc_step``, ``intermediate`` or ``decide``
+    would otherwise be dropped without a word."""
+    params = point.routing.params
+    if params is None or not hasattr(params, "model_dump"):
+        return
+    given = params.model_dump(mode="json")
+    default = type(params)().model_dump(mode="json")
+    for name in sorted(given):
+        if name != "bias" and given[name] != default[name]:
+            raise Refusal(f"routing.{name}", f"routing {point.routing.name!r} {name} "
+                          f"{given[name]!r} is not mapped to merlin: its {point.routing.name} "
+                          "takes no such parameter and chooses paths, VCs and intermediates "
+                          f"its own way; use the default {default[name]!r} with engine sst",
+                          document="experiment")
+
+
+def router_note(machine: Any) -> str:
+    """The header's line on what the default router fields leave different."""
+    inject = ("; merlin.linkcontrol injects every packet on its VN's first VC (as "
+              "router.injection_vc: zero), ours spreads them over the VCs (spread)"
+              if machine.router.injection_vc == "spread" else "")
+    return ("arbitration: hr_router allocates its crossbar least-recently-used first "
+            "(merlin.xbar_arb_lru) and serves output VCs round-robin; ours sends the oldest "
+            f"waiting packet (router.arbiter: oldest_first){inject}")
 
 
 def _check_workload(point: ResolvedPoint, wl: Any, where: str) -> None:

@@ -1,7 +1,9 @@
 """``federation comm``: what a program communicates, without simulating it.
 
-The programs come from an experiment file's point (its closed-loop workload, built and
-checked as ``run`` would) or straight from a schedule file (GOAL, a SimGrid TI trace, a
+The programs come from an experiment file's point (its closed-loop workload, or one
+closed-loop job of ``jobs:`` on its own nodes, built, checked and placed as ``run`` would;
+several closed-loop jobs need ``--job``, as one summary or one GOAL file holds one program)
+or straight from a schedule file (GOAL, a SimGrid TI trace, a
 DUMPI trace), checked by the same static checks without a machine (:func:`check_schedule`;
 ``export`` reads its programs here too).
 The summary is :func:`federation.programs.analysis.communication`.
@@ -20,20 +22,25 @@ from federation.cli.app import app
 from federation.errors import ConfigError
 
 if TYPE_CHECKING:
+    from federation.pipeline.points import ResolvedJob, ResolvedPoint
     from federation.programs.model import RankPrograms
 
 SCHEDULE_FORMATS = ("auto", "goal", "ti", "dumpi")
+JOB_HELP = ("the job of an experiment with jobs: (needed when several have closed-loop "
+            "workloads): its own ranks on its nodes, as run places them")
 
 
-def experiment_programs(file: Path, overrides: list[str], index: int,
-                        max_memory: int) -> tuple[RankPrograms, str]:
-    """Point ``index`` of an experiment: its programs, built and checked against its
-    machine (as the preflight does), and a label."""
+def experiment_programs(file: Path, overrides: list[str], index: int, max_memory: int,
+                        job_name: str | None = None,
+                        command: str = "comm summarises") -> tuple[RankPrograms, str]:
+    """Point ``index`` of an experiment: one closed-loop job's programs as ``run`` gives them
+    to its engine, and a label.  The point is checked, built and placed as the preflight
+    does (:func:`_placed_programs`), so a job's programs are its own ranks on its machine
+    nodes (after its rank order and ``start``), never the workload spread over the whole
+    machine.  ``command`` ("export writes") names the command in refusals."""
     from federation.errors import FederationError
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.point import BuildCache
     from federation.pipeline.points import in_point
-    from federation.pipeline.preflight import check_point
 
     loaded = load_experiment(file, overrides)
     n = len(loaded.points)
@@ -41,19 +48,79 @@ def experiment_programs(file: Path, overrides: list[str], index: int,
         raise ConfigError(f"the experiment has {n} point(s) (0 .. {n - 1}), not {index}",
                           source="--point")
     point = loaded.points[index]
-    if not point.workload.closed_loop:
-        raise ConfigError(f"workload {point.workload.name!r} is open loop: it has no rank "
-                          "programs (comm summarises closed-loop workloads and schedule "
-                          "files)", source=str(file), path="workload.kind")
+    job = _closed_job(point, file, job_name, command)
     try:
-        check_point(point)
-        cache = BuildCache(max_memory)
-        progs = cache.programs.get(point, cache.get(point))
+        progs = _placed_programs(point, job, max_memory)
     except FederationError as exc:
         raise in_point(exc, point, index, n) from None
-    label = f"{file}" + (f" (point {index} of {n})" if n > 1 else "") + \
-        f": workload {point.workload.name}"
-    return progs, label
+    where = f" (point {index} of {n})" if n > 1 else ""
+    what = f"job {job.name}, workload {job.workload.name}" if point.experiment.jobs is not None \
+        else f"workload {job.workload.name}"
+    return progs, f"{file}{where}: {what}"
+
+
+def _closed_job(point: ResolvedPoint, file: Path, job_name: str | None,
+                command: str) -> ResolvedJob:
+    """The closed-loop job ``comm`` or ``export`` works on: the ``--job`` one, else the one
+    closed-loop job.  Several closed-loop jobs without ``--job`` are refused (naming
+    ``jobs``) rather than one picked silently: a GOAL file or a summary holds one program,
+    and merging the jobs would mix programs that never talk to each other."""
+    from federation.pipeline.points import point_jobs
+
+    jobs = point_jobs(point)
+    closed = [j for j in jobs if j.closed_loop]
+    names = ", ".join(j.name for j in closed)
+    if job_name is not None:
+        if point.experiment.jobs is None:
+            raise ConfigError(f"{file} has no jobs (its workload is the one program); "
+                              "leave out --job", source="--job")
+        job = next((j for j in jobs if j.name == job_name), None)
+        if job is None:
+            raise ConfigError(f"{file} has no job {job_name!r}; its jobs are "
+                              f"{', '.join(j.name for j in jobs)}", source="--job")
+        if not job.closed_loop:
+            raise ConfigError(f"job {job_name!r} has open-loop workload {job.workload.name!r}:"
+                              f" it has no rank programs ({command} closed-loop workloads and "
+                              f"schedule files); closed-loop jobs: {names or 'none'}",
+                              source="--job")
+        return job
+    if not closed:
+        if len(jobs) == 1:
+            raise ConfigError(f"workload {jobs[0].workload.name!r} is open loop: it has no "
+                              f"rank programs ({command} closed-loop workloads and schedule "
+                              "files)", source=str(file), path=f"{jobs[0].workload_field}.kind")
+        every = ", ".join(f"{j.name}: {j.workload.name}" for j in jobs)
+        raise ConfigError(f"every job's workload is open loop ({every}): none has rank "
+                          f"programs ({command} closed-loop workloads and schedule files)",
+                          source=str(file), path="jobs")
+    if len(closed) > 1:
+        raise ConfigError(f"{len(closed)} jobs have closed-loop workloads ({names}); give "
+                          "--job NAME to choose one", source=str(file), path="jobs")
+    return closed[0]
+
+
+def _placed_programs(point: ResolvedPoint, job: ResolvedJob, max_memory: int) -> RankPrograms:
+    """``job``'s programs as ``run`` merges them for its engine: the point checked, built and
+    its jobs placed and rank-ordered as the preflight does (the calls ``federation hops``
+    makes: every job's programs are built and checked, as ``run`` refuses a point any of
+    whose jobs it refuses), then :func:`~federation.pipeline.traffic.merge_programs` of this
+    one job, which puts its ranks on its machine nodes and delays a later ``start``."""
+    from federation.pipeline.jobs import place_jobs
+    from federation.pipeline.point import BuildCache, check_open_jobs
+    from federation.pipeline.preflight import check_point
+    from federation.pipeline.routing_modes import with_modes
+    from federation.pipeline.traffic import merge_programs
+
+    check_point(point)
+    cache = BuildCache(max_memory)
+    built = cache.get(point)
+    placed = place_jobs(point, built)
+    check_open_jobs(point, built, placed)
+    programs = cache.programs.peek(point, built, placed)
+    placed = cache.ordered(point, built, placed, programs)
+    merged, _ = merge_programs(placed, {job.index: with_modes(point, job,
+                                                              programs[job.index])})
+    return merged
 
 
 def schedule_programs(file: Path, fmt: str) -> tuple[RankPrograms, str]:
@@ -107,18 +174,22 @@ def is_experiment(file: Path) -> bool:
 
 
 def read_programs(file: Path, overrides: list[str], index: int, fmt: str,
-                  max_memory: str | None) -> tuple[RankPrograms, str]:
-    """The programs ``comm`` and ``export`` work on: point ``index`` of an experiment file
-    (``--set`` applied, built and checked under ``--max-memory``), or a schedule file read
-    whole (``--set`` refused: it applies to experiment files only)."""
+                  max_memory: str | None, job: str | None = None,
+                  command: str = "comm summarises") -> tuple[RankPrograms, str]:
+    """The programs ``comm`` and ``export`` work on: one closed-loop job (``--job``) of point
+    ``index`` of an experiment file (``--set`` applied, built and checked under
+    ``--max-memory``), or a schedule file read whole (``--set`` and ``--job`` refused: they
+    apply to experiment files only)."""
     from federation.cli.run import parse_max_memory
     from federation.pipeline.bounds import default_max_memory
 
     if is_experiment(file):
         limit = parse_max_memory(max_memory) or default_max_memory()
-        return experiment_programs(file, overrides, index, limit)
+        return experiment_programs(file, overrides, index, limit, job, command)
     if overrides:
         raise ConfigError("--set applies to experiment files", source="--set")
+    if job is not None:
+        raise ConfigError("--job applies to experiment files", source="--job")
     return schedule_programs(file, fmt)
 
 
@@ -133,6 +204,8 @@ def comm(
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --plot file")] = False,
     point: Annotated[int, typer.Option("--point", help="the sweep point of an experiment")] = 0,
+    job: Annotated[str | None, typer.Option(
+        "--job", help=JOB_HELP)] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
     fmt: Annotated[str, typer.Option(
         "--format", help="schedule format: auto (.goal: GOAL, a folder or .dumpi.txt: DUMPI, "
@@ -157,7 +230,7 @@ def comm(
                               source="--plot")
         target = OutputFile(plot, source="--plot", overwrite=overwrite, make_parents=True)
     try:
-        progs, label = read_programs(file, set_ or [], point, fmt, max_memory)
+        progs, label = read_programs(file, set_ or [], point, fmt, max_memory, job)
         summary = communication(progs)
         if target is not None:
             from federation.plots.comm import comm_figure

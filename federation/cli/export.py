@@ -1,8 +1,10 @@
 """``federation export``: any program as a GOAL schedule, for other simulators (LogGOPSim,
 ATLAHS) to run ours.
 
-The programs come from an experiment's closed-loop workload (built and checked as ``run``
-would: skeletons, collectives, drawn compute times and all) or from a schedule file; the
+The programs come from an experiment's closed-loop workload, or one closed-loop job of
+``jobs:`` (``--job`` when there are several), built, checked and placed as ``run`` would
+(skeletons, collectives, drawn compute times, the job's ranks on its nodes and all: see
+:func:`federation.cli.comm.experiment_programs`) or from a schedule file; the
 GOAL text is :func:`federation.programs.goal.format_goal` (every operation, every
 dependency; ``calc`` in units of ``--calc-unit``).
 """
@@ -16,6 +18,7 @@ from typing import Annotated
 import typer
 
 from federation.cli.app import app
+from federation.cli.comm import JOB_HELP
 from federation.errors import ConfigError
 
 
@@ -30,6 +33,7 @@ def export(
     overwrite: Annotated[bool, typer.Option("--overwrite",
                                             help="replace an existing file")] = False,
     point: Annotated[int, typer.Option("--point", help="the sweep point of an experiment")] = 0,
+    job: Annotated[str | None, typer.Option("--job", help=JOB_HELP)] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
     fmt: Annotated[str, typer.Option("--format", help="schedule format, as for 'comm'")] = "auto",
     max_memory: Annotated[str | None, typer.Option(
@@ -57,7 +61,8 @@ def export(
                           source="--calc-unit")
     target = OutputFile(out, source="--out", overwrite=overwrite, make_parents=True)
     try:
-        progs, label = read_programs(file, set_ or [], point, fmt, max_memory)
+        progs, label = read_programs(file, set_ or [], point, fmt, max_memory, job,
+                                     "export writes")
         t = progs.op_time_ps[progs.op_kind == COMPUTE]
         bad = t[t % unit_ps != 0]
         if bad.size:

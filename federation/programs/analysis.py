@@ -137,13 +137,17 @@ def describe(s: CommSummary, top: int = 5) -> list[str]:
         med = float(np.repeat(s.sizes, s.size_counts)[s.messages // 2])
         lines.append(f"message sizes: min {b(s.sizes[0])}, median {b(med)}, "
                      f"max {b(s.sizes[-1])}, {s.sizes.size:,} distinct")
-    for name, a, fmt in (("sends per rank", s.sends, "{:,}"),
-                         ("bytes sent per rank", s.sent_bytes, None),
-                         ("destinations per rank", s.partners, "{:,}"),
-                         ("compute per rank (ns)", s.rank_compute_ps / 1e3, "{:,.3f}")):
+    # (figure, values, format of min and max, format of the mean): a mean of counts is a
+    # fraction, printed to two places as the sizes are, not as Python's 17 digits
+    for name, a, fmt, mean in (("sends per rank", s.sends, "{:,}", "{:,.2f}"),
+                               ("bytes sent per rank", s.sent_bytes, None, None),
+                               ("destinations per rank", s.partners, "{:,}", "{:,.2f}"),
+                               ("compute per rank (ns)", s.rank_compute_ps / 1e3, "{:,.3f}",
+                                "{:,.3f}")):
         if a.size:
             f = fmt.format if fmt else b
-            lines.append(f"{name}: min {f(a.min())}, mean {f(float(a.mean()))}, "
+            m = mean.format if mean else b
+            lines.append(f"{name}: min {f(a.min())}, mean {m(float(a.mean()))}, "
                          f"max {f(a.max())}")
     if s.pair_bytes.size:
         order = np.lexsort((s.pair_dst, s.pair_src, -s.pair_bytes))[:top]
