@@ -87,6 +87,41 @@ CASES = {
     "sweep over sweep": (
         DRAGONFLY, EXPERIMENT + "sweep: {sweep: [{seed: [1, 2]}]}\n",
         ["e.yaml: sweep.sweep: an experiment has one sweep"]),
+    # fuzz 3, item 1: a buffer above 2**63 B wrapped in the engine's int64 credits (a false
+    # deadlock); at most 2**60 B, what a NIC's unlimited input holds
+    "buffer 1e19": (DRAGONFLY + "links: {global: {buffer: 1e19}}\n", EXPERIMENT,
+                    ["m.yaml: links.global.buffer: 1e+19 = 1e+19 B is more than the engine's "
+                     "credit counters hold per VC (2**60 = 1152921504606846976 B)"]),
+    "buffer 1e300": (DRAGONFLY + "links: {terminal: {buffer: 1e300}}\n", EXPERIMENT,
+                     ["m.yaml: links.terminal.buffer: 1e+300 = 1e+300 B", "2**60"]),
+    # fuzz 3, item 2a: the clock bound covers the longest route (every router's delay, every
+    # hop, the last credit back), not one link: the run stopped half-way at 10 s
+    "router.delay 5s": (DRAGONFLY + "router: {delay: 5s}\n", EXPERIMENT,
+                        ["m.yaml: router.delay: a packet created at 600ns (the end of the "
+                         "traffic) needs 20s more at zero load",
+                         "(4 routers; router-to-router links: local -> global -> local): "
+                         "4 x router.delay 20s", "beyond the engine's clock range"]),
+    "global latency 8s": (DRAGONFLY + "links: {global: {latency: 8s}}\n", EXPERIMENT,
+                          ["m.yaml: links.global.latency: ", "needs 16s more",
+                           "2 x links.global.latency 16s", "clock range"]),
+    "global latency 4s with valiant": (
+        DRAGONFLY + "links: {global: {latency: 4s}}\n",
+        EXPERIMENT + "routing: {algorithm: valiant}\n",
+        ["m.yaml: links.global.latency: ", "twice for a Valiant path",
+         "3 x links.global.latency 12s", "ends at 12s, beyond"]),
+    # fuzz 3, item 2b: stop.messages past the message limit was refused by run only
+    "stop.messages 1e14": (DRAGONFLY, EXPERIMENT.replace(
+        "stop: {warmup: 0.1us, measure: 0.5us}",
+        "stop: {warmup: 0.1us, messages: 100000000000000}"),
+        ["e.yaml: stop.messages: 1e+14 messages would be generated whole before the run "
+         "starts (limit 2e+08 when they are generated whole)"]),
+    # fuzz 3, item 2c: a job starting after the traffic ends blamed stop.measure, in run only
+    "job starts after the end": (DRAGONFLY, EXPERIMENT.replace(
+        "workload: {kind: synthetic, load: 0.1}\n",
+        "jobs: [{name: a, workload: {kind: synthetic, load: 0.3}, "
+        "placement: {kind: contiguous, count: 8}, start: 30us}]\n"),
+        ["e.yaml: jobs[0].start: job 'a' starts at 30us, at or after the end of the open-loop "
+         "traffic (stop.warmup + stop.measure = 600ns)"]),
 }
 
 
@@ -126,4 +161,16 @@ def test_paths_resolve_against_the_file_that_names_them(tmp_path):
         .replace("measure: 0.5us", "measure: 5us"))
     (tmp_path / "elsewhere").mkdir()
     r = run_cli("run", "../e.yaml", "--out", "o", cwd=tmp_path / "elsewhere")
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("machine", [
+    "links: {global: {latency: 4s}}\n",  # minimal: one global hop, its credit back by ~8 s
+    "links: {global: {buffer: 8e17}}\n",  # below 2**60 B
+])
+def test_figures_the_engine_holds_still_validate(tmp_path, machine):
+    """The longest-route clock bound and the buffer limit refuse no run the engine can do."""
+    (tmp_path / "m.yaml").write_text(DRAGONFLY + machine)
+    (tmp_path / "e.yaml").write_text(EXPERIMENT)
+    r = run_cli("validate", "e.yaml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -159,3 +159,17 @@ def test_sweep_runs_one_point_per_value(tmp_path):
     ]
     assert loaded.points[3].workload.params.load == 0.2
     assert loaded.points[3].routing.name == "valiant"
+
+
+def test_buffer_limit_is_the_engines_unlimited_credit():
+    """A buffer is at most what a NIC-facing port holds as unlimited credit (2**60 B): a
+    larger one (above 2**63) wrapped in the engine's int64 credits and deadlocked falsely."""
+    from federation.engine.events import INF_CREDIT
+    from federation.models.limits import MAX_BUFFER_BYTES
+    from federation.models.machine import LinkClass
+
+    assert MAX_BUFFER_BYTES == int(INF_CREDIT) == 2**60
+    assert LinkClass(buffer=2**60).buffer == 2**60
+    with pytest.raises(ValueError, match=r"1e\+19 B is more than the engine's credit counters "
+                       r"hold per VC \(2\*\*60 = 1152921504606846976 B\)"):
+        LinkClass(buffer=1e19)

@@ -10,6 +10,11 @@ silently.
   simulated time.
 * **Packet size.**  A packet's size is an int32 column of the engine's per-packet state row, so
   sizes are whole bytes from 1 to ``2**31 - 1``.
+* **Buffer.**  A link's input buffer per VC is the int64 credit count its upstream port starts
+  with (:mod:`federation.engine.credits`), and a port facing a NIC holds ``2**60`` credits as
+  "unlimited" (``federation.engine.events.INF_CREDIT``), so a buffer is at most ``2**60`` B
+  (about 1.15e18 B).  A larger one did not fit the conversion to int64 (above ``2**63``, the credits
+  became garbage and the run reported a false deadlock) or would pass for a NIC's.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ CLOCK_LIMIT = (f"the engine's clock range ({TIME_LIMIT_PS} ps = {TIME_LIMIT_S:.4
                "time)")
 #: largest packet, in bytes (int32 field of the packet state row)
 MAX_PACKET_BYTES = 2**31 - 1
+#: largest input buffer per VC, in bytes (the engine's int64 credit counters; a NIC's input,
+#: unlimited, holds this many)
+MAX_BUFFER_BYTES = 2**60
 #: most points one sweep may expand to (each is validated and resolved before the run)
 MAX_SWEEP_POINTS = 10_000
 #: most messages one point may generate before the engine starts (a unit slip otherwise

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_serializer, model_validator
 
 from federation.models.base import DocumentModel, SchemaVersion
-from federation.models.units import ByteCount, PacketSize, PositiveSize, Rate, Size, Time
+from federation.models.units import BufferSize, ByteCount, PacketSize, Rate, Size, Time
 
 DEFAULT_BANDWIDTH = 5.25 * 2**30  # bytes/s (CODES, Edison-like)
 DEFAULT_LATENCY = 10e-9  # s
@@ -89,8 +89,9 @@ class LinkClass(DocumentModel):
 
     bandwidth: Rate | None = Field(None, description="per direction; default 5.25GiB/s")
     latency: Time | None = Field(None, description="propagation latency; default 10ns")
-    buffer: PositiveSize | None = Field(
-        None, description="input buffer per VC at the receiving port; default 8KiB"
+    buffer: BufferSize | None = Field(
+        None, description="input buffer per VC at the receiving port; default 8KiB; at most "
+        "2**60 B (the engine's credit counters)"
     )
 
 

@@ -28,7 +28,12 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 from federation.errors import ConfigError
-from federation.models.limits import CLOCK_LIMIT, MAX_PACKET_BYTES, TIME_LIMIT_PS
+from federation.models.limits import (
+    CLOCK_LIMIT,
+    MAX_BUFFER_BYTES,
+    MAX_PACKET_BYTES,
+    TIME_LIMIT_PS,
+)
 
 PS_PER_S = 10**12
 
@@ -217,6 +222,17 @@ def _whole_bytes(limit: int | None):  # noqa: ANN202
     return check
 
 
+def _buffer(value: Any) -> float:
+    """A positive buffer size the engine's int64 credit counters hold (at most
+    :data:`~federation.models.limits.MAX_BUFFER_BYTES`): a larger one wrapped in the
+    conversion to int64 and the run reported a false deadlock."""
+    num = _positive(parse_size)(value)
+    if num > MAX_BUFFER_BYTES:
+        raise ValueError(f"{value!r} = {num:.4g} B is more than the engine's credit counters "
+                         f"hold per VC (2**60 = {MAX_BUFFER_BYTES} B)")
+    return num
+
+
 _SCHEMA_RATE = WithJsonSchema(
     {"anyOf": [{"type": "number"}, {"type": "string", "pattern": _RATE_RE.pattern}],
      "description": "bytes per second, or a string such as '5.25GiB/s', '100Gb/s'"}
@@ -231,6 +247,11 @@ _SER = PlainSerializer(lambda v: v, return_type=float)
 Size = Annotated[float, BeforeValidator(_nonneg(parse_size)), _SER, _SCHEMA_SIZE]
 #: A strictly positive size in bytes.
 PositiveSize = Annotated[float, BeforeValidator(_positive(parse_size)), _SER, _SCHEMA_SIZE]
+#: An input buffer per VC: positive, at most :data:`federation.models.limits.MAX_BUFFER_BYTES`.
+BufferSize = Annotated[float, BeforeValidator(_buffer), _SER, WithJsonSchema({
+    "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": MAX_BUFFER_BYTES},
+              {"type": "string", "pattern": _SIZE_RE.pattern}],
+    "description": "bytes (at most 2**60), or a string such as '8KiB'"})]
 #: A whole number of bytes, at least 1 (message sizes).
 ByteCount = Annotated[float, BeforeValidator(_whole_bytes(None)), _SER, _SCHEMA_SIZE]
 #: A packet size: whole bytes from 1 to :data:`federation.models.limits.MAX_PACKET_BYTES`.

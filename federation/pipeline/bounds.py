@@ -15,7 +15,10 @@ then); the traffic stage checks the packets.  A refusal is one
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from federation.errors import ConfigError
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS, TIME_LIMIT_S
@@ -25,14 +28,17 @@ from federation.pipeline.points import (
     gib,
     known_link_classes,
     link_figure,
+    point_jobs,
     refuse_figure,
     stop_path,
 )
 
 if TYPE_CHECKING:
+    from federation.engine.run_types import LinkFigures
     from federation.network import Network
+    from federation.network.tables import RouteTables
     from federation.pipeline.points import ResolvedMachine, ResolvedPoint
-    from federation.plugin.components import TopologySize
+    from federation.plugin.components import RoutingProgram, TopologySize
 
 #: default share of the machine's physical memory a run may plan to use (``--max-memory``)
 DEFAULT_MEMORY_FRACTION = 0.8
@@ -99,6 +105,175 @@ def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
             f"a packet created at the end of the window (at {format_time(horizon)}) needs at "
             f"least {format_time(trip)} more to be delivered, beyond {CLOCK_LIMIT}",
             source=point.source, path=stop_path(point, "measure"))
+
+
+# --------------------------------------------------------------------------- longest route
+
+#: packets whose route tables' walk :func:`check_route_clock` does at once (memory bound)
+_ROUTE_PAIRS = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Figures:
+    """The per-hop figures of the zero-load trip, in seconds (classes by index)."""
+
+    ser: np.ndarray  #: one packet's serialisation per link class
+    lat: np.ndarray  #: latency per link class
+    names: list[str]
+    nic_ser: float
+    delay: float
+    credit_delay: float
+    cut_through: bool
+    term: int  #: index of the terminal class
+
+    def hop(self) -> np.ndarray:
+        """Per class: what one router-to-router hop of that class adds to a packet's trip."""
+        return self.lat + self.delay + (0.0 if self.cut_through else self.ser)
+
+
+def _figures(point: ResolvedPoint, network: Network, links: dict[str, LinkFigures],
+             nic_bw: float) -> _Figures:
+    machine = point.machine.machine
+    router = machine.router
+    size = float(machine.packet_size)
+    names = list(network.link_classes)
+    ser = np.array([size / float(links[c].bandwidth) for c in names])
+    lat = np.array([float(links[c].latency) for c in names])
+    if router.model == "booksim_iq":  # a clocked pipeline: one cycle per router at zero load
+        delay, credit = float(router.cycle or 0.0), 0.0
+    else:
+        delay, credit = float(router.delay), float(router.credit_delay)
+    return _Figures(ser, lat, names, size / nic_bw, delay, credit,
+                    router.switching == "cut_through", names.index("terminal"))
+
+
+def _nonminimal(tables: RouteTables, program: RoutingProgram | None) -> bool:
+    """Whether a packet may take a Valiant path: to an intermediate group or router, then a
+    minimal route from there (so up to two of the tables' longest routes)."""
+    plan = getattr(program, "vc_plan", None)
+    return bool(tables.valiant or tables.adaptive
+                or getattr(plan, "valiant", "none") != "none")
+
+
+def _start_time(point: ResolvedPoint) -> float:
+    """The latest time a packet can be created that the files say (seconds): the end of the
+    open-loop traffic (``stop.warmup + stop.measure``), or a closed-loop job's later start."""
+    stop = point.experiment.stop
+    starts = [j.start_ps / PS_PER_S for j in point_jobs(point) if j.closed_loop]
+    return max([stop.warmup + (stop.measure or 0.0), *starts])
+
+
+def _route_parts(fig: _Figures, route: list[int]) -> dict[str, float]:
+    """What each figure adds to the zero-load trip of a packet along ``route`` (the link
+    classes of its router-to-router hops) up to its last event: its delivery, or the credit
+    its last router returns over the cable it came in by (as the engine schedules them:
+    :mod:`federation.engine.router`)."""
+    t = fig.term
+    parts: dict[str, float] = {}
+    counts: dict[str, int] = {}
+
+    def add(key: str, value: float, times: int = 1) -> None:
+        parts[key] = parts.get(key, 0.0) + value * times
+        counts[key] = counts.get(key, 0) + times
+
+    add("nic.bandwidth", fig.nic_ser)
+    add(f"links.{fig.names[t]}.latency", fig.lat[t])
+    add("router.delay", fig.delay, len(route) + 1)
+    for c in route:
+        add(f"links.{fig.names[c]}.latency", fig.lat[c])
+        if not fig.cut_through:
+            add(f"links.{fig.names[c]}.bandwidth", fig.ser[c])
+    if fig.cut_through:  # the tail trails the head by the slowest serialisation
+        c = max([t, *route], key=lambda k: fig.ser[k])
+        add(f"links.{fig.names[c]}.bandwidth", fig.ser[c])
+    else:
+        add(f"links.{fig.names[t]}.bandwidth", fig.ser[t])
+    last = route[-1] if route else t
+    if fig.lat[last] + fig.credit_delay > fig.lat[t]:  # the credit back is the last event
+        add(f"links.{fig.names[last]}.latency", fig.lat[last])
+        add("router.credit_delay", fig.credit_delay)
+    else:
+        add(f"links.{fig.names[t]}.latency", fig.lat[t])
+    return {(f"{counts[k]} x {k}" if counts[k] > 1 else k): v for k, v in parts.items() if v > 0}
+
+
+def _longest_route(network: Network, tables: RouteTables, fig: _Figures) -> list[int]:
+    """The link classes of the route of the tables whose zero-load trip is longest, among the
+    routes between routers with nodes (one walk of every pair, :func:`table_hops`)."""
+    from federation.network.routes import table_hops
+
+    cls = network.ports.port_class
+    hop = fig.hop()
+    hosts = np.nonzero(np.bincount(network.node_router, minlength=network.n_routers))[0]
+    best, best_pair = -1.0, (0, 0)
+    rows = max(1, _ROUTE_PAIRS // max(hosts.size, 1))
+    for i0 in range(0, hosts.size, rows):
+        src = np.repeat(hosts[i0:i0 + rows], hosts.size)
+        dst = np.tile(hosts, min(rows, hosts.size - i0))
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+        acc = np.zeros(src.size)
+        last = np.full(src.size, fig.term)
+        for port, pair in table_hops(network, tables, src, dst):
+            c = cls[port]
+            acc[pair] += hop[c]
+            last[pair] = c
+        if acc.size:
+            total = acc + np.maximum(fig.lat[last] + fig.credit_delay, fig.lat[fig.term])
+            k = int(np.argmax(total))
+            if total[k] > best:
+                best, best_pair = float(total[k]), (int(src[k]), int(dst[k]))
+    if best < 0:
+        return []
+    src, dst = (np.array([x]) for x in best_pair)
+    return [int(cls[port[0]]) for port, _ in table_hops(network, tables, src, dst)]
+
+
+def check_route_clock(point: ResolvedPoint, network: Network, tables: RouteTables,
+                      links: dict[str, LinkFigures], nic_bw: float,
+                      program: RoutingProgram | None = None) -> None:
+    """Refuse a point whose packets cannot all reach their destination inside the clock
+    range even without any queueing.
+
+    :func:`check_clock` bounds one link's figures; a packet crosses a whole route, each
+    router adding its delay and each hop its serialisation and latency, and the credit its
+    last router returns crosses the cable again.  So the latest packet the files allow (one
+    created at the end of the open-loop traffic, or a closed-loop job's start) is followed
+    along the tables' longest route (two of them with a Valiant path), and refused when its
+    last event would pass the clock: the run would stop half-way with the engine's refusal.
+    The field blamed is the figure that adds most.  A congested run can still reach the
+    clock later; the engine refuses that event when it would schedule it.
+    """
+    fig = _figures(point, network, links, nic_bw)
+    t0 = _start_time(point)
+    twice = _nonminimal(tables, program)
+    tail = fig.ser[fig.term] + max(fig.lat[fig.term], float(fig.lat.max()) + fig.credit_delay)
+    head = fig.nic_ser + fig.lat[fig.term] + fig.delay
+    hops = max(network.n_routers - 1, 0) * (2 if twice else 1)
+    if (t0 + head + hops * float(fig.hop().max()) + tail) * PS_PER_S < TIME_LIMIT_PS:
+        return  # not even a route through every router reaches the clock: no walk
+    route = _longest_route(network, tables, fig)
+    route = route * 2 if twice else route
+    parts = _route_parts(fig, route)
+    trip = sum(parts.values())
+    if (t0 + trip) * PS_PER_S < TIME_LIMIT_PS:
+        return
+    if t0 > max(parts.values()):
+        path = stop_path(point, "measure" if point.experiment.stop.measure else "warmup")
+        blame = ConfigError("", source=point.source, path=path)
+    else:
+        blame = refuse_figure(point, max(parts, key=parts.__getitem__).split()[-1], "")
+    named = ", ".join(f"{k} {format_time(v)}" for k, v in
+                      sorted(parts.items(), key=lambda kv: -kv[1])[:4])
+    how = (f"{len(route) // 2 + 1} routers, twice for a Valiant path" if twice
+           else f"{len(route) + 1} routers")
+    classes = " -> ".join(fig.names[c] for c in route) or "none"
+    raise ConfigError(
+        f"a packet created at {format_time(t0)} (the end of the traffic) needs "
+        f"{format_time(trip)} more at zero load to be delivered and its last credit returned, "
+        f"on the longest route ({how}; router-to-router links: {classes}): {named}; that "
+        f"ends at {format_time(t0 + trip)}, beyond {CLOCK_LIMIT}",
+        source=blame.source, path=blame.path)
 
 
 # --------------------------------------------------------------------------- memory

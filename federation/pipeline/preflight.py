@@ -13,6 +13,8 @@ stage.
 from __future__ import annotations
 
 from federation.errors import ConfigError
+from federation.models.limits import MAX_MESSAGES
+from federation.models.units import PS_PER_S, format_time
 from federation.pipeline.bounds import check_clock, check_machine_memory
 from federation.pipeline.points import (
     MemoryEstimate,
@@ -20,6 +22,7 @@ from federation.pipeline.points import (
     ResolvedPoint,
     machine_prefix,
     point_jobs,
+    stop_path,
 )
 
 
@@ -27,13 +30,15 @@ def check_point(point: ResolvedPoint) -> None:
     """The checks of ``point`` that need no allocation: the clock range of its figures, its
     stop rule and its jobs."""
     check_clock(point)
+    check_starts(point)
     if point.experiment.jobs is None:
         if point.workload.closed_loop:
             check_stop(point)
         if point.experiment.slowdown:
             check_jobs(point)
-        return
-    check_jobs(point)
+    else:
+        check_jobs(point)
+    check_message_count(point)  # after the refusals of stop.messages by the kind of jobs
 
 
 def machine_estimate(point: ResolvedPoint, max_memory: int) -> MemoryEstimate | None:
@@ -41,6 +46,36 @@ def machine_estimate(point: ResolvedPoint, max_memory: int) -> MemoryEstimate | 
     ``max_memory`` before anything is allocated; ``None`` when the topology cannot count
     before building (the build then checks the network it made)."""
     return check_machine_memory(point.machine, max_memory, machine_prefix(point))
+
+
+def check_message_count(point: ResolvedPoint) -> None:
+    """``stop.messages`` above :data:`~federation.models.limits.MAX_MESSAGES`: the messages
+    of a count are generated whole before the run starts (at least that many of them), so the
+    run would refuse it after building the machine; ``validate`` refuses it here."""
+    n = point.experiment.stop.messages
+    if n is not None and n > MAX_MESSAGES:
+        raise ConfigError(f"{n:.3g} messages would be generated whole before the run starts "
+                          f"(limit {MAX_MESSAGES:.0e} when they are generated whole); lower "
+                          "stop.messages, or give stop.measure (a window's traffic is "
+                          "streamed)", source=point.source, path=stop_path(point, "messages"))
+
+
+def check_starts(point: ResolvedPoint) -> None:
+    """An open-loop job that starts at or after the end of the open-loop traffic
+    (``stop.warmup + stop.measure``) would send nothing: refused naming its ``start`` (the run
+    otherwise blamed ``stop.measure`` for an empty window, or dropped the job's traffic
+    without a word beside another job's)."""
+    stop = point.experiment.stop
+    if stop.measure is None:
+        return
+    end = stop.warmup + stop.measure
+    for j in point_jobs(point):
+        if not j.closed_loop and j.start_ps >= round(end * PS_PER_S):
+            raise ConfigError(
+                f"job {j.name!r} starts at {format_time(j.start_ps / PS_PER_S)}, at or after "
+                f"the end of the open-loop traffic (stop.warmup + stop.measure = "
+                f"{format_time(end)}), so it would send nothing; start it earlier or lengthen "
+                "stop.measure", source=point.source, path=j.at("start"))
 
 
 def check_stop(point: ResolvedPoint) -> None:
