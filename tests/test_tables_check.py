@@ -289,8 +289,12 @@ def test_a_missing_route_at_run_time_names_the_entry_not_the_vcs(ring):
                       dst=np.full(1, 2, np.int64), size=np.full(1, 512, np.int64),
                       msg=np.zeros(1, np.int64), via=np.full(1, -1))
     fig = LinkFigures(bandwidth=5e9, latency=1e-8, buffer=4096)
-    job = NativeRun(net, {"terminal": fig, "ring": fig}, 5e9, 5e-8, 2, t, packets)
-    with pytest.raises(RoutingError, match=r"^packet 0 \(node 0 -> 2\) has no route at router 0:"
-                       r" the route table entry gnext\[0, 2\] \(towards router 2's group\) is "
-                       r"-1; the routing's tables are incomplete$"):
+    job = NativeRun(net, {"terminal": fig, "ring": fig}, 5e9, 5e-8, 2, t, packets,
+                    owner="routing 'r' (plugin p) with arbiter 'oldest_first' (plugin q)")
+    # the routing and its plugin are named (the arbiter has no say in a table entry)
+    with pytest.raises(RoutingError) as e:
         run_native(job)
+    assert str(e.value) == (
+        "routing 'r' (plugin p): packet 0 (node 0 -> 2) has no route at router 0: the route "
+        "table entry gnext[0, 2] (towards router 2's group) is -1; the routing's tables are "
+        "incomplete")

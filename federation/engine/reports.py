@@ -81,8 +81,12 @@ def routing_report(net: Network, job: Any, sim: Any, status: int, owner: str) ->
         return (f"{owner}: {who} has made {int(sim.max_hops)} router-to-router hops without "
                 "arriving: the routing sends packets in circles")
     if status == E.ST_NO_ROUTE:
-        if job.program is None:
-            return _no_route_report(net, job.tables, ps, p, r, packet_name(sim, p))
+        if o != -1:  # the loop stops on any negative port: only -1 means "no route"
+            return (f"{owner}: {who} was given port {o}, which is not a port (ports are "
+                    f"0..{net.ports.n_ports - 1}; -1 means no route)")
+        if job.program is None:  # the tables' own -1: name the routing that handed them over
+            return (f"{routing_owner(owner)}: "
+                    f"{_no_route_report(net, job.tables, ps, p, r, packet_name(sim, p))}")
         return f"{owner}: {who} got no output port (-1)"
     if status == E.ST_BAD_VC:
         C = max(1, int(job.n_classes))
@@ -222,6 +226,12 @@ def _deadlock_text(net: Network, V: int, q_head: np.ndarray, req_head: np.ndarra
         f"undelivered; {stuck_in.size} input ports hold packets, {outs}. Stuck ports: "
         + "; ".join(names)
     )
+
+
+def routing_owner(owner: str) -> str:
+    """``routing 'x' (plugin p)`` out of the components' owner text (the arbiter has no say
+    in a table's missing entry); ``the routing`` when the owner is not known."""
+    return owner.partition(" with ")[0] or "the routing"
 
 
 def arbiter_owner(owner: str) -> str:

@@ -50,6 +50,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from federation.errors import RoutingError
+from federation.network.checks import route_walk
 from federation.network.dependencies import distinct, table_edges
 from federation.network.routes import cable_ports
 from federation.network.tables import VC_COUNTER, ClassPlan, TablePlan
@@ -58,7 +60,8 @@ if TYPE_CHECKING:
     from federation.network import Network
     from federation.network.tables import RouteTables
 
-__all__ = ["Channel", "ClassPlan", "DeadlockProof", "TablePlan", "plan_problem", "prove"]
+__all__ = ["Channel", "ClassPlan", "DeadlockProof", "TablePlan", "VCShortfall", "plan_problem",
+           "prove"]
 
 #: a cycle longer than this is printed with its middle left out
 PRINT_CHANNELS = 16
@@ -150,12 +153,16 @@ def plan_problem(plan: object, network: Network, n_vcs: int) -> str | None:
 
 
 def prove(network: Network, tables: RouteTables, n_vcs: int, plan: TablePlan | ClassPlan,
-          owner: str = "the routing", declared: bool = True) -> DeadlockProof:
+          owner: str = "the routing", declared: bool = True,
+          longest: int | None = None) -> DeadlockProof:
     """The channel dependency graph of ``plan`` (with ``tables`` for a :class:`TablePlan`) on
     ``network`` with ``n_vcs`` VCs per port, and one of its cycles if it has any.  ``owner``
     names the routing in refusals of the equal-cost port sets (``spread``); ``declared``
-    false says the plan is the engine's table routing, not a routing's declaration.  Raises
-    ``ValueError`` for a plan :func:`plan_problem` refuses."""
+    false says the plan is the engine's table routing, not a routing's declaration;
+    ``longest`` is the longest table route in hops, if already known
+    (:func:`federation.network.checks.route_walk`).  Raises ``ValueError`` for a plan
+    :func:`plan_problem` refuses, :class:`VCShortfall` when the "VC = hops so far" shortcut
+    finds a route longer than the VCs declared."""
     why = plan_problem(plan, network, n_vcs)
     if why:
         raise ValueError(why)
@@ -165,6 +172,9 @@ def prove(network: Network, tables: RouteTables, n_vcs: int, plan: TablePlan | C
         src, dst = class_edges(network, plan, n_vcs)
         method, states = "declared class transitions", 0
     elif rising_vcs(network, tables):
+        why = rising_shortfall(network, tables, plan, n_vcs, declared, longest)
+        if why:
+            raise VCShortfall(why)
         cables = int((network.ports.port_link >= 0).sum())
         return DeadlockProof("every cable raises the VC (VC = hops so far): every dependency "
                              "goes to a higher VC", cables * n_vcs, 0, 0,
@@ -189,6 +199,41 @@ def rising_vcs(network: Network, tables: RouteTables) -> bool:
         return False
     cable = network.ports.port_link >= 0
     return bool((np.asarray(tables.port_vc_bump)[cable] != 0).all())
+
+
+class VCShortfall(RoutingError):
+    """A route needs a VC beyond those its routing declared (the run would stop on it)."""
+
+
+def rising_shortfall(network: Network, tables: RouteTables, plan: TablePlan | ClassPlan,
+                     n_vcs: int, declared: bool, longest: int | None) -> str | None:
+    """Why the "VC = hops so far" shortcut does not hold on ``tables`` (None if it does).
+
+    The shortcut proves that no cycle exists, not that a packet's VC stays within the VCs
+    there are: a route of ``h`` hops leaves on VC ``h - 1`` (``h`` when the level goes up on
+    the bumping hop itself, minimal's ``vc_step: on``).  Checked for plain table routes only
+    (no Valiant phase, no equal-cost ports, no added levels: the longest table route between
+    routers with nodes then bounds every packet's hops); the limit is the tables'
+    ``vcs_required`` for the engine's table routing, ``n_vcs`` for a routing's own plan."""
+    plain = (isinstance(plan, TablePlan) and plan.valiant == "none" and plan.spread == "none"
+             and plan.detour == "none" and plan.commit_bump == plan.turn_bump == 0)
+    if not plain:
+        return None
+    if longest is None:
+        walk = route_walk(network, tables)
+        if walk.problem:
+            return f"has route tables that cannot deliver: {walk.problem}"
+        longest = walk.longest
+    on = bool(tables.extra.get("vc_on_bump", False))
+    need = longest + 1 if on else longest
+    limit, said = ((n_vcs, f"router.vcs gives it {n_vcs} per traffic class") if declared
+                   else (int(tables.vcs_required), f"its tables declare vcs_required = "
+                         f"{tables.vcs_required}"))
+    if need <= limit:
+        return None
+    return (f"has routes of up to {longest} hops on which every cable raises the VC (VC = hops "
+            f"so far{', raised on the hop itself' if on else ''}), so a packet may be given "
+            f"VC {need - 1} and needs {need} VCs, but {said}; the declared VC count is wrong")
 
 
 def channel(network: Network, code: int, n_vcs: int) -> Channel:

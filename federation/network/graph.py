@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import scipy.sparse as sp
 
 from federation.errors import TopologyError
+from federation.network.checks import network_problem
 
 TERMINAL = "terminal"
 
@@ -111,10 +112,17 @@ class Network:
         return self.link_classes.index(name)
 
     def validate(self) -> None:
-        """Check port counts within radix, no self-loops, and a connected router graph.
+        """Check the arrays' types, shapes and index ranges
+        (:func:`federation.network.checks.network_problem`: a plugin may fill a network
+        without :class:`NetworkBuilder`, and everything downstream indexes the arrays without
+        bounds checks), then port counts within radix, no self-loops, and a connected router
+        graph.
 
-        A violation raises :class:`TopologyError` naming the router.
+        A violation raises :class:`TopologyError` naming the array entry or the router.
         """
+        why = network_problem(self)
+        if why:
+            raise TopologyError(f"the network is malformed: {why}")
         if self.n_routers == 0:
             raise TopologyError("the topology has no routers")
         if self.n_nodes == 0:
@@ -140,7 +148,6 @@ class Network:
                     f"the router graph is not connected: router {lonely} cannot reach router 0 "
                     f"({ncomp} components)"
                 )
-
 
     def _connected(self) -> bool:
         """Every router reachable from router 0: a breadth-first search over the cables,

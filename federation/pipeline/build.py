@@ -20,13 +20,20 @@ from dataclasses import replace
 from typing import Any
 
 from federation.engine.native import LinkFigures
-from federation.errors import ConfigError, RoutingError
+from federation.errors import ConfigError, RoutingError, TopologyError
 from federation.models.machine import Machine
 from federation.network import Network
-from federation.network.deadlock import DeadlockProof, cycle_text, plan_problem, prove
+from federation.network.checks import network_problem
+from federation.network.deadlock import (
+    DeadlockProof,
+    VCShortfall,
+    cycle_text,
+    plan_problem,
+    prove,
+)
 from federation.network.dependencies import ProofTooLarge
 from federation.network.tables import ClassPlan, TablePlan
-from federation.pipeline.bounds import check_clock, check_network_memory
+from federation.pipeline.bounds import check_clock, check_network_memory, check_route_clock
 from federation.pipeline.points import (
     Built,
     MemoryEstimate,
@@ -36,7 +43,12 @@ from federation.pipeline.points import (
     machine_prefix,
     refuse_figure,
 )
-from federation.pipeline.tables_check import check_point_tables, plugin_of
+from federation.pipeline.tables_check import (
+    BUILTIN_COMPONENTS,
+    check_point_routes,
+    check_point_tables,
+    plugin_of,
+)
 from federation.plugin.components import RouteTables, Routing, RoutingProgram
 
 
@@ -61,9 +73,39 @@ def resolve_links(machine: Machine, topology: Any, network: Network, source: str
 
 
 def build_network(point: ResolvedPoint) -> Network:
-    net = point.machine.topology.build()
-    net.validate()
+    """The point's network, checked (:meth:`Network.validate`) before anything reads it.
+
+    A topology plugin's refusal, a return value that is not a :class:`Network`, and a network
+    that is malformed or invalid are each refused as the machine file's ``topology`` field,
+    naming the topology (and the plugin, for a third-party one): the bare
+    :class:`TopologyError` named neither, and a malformed network crashed later with NumPy's
+    or the engine's own error."""
+    topo = point.machine.topology
+    owner = topology_owner(topo)
+    where = {"source": point.machine.source, "path": f"{machine_prefix(point)}topology"}
+    try:
+        net = topo.build()
+    except TopologyError as exc:
+        raise ConfigError(f"{owner}: {exc}", **where) from None
+    if not isinstance(net, Network):
+        raise ConfigError(f"{owner}: build() returned {type(net).__name__}, not a "
+                          "federation Network (build one with NetworkBuilder)", **where)
+    why = network_problem(net)  # as validate() would, without its "malformed" preamble
+    if why:
+        raise ConfigError(f"{owner} built a malformed network: {why}", **where)
+    try:
+        net.validate()
+    except TopologyError as exc:
+        raise ConfigError(f"{owner} built an invalid network: {exc}", **where) from None
     return net
+
+
+def topology_owner(topology: Any) -> str:
+    """``topology 'x'``, with ``(plugin 'p')`` for a third-party topology (built-ins are
+    the program's own: their plugin name adds nothing)."""
+    if type(topology).__module__.startswith(BUILTIN_COMPONENTS):
+        return f"topology {topology.name!r}"
+    return f"topology {topology.name!r} (plugin {plugin_of(topology, 'topologies')!r})"
 
 
 def build_key(point: ResolvedPoint) -> str:
@@ -92,7 +134,7 @@ def build(point: ResolvedPoint, max_memory: int, estimate: MemoryEstimate | None
     check_clock(point, net)
     links = resolve_links(machine, point.machine.topology, net, msrc, prefix)
     nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)
-    tables = point.routing.tables(net, point.machine.topology, machine)
+    tables = make_tables(point, net)
     check_point_tables(point, net, tables)
     owner = component_owner(point)
     try:
@@ -108,8 +150,33 @@ def build(point: ResolvedPoint, max_memory: int, estimate: MemoryEstimate | None
         raise ConfigError(str(exc), source=o.source, path=o.path) from None
     check_class_vcs(point, program.vcs_required if program is not None
                     else tables.vcs_required)
+    walk = check_point_routes(point, net, tables, program)
+    check_route_clock(point, net, tables, links, nic_bw, program)
     built = Built(build_key(point), net, links, nic_bw, tables, est, program, owner)
-    return prove_deadlock_free(point, built) if deadlock_check else built
+    if not deadlock_check:
+        return built
+    return prove_deadlock_free(point, built, None if walk is None else walk.longest)
+
+
+def make_tables(point: ResolvedPoint, network: Network) -> Any:
+    """The routing's route tables; a :class:`TopologyError` raised while it makes them (a
+    route of the topology's ``minimal_routes`` that is missing or loops, found by a walk such
+    as :func:`federation.network.routes.most_vc_bumps`) is refused naming the file, the
+    topology and its plugin for a built-in routing (it only passes the topology's routes
+    on), else the routing and its plugin."""
+    routing, topo = point.routing, point.machine.topology
+    try:
+        return routing.tables(network, topo, point.machine.machine)
+    except TopologyError as exc:
+        if type(routing).__module__.startswith(BUILTIN_COMPONENTS):
+            raise ConfigError(
+                f"topology {topo.name!r} (plugin {plugin_of(topo, 'topologies')!r}) has "
+                f"minimal routes (minimal_routes) that routing {routing.name!r} cannot build "
+                f"on: {exc}", source=point.machine.source,
+                path=f"{machine_prefix(point)}topology") from None
+        raise ConfigError(
+            f"routing {routing.name!r} (plugin {plugin_of(routing, 'routings')!r}) could not "
+            f"make its route tables: {exc}", source=point.source, path="routing") from None
 
 
 def check_vcs(tables: RouteTables, n_vcs: int, routing_name: str) -> None:
@@ -194,11 +261,14 @@ def routing_plan(point: ResolvedPoint, built: Built) -> TablePlan | ClassPlan | 
 BUILTIN_ROUTINGS = "federation.plugins.routings."
 
 
-def prove_deadlock_free(point: ResolvedPoint, built: Built) -> Built:
+def prove_deadlock_free(point: ResolvedPoint, built: Built, longest: int | None = None) -> Built:
     """``built`` with the proof that its routing cannot deadlock on its network
     (:mod:`federation.network.deadlock`); a routing whose channel dependency graph has a
     cycle, or whose compiled program declares no VC plan, is refused naming the routing, its
-    plugin and one cycle of channels."""
+    plugin and one cycle of channels.  ``longest``: the longest table route in hops when
+    :func:`check_point_routes` walked them (else the proof walks them if it needs it); a
+    routing whose routes need more VCs than it declared is refused without the
+    ``--no-deadlock-check`` hint (the run would fail on that VC)."""
     routing = point.routing
     owner = f"routing {routing.name!r} (plugin {plugin_of(routing, 'routings')})"
     n_vcs = class_vcs(point)
@@ -217,7 +287,13 @@ def prove_deadlock_free(point: ResolvedPoint, built: Built) -> Built:
         raise refuse(f"declared an unusable VC plan: {why}")
     try:
         proof = prove(built.network, built.tables, n_vcs, plan, owner,
-                      declared=built.program is not None)
+                      declared=built.program is not None, longest=longest)
+    except VCShortfall as exc:  # the run would stop on the VC: no --no-deadlock-check hint
+        if type(routing).__module__.startswith(BUILTIN_COMPONENTS):
+            topo = point.machine.topology
+            exc = VCShortfall(f"{exc} (the tables are the minimal routes of topology "
+                              f"{topo.name!r}, plugin {plugin_of(topo, 'topologies')!r})")
+        raise ConfigError(f"{owner} {exc}", source=point.source, path="routing") from None
     except (RoutingError, ProofTooLarge) as exc:
         raise refuse(f"cannot be proved deadlock-free: {exc}") from None
     if proof.cycle:

@@ -33,15 +33,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from federation.errors import RoutingError
+from federation.errors import ConfigError, RoutingError
 from federation.network import Network
-from federation.plugin.components import VC_COUNTER, VC_DATELINE, RouteTables
+from federation.network.checks import RouteWalk, route_walk
+from federation.plugin.components import (
+    VC_COUNTER,
+    VC_DATELINE,
+    RouteTables,
+    RoutingProgram,
+    TablePlan,
+)
 
 if TYPE_CHECKING:
     from federation.pipeline.points import ResolvedPoint
 
 _INT32 = np.iinfo(np.int32)
-_BUILTIN = "federation.plugins."  # the built-in components' package
+#: the built-in components' package
+BUILTIN_COMPONENTS = "federation.plugins."
 _VC_RULES = {VC_COUNTER: "VC_COUNTER", VC_DATELINE: "VC_DATELINE"}
 
 
@@ -214,7 +222,7 @@ def check_point_tables(point: ResolvedPoint, network: Network, tables: Any) -> N
         return
     routing = point.routing
     topology = None
-    if type(routing).__module__.startswith(_BUILTIN):
+    if type(routing).__module__.startswith(BUILTIN_COMPONENTS):
         topo = point.machine.topology
         topology = (topo.name, plugin_of(topo, "topologies"))
     check_route_tables(tables, network, routing.name, plugin_of(routing, "routings"),
@@ -240,3 +248,36 @@ def plugin_of(component: Any, kind: str) -> str:
     if reg is not None and reg.cls is type(component):
         return reg.plugin
     return type(component).__module__
+
+
+def check_point_routes(point: ResolvedPoint, network: Network, tables: RouteTables,
+                       program: RoutingProgram | None) -> RouteWalk | None:
+    """Refuse route tables in which a route between two routers with nodes meets a -1 entry
+    or loops (:func:`federation.network.checks.route_walk`), before the run: a loop passed
+    the deadlock proof's "VC = hops so far" shortcut and surfaced mid-run as a VC beyond
+    ``router.vcs`` blamed on the routing, a missing route as a run-time error naming neither
+    the routing nor its plugin.  The tables are walked when the engine routes by them (no
+    compiled program) or a compiled routing declares them its paths (a :class:`TablePlan`);
+    a compiled routing with a class plan may use them as it likes.  A built-in routing hands
+    over its topology's ``minimal_routes``, so the topology and its plugin are blamed, at
+    ``machine.topology``; else the routing and its plugin, at ``routing``.  Returns the walk
+    (its longest route serves the deadlock proof), None when the tables were not walked."""
+    from federation.pipeline.points import machine_prefix
+
+    if program is not None and not isinstance(program.vc_plan, TablePlan):
+        return None
+    walk = route_walk(network, tables)
+    if walk.problem is None:
+        return walk
+    routing = point.routing
+    if type(routing).__module__.startswith(BUILTIN_COMPONENTS):
+        topo = point.machine.topology
+        raise ConfigError(
+            f"topology {topo.name!r} (plugin {plugin_of(topo, 'topologies')!r}) has minimal "
+            f"routes (minimal_routes) that cannot deliver, which routing {routing.name!r} "
+            f"passes on: {walk.problem}", source=point.machine.source,
+            path=f"{machine_prefix(point)}topology")
+    raise ConfigError(
+        f"routing {routing.name!r} (plugin {plugin_of(routing, 'routings')!r}) handed over "
+        f"route tables that cannot deliver: {walk.problem}", source=point.source,
+        path="routing")
