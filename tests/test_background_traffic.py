@@ -24,7 +24,7 @@ from federation.errors import ConfigError
 from federation.pipeline.load import load_experiment
 from federation.pipeline.point import prepare
 from federation.pipeline.run import run_experiment
-from federation.pipeline.summary import message_table, summarize
+from federation.pipeline.summary import message_table, summarize, window_of
 
 FAR = 8 * 4 * 9 - 1  # node 287, in the last group
 SIZE, ITERS = 512, 3  # one packet per message: the closed form is per packet
@@ -147,6 +147,16 @@ def test_background_in_flight_at_the_end_is_undelivered(tmp_path, closed_form_ps
     assert table["completed_ps"][0] == -1 and not table["measured"][0]
     assert table["created_ps"][0] == (t_end_ns - 1) * 1000
     assert table["src_rank"][0] == -1
+    # offered counts what was created in the window (the whole run), delivered or not:
+    # it was the delivered bytes only, equal to accepted (the fuzz run's 0.0006 for 0.3)
+    w0, w1 = window_of(prep, raw)
+    capacity = (w1 - w0) / 1e12 * prep.job.nic_bandwidth * prep.network.n_nodes
+    assert (summary.offered_load - summary.accepted_load) * capacity == pytest.approx(65536)
+    # node 40's NIC started its first packet 1 ns before the end: busy 1 ns of the run, not
+    # the packet's whole serialisation (a link was reported 119 % busy over a run)
+    nic = int(prep.network.ports.nic_port[40])
+    assert int(raw.port_busy[nic]) == 1000
+    assert (raw.port_busy <= raw.end_ps).all()
 
 
 def test_background_on_the_same_links_slows_the_pingpong(tmp_path, closed_form_ps):

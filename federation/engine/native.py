@@ -269,10 +269,13 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     C = int(sim.n_classes)
     if sampler is not None:
         sampler.take(end, class_bytes(sim))
+    at_end = counters(end)
     return RawResult(
         packets=sink.finish(),
         port_bytes=port_bytes(sim), port_pkts=sim.port_pkts,
-        port_busy=sim.port_busy, port_stall=sim.port_stall, port_peak=sim.port_peak,
+        # a transmission or stall still going at the end (rank programs finished with
+        # open-loop packets in flight) counts up to the end, as in the window's counters
+        port_busy=at_end.busy, port_stall=at_end.stall, port_peak=sim.port_peak,
         end_ps=end, events=int(sc[E.S_EVENTS]), packet_hops=int(sc[E.S_HOPS]),
         wall_s=wall, cpu_s=cpu, feed_s=feed_s, window=window, window_ports=in_window,
         port_class_bytes=class_bytes(sim).reshape(P, C),

@@ -174,6 +174,9 @@ class PacketStats:
     measured_bytes: int = 0
     #: delivered in the measurement window
     accepted_bytes: int = 0
+    #: created in the measurement window, delivered or not (rank programs that finish end
+    #: the run with open-loop packets in flight): the offered load's bytes
+    offered_bytes: int = 0
     latency: Latency = field(default_factory=Latency)
     network_latency: Latency = field(default_factory=Latency)
     hops: int = 0  #: over measured packets
@@ -308,11 +311,13 @@ class PacketSink:
             return
         if self.packet_rows is not None:
             self.packet_rows.add(_packet_columns(rec, self.w0, self.w1))
+        s = self.s
+        made = rec[:, REC_CREATED]
+        s.offered_bytes += int(rec[(made >= self.w0) & (made < self.w1), REC_SIZE].sum())
         # views, not copies, when every row is kept (every drain but the last): each copy of
         # a record block is memory the process maps, faults in and unmaps again
         got = rec[:, REC_DELIVER] >= 0
         d = rec if got.all() else rec[got]
-        s = self.s
         s.delivered += d.shape[0]
         s.delivered_bytes += int(d[:, REC_SIZE].sum())
         dv = d[:, REC_DELIVER]

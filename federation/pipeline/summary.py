@@ -76,7 +76,7 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         ))
     measured = st.measured
     fields = dict(
-        offered_load=float(st.measured_bytes / capacity) if capacity > 0 else None,
+        offered_load=float(st.offered_bytes / capacity) if capacity > 0 else None,
         accepted_load=float(st.accepted_bytes / capacity) if capacity > 0 else 0.0,
         packets_generated=st.generated,
         packets_measured=measured,
