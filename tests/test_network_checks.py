@@ -321,3 +321,15 @@ def test_a_negative_port_other_than_minus_one_is_reported_as_an_invalid_port():
     sc[E.S_BAD_A] = -1
     assert routing_report(net, job, sim, E.ST_NO_ROUTE, owner) == (
         f"{owner}: packet 0 (node 1 -> 3) at router 1 got no output port (-1)")
+
+
+@pytest.mark.parametrize("case", ["none", "node_oob", "disconnected"])
+def test_the_topology_command_refuses_a_bad_network_as_run_does(tmp_path, case):
+    """``federation topology`` on a machine file built the network without ``run``'s checks:
+    ``build()`` returning None was a traceback, a malformed network named no topology."""
+    site = fake_distribution(tmp_path / "site", "rawtopo", PLUGIN)
+    (tmp_path / "m.yaml").write_text(f"topology: {{kind: rawtopo, case: {case}}}\n")
+    r = federation("topology", "m.yaml", sites=[site], cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
+    want = CLI_CASES[case].replace("error: e.yaml: machine.topology:", "error: m.yaml: topology:")
+    assert r.stderr.strip() == want

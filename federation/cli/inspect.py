@@ -54,10 +54,10 @@ def validate(
 def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
     """Build a machine file's network after the memory check its topology's counts allow."""
     from federation.pipeline.bounds import check_machine_memory, check_network_memory
+    from federation.pipeline.build import checked_network
 
     known = check_machine_memory(rm, limit)
-    net = rm.topology.build()
-    net.validate()
+    net = checked_network(rm)  # as run checks it: a plugin's malformed network is refused
     if known is None:
         check_network_memory(net, rm.machine.router.vcs, limit, rm.source, "topology")
     return net

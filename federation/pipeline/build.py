@@ -37,6 +37,7 @@ from federation.pipeline.bounds import check_clock, check_network_memory, check_
 from federation.pipeline.points import (
     Built,
     MemoryEstimate,
+    ResolvedMachine,
     ResolvedPoint,
     figure_origin,
     link_figure,
@@ -73,16 +74,22 @@ def resolve_links(machine: Machine, topology: Any, network: Network, source: str
 
 
 def build_network(point: ResolvedPoint) -> Network:
-    """The point's network, checked (:meth:`Network.validate`) before anything reads it.
+    """The point's network, checked (:func:`checked_network`)."""
+    return checked_network(point.machine, machine_prefix(point))
+
+
+def checked_network(rm: ResolvedMachine, prefix: str = "") -> Network:
+    """A machine's network, checked (:meth:`Network.validate`) before anything reads it
+    (``prefix``: where the machine sits in its file, ``machine.`` for one given inline).
 
     A topology plugin's refusal, a return value that is not a :class:`Network`, and a network
     that is malformed or invalid are each refused as the machine file's ``topology`` field,
     naming the topology (and the plugin, for a third-party one): the bare
     :class:`TopologyError` named neither, and a malformed network crashed later with NumPy's
     or the engine's own error."""
-    topo = point.machine.topology
+    topo = rm.topology
     owner = topology_owner(topo)
-    where = {"source": point.machine.source, "path": f"{machine_prefix(point)}topology"}
+    where = {"source": rm.source, "path": f"{prefix}topology"}
     try:
         net = topo.build()
     except TopologyError as exc:
