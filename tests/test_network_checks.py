@@ -22,8 +22,9 @@ from test_third_party_plugin import federation
 
 from federation.errors import TopologyError
 from federation.network import Network, NetworkBuilder
-from federation.network.checks import network_problem, route_walk
+from federation.network.checks import route_walk
 from federation.network.deadlock import VCShortfall, prove
+from federation.network.graph import network_problem
 from federation.network.routes import most_vc_bumps, shortest_path_routes
 from federation.network.tables import TablePlan
 from federation.pipeline.load import load_machine

@@ -1,14 +1,7 @@
 """Checks of what a topology plugin hands over, before anything else reads it.
 
-A :class:`~federation.network.Network` built through
-:class:`~federation.network.NetworkBuilder` is well formed by construction, but a plugin may
-also fill one directly (or return something else entirely).  Everything downstream -- port
-numbering, route tables, the compiled loop -- indexes these arrays without bounds checks, so a
-node on router 7 of a 4-router network, a cable of class 5 among 2 classes, or a group
-array one router short surfaced as a NumPy ``ValueError``, an ``IndexError`` in the middle
-of the run, or (worse) as a silently wrong result (cables counted as terminal links).
-:func:`network_problem` names the first such defect; it is vectorised (min/max over each
-array), so a 100,000-router network costs a few milliseconds.
+The network's own arrays are checked by :func:`federation.network.graph.network_problem`
+(:meth:`Network.validate`).
 
 :func:`route_walk` follows every route of a set of route tables between the routers that
 carry nodes (the only destinations), the way the engine's table routing does, and says
@@ -20,111 +13,15 @@ VC beyond ``router.vcs`` blamed on the routing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
 
 if TYPE_CHECKING:
     from federation.network.graph import Network
     from federation.network.tables import RouteTables
-
-TERMINAL = "terminal"
-_INT32_MAX = int(np.iinfo(np.int32).max)
-_INT16_MAX = int(np.iinfo(np.int16).max)
-
-
-def _integer(x: Any) -> bool:
-    return isinstance(x, int | np.integer) and not isinstance(x, bool)
-
-
-def _array_problem(name: str, a: Any, length: int, length_of: str, what: str) -> str | None:
-    """Why ``a`` is not a 1-D NumPy integer array of ``length`` entries, or None."""
-    if not isinstance(a, np.ndarray):
-        return f"{name} must be a 1-D NumPy integer array ({what}), got {type(a).__name__}"
-    if not np.issubdtype(a.dtype, np.integer):
-        return f"{name} must be a 1-D NumPy integer array ({what}), got dtype {a.dtype}"
-    if a.ndim != 1:
-        return f"{name} must be a 1-D NumPy integer array ({what}), got shape {a.shape}"
-    if a.shape[0] != length:
-        return f"{name} has {a.shape[0]} entries but {length_of} is {length} ({what})"
-    return None
-
-
-def _range_problem(name: str, a: np.ndarray, lo: int, hi: int, what: str) -> str | None:
-    """The first entry of ``a`` outside ``[lo, hi)`` (min/max first: no temporaries when
-    every entry is in range), or None."""
-    if a.size == 0 or (int(a.min()) >= lo and int(a.max()) < hi):
-        return None
-    i = int(np.flatnonzero((a < lo) | (a >= hi))[0])
-    span = f"{lo}..{hi - 1}" if hi > lo else "none: there is no valid value"
-    return f"{name}[{i}] = {int(a[i])} is outside {span} ({what})"
-
-
-def _classes_problem(classes: Any) -> str | None:
-    if not isinstance(classes, tuple | list) or not all(isinstance(c, str) for c in classes):
-        return f"link_classes must be a tuple of class names, got {classes!r}"
-    if not classes or classes[0] != TERMINAL:
-        return (f"link_classes must start with {TERMINAL!r} (terminal and NIC ports are "
-                f"class 0), got {tuple(classes)!r}")
-    if len(set(classes)) != len(classes):
-        return f"link_classes names a class twice: {tuple(classes)!r}"
-    if len(classes) > _INT16_MAX:
-        return f"link_classes has {len(classes)} classes, at most {_INT16_MAX}"
-    return None
-
-
-def network_problem(net: Network) -> str | None:
-    """The first structural defect of ``net`` (types, shapes, dtypes, index ranges), or None.
-
-    What a valid network is: ``n_routers`` an integer in ``[0, 2**31)``; ``link_classes`` a
-    tuple of distinct names starting with ``'terminal'``; 1-D integer arrays ``radix`` and
-    ``router_group`` of ``n_routers`` entries, ``node_router`` of any length, and
-    ``link_src``, ``link_dst``, ``link_class`` of one length (the cables); routers in
-    ``[0, n_routers)``, groups in ``[0, n_routers)`` (the route tables get one column per
-    group), cable classes in ``[1, len(link_classes))`` (class 0 is the terminal links'),
-    radixes ``>= 0``; ``coords`` and ``info`` dicts."""
-    R = net.n_routers
-    if not _integer(R) or not 0 <= R <= _INT32_MAX:
-        return f"n_routers = {R!r} must be an integer in 0..{_INT32_MAX}"
-    why = _classes_problem(net.link_classes)
-    if why:
-        return why
-    L = net.link_src.shape[0] if isinstance(net.link_src, np.ndarray) and net.link_src.ndim else 0
-    N = net.node_router.shape[0] if isinstance(net.node_router, np.ndarray) else 0
-    arrays = (("node_router", net.node_router, N, "its length", "the router of each node"),
-              ("link_src", net.link_src, L, "its length", "one end of each cable"),
-              ("link_dst", net.link_dst, L, "the length of link_src", "the other end of "
-               "each cable"),
-              ("link_class", net.link_class, L, "the length of link_src", "the class of "
-               "each cable"),
-              ("router_group", net.router_group, R, "n_routers", "the group of each router"),
-              ("radix", net.radix, R, "n_routers", "the ports of each router"))
-    for name, a, n, n_of, what in arrays:
-        why = _array_problem(name, a, n, n_of, what)
-        if why:
-            return why
-    C = len(net.link_classes)
-    if net.link_class.size and int(net.link_class.min()) == 0:
-        i = int(np.flatnonzero(net.link_class == 0)[0])
-        return (f"link_class[{i}] = 0 is the {TERMINAL!r} class, which is for node links; "
-                "cables between routers need a class of their own")
-    for name, a, lo, hi, what in (
-            ("node_router", net.node_router, 0, R, f"the router of each node; n_routers = {R}"),
-            ("link_src", net.link_src, 0, R, f"a cable's router; n_routers = {R}"),
-            ("link_dst", net.link_dst, 0, R, f"a cable's router; n_routers = {R}"),
-            ("link_class", net.link_class, 1, C, f"cable classes of link_classes "
-             f"{tuple(net.link_classes)!r}"),
-            ("router_group", net.router_group, 0, R, "the group of each router; at most one "
-             "group per router"),
-            ("radix", net.radix, 0, _INT32_MAX + 1, "ports per router")):
-        why = _range_problem(name, a, lo, hi, what)
-        if why:
-            return why
-    for name, d in (("coords", net.coords), ("info", net.info)):
-        if not isinstance(d, dict):
-            return f"{name} must be a dict, got {type(d).__name__}"
-    return None
-
 
 # --------------------------------------------------------------------------- route tables
 

@@ -23,7 +23,6 @@ from federation.engine.native import LinkFigures
 from federation.errors import ConfigError, RoutingError, TopologyError
 from federation.models.machine import Machine
 from federation.network import Network
-from federation.network.checks import network_problem
 from federation.network.deadlock import (
     DeadlockProof,
     VCShortfall,
@@ -32,6 +31,7 @@ from federation.network.deadlock import (
     prove,
 )
 from federation.network.dependencies import ProofTooLarge
+from federation.network.graph import network_problem
 from federation.network.tables import ClassPlan, TablePlan
 from federation.pipeline.bounds import check_clock, check_network_memory, check_route_clock
 from federation.pipeline.points import (
