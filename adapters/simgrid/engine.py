@@ -67,6 +67,7 @@ from federation.engine.reports import stuck_report
 from federation.engine.state import Prog
 from federation.errors import ConfigError, SimulationError
 from federation.models.units import PositiveTime, format_time
+from federation.pipeline.points import experiment_field
 
 #: SimGrid configuration for comparison with a packet engine (see the module docstring)
 NETWORK_CONFIG = (
@@ -166,7 +167,7 @@ class SimGrid(Engine):
             raise ConfigError(
                 f"the simgrid engine needs one path per source and destination; routing "
                 f"{point.routing.name!r} is {what}; use routing: {{algorithm: minimal}}",
-                source=src, path=_experiment_field(point, "routing.algorithm"))
+                source=src, path=experiment_field(point, "routing.algorithm"))
         arbiter = point.machine.arbiter.name
         if arbiter != "oldest_first":
             o = figure_origin(point, "router.arbiter")
@@ -191,7 +192,7 @@ class SimGrid(Engine):
         # last: what the experiment asks for is checked even where SimGrid is missing
         if not self.found():
             raise ConfigError(f"engine 'simgrid' is not installed here: {locate.INSTALL_HINT}",
-                              source=src, path=_experiment_field(point, "engine.kind"))
+                              source=src, path=experiment_field(point, "engine.kind"))
 
     def _check_spread(self, point: Any, built: Any) -> None:
         """A minimal routing whose ``spread`` picks its own equal-cost port (a routing program
@@ -209,7 +210,7 @@ class SimGrid(Engine):
             f"the route tables; spread {spread!r} of routing {point.routing.name!r} {how} "
             "among the equal-cost minimal ports; the simgrid engine supports spread: table "
             "only (the default: leave spread out, or use the native engine)",
-            source=point.source, path=_experiment_field(point, "routing.spread"))
+            source=point.source, path=experiment_field(point, "routing.spread"))
 
     def _check_jobs(self, point: Any) -> None:
         """Jobs are node numbers to SimGrid (hosts): several closed-loop jobs run as one set
@@ -230,7 +231,7 @@ class SimGrid(Engine):
                     "beside the ranks' and a window cut at the programs' end, which it does "
                     "not do (drop "
                     f"{what}, or use the native engine)", source=point.source,
-                    path=_experiment_field(point, beside.field))
+                    path=experiment_field(point, beside.field))
 
     def _check_precision(self, point: Any, built: Any) -> None:
         """Refuse a ``precision`` too coarse for the machine (see :func:`precision_limit`)."""
@@ -240,7 +241,7 @@ class SimGrid(Engine):
         limit, why = precision_limit(built, float(point.machine.machine.router.delay))
         if given > limit:
             raise ConfigError(_too_coarse(given, limit, why), source=point.source,
-                              path=_experiment_field(point, "engine.precision"))
+                              path=experiment_field(point, "engine.precision"))
 
     def precision_s(self, job: NativeRun) -> float:
         """The precision the worker runs with: the given one, else SimGrid's 1 ns capped at
@@ -325,14 +326,6 @@ def _too_coarse(given: float, limit: float, why: str) -> str:
             f"must be at most 1/{round(1 / PRECISION_FRACTION)} of the shortest time a message "
             f"can take here, {why}: at most {format_time(limit)}; leave it out for SimGrid's "
             "1ns (finer where the machine needs it)")
-
-
-def _experiment_field(point: Any, path: str) -> str:
-    """``path`` of the experiment file, or the ``sweep`` entry that set it for this point."""
-    for key in point.sweep:
-        if path == key or path.startswith(key + "."):
-            return f"sweep.{key}"
-    return path
 
 
 def _messages(job: NativeRun) -> tuple[np.ndarray, ...]:

@@ -42,7 +42,9 @@ from federation.pipeline.points import (
     ResolvedJob,
     ResolvedMachine,
     ResolvedPoint,
+    experiment_field,
     point_jobs,
+    sweep_entry,
 )
 from federation.plugin.components import Workload
 from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
@@ -199,12 +201,11 @@ def _check_per_experiment(experiment: Experiment, point: Experiment, sweep: dict
         ours, theirs = _field(experiment, field), _field(point, field)
         if ours == theirs:
             continue
-        axis = next((a for a in sweep if field == a or field.startswith(a + ".")), None)
-        path = f"sweep.{axis}" if axis is not None else "sweep"
         raise ConfigError(
             f"{field} cannot be swept: {why}, so every point would get the experiment's "
             f"{field} ({_shown(ours)}), not the swept {_shown(theirs)}; set {field} outside "
-            "the sweep, or run one experiment per value", source=source, path=path)
+            "the sweep, or run one experiment per value", source=source,
+            path=sweep_entry(sweep, field) or "sweep")
 
 
 def _field(exp: Experiment, dotted: str) -> Any:
@@ -233,14 +234,12 @@ def _check_link_samples(point: ResolvedPoint) -> None:
     n = samples(run, interval)
     if n <= MAX_LINK_SAMPLES:
         return
-    field = INTERVAL_FIELD
-    axis = next((a for a in point.sweep if field == a or field.startswith(a + ".")), None)
     raise ConfigError(
         f"{format_time(spec.interval)} samples every port {n} times over the run's "
         f"{format_time(run / 1e12)} (stop.warmup + stop.measure), more than the limit of "
         f"{MAX_LINK_SAMPLES} a run may take (each sample stops the engine to read every "
         f"port's counters); give an interval of at least {shortest_interval(run)}",
-        source=point.source, path=f"sweep.{axis}" if axis is not None else field)
+        source=point.source, path=experiment_field(point, INTERVAL_FIELD))
 
 
 def _unused_stop(points: list[ResolvedPoint]) -> list[str]:

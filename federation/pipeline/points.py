@@ -13,6 +13,7 @@ refusals: a link figure may be written in the machine file, swept by the experim
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -168,11 +169,25 @@ def figure_origin(point: ResolvedPoint, machine_path: str) -> Origin:
 
     A swept value blames the experiment's sweep entry; otherwise the machine file (or the
     experiment's inline ``machine:`` block)."""
-    key = f"machine.{machine_path}"
-    for swept in point.sweep:
-        if key == swept or key.startswith(swept + "."):
-            return Origin(point.source, f"sweep.{swept}")
+    entry = sweep_entry(point.sweep, f"machine.{machine_path}")
+    if entry is not None:
+        return Origin(point.source, entry)
     return Origin(point.machine.source, machine_prefix(point) + machine_path)
+
+
+def sweep_entry(axes: Iterable[str], path: str) -> str | None:
+    """``sweep.AXIS`` for the first of ``axes`` (a sweep's keys) that sets the dotted
+    ``path`` of the experiment (the path itself or an ancestor of it), else None: where a
+    refusal of a swept value points."""
+    for axis in axes:
+        if path == axis or path.startswith(axis + "."):
+            return f"sweep.{axis}"
+    return None
+
+
+def experiment_field(point: ResolvedPoint, path: str) -> str:
+    """``path`` of the experiment file, or the ``sweep`` entry that set it for this point."""
+    return sweep_entry(point.sweep, path) or path
 
 
 def refuse_figure(point: ResolvedPoint, machine_path: str, message: str) -> ConfigError:

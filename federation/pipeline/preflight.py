@@ -83,7 +83,7 @@ def check_stop(point: ResolvedPoint) -> None:
     would ignore it without a word, so it is refused."""
     stop = point.experiment.stop
     if stop.messages is not None:
-        path = "sweep.stop.messages" if "stop.messages" in point.sweep else "stop.messages"
+        path = stop_path(point, "messages")
         raise ConfigError(f"stop.messages ({stop.messages}) counts open-loop messages, but "
                           f"workload {point.workload.name!r} is rank programs, which run until "
                           "they finish; drop stop.messages (with a background, give "
@@ -104,7 +104,7 @@ def check_jobs(point: ResolvedPoint) -> None:
     if stop.messages is not None and (closed or len(open_loop) > 1):
         what = (f"job {closed[0].name!r} is rank programs, which run until they finish" if closed
                 else f"{len(open_loop)} open-loop jobs share the machine")
-        path = "sweep.stop.messages" if "stop.messages" in point.sweep else "stop.messages"
+        path = stop_path(point, "messages")
         raise ConfigError(f"stop.messages ({stop.messages}) counts the messages of one "
                           f"open-loop workload, but {what}; give stop.measure instead",
                           source=src, path=path)
