@@ -190,7 +190,7 @@ def _route_step(tables: RouteTables, cur: np.ndarray, dst: np.ndarray) -> np.nda
     return out
 
 
-def _host_pairs(network: Network, max_pairs: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+def host_pairs(network: Network, max_pairs: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """Every ordered pair of distinct routers with nodes, as (source, destination) arrays of
     at most about ``max_pairs`` pairs each, so that memory stays bounded."""
     per_router = np.bincount(network.node_router, minlength=network.n_routers)
@@ -209,8 +209,9 @@ def table_hops(network: Network, tables: RouteTables, src: np.ndarray,
                 dst: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
     """The routes of the pairs ``src -> dst`` (distinct routers) through minimal ``tables``, hop
     by hop, all pairs at once: at each hop, the output ports of the pairs still on their way
-    and those pairs' indices (one walk for :func:`channel_load`, :func:`most_vc_bumps` and
-    :func:`federation.network.mapping.walk`).  Raises
+    and those pairs' indices (one walk for :func:`channel_load`, :func:`most_vc_bumps`,
+    :func:`federation.network.mapping.walk` and the clock bound's longest route,
+    :func:`federation.pipeline.bounds.check_route_clock`).  Raises
     :class:`TopologyError` if a route is missing or does not arrive within ``R`` hops."""
     pt = network.ports
     cur = src.astype(np.int64)
@@ -244,7 +245,7 @@ def channel_load(network: Network, tables: RouteTables, *,
     """
     per_router = np.bincount(network.node_router, minlength=network.n_routers)
     load = np.zeros(network.ports.n_ports, dtype=np.float64)
-    for src, dst in _host_pairs(network, max_pairs):
+    for src, dst in host_pairs(network, max_pairs):
         w = (per_router[src] * per_router[dst]).astype(np.float64)
         for port, pair in table_hops(network, tables, src, dst):
             load += np.bincount(port, weights=w[pair], minlength=load.size)
@@ -261,7 +262,7 @@ def most_vc_bumps(network: Network, tables: RouteTables, *, max_pairs: int = 1 <
         return 0
     bump = np.asarray(tables.port_vc_bump).astype(np.int64)
     most = 0
-    for src, dst in _host_pairs(network, max_pairs):
+    for src, dst in host_pairs(network, max_pairs):
         count = np.zeros(src.size, dtype=np.int64)
         for port, pair in table_hops(network, tables, src, dst):
             count[pair] += bump[port]

@@ -200,18 +200,12 @@ def _route_parts(fig: _Figures, route: list[int]) -> dict[str, float]:
 def _longest_route(network: Network, tables: RouteTables, fig: _Figures) -> list[int]:
     """The link classes of the route of the tables whose zero-load trip is longest, among the
     routes between routers with nodes (one walk of every pair, :func:`table_hops`)."""
-    from federation.network.routes import table_hops
+    from federation.network.routes import host_pairs, table_hops
 
     cls = network.ports.port_class
     hop = fig.hop()
-    hosts = np.nonzero(np.bincount(network.node_router, minlength=network.n_routers))[0]
     best, best_pair = -1.0, (0, 0)
-    rows = max(1, _ROUTE_PAIRS // max(hosts.size, 1))
-    for i0 in range(0, hosts.size, rows):
-        src = np.repeat(hosts[i0:i0 + rows], hosts.size)
-        dst = np.tile(hosts, min(rows, hosts.size - i0))
-        keep = src != dst
-        src, dst = src[keep], dst[keep]
+    for src, dst in host_pairs(network, _ROUTE_PAIRS):
         acc = np.zeros(src.size)
         last = np.full(src.size, fig.term)
         for port, pair in table_hops(network, tables, src, dst):

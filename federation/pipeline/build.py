@@ -45,10 +45,11 @@ from federation.pipeline.points import (
     refuse_figure,
 )
 from federation.pipeline.tables_check import (
-    BUILTIN_COMPONENTS,
+    builtin,
     check_point_routes,
     check_point_tables,
     plugin_of,
+    tables_fault,
 )
 from federation.plugin.components import RouteTables, Routing, RoutingProgram
 
@@ -110,7 +111,7 @@ def checked_network(rm: ResolvedMachine, prefix: str = "") -> Network:
 def topology_owner(topology: Any) -> str:
     """``topology 'x'``, with ``(plugin 'p')`` for a third-party topology (built-ins are
     the program's own: their plugin name adds nothing)."""
-    if type(topology).__module__.startswith(BUILTIN_COMPONENTS):
+    if builtin(topology):
         return f"topology {topology.name!r}"
     return f"topology {topology.name!r} (plugin {plugin_of(topology, 'topologies')!r})"
 
@@ -171,19 +172,13 @@ def make_tables(point: ResolvedPoint, network: Network) -> Any:
     as :func:`federation.network.routes.most_vc_bumps`) is refused naming the file, the
     topology and its plugin for a built-in routing (it only passes the topology's routes
     on), else the routing and its plugin."""
-    routing, topo = point.routing, point.machine.topology
+    routing = point.routing
     try:
-        return routing.tables(network, topo, point.machine.machine)
+        return routing.tables(network, point.machine.topology, point.machine.machine)
     except TopologyError as exc:
-        if type(routing).__module__.startswith(BUILTIN_COMPONENTS):
-            raise ConfigError(
-                f"topology {topo.name!r} (plugin {plugin_of(topo, 'topologies')!r}) has "
-                f"minimal routes (minimal_routes) that routing {routing.name!r} cannot build "
-                f"on: {exc}", source=point.machine.source,
-                path=f"{machine_prefix(point)}topology") from None
-        raise ConfigError(
-            f"routing {routing.name!r} (plugin {plugin_of(routing, 'routings')!r}) could not "
-            f"make its route tables: {exc}", source=point.source, path="routing") from None
+        raise tables_fault(point, f"has minimal routes (minimal_routes) that routing "
+                                  f"{routing.name!r} cannot build on: {exc}",
+                           f"could not make its route tables: {exc}") from None
 
 
 def check_vcs(tables: RouteTables, n_vcs: int, routing_name: str) -> None:
@@ -296,7 +291,7 @@ def prove_deadlock_free(point: ResolvedPoint, built: Built, longest: int | None 
         proof = prove(built.network, built.tables, n_vcs, plan, owner,
                       declared=built.program is not None, longest=longest)
     except VCShortfall as exc:  # the run would stop on the VC: no --no-deadlock-check hint
-        if type(routing).__module__.startswith(BUILTIN_COMPONENTS):
+        if builtin(routing):
             topo = point.machine.topology
             exc = VCShortfall(f"{exc} (the tables are the minimal routes of topology "
                               f"{topo.name!r}, plugin {plugin_of(topo, 'topologies')!r})")

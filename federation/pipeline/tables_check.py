@@ -222,7 +222,7 @@ def check_point_tables(point: ResolvedPoint, network: Network, tables: Any) -> N
         return
     routing = point.routing
     topology = None
-    if type(routing).__module__.startswith(BUILTIN_COMPONENTS):
+    if builtin(routing):
         topo = point.machine.topology
         topology = (topo.name, plugin_of(topo, "topologies"))
     check_route_tables(tables, network, routing.name, plugin_of(routing, "routings"),
@@ -262,22 +262,33 @@ def check_point_routes(point: ResolvedPoint, network: Network, tables: RouteTabl
     over its topology's ``minimal_routes``, so the topology and its plugin are blamed, at
     ``machine.topology``; else the routing and its plugin, at ``routing``.  Returns the walk
     (its longest route serves the deadlock proof), None when the tables were not walked."""
-    from federation.pipeline.points import machine_prefix
-
     if program is not None and not isinstance(program.vc_plan, TablePlan):
         return None
     walk = route_walk(network, tables)
     if walk.problem is None:
         return walk
+    raise tables_fault(point, f"has minimal routes (minimal_routes) that cannot deliver, which "
+                              f"routing {point.routing.name!r} passes on: {walk.problem}",
+                       f"handed over route tables that cannot deliver: {walk.problem}")
+
+
+def builtin(component: Any) -> bool:
+    """Whether ``component`` is one of the program's own (``federation.plugins``)."""
+    return type(component).__module__.startswith(BUILTIN_COMPONENTS)
+
+
+def tables_fault(point: ResolvedPoint, by_topology: str, by_routing: str) -> ConfigError:
+    """A refusal of the point's route tables, blaming whoever made them: a built-in routing
+    hands over its topology's ``minimal_routes``, so the topology and its plugin, at
+    ``machine.topology`` (``by_topology`` follows their names); else the routing and its
+    plugin, at ``routing`` (``by_routing``)."""
+    from federation.pipeline.points import machine_prefix
+
     routing = point.routing
-    if type(routing).__module__.startswith(BUILTIN_COMPONENTS):
+    if builtin(routing):
         topo = point.machine.topology
-        raise ConfigError(
-            f"topology {topo.name!r} (plugin {plugin_of(topo, 'topologies')!r}) has minimal "
-            f"routes (minimal_routes) that cannot deliver, which routing {routing.name!r} "
-            f"passes on: {walk.problem}", source=point.machine.source,
-            path=f"{machine_prefix(point)}topology")
-    raise ConfigError(
-        f"routing {routing.name!r} (plugin {plugin_of(routing, 'routings')!r}) handed over "
-        f"route tables that cannot deliver: {walk.problem}", source=point.source,
-        path="routing")
+        return ConfigError(f"topology {topo.name!r} (plugin {plugin_of(topo, 'topologies')!r}) "
+                           f"{by_topology}", source=point.machine.source,
+                           path=f"{machine_prefix(point)}topology")
+    return ConfigError(f"routing {routing.name!r} (plugin {plugin_of(routing, 'routings')!r}) "
+                       f"{by_routing}", source=point.source, path="routing")
