@@ -48,6 +48,7 @@ class Reference:
                            for g in range(self.G)}
         self.edges: set[tuple[int, int]] = set()
         self.seen: set[tuple] = set()
+        self.over: set[int] = set()  #: ports some hop leaves on a VC at or above n_vcs
 
     def table_port(self, r: int, d: int) -> int:
         g, t = self.group, self.t
@@ -68,7 +69,10 @@ class Reference:
             if self.dline[o]:
                 level = 1
             vc = level + off
-        return (vc, level, dim) if vc < self.V else None
+        if vc >= self.V:  # the engine stops the run on this VC
+            self.over.add(o)
+            return None
+        return vc, level, dim
 
     def moves(self, r: int, d: int, via: int, phase: int, hops: int, undecided: bool,
               src_group: int) -> list[tuple[int, int, int, bool, bool]]:
@@ -85,7 +89,7 @@ class Reference:
     def walk(self, r: int, d: int, via: int, phase: int, level: int, dim: int, hops: int,
              undecided: bool, src_group: int, prev: int) -> None:
         key = (r, d, via, phase, level, dim, hops > 0, undecided, src_group, prev)
-        if r == d and (via < 0 or phase == 1) or key in self.seen or level >= self.V:
+        if r == d and (via < 0 or phase == 1) or key in self.seen:
             return
         self.seen.add(key)
         plan, group, t = self.plan, self.group, self.t
@@ -98,8 +102,6 @@ class Reference:
                     ph, lvl, turned = 1, lvl + plan.turn_bump, True
             elif v >= 0 and ph == 0 and group[r] == v:  # follow: reached the group
                 ph, turned = 1, True
-            if lvl >= self.V:
-                continue
             if turned:  # the second phase: any destination outside this group; the turn
                 # forgets the dimension (dateline levels start afresh: tables_route.follow)
                 for d2 in self.carriers:
@@ -128,8 +130,10 @@ class Reference:
         """A first hop from ``s`` to any neighbour in its group, then minimal a level up."""
         for o in np.nonzero(self.owner == s)[0]:
             z = int(self.peer[o])
+            if z < 0 or self.group[z] != gs:
+                continue
             h = self.hop(int(o), 0, -1, 0)
-            if z < 0 or self.group[z] != gs or h is None:
+            if h is None:
                 continue
             for d in self.carriers:
                 if self.group[d] == gs:

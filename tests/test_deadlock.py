@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 import yaml
 from conftest import fake_distribution, one_error
-from deadlock_reference import projected_dependencies, reference_dependencies
+from deadlock_reference import Reference, projected_dependencies, reference_dependencies
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_third_party_plugin import federation
 
 from federation.errors import ConfigError
 from federation.network.deadlock import Channel, cycle_text, plan_problem, prove
-from federation.network.dependencies import table_edges
+from federation.network.dependencies import VCOverflow, table_edges
 from federation.pipeline.build import routing_plan
 from federation.pipeline.load import load_experiment, load_machine
 from federation.pipeline.point import BuildCache, preflight
@@ -246,6 +246,47 @@ def test_the_walk_has_exactly_the_dependencies_of_every_packet(tmp_path, topo, r
     walk = projected_dependencies(src, dst, b.network.ports.n_ports * 6)
     ref = reference_dependencies(b.network, b.tables, 6, plan)
     assert ref and walk == ref
+
+
+@pytest.mark.parametrize("n_vcs", [1, 2, 3])
+@pytest.mark.parametrize("topo, routing", CROSS,
+                         ids=[f"{t}-{'-'.join(map(str, r.values()))}" for t, r in CROSS])
+def test_the_walk_finds_exactly_the_hops_beyond_the_vcs(tmp_path, topo, routing, n_vcs):
+    """With fewer VCs than a routing needs, the ports on which some packet would be given a
+    VC that does not exist are exactly those the per-packet reference finds (the walk used
+    to leave such hops out and prove the rest); with none, the dependencies are equal."""
+    point, b = built(tmp_path, {"topology": SMALL[topo], "router": {"vcs": 6}}, routing,
+                     check=False)
+    plan = routing_plan(point, b)
+    ref = Reference(b.network, b.tables, n_vcs, plan)
+    edges = ref.run()
+    try:
+        src, dst, _ = table_edges(b.network, b.tables, n_vcs, plan, "test")
+    except VCOverflow as over:
+        assert set(over.port.tolist()) == ref.over and (over.vc >= n_vcs).all()
+    else:
+        assert not ref.over
+        assert projected_dependencies(src, dst, b.network.ports.n_ports * n_vcs) == edges
+
+
+def test_a_route_beyond_the_vcs_is_refused_naming_the_highest_vc():
+    """A torus's dateline tables on one VC: the walk used to drop the hops after a dateline
+    (VC 1) and find no cycle; the run then stopped on VC 1."""
+    from federation.network.deadlock import VCShortfall
+    from federation.plugins.topologies.torus import Torus
+
+    topo = Torus(Torus.Params(dims=[4, 4], nodes_per_router=1))
+    net = topo.build()
+    t = topo.minimal_routes(net)
+    t.vcs_required = 1
+    with pytest.raises(VCShortfall) as e:
+        prove(net, t, 1, TablePlan(), declared=False)
+    # 4 rings of 4 in each of 2 dimensions, each crossing its dateline in both directions
+    assert str(e.value) == (
+        "gives packets VCs the machine does not have: followed with their VC rule, its routes "
+        "make 16 hop(s) on VC 1 or above (VC 1 leaving router 0 port 2 (torus to router 3)), "
+        "but router.vcs gives it 1 (its tables declare vcs_required = 1); the declared VC "
+        "count is wrong")
 
 
 # --------------------------------------------------------------------------- class plans

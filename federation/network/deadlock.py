@@ -25,10 +25,13 @@ What is analysed (:func:`prove`):
   (``detour``).  The walk is over *routing states* ``(router, mode, column, VC
   level[, dimension])`` -- one per (router, destination group or local router, level),
   never per packet -- found by a vectorised breadth-first search
-  (:mod:`federation.network.dependencies`).  The graph then holds channels and states: a
-  channel leads to the states a packet arriving on it may be in, a state to the channels it
-  may leave on.  States at one router never form a cycle among themselves, so this graph has
-  a cycle exactly when the channel dependency graph has one.
+  (:mod:`federation.network.dependencies`).  A hop the walk finds on a VC at or above
+  ``n_vcs`` is refused (:class:`VCShortfall`, naming the highest VC and one hop that gives
+  it): the run would stop on it, so the tables or the plan declare too few VCs.  The graph
+  then holds channels and states: a channel leads to the states a packet arriving on it may
+  be in, a state to the channels it may leave on.  States at one router never form a cycle
+  among themselves, so this graph has a cycle exactly when the channel dependency graph has
+  one.
 * **Class transitions** (:class:`ClassPlan`, a compiled routing's coarse declaration): a
   packet that arrived on a channel of link class ``a`` and VC ``va`` may leave on any channel
   of class ``b`` and VC ``vb`` of the same router for each declared ``(a, va, b, vb)``.
@@ -52,7 +55,7 @@ import numpy as np
 
 from federation.errors import RoutingError
 from federation.network.checks import route_walk
-from federation.network.dependencies import distinct, table_edges
+from federation.network.dependencies import VCOverflow, distinct, table_edges
 from federation.network.routes import cable_ports
 from federation.network.tables import VC_COUNTER, ClassPlan, TablePlan
 
@@ -180,7 +183,10 @@ def prove(network: Network, tables: RouteTables, n_vcs: int, plan: TablePlan | C
                              "goes to a higher VC", cables * n_vcs, 0, 0,
                              time.perf_counter() - t0)
     else:
-        src, dst, states = table_edges(network, tables, n_vcs, plan, owner)
+        try:
+            src, dst, states = table_edges(network, tables, n_vcs, plan, owner)
+        except VCOverflow as over:
+            raise VCShortfall(overflow_text(network, over, n_vcs, tables, declared)) from None
         method = "route tables and declared plan" if declared else "route tables"
     used = np.zeros(n_ch, bool)
     used[src[src < n_ch]] = True
@@ -234,6 +240,23 @@ def rising_shortfall(network: Network, tables: RouteTables, plan: TablePlan | Cl
     return (f"has routes of up to {longest} hops on which every cable raises the VC (VC = hops "
             f"so far{', raised on the hop itself' if on else ''}), so a packet may be given "
             f"VC {need - 1} and needs {need} VCs, but {said}; the declared VC count is wrong")
+
+
+def overflow_text(network: Network, over: VCOverflow, n_vcs: int, tables: RouteTables,
+                  declared: bool) -> str:
+    """Why a walk that found hops beyond the VCs refuses: the highest VC a packet may be
+    given and one hop that gives it (what the run would stop on)."""
+    top = int(over.vc.max())
+    port = int(over.port[over.vc == top].min())
+    hop = channel(network, port, 1)
+    where = f"router {hop.router} port {port} ({hop.link_class} to router {hop.peer})"
+    n_hops = np.unique(over.port * (top + 1) + over.vc).size
+    said = (f"router.vcs gives it {n_vcs} per traffic class" if declared else
+            f"router.vcs gives it {n_vcs} (its tables declare vcs_required = "
+            f"{tables.vcs_required})")
+    return (f"gives packets VCs the machine does not have: followed with their VC rule, its "
+            f"routes make {n_hops} hop(s) on VC {n_vcs} or above (VC {top} leaving {where}), "
+            f"but {said}; the declared VC count is wrong")
 
 
 def channel(network: Network, code: int, n_vcs: int) -> Channel:

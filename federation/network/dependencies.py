@@ -45,8 +45,10 @@ second phase never heads for a router of the intermediate group) or any group at
 
 Visited states are kept as one bit per (slot, level) -- a slot is one (mode, column, router)
 or (fan-out kind, router); the edges between neighbouring channels and states as bits of small
-dense bitmaps (:class:`EdgeSet`), so that the many destinations sharing one dependency cost no
-more than one.
+dense bitmaps (:class:`~federation.network.edge_set.EdgeSet`), so that the many destinations
+sharing one dependency cost no more than one.  Counter levels at or above the VCs are walked as
+one level that stands for all of them: a hop from it, or one that reaches such a VC, is noted
+(:class:`VCOverflow`: the run would stop on it, so the proof refuses).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from federation.network.edge_set import EdgeSet, distinct
 from federation.network.tables import VC_COUNTER
 
 if TYPE_CHECKING:
@@ -67,23 +70,9 @@ G_KINDS = (MIN_G, P1_G, VIA, VR_G, UND0, UND, CMT)
 MAX_STATE_BYTES = 1 << 30
 #: bits of one slot's word: at most this many (VC level, dimension) pairs
 MAX_LEVELS = 64
-#: most bytes of the bitmaps that hold the edges between neighbouring channels and states
-MAX_EDGE_BYTES = 1 << 28
 #: states expanded at once (bounds the walk's temporaries)
 CHUNK = 1 << 20
 _WORDS = ((8, np.uint8), (16, np.uint16), (32, np.uint32), (64, np.uint64))
-
-
-def distinct(a: np.ndarray) -> np.ndarray:
-    """The distinct values of ``a``, sorted (``np.unique`` by a sort: NumPy 2.4's hashing
-    ``np.unique`` took 2.4 s where this takes 0.02 s, on 2 million int64s)."""
-    if a.size == 0:
-        return a
-    b = np.sort(a)
-    keep = np.empty(b.size, bool)
-    keep[0] = True
-    np.not_equal(b[1:], b[:-1], out=keep[1:])
-    return b[keep]
 
 
 def popcount(a: np.ndarray) -> np.ndarray:
@@ -113,6 +102,15 @@ def csr(keys: np.ndarray, values: np.ndarray, n: int) -> tuple[np.ndarray, np.nd
     ptr = np.zeros(n + 1, np.int64)
     np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
     return ptr, values[order].astype(np.int64)
+
+
+class VCOverflow(Exception):
+    """Hops some packet may make on a VC that does not exist: ``port`` and ``vc`` arrays,
+    one entry per hop found (repeats included)."""
+
+    def __init__(self, port: np.ndarray, vc: np.ndarray) -> None:
+        super().__init__(f"{port.size} hops on a VC beyond the VCs there are")
+        self.port, self.vc = port, vc
 
 
 class Walk:
@@ -204,10 +202,16 @@ class Walk:
             self.dateline = (np.zeros(n_ports, bool) if dl is None
                              else np.asarray(dl).astype(bool))
             self.D = int(values.size)
-        # dateline levels are 0 and 1, plus what the plan's bumps add
+        # dateline levels are 0 and 1, plus what the plan's bumps add (a level at or above
+        # the VCs is walked: a change of dimension resets it, a hop in the same one overflows)
         bumps = self.plan.commit_bump + self.plan.turn_bump
-        levels = self.V if self.counter else min(self.V, 2 + bumps)
+        # counter levels only grow: one level past the VCs stands for every higher one, from
+        # which any hop overflows (so the walk finds the hops that would, :attr:`over`)
+        self.top = self.V if self.counter and self.V < MAX_LEVELS else None
+        levels = (self.V + (self.top is not None)) if self.counter else 2 + bumps
         self.S = levels * self.D
+        #: hops some packet may make on a VC at or above ``n_vcs``: (router, port, VC) arrays
+        self.over: list[tuple[np.ndarray, np.ndarray]] = []
 
     # ---------------------------------------------------------------- codes
 
@@ -224,8 +228,19 @@ class Walk:
 
     def bumped(self, s: np.ndarray, levels: int) -> tuple[np.ndarray, np.ndarray]:
         """``s`` with ``levels`` more VC levels, and where that level still exists."""
-        s2 = s + levels * self.D
+        s2 = self.capped(s + levels * self.D)
         return s2, s2 < self.S
+
+    def capped(self, s: np.ndarray) -> np.ndarray:
+        """Counter levels above the VCs as the one level :attr:`top` that stands for them."""
+        return s if self.top is None else np.minimum(s, self.top)
+
+    def overflow(self, o: np.ndarray, vc: np.ndarray) -> None:
+        """Note the hops on ports ``o`` whose VC ``vc`` does not exist (the run would stop on
+        them): :func:`federation.network.deadlock.prove` refuses the routing."""
+        bad = vc >= self.V
+        if bad.any():
+            self.over.append((o[bad], vc[bad]))
 
     # ---------------------------------------------------------------- the walk
 
@@ -250,6 +265,9 @@ class Walk:
                     nxt.append(self.admit(fn(sel[k:k + step])))
             frontier = np.concatenate(nxt)
         states = int(popcount(self.seen).sum())
+        if self.over:
+            o, vc = (np.concatenate(a) for a in zip(*self.over, strict=True))
+            raise VCOverflow(o, vc)
         parts = self.edge_set.arrays()
         if not parts:
             return np.zeros(0, np.int64), np.zeros(0, np.int64), states
@@ -338,6 +356,7 @@ class Walk:
         keep = self.group[z] == self.group[x[i]]
         i, o, z = i[keep], o[keep], z[keep]
         vc, s2, ok = self.step(s0[i], o, 0)
+        self.overflow(o, vc)
         s3, up = self.bumped(s2, self.plan.detour_bump)
         ok &= up
         ch = o[ok] * self.V + vc[ok]
@@ -470,11 +489,13 @@ class Walk:
 
     def step(self, s: np.ndarray, o: np.ndarray, off: int) -> tuple[np.ndarray, ...]:
         """The engine's VC rule (``tables_route.vc_rule``): the hop's VC, the state after it,
-        and whether the VC exists (a VC beyond ``router.vcs`` stops the run instead)."""
+        and whether the VC exists (a hop on a VC beyond ``router.vcs``, which would stop the run,
+        is noted by :meth:`overflow` and refused after the walk)."""
         if self.counter:
             lvl = s
             s2 = lvl + self.bump[o]
             vc = (s2 if self.on_bump else lvl) + off
+            s2 = self.capped(s2)
         else:
             lvl, d = np.divmod(s, self.D)
             do = self.dimidx[o]
@@ -501,6 +522,7 @@ class Walk:
         i, o = self.ports(kind, col, y)
         codes, col, y, s = codes[i], col[i], y[i], s[i]
         vc, s2, ok = self.step(s, o, self.offset if kind in (P1_G, P1_L) else 0)
+        self.overflow(o, vc)
         codes, col, y, o, vc, s2 = codes[ok], col[ok], y[ok], o[ok], vc[ok], s2[ok]
         ch = o * self.V + vc
         z = self.peer[o]
@@ -538,83 +560,9 @@ class Walk:
         return np.where(at, -1, out)
 
 
-class EdgeSet:
-    """The walk's edges.  An edge between a channel and the next channel, between a channel and
-    the fan-out state it arrives in, or between a fan-out state and a channel it leaves on,
-    joins neighbours of one router, so it is a bit of a small dense bitmap (many destinations
-    share one dependency: a repeat costs nothing); the few others are kept as lists."""
-
-    def __init__(self, w: Walk) -> None:
-        pt = w.ports_of
-        self.w = w
-        rps = pt.router_port_start.astype(np.int64)
-        self.first_port = rps
-        self.maxp = int(np.diff(rps).max()) if rps.size > 1 else 1
-        self.local = np.zeros(pt.n_ports, np.int64)
-        own = pt.port_router >= 0
-        self.local[own] = np.nonzero(own)[0] - rps[pt.port_router[own]]
-        self.out_w = self.maxp * w.V  # out-channels of one router
-        self.ss = 1 << w.sb
-        self.block = (w.base_s1 - w.base_ent) // 2  # one fan-out kind's code range
-        self.fan_w = 5 * self.ss  # fan-out states of one router
-        n_fan = w.end - w.base_ent
-        sizes = (w.n_ch * self.out_w, n_fan * self.out_w, w.n_ch * self.fan_w)
-        self.dense = sum(sizes) <= MAX_EDGE_BYTES
-        if self.dense:
-            self.cc, self.fc, self.cf = (np.zeros(n, bool) for n in sizes)
-        self.src: list[np.ndarray] = []
-        self.dst: list[np.ndarray] = []
-
-    def add(self, a: np.ndarray, b: np.ndarray) -> None:
-        w = self.w
-        rest = np.ones(a.size, bool)
-        if self.dense:
-            ch_a, ch_b = a < w.n_ch, b < w.n_ch
-            fan_a, fan_b = a >= w.base_ent, b >= w.base_ent
-            bc = np.where(ch_b, b, 0)
-            out = self.local[bc // w.V] * w.V + bc % w.V  # b's channel among its router's
-            m = ch_a & ch_b
-            self.cc[a[m] * self.out_w + out[m]] = True
-            k = fan_a & ch_b
-            self.fc[(a[k] - w.base_ent) * self.out_w + out[k]] = True
-            f = ch_a & fan_b
-            rel = b[f] - w.base_ent
-            self.cf[a[f] * self.fan_w + rel // self.block * self.ss + (rel & (self.ss - 1))] = True
-            rest = ~(m | k | f)
-        if rest.any():
-            a, b = a[rest], b[rest]
-            if a.size > 4096 and self.w.end < 2**31:  # a fan-out's repeats: keep one of each
-                pair = distinct(a * self.w.end + b)
-                a, b = np.divmod(pair, self.w.end)
-            self.src.append(a)
-            self.dst.append(b)
-
-    def arrays(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Every edge as (from, to) vertex codes, in parts."""
-        w = self.w
-        out = list(zip(self.src, self.dst, strict=True))
-        if not self.dense:
-            return out
-        peer = w.peer
-        idx = np.nonzero(self.cc)[0]
-        a, rest = np.divmod(idx, self.out_w)
-        lp, vc = np.divmod(rest, w.V)
-        out.append((a, (self.first_port[peer[a // w.V]] + lp) * w.V + vc))
-        idx = np.nonzero(self.fc)[0]
-        fan, rest = np.divmod(idx, self.out_w)
-        lp, vc = np.divmod(rest, w.V)
-        y = (fan >> w.sb) & ((1 << w.rb) - 1)
-        out.append((w.base_ent + fan, (self.first_port[y] + lp) * w.V + vc))
-        idx = np.nonzero(self.cf)[0]
-        a, rest = np.divmod(idx, self.fan_w)
-        kind, s = np.divmod(rest, self.ss)
-        z = peer[a // w.V]
-        out.append((a, w.base_ent + kind * self.block + (z << w.sb | s)))
-        return out
-
-
 def table_edges(network: Network, tables: RouteTables, n_vcs: int, plan: TablePlan,
                 owner: str) -> tuple[np.ndarray, np.ndarray, int]:
     """Edges (vertex codes, channels first: ``port * n_vcs + vc``) of the tables' dependency
-    graph under ``plan``, and the number of routing states walked."""
+    graph under ``plan``, and the number of routing states walked.  Raises
+    :class:`VCOverflow` when a packet may be given a VC at or above ``n_vcs``."""
     return Walk(network, tables, n_vcs, plan, owner).run()
