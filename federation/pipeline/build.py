@@ -105,7 +105,35 @@ def checked_network(rm: ResolvedMachine, prefix: str = "") -> Network:
         net.validate()
     except TopologyError as exc:
         raise ConfigError(f"{owner} built an invalid network: {exc}", **where) from None
+    why = size_problem(topo.size(), net)
+    if why:
+        raise ConfigError(f"{owner}: {why}", **where)
     return net
+
+
+def size_problem(size: Any, net: Network) -> str | None:
+    """How the topology's :meth:`~federation.plugin.components.Topology.size` (``None``:
+    unknown, nothing to compare) disagrees with the network its ``build()`` made, or None.
+
+    The checks before building read ``size()``: nodes (listed nodes and node counts of job
+    placements, ``ranks``), routers, cables and groups (the memory estimate, whose refusal
+    quotes routers and nodes).  Nodes, then routers, must be exact; cables and groups only
+    feed the estimate, so an overcount is safe (``random_shortcut`` documents its cables as
+    an upper bound) and only an undercount is refused."""
+    if size is None:
+        return None
+    for what, said, made in (("nodes", size.nodes, net.n_nodes),
+                             ("routers", size.routers, net.n_routers)):
+        if said != made:
+            return (f"size() said {said} {what}, build() made {made}; the checks before the "
+                    "build (memory, job placements) used size(), which must count what "
+                    "build() makes")
+    for what, said, made in (("cables", size.cables, net.n_links),
+                             ("groups", size.groups, net.n_groups)):
+        if said < made:
+            return (f"size() said {said} {what}, build() made {made}; size() may overcount "
+                    "cables and groups (an upper bound for the memory check), never undercount")
+    return None
 
 
 def topology_owner(topology: Any) -> str:
