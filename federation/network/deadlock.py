@@ -27,7 +27,9 @@ What is analysed (:func:`prove`):
   never per packet -- found by a vectorised breadth-first search
   (:mod:`federation.network.dependencies`).  A hop the walk finds on a VC at or above
   ``n_vcs`` is refused (:class:`VCShortfall`, naming the highest VC and one hop that gives
-  it): the run would stop on it, so the tables or the plan declare too few VCs.  The graph
+  it): the run would stop on it, so the tables or the plan declare too few VCs (without
+  Valiant phases or detours, where the walk is exact; their supersets may hold longer paths
+  than any packet takes, so there the run refuses such a hop if one is made).  The graph
   then holds channels and states: a channel leads to the states a packet arriving on it may
   be in, a state to the channels it may leave on.  States at one router never form a cycle
   among themselves, so this graph has a cycle exactly when the channel dependency graph has
