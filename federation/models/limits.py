@@ -15,6 +15,14 @@ silently.
   "unlimited" (``federation.engine.events.INF_CREDIT``), so a buffer is at most ``2**60`` B
   (about 1.15e18 B).  A larger one did not fit the conversion to int64 (above ``2**63``, the credits
   became garbage and the run reported a false deadlock) or would pass for a NIC's.
+* **Bandwidth.**  A transmission lasts ``size x ps per byte`` rounded to whole picoseconds, and
+  a packet may be one byte (a message's last packet, a 1 B message), so a link or a NIC moves
+  at most one byte per picosecond, ``10**12`` B/s (1 TB/s).  Faster, a byte takes less than
+  the clock unit and a small packet crosses in 0 ps (a port of unlimited bandwidth), and the
+  synthetic workload's injection slot (one message's time at the NIC, whole picoseconds, at
+  least 1) no longer follows the bandwidth, so it offers another load than the one asked
+  (``nic.bandwidth: 1e300`` asked for about 1e+290 packets, and ``run`` blamed
+  ``outputs.packets``).
 """
 
 from __future__ import annotations
@@ -33,6 +41,8 @@ MAX_PACKET_BYTES = 2**31 - 1
 #: largest input buffer per VC, in bytes (the engine's int64 credit counters; a NIC's input,
 #: unlimited, holds this many)
 MAX_BUFFER_BYTES = 2**60
+#: fastest link or NIC, in bytes per second: one byte per picosecond, the engine's clock unit
+MAX_BANDWIDTH = 1e12
 #: most points one sweep may expand to (each is validated and resolved before the run)
 MAX_SWEEP_POINTS = 10_000
 #: most messages one point may generate before the engine starts (a unit slip otherwise

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_serializer, model_validator
 
 from federation.models.base import DocumentModel, SchemaVersion
-from federation.models.units import BufferSize, ByteCount, PacketSize, Rate, Size, Time
+from federation.models.units import Bandwidth, BufferSize, ByteCount, PacketSize, Size, Time
 
 DEFAULT_BANDWIDTH = 5.25 * 2**30  # bytes/s (CODES, Edison-like)
 DEFAULT_LATENCY = 10e-9  # s
@@ -87,7 +87,9 @@ class NestedSpec(ComponentSpec):
 class LinkClass(DocumentModel):
     """Figures of one link class; unset fields take the topology's or the global default."""
 
-    bandwidth: Rate | None = Field(None, description="per direction; default 5.25GiB/s")
+    bandwidth: Bandwidth | None = Field(
+        None, description="per direction; default 5.25GiB/s; at most 1e12 B/s (1 TB/s: the "
+        "engine's clock counts whole picoseconds, and a packet may be one byte)")
     latency: Time | None = Field(None, description="propagation latency; default 10ns")
     buffer: BufferSize | None = Field(
         None, description="input buffer per VC at the receiving port; default 8KiB; at most "
@@ -182,8 +184,9 @@ class RouterConfig(DocumentModel):
 class NicConfig(DocumentModel):
     """The node's network interface, and the MPI-style protocol figures rank programs use."""
 
-    bandwidth: Rate | None = Field(
-        None, description="injection bandwidth; default: the terminal link bandwidth"
+    bandwidth: Bandwidth | None = Field(
+        None, description="injection bandwidth; default: the terminal link bandwidth; at most "
+        "1e12 B/s (1 TB/s), as a link's"
     )
     eager_threshold: ByteCount = Field(
         65536, description="rank programs: messages up to this size go eagerly (at once; an "

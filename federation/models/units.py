@@ -30,6 +30,7 @@ from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 from federation.errors import ConfigError
 from federation.models.limits import (
     CLOCK_LIMIT,
+    MAX_BANDWIDTH,
     MAX_BUFFER_BYTES,
     MAX_PACKET_BYTES,
     TIME_LIMIT_PS,
@@ -233,6 +234,24 @@ def _buffer(value: Any) -> float:
     return num
 
 
+def too_fast(bytes_per_s: float) -> str:
+    """Why a bandwidth above :data:`~federation.models.limits.MAX_BANDWIDTH` is refused (the
+    end of the message, after the value)."""
+    return (f"is more than the engine's clock resolves: a byte would take "
+            f"{PS_PER_S / bytes_per_s:.3g} ps, less than its clock unit (1 ps: times are whole "
+            "picoseconds), so a one-byte packet's transmission would round to 0 or 1 ps; at "
+            f"most {MAX_BANDWIDTH:.0e} B/s (1 TB/s, one byte per ps)")
+
+
+def _bandwidth(value: Any) -> float:
+    """A positive link or NIC bandwidth the engine's clock resolves (at most
+    :data:`~federation.models.limits.MAX_BANDWIDTH`, one byte per picosecond)."""
+    num = _positive(parse_rate)(value)
+    if num > MAX_BANDWIDTH:
+        raise ValueError(f"{value!r} = {num:.4g} B/s {too_fast(num)}")
+    return num
+
+
 _SCHEMA_RATE = WithJsonSchema(
     {"anyOf": [{"type": "number"}, {"type": "string", "pattern": _RATE_RE.pattern}],
      "description": "bytes per second, or a string such as '5.25GiB/s', '100Gb/s'"}
@@ -264,6 +283,13 @@ PacketSize = Annotated[float, BeforeValidator(_whole_bytes(MAX_PACKET_BYTES)), _
                                           "as '512B', '4KiB'"})]
 #: A strictly positive rate in bytes/s; accepts '100Gb/s'.
 Rate = Annotated[float, BeforeValidator(_positive(parse_rate)), _SER, _SCHEMA_RATE]
+#: A link or NIC bandwidth in bytes/s: positive, at most
+#: :data:`federation.models.limits.MAX_BANDWIDTH` (1 TB/s); accepts '100Gb/s'.
+Bandwidth = Annotated[float, BeforeValidator(_bandwidth), _SER, WithJsonSchema({
+    "anyOf": [{"type": "number", "exclusiveMinimum": 0, "maximum": MAX_BANDWIDTH},
+              {"type": "string", "pattern": _RATE_RE.pattern}],
+    "description": "bytes per second (at most 1e12, one byte per ps), or a string such as "
+                   "'5.25GiB/s', '100Gb/s'"})]
 #: A duration in seconds (>= 0); accepts '100ns'.
 Time = Annotated[float, BeforeValidator(_nonneg(parse_time)), _SER, _SCHEMA_TIME]
 #: A strictly positive duration in seconds.

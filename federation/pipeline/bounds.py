@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from federation.errors import ConfigError
-from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS, TIME_LIMIT_S
-from federation.models.units import PS_PER_S, format_time
+from federation.models.limits import CLOCK_LIMIT, MAX_BANDWIDTH, TIME_LIMIT_PS, TIME_LIMIT_S
+from federation.models.units import PS_PER_S, format_time, too_fast
 from federation.pipeline.points import (
     MemoryEstimate,
     gib,
@@ -52,7 +52,9 @@ MAX_MEMORY_ENV = "FEDERATION_MAX_MEMORY"
 def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
     """Refuse any time, size or rate whose engine time would pass the clock range.
 
-    Checked: each link class's latency and the serialisation of one packet at its bandwidth,
+    Checked: each link class's bandwidth (at most one byte per picosecond: a topology's
+    default; a file's is refused as it is read, :data:`federation.models.units.Bandwidth`),
+    its latency and the serialisation of one packet at its bandwidth,
     the NIC's serialisation, the router delay, the stop window, and the shortest possible
     delivery of a packet created at the end of the window.  The engine also refuses, at run
     time, any event it would schedule past the range (a longer path, a congested queue), so
@@ -63,7 +65,11 @@ def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
     size = float(machine.packet_size)
     worst = {"terminal": 0.0}
     for cls in known_link_classes(point, network):
-        bw, _ = link_figure(machine, topo, cls, "bandwidth")
+        bw, given = link_figure(machine, topo, cls, "bandwidth")
+        if bw > MAX_BANDWIDTH:  # a file's value is refused as it is read; a plugin's default
+            whose = "" if given else f" (the default of topology {topo.name!r})"
+            raise refuse_figure(point, f"links.{cls}.bandwidth",
+                                f"{bw:.4g} B/s{whose} {too_fast(bw)}")
         lat, _ = link_figure(machine, topo, cls, "latency")
         if lat >= TIME_LIMIT_S:
             raise refuse_figure(point, f"links.{cls}.latency",

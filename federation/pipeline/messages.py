@@ -27,6 +27,7 @@ from federation.pipeline.points import (
     in_job,
     job_view,
     no_messages,
+    point_jobs,
 )
 from federation.plugin.components import Messages, Workload, WorkloadContext
 
@@ -187,13 +188,18 @@ def message_rate(point: ResolvedPoint, built: Built,
                  job: ResolvedJob | None = None) -> tuple[float, float, float] | None:
     """``(load, message bytes, messages per second per node)`` of a workload that states
     an offered load (``None`` for one that does not)."""
+    return _rate(point, built.nic_bandwidth, job)
+
+
+def _rate(point: ResolvedPoint, nic_bw: float,
+          job: ResolvedJob | None) -> tuple[float, float, float] | None:
     workload = job.workload if job is not None else point.workload
     load = workload.offered_load()
     if load is None:
         return None
     size = float(getattr(workload.params, "message_size", None)
                  or point.machine.machine.packet_size)
-    return load, size, load * built.nic_bandwidth / size
+    return load, size, load * nic_bw / size
 
 
 def packet_rate(point: ResolvedPoint, built: Built, job: ResolvedJob | None = None,
@@ -251,12 +257,8 @@ def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm:
     """Generate until ``n`` messages exist after the warm-up; the window closes at the n-th.
     The messages are in the workload's node numbers (the job's, with ``nodes``)."""
     workload = job.workload if job is not None else point.workload
-    load = workload.offered_load() or 0.5
-    size = float(point.machine.machine.packet_size)
     m = net.n_nodes if nodes is None else int(nodes.shape[0])
-    per_node_rate = load * nic_bw / size  # messages per second per node (estimate)
-    span = seconds_to_ps(1.5 * n / max(per_node_rate * m, 1e-30)) + 1
-    span = min(span, TIME_LIMIT_PS - 1 - warm)
+    span = messages_span(point, nic_bw, warm, n, job, m)
     state = rng.bit_generator.state
     while True:
         rng.bit_generator.state = state
@@ -274,6 +276,50 @@ def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm:
                 f"{CLOCK_LIMIT}; lower stop.messages or raise the "
                 "load", path=stop_field(point))
         span = min(2 * span, TIME_LIMIT_PS - 1 - warm)
+
+
+def messages_span(point: ResolvedPoint, nic_bw: float, warm: int, n: int,
+                  job: ResolvedJob | None, m: int) -> int:
+    """The span (ps after the warm-up) over which :func:`generate_n_messages` first generates
+    ``n`` messages on ``m`` nodes: half as long again as their time at the workload's load
+    (0.5 when it states none), within the clock.  A load whose messages would not all be
+    created before the end of the clock is refused here, before anything is generated, by
+    ``run`` and ``validate`` alike (:func:`whole_horizon`)."""
+    workload = job.workload if job is not None else point.workload
+    load = workload.offered_load() or 0.5
+    per_node_rate = load * nic_bw / float(point.machine.machine.packet_size)  # an estimate
+    rate = _rate(point, nic_bw, job)
+    if rate is not None:
+        load, size, per_node = rate
+        expected = per_node * m * (TIME_LIMIT_PS - 1 - warm) / PS_PER_S
+        if expected < n:
+            raise ConfigError(
+                f"at load {load:g} of a {nic_bw:g} B/s NIC with {size:g} B messages, the {m} "
+                f"nodes create about {expected:.3g} messages after the warm-up before the end "
+                f"of {CLOCK_LIMIT}, fewer than stop.messages ({n}); lower stop.messages or "
+                "raise the load", source=point.source, path=stop_field(point))
+    span = seconds_to_ps(1.5 * n / max(per_node_rate * m, 1e-30)) + 1
+    return min(span, TIME_LIMIT_PS - 1 - warm)
+
+
+def whole_horizon(point: ResolvedPoint, built: Built, job: ResolvedJob, m: int) -> int | None:
+    """The horizon (ps from the job's start) over which the run first generates the open-loop
+    ``job``'s messages whole (:meth:`Workload.generate`) on its ``m`` nodes, or ``None`` when
+    it streams them (:meth:`Workload.batches`).  The preflight gives it to
+    :meth:`Workload.check`, so that a workload refuses there, in ``validate`` as in ``run``,
+    what its ``generate`` would refuse (the synthetic workload: more messages than are
+    generated whole)."""
+    stop = point.experiment.stop
+    warm = seconds_to_ps(stop.warmup)
+    closed = any(j.closed_loop for j in point_jobs(point))
+    if stop.measure is None:  # stop.messages: one open-loop job (check_jobs)
+        if closed:
+            return None
+        return warm + messages_span(point, built.nic_bandwidth, warm, stop.messages or 0,
+                                    job, m)
+    if not closed and streams(job.workload):
+        return None
+    return max(1, warm + seconds_to_ps(stop.measure) - job.start_ps)
 
 
 def on_machine(msgs: Messages, nodes: np.ndarray | None, start_ps: int = 0,

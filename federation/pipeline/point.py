@@ -390,10 +390,12 @@ def prepare(point: ResolvedPoint, cache: BuildCache | None = None,
 
 def check_open_jobs(point: ResolvedPoint, built: Built, placed: Placed) -> None:
     """Every open-loop job's workload's own checks on its nodes (a pattern that needs a
-    power of two or a grid the job does not have), before any point runs."""
+    power of two or a grid the job does not have), before any point runs: over the horizon
+    the run generates its messages whole over (a workload's limit on what it holds whole),
+    or 1 ps when it streams them (:func:`~federation.pipeline.messages.whole_horizon`)."""
     import numpy as np
 
-    from federation.pipeline.messages import workload_context
+    from federation.pipeline.messages import whole_horizon, workload_context
     from federation.pipeline.points import in_job
 
     for pj in placed.jobs:
@@ -401,12 +403,14 @@ def check_open_jobs(point: ResolvedPoint, built: Built, placed: Placed) -> None:
         if job.closed_loop:
             continue
         nodes = None if pj.whole else pj.nodes
-        ctx = workload_context(point, built.network, 1, built.nic_bandwidth,
-                               np.random.default_rng(0), job, nodes)
+        m = int(pj.nodes.shape[0])
         try:
+            horizon = whole_horizon(point, built, job, m) or 1
+            ctx = workload_context(point, built.network, horizon, built.nic_bandwidth,
+                                   np.random.default_rng(0), job, nodes)
             job.workload.check(ctx)
         except ConfigError as exc:
-            raise in_job(exc, point, job, int(pj.nodes.shape[0])) from None
+            raise in_job(exc, point, job, m) from None
 
 
 def exp_slowdown(point: ResolvedPoint) -> bool:

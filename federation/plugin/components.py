@@ -362,8 +362,11 @@ class Workload(Component):
         """Optional: refuse, before any point runs, what this open-loop workload cannot do on
         ``ctx.network`` (a job's nodes, or the whole machine), raising a
         :class:`~federation.errors.ConfigError` whose path starts with ``workload.``.  The
-        preflight calls it for every open-loop workload (``federation validate`` too); the
-        default checks nothing."""
+        preflight calls it for every open-loop workload (``federation validate`` too), with
+        ``ctx.horizon_ps`` the horizon over which the run will generate the messages whole
+        (:meth:`generate`: ``stop.messages``, a background beside rank programs, a workload
+        without :meth:`batches`), or 1 when it streams them, so that what :meth:`generate`
+        would refuse of that horizon can be refused here; the default checks nothing."""
 
 
 # --------------------------------------------------------------------------- engine

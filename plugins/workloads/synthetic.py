@@ -114,8 +114,14 @@ class Synthetic(Workload):
                 InjectionContext(n, slot_ps, self.params.load, int(ctx.horizon_ps), ctx.rng))
 
     def check(self, ctx: WorkloadContext) -> None:
-        """The pattern's and the process's refusals on these nodes (a power of two, a grid,
-        two groups, a burst the NIC cannot inject), before anything runs."""
+        """Before anything runs: the pattern's and the process's refusals on these nodes (a
+        power of two, a grid, two groups, a burst the NIC cannot inject), and more messages
+        over ``ctx.horizon_ps`` than :meth:`generate` holds whole (the preflight gives the
+        horizon the run generates them whole over, or 1 ps when it streams them)."""
+        self._check_parts(ctx)
+        self._check_whole(ctx)
+
+    def _check_parts(self, ctx: WorkloadContext) -> None:
         pctx, ictx = self._contexts(ctx)
         for what, component, c in (("pattern", self.pattern, pctx),
                                    ("injection", self.injection, ictx)):
@@ -124,8 +130,8 @@ class Synthetic(Workload):
             except ConfigError as exc:
                 raise relocated(exc, f"workload.{what}") from None
 
-    def generate(self, ctx: WorkloadContext) -> Messages:
-        """Every message at once (a background, or ``stop.messages``): the batches joined."""
+    def _check_whole(self, ctx: WorkloadContext) -> None:
+        """The messages over ``ctx.horizon_ps``, held whole, within the limit."""
         _, slot_ps = self._size(ctx)
         expected = ctx.network.n_nodes * (ctx.horizon_ps // slot_ps) * self.params.load
         if expected > MAX_MESSAGES:
@@ -134,6 +140,10 @@ class Synthetic(Workload):
                 f"warm-up plus measurement would create about {expected:.3g} messages (limit "
                 f"{MAX_MESSAGES:.0e} when they are generated whole); shorten stop.warmup or "
                 f"{field}, or lower the load", path=field)
+
+    def generate(self, ctx: WorkloadContext) -> Messages:
+        """Every message at once (a background, or ``stop.messages``): the batches joined."""
+        self._check_whole(ctx)
         parts = [m for _, m in self.batches(ctx, 1 << 20)]
         if not parts:  # a horizon shorter than one message's slot: nothing is sent
             return Messages(time_ps=np.zeros(0, np.int64), src=np.zeros(0, np.int32),
@@ -147,7 +157,7 @@ class Synthetic(Workload):
         span's edge is the same process, so spans only bound memory), each given its
         destination by the pattern.  The process draws what it needs once (Bernoulli: each
         node's phase within the slot) first, then the pattern (a fixed mapping)."""
-        self.check(ctx)
+        self._check_parts(ctx)
         n = ctx.network.n_nodes
         size, slot_ps = self._size(ctx)
         n_slots = int(ctx.horizon_ps // slot_ps)
