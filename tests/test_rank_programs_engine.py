@@ -151,6 +151,20 @@ def test_overheads_add_to_every_trip(tmp_path):
     assert int(raw.programs.rank_finish.max()) == 2 * 2 * trip
 
 
+def test_network_latency_max_of_a_pingpong_is_its_closed_form(tmp_path):
+    """One 8 B eager message each way between two groups: each is one packet that leaves an
+    idle NIC when it is created, so its network latency (NIC to delivery) is the one-way
+    closed form, as its latency is (the maximum was null: the loop kept none)."""
+    far = 8 * 4 * 9 - 1
+    progs = pingpong(8, 1).build(rank_node=[0, far])
+    _, raw, summary, _ = run(tmp_path, progs)
+    trip = one_way_ps(tmp_path, 0, far, 8)
+    assert int(raw.programs.rank_finish.max()) == 2 * trip
+    assert summary.latency_ns.max == summary.latency_ns.mean == trip / 1e3
+    assert summary.network_latency_ns.mean == trip / 1e3
+    assert summary.network_latency_ns.max == trip / 1e3
+
+
 def test_a_rank_runs_one_compute_at_a_time_in_the_order_they_began(tmp_path):
     p = Prog(1)
     a = p.op(0, COMPUTE, time_ps=100_000)

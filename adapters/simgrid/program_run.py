@@ -138,6 +138,7 @@ def packet_sums(fl: Flows, hops: np.ndarray) -> np.ndarray:
         PSTAT_HOPS,
         PSTAT_LATENCY,
         PSTAT_MAX,
+        PSTAT_NETMAX,
         PSTAT_NETWORK,
         PSTAT_PACKETS,
     )
@@ -149,7 +150,7 @@ def packet_sums(fl: Flows, hops: np.ndarray) -> np.ndarray:
     st[PSTAT_PACKETS] = int(n.sum())
     st[PSTAT_BYTES] = int(fl.size[done].sum())
     st[PSTAT_LATENCY] = st[PSTAT_NETWORK] = int((lat * n).sum())
-    st[PSTAT_MAX] = int(lat.max()) if lat.size else 0
+    st[PSTAT_MAX] = st[PSTAT_NETMAX] = int(lat.max()) if lat.size else 0
     st[PSTAT_HOPS] = int((hops[done] * n).sum())
     return st
 

@@ -70,6 +70,7 @@ PSTAT_NETWORK = 3  # leaving the NIC to delivery, ps
 PSTAT_MAX = 4  # largest latency
 PSTAT_HOPS = 5  # router-to-router hops
 PSTAT_NONMINIMAL = 6  # packets the routing marked non-minimal
+PSTAT_NETMAX = 7  # largest network latency
 
 
 @part
@@ -330,9 +331,12 @@ def delivered(sim, pg, pk, now):
     st[PSTAT_PACKETS] += 1
     st[PSTAT_BYTES] += sim.ps[pk, P_SIZE]
     st[PSTAT_LATENCY] += lat
-    st[PSTAT_NETWORK] += now - sim.pm[pk, M_INJECT]
+    net = now - sim.pm[pk, M_INJECT]
+    st[PSTAT_NETWORK] += net
     if lat > st[PSTAT_MAX]:
         st[PSTAT_MAX] = lat
+    if net > st[PSTAT_NETMAX]:
+        st[PSTAT_NETMAX] = net
     st[PSTAT_HOPS] += sim.ps[pk, P_HOPS]
     st[PSTAT_NONMINIMAL] += 1 - sim.ps[pk, P_MINIMAL]
     f = pg.row_flow[pk]

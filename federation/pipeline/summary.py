@@ -240,6 +240,7 @@ def with_program_packets(fields: dict[str, Any], pstat: np.ndarray, capacity: fl
         PSTAT_HOPS,
         PSTAT_LATENCY,
         PSTAT_MAX,
+        PSTAT_NETMAX,
         PSTAT_NETWORK,
         PSTAT_NONMINIMAL,
         PSTAT_PACKETS,
@@ -258,7 +259,8 @@ def with_program_packets(fields: dict[str, Any], pstat: np.ndarray, capacity: fl
         mean=mean(lat.mean, int(pstat[PSTAT_LATENCY])), p50=None, p99=None,
         max=max(lat.max or 0.0, int(pstat[PSTAT_MAX]) / 1e3))
     fields["network_latency_ns"] = LatencyStats(
-        mean=mean(net.mean, int(pstat[PSTAT_NETWORK])), p50=None, p99=None, max=None)
+        mean=mean(net.mean, int(pstat[PSTAT_NETWORK])), p50=None, p99=None,
+        max=max(net.max or 0.0, int(pstat[PSTAT_NETMAX]) / 1e3))
     fields["mean_hops"] = ((fields["mean_hops"] or 0.0) * m + int(pstat[PSTAT_HOPS])) / (m + n)
     fields["nonminimal_fraction"] = (((fields["nonminimal_fraction"] or 0.0) * m
                                       + int(pstat[PSTAT_NONMINIMAL])) / (m + n))
