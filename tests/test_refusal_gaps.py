@@ -169,3 +169,25 @@ def test_streamed_and_small_counts_still_validate(tmp_path):
             "{warmup: 0.1us, measure: 0.5us}", stop))
         r = run_cli("validate", "e.yaml", cwd=tmp_path)
         assert r.returncode == 0, (stop, r.stderr)
+
+
+# --------------------------------------------------------------------------- a machine file alone
+
+
+@pytest.mark.parametrize("field, yaml_text, why", [
+    ("links.terminal.latency", "links: {terminal: {latency: 100}}",
+     "100s is beyond the engine's clock range (8796093022208 ps = 8.796 s of simulated time); "
+     "plain numbers are seconds (write '100ns', not 100)"),
+    ("router.delay", "router: {delay: 50}",
+     "50s is beyond the engine's clock range (8796093022208 ps = 8.796 s of simulated time); "
+     "plain numbers are seconds (write '50ns', not 50)"),
+])
+def test_validate_of_a_machine_file_checks_its_figures_against_the_clock(tmp_path, field,
+                                                                          yaml_text, why):
+    """``validate m.yaml`` called a machine whose terminal latency is 100 s valid (the clock
+    checks ran for experiments only); an experiment on it was refused by both."""
+    (tmp_path / "m.yaml").write_text(DRAGONFLY + yaml_text + "\n")
+    line = one_error(run_cli("validate", "m.yaml", cwd=tmp_path))
+    assert line == f"error: m.yaml: {field}: {why}"
+    (tmp_path / "e.yaml").write_text(EXPERIMENT)
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == line

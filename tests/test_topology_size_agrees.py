@@ -6,8 +6,10 @@ whose ``size()`` said 16 nodes while ``build()`` made 32 ran on, with those chec
 the wrong counts.  The build now compares them (:func:`federation.pipeline.build.size_problem`,
 from ``checked_network``, the one path of ``run``, ``validate`` and ``topology``): routers and
 nodes must be equal; cables and groups, which only feed the memory estimate, may be
-overcounted (``random_shortcut``'s documented upper bound) but never undercounted.  A fake
-installed distribution (as in ``test_network_checks``) drives the CLI.
+overcounted (``random_shortcut``'s documented upper bound) but never undercounted.  A
+``size()`` that raises :class:`TopologyError` or answers something other than a
+:class:`TopologySize` of integers is refused too (it was a traceback).  A fake installed
+distribution (as in ``test_network_checks``) drives the CLI.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ PLUGIN = textwrap.dedent('''\
     import numpy as np
 
     from federation import LinkDefaults, NetworkBuilder, Params, Topology, hookimpl
+    from federation.errors import TopologyError
     from federation.plugin.components import TopologySize
 
 
@@ -49,13 +52,18 @@ PLUGIN = textwrap.dedent('''\
             return b.build()
 
         def size(self):
+            if self.params.case == "raises":
+                raise TopologyError("case 'raises' has no size")
+            if self.params.case == "junk":
+                return {"routers": 8, "nodes": 32}
             said = dict(routers=8, nodes=32, cables=8, groups=8)
             said.update({
                 "ok": {}, "unknown": None,
                 "nodes": dict(nodes=16), "routers_nodes": dict(routers=16, nodes=16),
                 "routers": dict(routers=4), "cables_under": dict(cables=6),
                 "cables_over": dict(cables=12), "groups_under": dict(groups=2),
-                "groups_over": dict(groups=9)}[self.params.case] or {})
+                "groups_over": dict(groups=9), "negative": dict(cables=-1),
+                "float": dict(nodes=32.0)}[self.params.case] or {})
             return None if self.params.case == "unknown" else TopologySize(**said)
 
 
@@ -76,6 +84,16 @@ REFUSED = {
     "routers": f"{OWNER}: size() said 4 routers, build() made 8{TAIL}",
     "cables_under": f"{OWNER}: size() said 6 cables, build() made 8{BOUND}undercount",
     "groups_under": f"{OWNER}: size() said 2 groups, build() made 8{BOUND}undercount",
+    # size() itself: refused before anything reads it (these were tracebacks)
+    "raises": f"{OWNER}: case 'raises' has no size",
+    "junk": f"{OWNER}: size() returned {{'routers': 8, 'nodes': 32}}, not None or a "
+            "TopologySize(routers, nodes, cables, groups) of integers >= 0",
+    "negative": f"{OWNER}: size() returned TopologySize(routers=8, nodes=32, cables=-1, "
+                "groups=8), not None or a TopologySize(routers, nodes, cables, groups) of "
+                "integers >= 0",
+    "float": f"{OWNER}: size() returned TopologySize(routers=8, nodes=32.0, cables=8, "
+             "groups=8), not None or a TopologySize(routers, nodes, cables, groups) of "
+             "integers >= 0",
 }
 
 
@@ -114,11 +132,13 @@ def test_run_refuses_it_before_anything_runs(tmp_path, site):
     assert not (tmp_path / "out" / "results.json").exists()
 
 
-def test_the_topology_command_refuses_it_as_run_does(tmp_path, site):
-    (tmp_path / "m.yaml").write_text("topology: {kind: miscount, case: nodes}\n")
-    r = federation("topology", "m.yaml", sites=[site], cwd=tmp_path)
+@pytest.mark.parametrize("command", ["topology", "validate"])
+@pytest.mark.parametrize("case", ["nodes", "raises", "junk"])
+def test_a_machine_file_is_refused_as_run_does(tmp_path, site, command, case):
+    (tmp_path / "m.yaml").write_text(f"topology: {{kind: miscount, case: {case}}}\n")
+    r = federation(command, "m.yaml", sites=[site], cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
-    assert r.stderr.strip() == f"error: m.yaml: topology: {REFUSED['nodes']}"
+    assert r.stderr.strip() == f"error: m.yaml: topology: {REFUSED[case]}"
 
 
 def test_a_listed_node_beyond_the_build_blames_the_plugin_not_the_job(tmp_path):

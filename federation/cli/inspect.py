@@ -52,14 +52,23 @@ def validate(
 
 
 def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
-    """Build a machine file's network after the memory check its topology's counts allow."""
-    from federation.pipeline.bounds import check_machine_memory, check_network_memory
+    """Build a machine file's network after the memory check its topology's counts allow, and
+    check its figures against the engine's clock."""
+    from federation.errors import ConfigError
+    from federation.pipeline.bounds import (
+        check_machine_memory,
+        check_network_memory,
+        machine_clock,
+    )
     from federation.pipeline.build import checked_network
 
     known = check_machine_memory(rm, limit)
     net = checked_network(rm)  # as run checks it: a plugin's malformed network is refused
     if known is None:
         check_network_memory(net, rm.machine.router.vcs, limit, rm.source, "topology")
+    # its figures against the clock, as run checks them (the stop window is the experiment's)
+    machine_clock(rm, list(net.link_classes),
+                  lambda field, why: ConfigError(why, source=rm.source, path=field))
     return net
 
 

@@ -15,12 +15,13 @@ then); the traffic stage checks the packets.  A refusal is one
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from federation.errors import ConfigError
+from federation.errors import ConfigError, TopologyError
 from federation.models.limits import CLOCK_LIMIT, MAX_BANDWIDTH, TIME_LIMIT_PS, TIME_LIMIT_S
 from federation.models.units import PS_PER_S, format_time, too_fast
 from federation.pipeline.points import (
@@ -31,6 +32,7 @@ from federation.pipeline.points import (
     point_jobs,
     refuse_figure,
     stop_path,
+    topology_owner,
 )
 
 if TYPE_CHECKING:
@@ -49,52 +51,65 @@ MAX_MEMORY_ENV = "FEDERATION_MAX_MEMORY"
 # --------------------------------------------------------------------------- clock range
 
 
-def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
-    """Refuse any time, size or rate whose engine time would pass the clock range.
+#: makes the refusal of a machine field: ``refuse(field, why)``
+Refusal = Callable[[str, str], ConfigError]
 
-    Checked: each link class's bandwidth (at most one byte per picosecond: a topology's
-    default; a file's is refused as it is read, :data:`federation.models.units.Bandwidth`),
-    its latency and the serialisation of one packet at its bandwidth,
-    the NIC's serialisation, the router delay, the stop window, and the shortest possible
-    delivery of a packet created at the end of the window.  The engine also refuses, at run
-    time, any event it would schedule past the range (a longer path, a congested queue), so
-    no wrapped time can reach a result.
-    """
-    machine = point.machine.machine
-    topo = point.machine.topology
+
+def machine_clock(rm: ResolvedMachine, classes: list[str], refuse: Refusal,
+                  ) -> tuple[dict[str, float], float, float]:
+    """A machine's figures against the clock range: each link class's bandwidth (at most one
+    byte per picosecond: a topology's default; a file's is refused as it is read,
+    :data:`federation.models.units.Bandwidth`), its latency and one packet's serialisation at
+    its bandwidth, the NIC's serialisation and the router's delays.  ``refuse(field, why)``
+    makes the refusal of a machine field (an experiment's point names where it was set; a
+    machine file alone, the file).  Returns each class's serialisation plus latency, the
+    NIC's serialisation and the router delay (s), for the experiment's trip bound."""
+    machine, topo = rm.machine, rm.topology
     size = float(machine.packet_size)
     worst = {"terminal": 0.0}
-    for cls in known_link_classes(point, network):
+    for cls in classes:
         bw, given = link_figure(machine, topo, cls, "bandwidth")
         if bw > MAX_BANDWIDTH:  # a file's value is refused as it is read; a plugin's default
             whose = "" if given else f" (the default of topology {topo.name!r})"
-            raise refuse_figure(point, f"links.{cls}.bandwidth",
-                                f"{bw:.4g} B/s{whose} {too_fast(bw)}")
+            raise refuse(f"links.{cls}.bandwidth", f"{bw:.4g} B/s{whose} {too_fast(bw)}")
         lat, _ = link_figure(machine, topo, cls, "latency")
         if lat >= TIME_LIMIT_S:
-            raise refuse_figure(point, f"links.{cls}.latency",
-                          f"{format_time(lat)} is beyond {CLOCK_LIMIT}; plain numbers are seconds "
-                          "(write '100ns', not 100)")
+            raise refuse(f"links.{cls}.latency",
+                         f"{format_time(lat)} is beyond {CLOCK_LIMIT}; plain numbers are seconds "
+                         "(write '100ns', not 100)")
         ser = size / bw
         if ser >= TIME_LIMIT_S:
-            raise refuse_figure(point, f"links.{cls}.bandwidth",
-                          f"one {size:g} B packet takes {format_time(ser)} to cross a link at "
-                          f"{bw:g} B/s, beyond {CLOCK_LIMIT}")
+            raise refuse(f"links.{cls}.bandwidth",
+                         f"one {size:g} B packet takes {format_time(ser)} to cross a link at "
+                         f"{bw:g} B/s, beyond {CLOCK_LIMIT}")
         worst[cls] = ser + lat
     term_bw, _ = link_figure(machine, topo, "terminal", "bandwidth")
     nic_bw = float(machine.nic.bandwidth or term_bw)
     nic_ser = size / nic_bw
     if nic_ser >= TIME_LIMIT_S:
-        raise refuse_figure(point, "nic.bandwidth",
-                      f"one {size:g} B packet takes {format_time(nic_ser)} to leave a NIC at "
-                      f"{nic_bw:g} B/s, beyond {CLOCK_LIMIT}")
+        raise refuse("nic.bandwidth",
+                     f"one {size:g} B packet takes {format_time(nic_ser)} to leave a NIC at "
+                     f"{nic_bw:g} B/s, beyond {CLOCK_LIMIT}")
     delay = float(machine.router.delay)
     for name, value in (("router.delay", delay),
                         ("router.credit_delay", float(machine.router.credit_delay))):
         if value >= TIME_LIMIT_S:
-            raise refuse_figure(point, name,
-                                f"{format_time(value)} is beyond {CLOCK_LIMIT}; plain numbers "
-                                "are seconds (write '50ns', not 50)")
+            raise refuse(name, f"{format_time(value)} is beyond {CLOCK_LIMIT}; plain numbers "
+                         "are seconds (write '50ns', not 50)")
+    return worst, nic_ser, delay
+
+
+def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
+    """Refuse any time, size or rate whose engine time would pass the clock range.
+
+    Checked: the machine's figures (:func:`machine_clock`), the stop window, and the shortest
+    possible delivery of a packet created at the end of the window.  The engine also
+    refuses, at run time, any event it would schedule past the range (a longer path, a
+    congested queue), so no wrapped time can reach a result.
+    """
+    classes = known_link_classes(point, network)
+    worst, nic_ser, delay = machine_clock(
+        point.machine, classes, lambda field, why: refuse_figure(point, field, why))
     stop = point.experiment.stop
     if stop.warmup >= TIME_LIMIT_S:
         raise ConfigError(f"{format_time(stop.warmup)} is beyond {CLOCK_LIMIT}",
@@ -350,11 +365,38 @@ def check_memory(estimate: MemoryEstimate, limit: int, what: str, source: str,
         "of physical memory)", source=source, path=path)
 
 
+def topology_size(rm: ResolvedMachine, prefix: str = "") -> TopologySize | None:
+    """The machine's :meth:`Topology.size`, checked: a :class:`TopologyError` it raises, or
+    an answer that is not ``None`` or a :class:`TopologySize` of integers ``>= 0``, is
+    refused as the machine file's ``topology`` field naming the topology (and its plugin)
+    (``prefix``: where the machine sits in its file).  The checks before the build (memory,
+    job placements) read it; :func:`~federation.pipeline.build.checked_network` compares it
+    with what ``build()`` made."""
+    from federation.plugin.components import TopologySize
+
+    topo = rm.topology
+    where = {"source": rm.source, "path": f"{prefix}topology"}
+    try:
+        size = topo.size()
+    except TopologyError as exc:
+        raise ConfigError(f"{topology_owner(topo)}: {exc}", **where) from None
+    if size is None:
+        return None
+    counts = [getattr(size, f, None) for f in ("routers", "nodes", "cables", "groups")]
+    if not isinstance(size, TopologySize) or not all(
+            isinstance(c, int | np.integer) and not isinstance(c, bool) and c >= 0
+            for c in counts):
+        raise ConfigError(f"{topology_owner(topo)}: size() returned {size!r}, not None or a "
+                          "TopologySize(routers, nodes, cables, groups) of integers >= 0",
+                          **where)
+    return size
+
+
 def check_machine_memory(machine: ResolvedMachine, limit: int,
                          prefix: str = "") -> MemoryEstimate | None:
     """Estimate a machine's network and tables from :meth:`Topology.size` (no allocation) and
     refuse it above ``limit``; ``None`` when the topology cannot say before building."""
-    size = machine.topology.size()
+    size = topology_size(machine, prefix)
     if size is None:
         return None
     est = estimate_network(size, machine.machine.router.vcs)

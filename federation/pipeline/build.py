@@ -33,22 +33,28 @@ from federation.network.deadlock import (
 from federation.network.dependencies import ProofTooLarge
 from federation.network.graph import network_problem
 from federation.network.tables import ClassPlan, TablePlan
-from federation.pipeline.bounds import check_clock, check_network_memory, check_route_clock
+from federation.pipeline.bounds import (
+    check_clock,
+    check_network_memory,
+    check_route_clock,
+    topology_size,
+)
 from federation.pipeline.points import (
     Built,
     MemoryEstimate,
     ResolvedMachine,
     ResolvedPoint,
+    builtin,
     figure_origin,
     link_figure,
     machine_prefix,
+    plugin_of,
     refuse_figure,
+    topology_owner,
 )
 from federation.pipeline.tables_check import (
-    builtin,
     check_point_routes,
     check_point_tables,
-    plugin_of,
     tables_fault,
 )
 from federation.plugin.components import RouteTables, Routing, RoutingProgram
@@ -105,7 +111,7 @@ def checked_network(rm: ResolvedMachine, prefix: str = "") -> Network:
         net.validate()
     except TopologyError as exc:
         raise ConfigError(f"{owner} built an invalid network: {exc}", **where) from None
-    why = size_problem(topo.size(), net)
+    why = size_problem(topology_size(rm, prefix), net)
     if why:
         raise ConfigError(f"{owner}: {why}", **where)
     return net
@@ -134,14 +140,6 @@ def size_problem(size: Any, net: Network) -> str | None:
             return (f"size() said {said} {what}, build() made {made}; size() may overcount "
                     "cables and groups (an upper bound for the memory check), never undercount")
     return None
-
-
-def topology_owner(topology: Any) -> str:
-    """``topology 'x'``, with ``(plugin 'p')`` for a third-party topology (built-ins are
-    the program's own: their plugin name adds nothing)."""
-    if builtin(topology):
-        return f"topology {topology.name!r}"
-    return f"topology {topology.name!r} (plugin {plugin_of(topology, 'topologies')!r})"
 
 
 def build_key(point: ResolvedPoint) -> str:

@@ -426,3 +426,32 @@ def everywhere(point: ResolvedPoint, n_nodes: int) -> Placed:
     """Every job of the point on every node, in node order (the old form)."""
     nodes = np.arange(n_nodes, dtype=np.int64)
     return Placed(tuple(PlacedJob(j, nodes, nodes, n_nodes) for j in point_jobs(point)))
+
+
+# --------------------------------------------------------------------------- components
+
+#: the built-in components' package
+BUILTIN_COMPONENTS = "federation.plugins."
+
+
+def plugin_of(component: Any, kind: str) -> str:
+    """The registered plugin (entry-point name) behind ``component``, else its module."""
+    from federation.plugin.registry import get_plugins
+
+    reg = getattr(get_plugins(), kind).items.get(component.name)
+    if reg is not None and reg.cls is type(component):
+        return reg.plugin
+    return type(component).__module__
+
+
+def builtin(component: Any) -> bool:
+    """Whether ``component`` is one of the program's own (``federation.plugins``)."""
+    return type(component).__module__.startswith(BUILTIN_COMPONENTS)
+
+
+def topology_owner(topology: Any) -> str:
+    """``topology 'x'``, with ``(plugin 'p')`` for a third-party topology (built-ins are
+    the program's own: their plugin name adds nothing)."""
+    if builtin(topology):
+        return f"topology {topology.name!r}"
+    return f"topology {topology.name!r} (plugin {plugin_of(topology, 'topologies')!r})"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from federation.errors import ConfigError
 from federation.models.limits import MAX_MESSAGES
 from federation.models.units import PS_PER_S, format_time
-from federation.pipeline.bounds import check_clock, check_machine_memory
+from federation.pipeline.bounds import check_clock, check_machine_memory, topology_size
 from federation.pipeline.points import (
     MemoryEstimate,
     ResolvedJob,
@@ -123,7 +123,7 @@ def check_jobs(point: ResolvedPoint) -> None:
                               f"which only rank programs give before the run; workload "
                               f"{j.workload.name!r} is open loop", source=src,
                               path=j.at("ranks.order"))
-    size = point.machine.topology.size()
+    size = topology_size(point.machine, machine_prefix(point))
     _check_sizes(point, list(jobs), size.nodes if size else None)
 
 

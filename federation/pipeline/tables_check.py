@@ -36,6 +36,7 @@ import numpy as np
 from federation.errors import ConfigError, RoutingError
 from federation.network import Network
 from federation.network.checks import RouteWalk, route_walk
+from federation.pipeline.points import builtin, plugin_of
 from federation.plugin.components import (
     VC_COUNTER,
     VC_DATELINE,
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
     from federation.pipeline.points import ResolvedPoint
 
 _INT32 = np.iinfo(np.int32)
-#: the built-in components' package
-BUILTIN_COMPONENTS = "federation.plugins."
 _VC_RULES = {VC_COUNTER: "VC_COUNTER", VC_DATELINE: "VC_DATELINE"}
 
 
@@ -240,16 +239,6 @@ def check_minimal_routes(tables: Any, network: Network, topology: Any, routing_n
             f"over invalid minimal routes, which routing {routing_name!r} builds on: {why}")
 
 
-def plugin_of(component: Any, kind: str) -> str:
-    """The registered plugin (entry-point name) behind ``component``, else its module."""
-    from federation.plugin.registry import get_plugins
-
-    reg = getattr(get_plugins(), kind).items.get(component.name)
-    if reg is not None and reg.cls is type(component):
-        return reg.plugin
-    return type(component).__module__
-
-
 def check_point_routes(point: ResolvedPoint, network: Network, tables: RouteTables,
                        program: RoutingProgram | None) -> RouteWalk | None:
     """Refuse route tables in which a route between two routers with nodes meets a -1 entry
@@ -270,11 +259,6 @@ def check_point_routes(point: ResolvedPoint, network: Network, tables: RouteTabl
     raise tables_fault(point, f"has minimal routes (minimal_routes) that cannot deliver, which "
                               f"routing {point.routing.name!r} passes on: {walk.problem}",
                        f"handed over route tables that cannot deliver: {walk.problem}")
-
-
-def builtin(component: Any) -> bool:
-    """Whether ``component`` is one of the program's own (``federation.plugins``)."""
-    return type(component).__module__.startswith(BUILTIN_COMPONENTS)
 
 
 def tables_fault(point: ResolvedPoint, by_topology: str, by_routing: str) -> ConfigError:
