@@ -59,6 +59,32 @@ def test_two_workers_give_the_serial_bytes(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".federation-")]
 
 
+def test_two_workers_run_qos_policies_like_a_serial_run(tmp_path):
+    """A class policy's arbiter class is made at run time (no importable name), so Dask pickled
+    it by value and the worker's compiled arbitrate function was a copy, not its module's: the
+    engine refused every QoS point ("must be defined at module level").  A sweep over no QoS
+    and both class policies gives the serial bytes."""
+    (tmp_path / "e.yaml").write_text(
+        "machine:\n"
+        "  topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"
+        "  router: {vcs: 4}\n"
+        "workload: {kind: synthetic, load: 0.2}\n"
+        "stop: {warmup: 0us, measure: 1us}\n"
+        "sweep:\n"
+        "  machine.qos:\n"
+        "    - {kind: none}\n"
+        "    - {kind: bandwidth_caps, classes: [{name: high, cap: 0.7}, {name: low, cap: 0.3}],"
+        " window: 1us}\n"
+        "    - {kind: strict_priority, classes: [{name: high}, {name: low}]}\n")
+    serial = run_cli("run", "e.yaml", "--out", "serial", cwd=tmp_path)
+    assert serial.returncode == 0, serial.stderr
+    spread = run_cli("run", "e.yaml", "--out", "spread", "--workers", "2", cwd=tmp_path)
+    assert spread.returncode == 0 and spread.stderr == "", spread.stderr
+    a, b = files(tmp_path / "serial"), files(tmp_path / "spread")
+    assert len(a) == 13 and a == b
+    assert json.loads(b["results.json"])["status"] == "complete"
+
+
 @pytest.fixture(scope="module")
 def scheduler():
     """An existing two-process cluster on the loopback interface, as ``--scheduler`` uses."""

@@ -107,8 +107,22 @@ def _arbiter_class(policy: type[ClassPolicy]) -> type[Arbiter]:
         def state(self: Any, network: Network, n_vcs: int) -> QosState:
             return self.qos.state(network, n_vcs)
 
+        def __reduce__(self: Any) -> tuple:  # noqa: N807
+            return _policy_arbiter, (self.qos,), self.__dict__
+
         _ARBITERS[policy] = type(f"{policy.__name__}Arbiter", (Arbiter,), {
             "name": f"qos {policy.name}", "function": policy.function,
-            "__init__": __init__, "state": state,
+            "__init__": __init__, "state": state, "__reduce__": __reduce__,
             "__doc__": f"The output-port arbitration of QoS policy {policy.name!r}."})
     return _ARBITERS[policy]
+
+
+def _policy_arbiter(qos: ClassPolicy) -> Arbiter:
+    """``qos.as_arbiter()``: how a policy's arbiter is unpickled (a Dask worker's point).
+
+    The arbiter's class is made at run time, so it has no importable name and cloudpickle would
+    copy it by value, ``function`` included: the worker's copy of the compiled function would
+    not be the one its module defines, which the engine requires
+    (:func:`federation.engine.compile.loop_for` imports the call-outs by name).  Rebuilt from the
+    policy's class (pickled by reference), it is this process's own class of that policy."""
+    return qos.as_arbiter()
