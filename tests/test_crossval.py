@@ -207,6 +207,64 @@ def test_a_suite_given_by_a_relative_path_reads_its_inline_files_beside_it(tmp_p
     assert str(sub / "hand.goal") in line and "federation-crossval-" not in line
 
 
+def test_a_jobs_workload_path_resolves_from_the_suite(tmp_path):
+    """Fuzz 43 case 7: an inline experiment's `jobs[0].workload.path` was looked up in the
+    temporary folder the suite runs in ("no such schedule file: /tmp/federation-crossval-
+    .../hand.goal"), while a top-level `workload.path` was read beside the suite file.  Both
+    are read beside it; a missing one is named there, at the suite's field."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "hand.goal").write_text((REPO / "tests/data/programs/hand.goal").read_text())
+    exp = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 2, "h": 1}},
+           "jobs": [{"name": "a", "workload": {"kind": "program", "path": "hand.goal"},
+                     "placement": {"kind": "contiguous", "count": 2}}], "seed": 5}
+    doc = {"name": "t", "engines": ["native", "simgrid"],
+           "scenarios": [{"name": "jobs", "experiment": exp, "metrics": [
+               {"metric": "makespan_ns", "tolerance": {"relative": 0.05}}]}]}
+    write(sub, doc)
+    env = {ENV_MODULE: str(tmp_path / "absent.so")}
+    r = run_cli("crossval", "sub/s.crossval.yaml", "--out", "r.json", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    (run,) = [x for x in json.loads((tmp_path / "r.json").read_text())["runs"]
+              if x["engine"] == "native"]
+    assert run["status"] == "ran" and run["figures"]["makespan_ns"] > 0
+    (sub / "hand.goal").unlink()
+    line = one_error(run_cli("crossval", "sub/s.crossval.yaml", "--out", "r2.json",
+                             cwd=tmp_path, env=env))
+    assert line.startswith(
+        "error: sub/s.crossval.yaml: scenarios[0].experiment.jobs[0].workload.path")
+    assert str(sub / "hand.goal") in line and "federation-crossval-" not in line
+
+
+def test_anchor_paths_moves_the_paths_of_jobs(tmp_path):
+    """Each job's workload paths are anchored (flat and `params:` form), also where a sweep
+    sets them, the job given by position (`jobs.1`, `jobs[1]`) or by name; what is not a path
+    (a placement's fields, a synthetic job's load) is left alone."""
+    from federation.crossval.run import anchor_paths
+
+    doc = {"machine": "m.yaml",
+           "jobs": [{"name": "a", "workload": {"kind": "program", "path": "a.goal"},
+                     "placement": {"kind": "contiguous", "count": 2}},
+                    {"name": "b", "workload": {"kind": "program",
+                                               "params": {"path": "/abs/b.goal"}},
+                     "placement": {"kind": "rest"}},
+                    {"name": "c", "workload": {"kind": "synthetic", "load": 0.1},
+                     "placement": {"kind": "rest"}}],
+           "sweep": {"jobs.0.workload.path": ["x.goal"], "jobs[1].workload.path": ["y.goal"],
+                     "jobs.b.workload.path": ["z.goal"], "jobs.2.workload.load": [0.2]}}
+    got = anchor_paths(doc, tmp_path)
+    assert got["machine"] == str(tmp_path / "m.yaml")
+    assert got["jobs"][0] == {"name": "a", "workload": {"kind": "program",
+                                                         "path": str(tmp_path / "a.goal")},
+                              "placement": {"kind": "contiguous", "count": 2}}
+    assert got["jobs"][1:] == doc["jobs"][1:]  # absolute, or not a path
+    assert got["sweep"] == {"jobs.0.workload.path": [str(tmp_path / "x.goal")],
+                            "jobs[1].workload.path": [str(tmp_path / "y.goal")],
+                            "jobs.b.workload.path": [str(tmp_path / "z.goal")],
+                            "jobs.2.workload.load": [0.2]}
+    assert doc["jobs"][0]["workload"]["path"] == "a.goal"  # the suite's own document is kept
+
+
 def test_anchor_paths_moves_only_paths(tmp_path):
     """Every relative path of an inline experiment, and nothing else, is anchored to the suite
     folder: the machine file, DocumentPath parameters (also in `params:` form and in an

@@ -225,7 +225,10 @@ class SuiteRunner:
 COMPONENTS = (("machine.topology", "topologies", "kind"), ("machine.qos", "qos", "kind"),
               ("machine.router.arbiter", "arbiters", "kind"),
               ("routing", "routings", "algorithm"), ("workload", "workloads", "kind"),
-              ("background", "workloads", "kind"), ("engine", "engines", "kind"))
+              ("background", "workloads", "kind"), ("engine", "engines", "kind"),
+              ("routing_controller", "controllers", "kind"))
+#: the components of each of ``jobs`` (field paths below ``jobs.<position>``)
+JOB_COMPONENTS = (("workload", "workloads", "kind"), ("placement", "placements", "kind"))
 
 
 def anchor_paths(experiment: dict[str, Any], base: Path) -> dict[str, Any]:
@@ -233,14 +236,22 @@ def anchor_paths(experiment: dict[str, Any], base: Path) -> dict[str, Any]:
     ``base`` (absolute), as the loader resolves them against an experiment file's folder: the
     ``machine`` file, and each parameter a component's plugin declares a
     :data:`~federation.models.base.DocumentPath` (``workload.path``, a graph file's
-    ``topology.path``...), also where ``sweep`` sets them.  What is not a path is left alone;
-    what is invalid is left for the loader to report."""
+    ``topology.path``, a job's ``jobs[0].workload.path``...), also where ``sweep`` sets them
+    (a job by position or by name: ``jobs.0.workload.path``, ``jobs[0]...``, ``jobs.a...``).
+    What is not a path is left alone; what is invalid is left for the loader to report."""
+    from federation.pipeline.overrides import dotted, positional
+
     doc = copy.deepcopy(experiment)
     anchor = _anchorer(base)
     if isinstance(doc.get("machine"), str):
         doc["machine"] = anchor(doc["machine"])
+    components = list(COMPONENTS)
+    jobs = doc.get("jobs")
+    if isinstance(jobs, list):
+        components += [(f"jobs.{i}.{where}", registry, key) for i in range(len(jobs))
+                       for where, registry, key in JOB_COMPONENTS]
     path_fields: dict[str, set[str]] = {}
-    for where, registry, key in COMPONENTS:
+    for where, registry, key in components:
         spec = _get(doc, where)
         names = _path_fields(registry, spec.get(key) if isinstance(spec, dict) else None)
         path_fields[where] = names
@@ -251,7 +262,8 @@ def anchor_paths(experiment: dict[str, Any], base: Path) -> dict[str, Any]:
     sweep = doc.get("sweep")
     if isinstance(sweep, dict):
         for k, values in sweep.items():
-            where, _, name = k.rpartition(".")
+            key = positional(dotted(k), doc) if isinstance(k, str) else ""
+            where, _, name = key.rpartition(".")
             if (k == "machine" or name in path_fields.get(where, ())) and isinstance(values,
                                                                                   list):
                 sweep[k] = [anchor(v) for v in values]
@@ -272,7 +284,10 @@ def _anchorer(base: Path) -> Callable[[Any], Any]:
 def _get(doc: dict[str, Any], where: str) -> Any:
     cur: Any = doc
     for part in where.split("."):
-        cur = cur.get(part) if isinstance(cur, dict) else None
+        if isinstance(cur, list) and part.isdigit():
+            cur = cur[int(part)] if int(part) < len(cur) else None
+        else:
+            cur = cur.get(part) if isinstance(cur, dict) else None
     return cur
 
 
