@@ -259,3 +259,131 @@ def test_an_unknown_collective_or_algorithm_lists_the_known_ones(tmp_path, algor
     known = ", ".join(ALGORITHMS["allreduce"] if "allreduce" in algorithms else ALGORITHMS)
     assert one_error(run_cli("validate", str(e), cwd=tmp_path)) == \
         f"error: {e}: {path}: {message.format(known)}"
+
+
+# --------------------------------------------------------------------------- fuzz findings
+
+WHOLE = "(in ASCII digits, as dumpi2ascii prints an int)"
+
+
+@pytest.mark.parametrize(("old", "new", "file", "message"), [
+    # count=1e3 was read as 1, 0x10 as 0, '4 elements' as 4 (the leading digits)
+    ("int count=4\n", "int count=1e3\n", "0000",
+     f"line 10: MPI_Irecv: count='1e3' is not a whole number >= 0 {WHOLE}"),
+    ("int count=4\n", "int count=0x10\n", "0000",
+     f"line 10: MPI_Irecv: count='0x10' is not a whole number >= 0 {WHOLE}"),
+    ("int count=4\n", "int count=4 elements\n", "0000",
+     f"line 10: MPI_Irecv: count='4 elements' is not a whole number >= 0 {WHOLE}"),
+    ("int count=4\n", "int count=-4\n", "0000",
+     f"line 10: MPI_Irecv: count='-4' is not a whole number >= 0 {WHOLE}"),
+    ("int count=4\n", "int count=\u0664\n", "0000",
+     f"line 10: MPI_Irecv: count='\u0664' is not a whole number >= 0 {WHOLE}"),
+    ("int count=4\n", "int count=99999999999\n", "0000",
+     "line 10: MPI_Irecv: count=99999999999 is beyond a C int (-2147483648 .. 2147483647), "
+     "which dumpi2ascii prints"),
+    ("int dest=1\n", "int dest=1.0\n", "0000",
+     f"line 20: MPI_Isend: dest='1.0' is not a whole decimal number {WHOLE}"),
+    ("int source=2\n", "int source=2 (MPI_ANY_SOURCE)\n", "0000",
+     f"line 12: MPI_Irecv: source='2 (MPI_ANY_SOURCE)' is not a whole decimal number {WHOLE}"),
+    ("int tag=7\n", "int tag=7x\n", "0000",
+     f"line 13: MPI_Irecv: tag='7x' is not a whole decimal number {WHOLE}"),
+    ("MPI_Request requests[2]=[0, 1]", "MPI_Request requests[2]=[0, 1e0]", "0000",
+     "line 27: MPI_Waitall: requests='[0, 1e0]' is not a list of whole numbers within a C "
+     "int, in ASCII digits ('[0, 1]')"),
+])
+def test_numeric_parameters_are_whole_decimal_integers(tmp_path, old, new, file, message):
+    d = copy_ring(tmp_path)
+    edit(d / f"dumpi-2024-{file}.txt", old, new)
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
+    assert (e.value.source, e.value.message) == (str(d / f"dumpi-2024-{file}.txt"), message)
+
+
+BCAST = ("MPI_Init entering at walltime 0.000000000, cputime 0.000000000 seconds in thread 0.\n"
+         "MPI_Init returning at walltime 0.000000000, cputime 0.000000000 seconds in thread 0.\n"
+         "MPI_Bcast entering at walltime 0.000000000, cputime 0.000000000 seconds in thread 0.\n"
+         "int count=8\nMPI_Datatype datatype=1 (MPI_BYTE)\nint root={root}\n"
+         "MPI_Comm comm=2 (MPI_COMM_WORLD)\n"
+         "MPI_Bcast returning at walltime 0.000000000, cputime 0.000000000 seconds in thread 0.\n")
+
+
+def test_a_root_is_a_whole_number(tmp_path):
+    d = tmp_path / "t"
+    d.mkdir()
+    for r in range(2):
+        (d / f"t-{r}.txt").write_text(BCAST.format(root="1.5" if r else "0"))
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
+    assert (e.value.source, e.value.message) == (
+        str(d / "t-1.txt"), f"line 6: MPI_Bcast: root='1.5' is not a whole decimal number "
+                            f"{WHOLE}")
+
+
+def set_tag(d: Path, tag: str) -> None:
+    for f in d.iterdir():
+        f.write_text(f.read_text().replace("int tag=7\n", f"int tag={tag}\n"))
+
+
+@pytest.mark.parametrize("tag", ["1073741824", "2147483647", "99999999999"])
+def test_an_application_tag_in_the_collectives_range_is_refused(tmp_path, tag):
+    """A tag of 2**30 or more met the collectives' own tags (an application send was paired
+    with a bcast's receive, refused as a truncation); one beyond int32 was refused by the
+    program arrays, naming the experiment and no line."""
+    d = copy_ring(tmp_path)
+    set_tag(d, tag)
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
+    assert (e.value.source, e.value.message) == (
+        str(d / "dumpi-2024-0000.txt"),
+        f"line 13: MPI_Irecv: tag={tag} is above 1073741823 (2**30 - 1), the largest "
+        "application tag here: tags from 2**30 up are the collectives' own (MPI guarantees "
+        "tags up to 32767, MPI_TAG_UB)")
+
+
+def test_the_largest_application_tag_runs_beside_a_collective(tmp_path):
+    d = copy_ring(tmp_path)
+    set_tag(d, str(COLLECTIVE_TAG - 1))
+    p = read_dumpi(d)
+    assert int((p.op_tag == COLLECTIVE_TAG - 1).sum()) == 6
+    check_programs(p, 3)
+
+
+def test_a_walltime_going_backwards_is_refused(tmp_path):
+    """An entry before the previous return dropped the compute between them silently."""
+    d = copy_ring(tmp_path)
+    edit(d / "dumpi-2024-0000.txt", "MPI_Allreduce entering at walltime 0.000017500",
+         "MPI_Allreduce entering at walltime 0.000001500")
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
+    assert (e.value.source, e.value.message) == (
+        str(d / "dumpi-2024-0000.txt"),
+        "line 30: MPI_Allreduce enters at walltime 0.000001500, before the previous call "
+        "returned (line 29, walltime 0.000015000): walltimes must not go backwards")
+    d = copy_ring(tmp_path / "b")
+    edit(d / "dumpi-2024-0000.txt", "MPI_Waitall returning at walltime 0.000015000",
+         "MPI_Waitall returning at walltime 0.000011000")
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
+    assert e.value.message == (
+        "line 29: MPI_Waitall returns at walltime 0.000011000, before it entered (line 25, "
+        "walltime 0.000011200): walltimes must not go backwards")
+
+
+def test_a_parameter_given_twice_in_a_call_is_refused(tmp_path):
+    """The last of two 'int count=' lines won silently (64 B messages instead of 32 B)."""
+    d = copy_ring(tmp_path)
+    edit(d / "dumpi-2024-0000.txt", "int count=4\n", "int count=4\nint count=8\n")
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
+    assert (e.value.source, e.value.message) == (
+        str(d / "dumpi-2024-0000.txt"),
+        "line 11: MPI_Irecv: a second 'count' (the first is at line 10): which one the call "
+        "had is unknown")
+
+
+def test_a_byte_order_mark_is_skipped(tmp_path):
+    d = copy_ring(tmp_path)
+    f = d / "dumpi-2024-0001.txt"
+    f.write_bytes(b"\xef\xbb\xbf" + f.read_bytes())
+    p, q = read_dumpi(d), read_dumpi(RING)
+    assert as_sets(p) == as_sets(q) and p.op_line.tolist() == q.op_line.tolist()

@@ -227,3 +227,70 @@ def test_every_field_at_its_default_reads_as_before(tmp_path):
     w, ctx = experiment(tmp_path, "{kind: program, path: s.goal, host_speed: 1e9, "
                         "compute_scale: 1.0, datatype_sizes: {}, algorithms: {}}")
     assert w.programs(ctx).op_time_ps.tolist() == [0, 250_000, 0, 0, 1_000_000, 0]
+
+
+# --------------------------------------------------------------------------- fuzz findings
+
+GRAMMAR = ("expected 'num_ranks N', 'rank N {', '}', '[label:] send Nb to R [tag T]', "
+           "'[label:] recv Nb from R [tag T]', '[label:] calc N', or 'label requires|irequires "
+           "label'")
+
+
+@pytest.mark.parametrize(("line", "where"), [
+    ("a: send 8b to \u0661 tag 0", "line 3 (rank 0)"),  # Arabic-Indic one: read as 1
+    ("a: send \uff18b to 1 tag 0", "line 3 (rank 0)"),  # fullwidth 8: read as 8
+    ("a: send 8b to 1 tag \u0663", "line 3 (rank 0)"),
+    ("a: calc \uff15", "line 3 (rank 0)"),
+])
+def test_numbers_are_ascii_digits(line, where):
+    with pytest.raises(ConfigError) as e:
+        parse_goal(f"num_ranks 2\nrank 0 {{\n{line}\n}}\n", source="s.goal")
+    assert e.value.message == (f"{where}: cannot read {line!r}: {GRAMMAR} (numbers are written "
+                               "in ASCII digits, 0-9)")
+
+
+def test_unicode_digits_in_num_ranks_and_rank_blocks_are_refused():
+    with pytest.raises(ConfigError) as e:
+        parse_goal("num_ranks \uff12\n", source="s.goal")
+    assert e.value.message.startswith("line 1: cannot read 'num_ranks \uff12'")
+    with pytest.raises(ConfigError) as e:
+        parse_goal("num_ranks 2\nrank \u0660 {\n}\n", source="s.goal")
+    assert e.value.message.startswith("line 2: cannot read 'rank \u0660 {'")
+
+
+def test_every_line_is_within_the_line_limit(tmp_path):
+    """A 1,572,876-character line was accepted: only a line left over across a read block
+    was measured.  One of exactly the limit is read."""
+    from federation.programs.reading import MAX_LINE_CHARS
+
+    f = tmp_path / "long.goal"
+    comment = "// " + "x" * (MAX_LINE_CHARS + MAX_LINE_CHARS // 2 - 3)
+    f.write_text(f"num_ranks 1\n{comment}\nrank 0 {{\nl1: calc 5\n}}\n")
+    with pytest.raises(ConfigError) as e:
+        read_goal(f)
+    assert (e.value.source, e.value.message) == (
+        str(f), "line 2 is longer than 1,048,576 characters: not a GOAL schedule (a binary "
+                "file?)")
+    f.write_text(f"num_ranks 1\n{comment[:MAX_LINE_CHARS]}\nrank 0 {{\nl1: calc 5\n}}\n")
+    assert read_goal(f).op_line.tolist() == [4]
+
+
+def test_a_byte_order_mark_is_skipped(tmp_path):
+    """A file an editor saved with a BOM was refused quoting '\\ufeffnum_ranks 2'."""
+    f = tmp_path / "bom.goal"
+    f.write_bytes(b"\xef\xbb\xbf" + (DATA / "hand.goal").read_bytes())
+    p, q = read_goal(f), read_goal(DATA / "hand.goal")
+    for a in ARRAYS:
+        assert np.array_equal(getattr(p, a), getattr(q, a)), a
+    assert p.op_line.tolist() == q.op_line.tolist()
+    r = parse_goal("\ufeff" + (DATA / "hand.goal").read_text())
+    assert np.array_equal(r.op_bytes, q.op_bytes)
+
+
+def test_tags_up_to_int32_stay_application_tags():
+    """GOAL has no collectives (nor does a TI trace: they are refused), so no tag is reserved
+    for them: tags up to 2**31 - 1 are read as given (an exported DUMPI trace's collective
+    messages keep their tags from 2**30 up)."""
+    p = parse_goal("num_ranks 2\nrank 0 {\nsend 8b to 1 tag 2147483647\n}\n"
+                   "rank 1 {\nrecv 8b from 0 tag 1073741824\n}\n")
+    assert p.op_tag.tolist() == [2**31 - 1, 2**30]

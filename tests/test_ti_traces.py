@@ -114,3 +114,79 @@ def test_line_of_another_rank_in_a_per_rank_file(tmp_path):
     with pytest.raises(ConfigError, match=r"b.txt: line 1: a line of rank 0 in the trace of "
                                           r"rank 1"):
         read_ti(write(tmp_path, "a.txt\nb.txt\n", "list.txt"))
+
+
+# --------------------------------------------------------------------------- fuzz findings
+
+
+def test_a_listed_name_is_read_beside_the_list_never_from_the_current_directory(
+        tmp_path, monkeypatch):
+    """``r1.txt`` missing beside the list but present in the current directory was read from
+    there: the same experiment ran from one folder and was refused from another."""
+    (tmp_path / "lst").mkdir()
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "sub", "0 init\n0 send 1 0 8\n", "r0.txt")
+    write(tmp_path, "1 init\n1 recv 0 0 4000\n", "r1.txt")  # in the cwd only
+    listing = write(tmp_path / "lst", "../sub/r0.txt\nr1.txt\n", "list.txt")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as e:
+        read_ti(listing)
+    assert (e.value.source, e.value.message) == (
+        str(listing), f"line 2: the trace file 'r1.txt' ({tmp_path / 'lst' / 'r1.txt'}) does "
+                      "not exist (a name in a list is relative to the list's folder)")
+    # beside the list, or absolute: read
+    write(tmp_path / "lst", "1 init\n1 recv 0 0 8\n", "r1.txt")
+    assert read_ti(listing).op_bytes.tolist() == [8, 8]
+    write(tmp_path / "lst", f"{tmp_path / 'sub' / 'r0.txt'}\nr1.txt\n", "list.txt")
+    assert read_ti(listing).op_bytes.tolist() == [8, 8]
+
+
+NUMBERS = {
+    # int() and float() read Unicode digits and underscores; a negative count truncated to 0
+    "fullwidth rank": ("\uff10 send 1 0 8\n1 recv 0 0 8\n",
+                       "line 1: the rank '\uff10' is not an integer (SimGrid writes ranks as "
+                       "0, 1, ...)"),
+    "underscored rank": ("1_0 init\n", "line 1: the rank '1_0' is not an integer (SimGrid "
+                                       "writes ranks as 0, 1, ...)"),
+    "underscored count": ("0 send 1 0 1_000\n1 recv 0 0 1000\n",
+                          "line 1 (rank 0, send): count '1_000' is not a decimal number "
+                          "(ASCII digits)"),
+    "arabic count": ("0 send 1 0 \u0668\n1 recv 0 0 8\n",
+                     "line 1 (rank 0, send): count '\u0668' is not a decimal number (ASCII "
+                     "digits)"),
+    "negative fraction count": ("0 send 1 0 -0.5\n1 recv 0 0 0\n",
+                                "line 1 (rank 0, send): negative count -0.5 (a receive of "
+                                "unknown size) is not supported"),
+    "negative fraction tag": ("0 send 1 -0.5 8\n1 recv 0 0 8\n",
+                              "line 1 (rank 0, send): tag -0.5 is outside 0 .. 2**31 - 1"),
+    "negative fraction peer": ("0 send -0.5 0 8\n1 recv 0 0 8\n",
+                               "line 1 (rank 0, send): unknown rank -0.5 (a negative rank)"),
+    "fullwidth flops": ("0 compute \uff15\n", "line 1 (rank 0, compute): flops '\uff15' is not "
+                                             "a decimal number (ASCII digits)"),
+    "nan seconds": ("0 sleep nan\n", "line 1 (rank 0, sleep): seconds 'nan' is not a decimal "
+                                    "number (ASCII digits)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NUMBERS))
+def test_numbers_are_ascii_and_counts_never_negative(tmp_path, case):
+    text, expected = NUMBERS[case]
+    f = write(tmp_path, text)
+    with pytest.raises(ConfigError) as e:
+        read_ti(f)
+    assert (e.value.source, e.value.message) == (str(f), expected)
+
+
+def test_simgrid_numbers_still_read_as_simgrid_does(tmp_path):
+    """What SimGrid's parse_double takes stays: an exponent, a fraction (truncated), a sign."""
+    p = read_ti(write(tmp_path, "+0 send 1 7.9 1e3\n1 recv +0 7 1000.5\n0 compute 2.5E3\n"))
+    assert p.op_bytes.tolist() == [1000, 0, 1000]
+    assert p.op_tag.tolist() == [7, 0, 7]
+    assert p.op_time_ps.tolist() == [0, 2_500_000, 0]
+
+
+def test_a_byte_order_mark_is_skipped(tmp_path):
+    f = tmp_path / "t.txt"
+    f.write_bytes(b"\xef\xbb\xbf0 send 1 0 8\n1 recv 0 0 8\n")
+    p = read_ti(f)
+    assert p.op_bytes.tolist() == [8, 8] and p.op_line.tolist() == [1, 2]

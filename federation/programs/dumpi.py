@@ -38,7 +38,12 @@ and line: a call that is not in the table and moves data or waits (``MPI_Waitany
 CODES' replay excludes ``Waitany``/``Waitsome`` too), any communicator but MPI_COMM_WORLD
 (``MPI_COMM_SELF`` collectives are no operation), wildcards (``MPI_ANY_SOURCE``,
 ``MPI_ANY_TAG``: receives match by source and tag), a datatype whose size is not known
-(give ``datatype_sizes``), a wait on a request the rank did not start, a malformed block.
+(give ``datatype_sizes``), a wait on a request the rank did not start, a malformed block;
+naming the parameter: an int parameter that is not a whole decimal number in ASCII digits as
+``%d`` prints it (``count=1e3``, ``0x10``, ``4 elements``), a negative count, a number beyond a
+C int, a parameter given twice in one call, and an application tag of :data:`COLLECTIVE_TAG`
+(2**30) or more, where the collectives' own tags are; and a walltime going backwards (a call
+entering before the previous one returned, or returning before it entered).
 An unmatched receive is refused by the checks every program passes
 (:func:`~federation.programs.checks.check_programs`), with its file and line.
 """
@@ -90,12 +95,21 @@ COLLECTIVE_CALLS = {"MPI_Barrier": "barrier", "MPI_Bcast": "bcast", "MPI_Reduce"
                     "MPI_Allreduce": "allreduce", "MPI_Allgather": "allgather",
                     "MPI_Alltoall": "alltoall", "MPI_Alltoallv": "alltoallv",
                     "MPI_Gather": "gather", "MPI_Scatter": "scatter"}
-#: first tag of the collectives (applications' tags stay far below: MPI guarantees 32767)
+#: first tag of the collectives: MPI gives them a context of their own, tags from here up
+#: stand in for it, so an application tag must stay below (MPI guarantees 32767, MPI_TAG_UB)
 COLLECTIVE_TAG = 1 << 30
-_ENTER = re.compile(r"^(MPI_\w+) entering at walltime (\d+)\.(\d{1,9}),")
-_RETURN = re.compile(r"^(MPI_\w+) returning at walltime (\d+)\.(\d{1,9}),")
+#: numbers are ASCII digits ([0-9]: \d also matches '١', which int() reads as 1)
+_ENTER = re.compile(r"^(MPI_\w+) entering at walltime ([0-9]{1,15})\.([0-9]{1,9}),")
+_RETURN = re.compile(r"^(MPI_\w+) returning at walltime ([0-9]{1,15})\.([0-9]{1,9}),")
 _PARAM = re.compile(r"^[\w ]+?\b(\w+)(?:\[[^\]]*\])*=(.*)$")
-_NUMBER = re.compile(r"-?\d+")
+#: an int parameter as dumpi2ascii prints it (``%d``), whole: ``count=1e3`` was read as 1
+_INT = re.compile(r"-?[0-9]+\Z")
+#: the special values dumpi2ascii names: ``int source=-1 (MPI_ANY_SOURCE)``
+_SPECIAL = re.compile(r"(-[0-9]+) \((?:MPI_ANY_SOURCE|MPI_ANY_TAG|MPI_ROOT)\)\Z")
+#: parameters that may be negative (special values, refused with their own reason)
+_SIGNED = frozenset({"dest", "source", "tag", "sendtag", "recvtag", "root"})
+_TAGS = frozenset({"tag", "sendtag", "recvtag"})
+_INT_MAX = 2**31 - 1  # a C int
 
 
 class _OneRank:
@@ -138,6 +152,7 @@ class _RankTrace:
         self.requests: dict[int, int] = {}
         self.last_return: int | None = None  # ns
         self.return_line = 0  # the line of the last call's return
+        self.return_text = ""  # its walltime as printed
         self.at = 0  # the line of the last number read (for refusals)
 
     def fail(self, line: int, message: str) -> ConfigError:
@@ -148,6 +163,7 @@ class _RankTrace:
         params: dict[str, tuple[str, int]] = {}
         start = 0
         enter_ns = 0
+        enter_text = ""
         for first, lines in text_lines(self.path, "DUMPI trace"):
             for no, raw in enumerate(lines, first):
                 line = raw.strip()
@@ -159,17 +175,21 @@ class _RankTrace:
                         raise self.fail(no, f"expected 'MPI_... entering at walltime ...', "
                                         f"got {line[:80]!r}")
                     call, start, params = m.group(1), no, {}
-                    enter_ns = int(m.group(2)) * 10**9 + int(m.group(3).ljust(9, "0"))
+                    enter_ns, enter_text = _walltime(m)
+                    self.gap(enter_ns, enter_text, call, start)
                     continue
                 m = _RETURN.match(line)
                 if m is not None:
                     if m.group(1) != call:
                         raise self.fail(no, f"{m.group(1)} returns inside {call} (line "
                                         f"{start})")
-                    self.gap(enter_ns, call, start)
+                    ret_ns, ret_text = _walltime(m)
+                    if ret_ns < enter_ns:
+                        raise self.fail(no, f"{call} returns at walltime {ret_text}, before it "
+                                        f"entered (line {start}, walltime {enter_text}): "
+                                        "walltimes must not go backwards")
                     self.call(call, params, start)
-                    self.last_return = int(m.group(2)) * 10**9 + int(m.group(3).ljust(9, "0"))
-                    self.return_line = no
+                    self.last_return, self.return_text, self.return_line = ret_ns, ret_text, no
                     call = None
                     continue
                 if line.startswith("Perfcounters:"):
@@ -177,17 +197,26 @@ class _RankTrace:
                 p = _PARAM.match(line)
                 if p is None:
                     raise self.fail(no, f"not a parameter of {call}: {line[:80]!r}")
-                params[p.group(1)] = (p.group(2).strip(), no)
+                name = p.group(1)
+                if name in params:  # the last one silently won
+                    raise self.fail(no, f"{call}: a second '{name}' (the first is at line "
+                                    f"{params[name][1]}): which one the call had is unknown")
+                params[name] = (p.group(2).strip(), no)
         if call is not None:
             raise self.fail(start, f"{call} never returns (a truncated trace?)")
 
-    def gap(self, enter_ns: int, call: str, line: int) -> None:
+    def gap(self, enter_ns: int, enter_text: str, call: str, line: int) -> None:
         """The compute between the last call's return and ``call``'s entry (at ``line``),
         labelled with ``call``'s line.  A gap the engine's clock cannot hold is refused here,
         naming the file, both lines and, when the scale makes it so, ``compute_scale``: as a
-        bare number it overflowed int64 and was refused without either."""
-        if self.last_return is None or enter_ns <= self.last_return:
+        bare number it overflowed int64 and was refused without either.  An entry before the
+        last return (a walltime going backwards) is refused: its compute was dropped."""
+        if self.last_return is None or enter_ns == self.last_return:
             return
+        if enter_ns < self.last_return:
+            raise self.fail(line, f"{call} enters at walltime {enter_text}, before the previous "
+                            f"call returned (line {self.return_line}, walltime "
+                            f"{self.return_text}): walltimes must not go backwards")
         ns = enter_ns - self.last_return
         scale = self.rd.compute_scale
         ps = ns * 1000 if scale == 1 else int(round(ns * 1000 * scale))
@@ -214,28 +243,53 @@ class _RankTrace:
         return params.get(name, ("", line))
 
     def num(self, params: dict[str, tuple[str, int]], name: str, call: str, line: int) -> int:
+        """An int parameter, whole: ASCII digits (``count=1e3``, ``0x10`` or ``4 elements``
+        were read by their leading digits), a sign only where a special value may stand
+        (:data:`_SIGNED`), within a C int, and a tag below :data:`COLLECTIVE_TAG`."""
         if name not in params:
             raise self.fail(line, f"{call} without '{name}'")
         raw, at = params[name]
-        m = _NUMBER.match(raw)
-        if m is None:
-            raise self.fail(at, f"{call}: {name}={raw!r} is not a number")
         self.at = at
-        return int(m.group(0))
+        m = _SPECIAL.match(raw) if name in _SIGNED else None
+        text = m.group(1) if m else raw
+        if _INT.match(text) is None or (text[0] == "-" and name not in _SIGNED):
+            want = "a whole decimal number" if name in _SIGNED else "a whole number >= 0"
+            raise self.fail(at, f"{call}: {name}={raw[:40]!r} is not {want} (in ASCII digits, "
+                            "as dumpi2ascii prints an int)")
+        v = int(text) if len(text) <= 12 else (-(2**40) if text[0] == "-" else 2**40)
+        if name in _TAGS and v >= COLLECTIVE_TAG:
+            raise self.fail(at, f"{call}: {name}={text[:24]} is above {COLLECTIVE_TAG - 1} "
+                            "(2**30 - 1), the largest application tag here: tags from 2**30 up "
+                            "are the collectives' own (MPI guarantees tags up to 32767, "
+                            "MPI_TAG_UB)")
+        if not -_INT_MAX - 1 <= v <= _INT_MAX:
+            raise self.fail(at, f"{call}: {name}={text[:24]} is beyond a C int "
+                            f"({-_INT_MAX - 1} .. {_INT_MAX}), which dumpi2ascii prints")
+        return v
 
     def numbers(self, params: dict[str, tuple[str, int]], name: str, call: str,
                 line: int) -> list[int]:
+        """A list parameter, ``[0, 1]``: whole numbers within a C int, counts >= 0."""
         raw, at = self.value(params, name, call, line)
         if not raw.startswith("["):
             raise self.fail(at, f"{call}: {name} is {raw or 'missing'} (a list is needed)")
         self.at = at
-        return [int(x) for x in _NUMBER.findall(raw)]
+        body = raw[1:-1].strip() if raw.endswith("]") else None
+        items = [x.strip() for x in body.split(",")] if body else []
+        counts = name.endswith("counts")
+        if body is None or not all(_INT.match(x) and len(x) <= 11 and
+                                   -_INT_MAX - 1 <= int(x) <= _INT_MAX and
+                                   not (counts and x[0] == "-") for x in items):
+            want = "whole numbers >= 0" if counts else "whole numbers"
+            raise self.fail(at, f"{call}: {name}={raw[:60]!r} is not a list of {want} within a "
+                            "C int, in ASCII digits ('[0, 1]')")
+        return [int(x) for x in items]
 
     def dtype(self, params: dict[str, tuple[str, int]], name: str, call: str,
               line: int) -> int:
         raw, at = self.value(params, name, call, line)
         line = at
-        m = re.match(r"(-?\d+) \((.+)\)$", raw)
+        m = re.match(r"(-?[0-9]{1,10}) \((.+)\)$", raw)
         if m is None:
             raise self.fail(line, f"{call}: {name} {raw!r} is not 'id (name)'")
         ident, label = int(m.group(1)), m.group(2)
@@ -371,6 +425,11 @@ class _RankTrace:
         self.rd.count(len(self.rb.kind) - before, self.path, line)
 
 
+def _walltime(m: re.Match) -> tuple[int, str]:
+    """An entry's or return's walltime: nanoseconds, and as printed (for messages)."""
+    return int(m.group(2)) * 10**9 + int(m.group(3).ljust(9, "0")), f"{m.group(2)}.{m.group(3)}"
+
+
 class _Reader:
     def __init__(self, compute_scale: float, datatype_sizes: dict[int, int],
                  algorithms: dict[str, str], max_ops: int | None) -> None:
@@ -403,7 +462,7 @@ def trace_files(path: Path, max_ranks: int | None = None) -> list[Path]:
     for f in sorted(path.iterdir()):
         if not f.is_file() or f.name.startswith("."):
             continue
-        nums = re.findall(r"\d+", f.name)
+        nums = re.findall(r"[0-9]+", f.name)
         if not nums:
             raise ConfigError(f"{f.name}: no rank number in the file name (rank files are "
                               "named like trace-0003.txt)", source=str(path))

@@ -17,7 +17,9 @@ The grammar follows LogGOPSim's reader (``txt2bin.re``, the same file in ATLAHS)
 
 * One statement per line, as in the reference; a ``;`` also ends a statement here (an
   extension for compact files), and ``}`` may end a statement's line.
-* Sizes are integers followed by ``b`` (bytes), the only unit the reference knows.
+* Sizes are integers followed by ``b`` (bytes), the only unit the reference knows.  Numbers
+  are ASCII digits (a regular expression's digit class and ``int()`` also take ``١`` or
+  ``８``: refused here).
 * ``calc N`` is N time units; LogGOPSim's clock is in nanoseconds, so the default unit is
   1 ns (:data:`DEFAULT_CALC_UNIT_PS`), a parameter of :func:`parse_goal` / :func:`read_goal`.
 * Labels (``[A-Za-z][A-Za-z0-9_]*``) are local to their rank block, as in the reference, which
@@ -30,7 +32,9 @@ The grammar follows LogGOPSim's reader (``txt2bin.re``, the same file in ATLAHS)
   ``num_ranks 0``, a ``calc`` beyond the engine's clock range, and (when the caller gives
   the bounds) ``num_ranks`` above the machine's nodes and more operations than the memory
   limit allows: both before anything is allocated for them.  The file is read a block of
-  lines at a time (:mod:`federation.programs.reading`).  Cycles, deadlocks, unmatched sends
+  lines at a time (:mod:`federation.programs.reading`: every line within 1 MiB, a leading
+  byte-order mark skipped).  GOAL has no collectives, so no tag is reserved for them: tags
+  run 0 to 2**31 - 1.  Cycles, deadlocks, unmatched sends
   or receives and truncating receives are refused by
   :func:`~federation.programs.checks.check_programs`, which names the line through
   ``op_line``.
@@ -55,14 +59,16 @@ from federation.programs.reading import op_budget, text_lines
 DEFAULT_CALC_UNIT_PS = 1000
 
 _LABEL = r"[A-Za-z][A-Za-z0-9_]*"
+# re.ASCII: numbers are ASCII digits (\d matched '١' and '８', which int() reads as 1 and 8)
 _OP = re.compile(
     rf"(?:(?P<label>{_LABEL})\s*:\s*)?"
     r"(?:(?P<comm>send|recv)\s+(?P<size>\d+)\s*b\s+(?P<dir>to|from)\s+(?P<peer>-?\d+)"
     r"(?:\s+tag\s+(?P<tag>-?\d+))?(?:\s+cpu\s+(?P<cpu>\d+))?(?:\s+nic\s+(?P<nic>\d+))?"
-    r"|calc\s+(?P<calc>\d+)(?:\s+cpu\s+(?P<ccpu>\d+))?)\Z")
-_DEP = re.compile(rf"(?P<after>{_LABEL})\s+(?P<how>requires|irequires)\s+(?P<before>{_LABEL})\Z")
-_RANK = re.compile(r"rank\s+(\d+)\s*\{")
-_NUM_RANKS = re.compile(r"num_ranks\s+(\d+)\Z")
+    r"|calc\s+(?P<calc>\d+)(?:\s+cpu\s+(?P<ccpu>\d+))?)\Z", re.ASCII)
+_DEP = re.compile(rf"(?P<after>{_LABEL})\s+(?P<how>requires|irequires)\s+(?P<before>{_LABEL})\Z",
+                  re.ASCII)
+_RANK = re.compile(r"rank\s+(\d+)\s*\{", re.ASCII)
+_NUM_RANKS = re.compile(r"num_ranks\s+(\d+)\Z", re.ASCII)
 #: largest number read (tags are int32; sizes and times are checked later, but must fit int64)
 _MAX_TAG = 2**31 - 1
 _MAX_NUMBER = 2**62
@@ -252,9 +258,11 @@ class _Parser:
             self.n_ranks = n
             self.builder = ProgramBuilder(n)
             return
+        digits = any(c.isdigit() and not c.isascii() for c in s)
         self.fail(f"cannot read {s!r}: expected 'num_ranks N', 'rank N {{', '}}', "
                   "'[label:] send Nb to R [tag T]', '[label:] recv Nb from R [tag T]', "
-                  "'[label:] calc N', or 'label requires|irequires label'")
+                  "'[label:] calc N', or 'label requires|irequires label'"
+                  + (" (numbers are written in ASCII digits, 0-9)" if digits else ""))
 
     def _rank_builder(self):  # noqa: ANN202
         if self.rank is None or self.builder is None:
@@ -338,6 +346,7 @@ def parse_goal(text: str, source: str | None = None,
     yet checked against a machine: call :func:`~federation.programs.checks.check_programs`.
     """
     ps = _Parser(source, calc_unit_ps, max_ranks, max_ops)
+    text = text.removeprefix("\ufeff")  # a byte-order mark, as read_goal skips it
     for n, line in enumerate(text.split("\n"), start=1):
         ps.feed(n, line)
     return ps.finish()

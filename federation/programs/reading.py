@@ -6,7 +6,8 @@ before any operation was made.  Three bounds hold while reading, each refused as
 :class:`~federation.errors.ConfigError` naming the file and line:
 
 * the file must be a regular file (``/dev/zero`` or a pipe in a trace list never ends);
-* a line may hold at most :data:`MAX_LINE_CHARS` characters (a binary file has no line ends);
+* a line may hold at most :data:`MAX_LINE_CHARS` characters (a binary file has no line ends),
+  every line, wherever it falls in the blocks the file is read in;
 * the operations read so far must fit the memory a point may use (:class:`OpBudget`, set by
   :mod:`federation.pipeline.rank_programs` from ``--max-memory`` around a workload's
   ``programs`` call), so a slip such as ``num_ranks 100000000`` or a huge trace is refused
@@ -25,6 +26,9 @@ from federation.errors import ConfigError
 
 #: longest line read (characters): schedule lines are short; a longer one is not a schedule
 MAX_LINE_CHARS = 1 << 20
+#: characters read at a time; at most MAX_LINE_CHARS, so that a line lying whole inside one
+#: block is within the limit and only the first line of a block (the carry of the blocks
+#: before it, then the block's first part) needs measuring
 _BLOCK_CHARS = 1 << 20
 
 
@@ -75,8 +79,9 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
     """The lines of a UTF-8 text file, streamed a block at a time: ``(number of the first
     line, lines)`` (without their line ends), each within :data:`MAX_LINE_CHARS`.  A
     missing, unreadable or non-regular file, undecodable bytes or an over-long line are
-    refused naming the file (and line).  Blocks, not single lines, because a generator step
-    per line cost as much as reading the file."""
+    refused naming the file (and line).  A UTF-8 byte-order mark opening the file is skipped
+    (as the YAML loader does; an editor may write one).  Blocks, not single lines, because a
+    generator step per line cost as much as reading the file."""
     p = Path(path)
     src = str(p)
     try:
@@ -89,17 +94,20 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
                           else f"no such {what} file", source=src)
     n = 0
     try:
-        with open(p, encoding="utf-8") as f:
+        # utf-8-sig: a byte-order mark at the start is skipped (and only there)
+        with open(p, encoding="utf-8-sig") as f:
             carry = ""
             while True:
                 # a block at a time, split in C: a readline per line cost twice as long
                 block = f.read(_BLOCK_CHARS)
                 lines = (carry + block).split("\n")
                 carry = lines.pop()
+                # the first line holds the carry (up to a limit) and the block's start; the
+                # others lie inside the block, shorter than _BLOCK_CHARS <= MAX_LINE_CHARS
+                if lines and len(lines[0]) > MAX_LINE_CHARS:
+                    raise _too_long(n + 1, what, src)
                 if len(carry) > MAX_LINE_CHARS:
-                    raise ConfigError(f"line {n + len(lines) + 1} is longer than "
-                                      f"{MAX_LINE_CHARS:,} characters: not a {what} (a binary "
-                                      "file?)", source=src)
+                    raise _too_long(n + len(lines) + 1, what, src)
                 if not block:
                     if carry:
                         lines.append(carry)
@@ -114,3 +122,8 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
                           f"{what}?", source=src) from None
     except OSError as exc:
         raise ConfigError(f"cannot read the {what}: {exc.strerror or exc}", source=src) from None
+
+
+def _too_long(line: int, what: str, src: str) -> ConfigError:
+    return ConfigError(f"line {line} is longer than {MAX_LINE_CHARS:,} characters: not a "
+                       f"{what} (a binary file?)", source=src)

@@ -11,7 +11,10 @@ checked against ``src/smpi/internals/smpi_replay.cpp``, ``src/xbt/xbt_replay.cpp
   separated by blanks; empty lines and lines starting with ``#`` are skipped.
 
 :func:`read_ti` takes either the list or a trace file itself (a file whose lines have one
-field each is a list).  Paths in a list are relative to the list's folder.  Actions:
+field each is a list).  Paths in a list are relative to the list's folder (never to the
+current directory); absolute ones are taken as given.  Numbers are ASCII: a rank is a plain
+integer, the other fields decimal numbers as SimGrid reads them (``1e3``; a fraction is
+truncated), never negative.  Actions:
 
 =====================================  ====================================================
 ``send|isend <dst> <tag> <n> [type]``  ``n`` elements of datatype id ``type`` (default
@@ -35,6 +38,7 @@ their cost depends on the algorithm SimGrid picks, which a trace does not record
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from pathlib import Path
 
@@ -67,14 +71,16 @@ NO_OP = frozenset({"init", "finalize", "test", "comm_size", "comm_split", "comm_
 DEFAULT_HOST_SPEED = 1e9
 
 
+#: a trace line's rank: a plain integer in ASCII digits (int() alone took '０' and '1_0')
+_RANK = re.compile(r"[+-]?[0-9]{1,10}\Z")
+#: a decimal number in ASCII as SimGrid's parse_double reads one (float() alone took Unicode
+#: digits and '1_000', and 'nan')
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+
+
 def _rank_of(text: str) -> int | None:
     """A trace line's rank: a plain integer (at most 10 digits), else None."""
-    if len(text) > 11:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
+    return int(text) if _RANK.match(text) else None
 
 
 class _Rank:
@@ -173,27 +179,29 @@ class _Reader:
         return b.build(source=source)
 
     @staticmethod
-    def _int(text: str, what: str) -> int:
-        try:
-            v = float(text)  # SimGrid parses counts as doubles ("1e6") and truncates
-        except ValueError:
-            raise ConfigError(f"{what} {text!r} is not a number") from None
+    def _int(text: str, what: str, negative: str = "{what} {text} is negative") -> int:
+        """A count, rank, tag or datatype id: SimGrid parses numbers as doubles ("1e6") and
+        truncates; a negative one (``-0.5`` too, which truncates to 0) is refused with
+        ``negative``."""
+        if _DECIMAL.match(text) is None:
+            raise ConfigError(f"{what} {text!r} is not a decimal number (ASCII digits)")
+        v = float(text)
         if not (abs(v) < 2**62):
             raise ConfigError(f"{what} {text} is out of range")
+        if v < 0:
+            raise ConfigError(negative.format(what=what, text=text))
         return int(v)
 
     def _peer(self, text: str) -> int:
-        p = self._int(text, "rank")
-        if p < 0 or (self.bound is not None and p >= self.bound):
+        p = self._int(text, "rank", "unknown rank {text} (a negative rank)")
+        if self.bound is not None and p >= self.bound:
             upto = f" (ranks 0 to {self.bound - 1})" if self.bound else ""
             raise ConfigError(f"unknown rank {p}{upto}")
         return p
 
     def _bytes(self, st: _Rank, count: str, dtype: str | None) -> int:
-        n = self._int(count, "count")
-        if n < 0:
-            raise ConfigError(f"negative count {n} (a receive of unknown size) is not "
-                              "supported")
+        n = self._int(count, "count", "negative count {text} (a receive of unknown size) is "
+                                      "not supported")
         t = st.dtype if dtype is None else self._int(dtype, "datatype")
         if t not in DATATYPE_BYTES:
             raise ConfigError(f"datatype id {t} is not one of SimGrid's predefined datatypes")
@@ -215,7 +223,7 @@ class _Reader:
             else:
                 raise ConfigError(f"expected '{act} <peer> <tag> <count> [datatype]'")
             peer = self._peer(peer_s)
-            tag = self._int(tag_s, "tag")
+            tag = self._int(tag_s, "tag", "tag {text} is outside 0 .. 2**31 - 1")
             if not 0 <= tag < 2**31:
                 raise ConfigError(f"tag {tag} is outside 0 .. 2**31 - 1")
             nbytes = self._bytes(st, count_s, dt)
@@ -260,10 +268,9 @@ class _Reader:
             raise ConfigError(f"unknown action '{act}'")
 
     def _float(self, text: str, what: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise ConfigError(f"{what} {text!r} is not a number") from None
+        if _DECIMAL.match(text) is None:
+            raise ConfigError(f"{what} {text!r} is not a decimal number (ASCII digits)")
+        v = float(text)
         if not (v >= 0 and v < float("inf")):
             raise ConfigError(f"{what} {text} must be a finite number >= 0")
         return v
@@ -371,14 +378,16 @@ def _listed(listing: Path, n: int, name: str) -> Path:
         ok = exists = False
     if not ok:
         what = "is not a regular file" if exists else "does not exist"
+        if not exists and not Path(name).is_absolute():
+            what += " (a name in a list is relative to the list's folder)"
         raise ConfigError(f"line {n}: the trace file {name[:200]!r} ({q}) {what}",
                           source=str(listing))
     return q
 
 
 def _resolve(listing: Path, name: str) -> Path:
+    """A listed name: relative to the list's folder (a name found only in the current
+    directory ran a different trace depending on where ``federation`` was started), an
+    absolute one as given."""
     q = Path(name)
-    if q.is_absolute():
-        return q
-    beside = listing.parent / q
-    return beside if beside.exists() or not q.exists() else q
+    return q if q.is_absolute() else listing.parent / q
