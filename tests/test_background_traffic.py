@@ -218,6 +218,10 @@ def test_sweep_over_background_load_and_resolved_document(tmp_path):
         bg = point.resolved["background"]
         assert bg["kind"] == "synthetic" and bg["load"] == value
         assert point.sweep == {"background.load": value}
+        # both workloads' plugins are recorded (the background's was left out)
+        assert {k: c.name for k, c in point.components.items()} == {
+            "topology": "dragonfly", "qos": "none", "routing": "minimal",
+            "workload": "pingpong", "background": "synthetic", "engine": "native"}
     # the resolved document runs again to the same figures
     again = load(tmp_path, result.points[1].resolved, "again.yaml")
     rerun = run_experiment(again)
@@ -240,7 +244,8 @@ def test_resolved_document_without_background_says_none(tmp_path):
     (experiment({"kind": "synthetic", "load": 1.5}), "background.load", "less than or equal"),
     (experiment({"kind": "nonesuch"}), "background.kind", "nonesuch"),
     (experiment({"kind": "synthetic", "load": 0.2},
-                sweep={"background.load": [0.2, 1.5]}), "background.load", ""),
+                sweep={"background.load": [0.2, 1.5]}), "sweep.background.load",
+     "(sweep point 1: background.load=1.5)"),
     (experiment({"load": 0.2}), "background", "missing 'kind'"),
 ])
 def test_refusals_name_the_field(tmp_path, doc, path, words):

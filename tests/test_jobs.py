@@ -245,7 +245,19 @@ def test_results_name_every_job_and_its_nodes(tmp_path):
     assert set().union(*nodes) == set(range(72))
     assert [j["name"] for j in p["workload"]["jobs"]] == names
     assert p["resolved"]["jobs"][0]["placement"] == {"kind": "random_nodes", "count": 16}
-    assert "jobs.bg.placement" in p["components"]
+    # fuzz 43, item 13: no top-level `workload` slot (it was the first job's, recorded as the
+    # file's); each job's workload and placement instead
+    assert {k: c["name"] for k, c in p["components"].items()} == {
+        "topology": "dragonfly", "qos": "none", "routing": "minimal", "engine": "native",
+        "jobs.ar.workload": "allreduce", "jobs.ar.placement": "random_nodes",
+        "jobs.pp.workload": "pingpong", "jobs.pp.placement": "list",
+        "jobs.bg.workload": "synthetic", "jobs.bg.placement": "rest"}
+    from federation.plots.reader import load_folder
+    from federation.plots.report import components_table
+
+    rows = components_table(load_folder(tmp_path / "o").result.points)
+    assert "<td class=l>workload</td>" not in rows
+    assert "<td class=l>jobs.pp.workload</td><td class=l>pingpong</td>" in rows
     # the resolved document runs again to the same figures
     (tmp_path / "r.json").write_text(json.dumps(p["resolved"]))
     r2 = run_cli("run", "r.json", "--out", "o2", "--json", cwd=tmp_path)

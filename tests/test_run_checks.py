@@ -50,6 +50,79 @@ def test_swept_time_beyond_the_clock_blames_the_sweep(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+#: fuzz 43, item 5: a swept value refused by the static models (or a plugin's Params) blamed
+#: the base field, which is fine in the file ("e.yaml: workload.load: ...")
+SWEPT_VALUES = {
+    "{workload.load: [0.1, -1]}": "e.yaml: sweep.workload.load: Input should be greater than 0 "
+                                  "(sweep point 1: workload.load=-1)",
+    "{seed: [1, -1]}": "e.yaml: sweep.seed: Input should be greater than or equal to 0 (sweep "
+                       "point 1: seed=-1)",
+    "{machine.topology.a: [4, 0]}": "e.yaml: sweep.machine.topology.a: Input should be greater "
+                                    "than or equal to 1 (sweep point 1: machine.topology.a=0)",
+    "{machine.router.vcs: [3, 0]}": "e.yaml: sweep.machine.router.vcs: Input should be greater "
+                                    "than or equal to 1 (sweep point 1: machine.router.vcs=0)",
+    "{workload: [{kind: synthetic, load: -1}]}": "e.yaml: sweep.workload: workload.load: Input "
+                                                 "should be greater than 0",
+}
+
+
+@pytest.mark.parametrize("sweep", sorted(SWEPT_VALUES))
+def test_swept_value_refused_by_the_models_blames_the_sweep(tmp_path, sweep):
+    files(tmp_path, exp_extra=f"sweep: {sweep}\n")
+    for args in (["validate", "e.yaml"], ["run", "e.yaml", "--out", "o"]):
+        assert one_error(run_cli(*args, cwd=tmp_path)) == f"error: {SWEPT_VALUES[sweep]}"
+    assert not (tmp_path / "o").exists()
+
+
+def test_swept_kind_and_plugin_parameters_blame_the_sweep(tmp_path):
+    """A plugin's refusal of a swept value, at loading (an unknown kind) or in the checks
+    before the run (a GOAL calc unit), names the sweep entry and the point too."""
+    files(tmp_path, exp_extra="sweep: {workload.kind: [synthetic, bogus]}\n")
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert line.startswith("error: e.yaml: sweep.workload.kind: unknown workload 'bogus' "
+                           "(installed: "), line
+    assert line.endswith(") (sweep point 1: workload.kind=bogus)"), line
+    (tmp_path / "p.goal").write_text("num_ranks 2\nrank 0 {\nl1: send 8b to 1\n}\n"
+                                     "rank 1 {\nl1: recv 8b from 0\n}\n")
+    files(tmp_path, workload="{kind: program, path: p.goal}",
+          exp_extra="sweep: {workload.calc_unit: [1ns, 0.5ps], seed: [1, 2]}\n")
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == (
+        "error: e.yaml: sweep.workload.calc_unit: 0.5ps is not a whole number of picoseconds "
+        "(at least 1ps) (sweep point 2: workload.calc_unit=0.5ps, seed=1)")
+
+
+def test_swept_values_are_blamed_in_jobs_machine_files_and_overrides(tmp_path):
+    """A job named in the axis, a field of a machine file the sweep reaches into, an axis the
+    command line gives, and an error listing several problems."""
+    from federation.errors import ConfigError
+    from federation.pipeline.load import load_experiment
+
+    def refused(*sets: str) -> str:
+        with pytest.raises(ConfigError) as exc:
+            load_experiment(tmp_path / "e.yaml", list(sets))
+        return str(exc.value)
+
+    e = tmp_path / "e.yaml"
+    files(tmp_path, workload="{kind: synthetic, load: 0.1}",
+          exp_extra="sweep: {machine.topology.h: [2, -2]}\n")
+    assert refused() == (f"{e}: sweep.machine.topology.h: Input should be greater than or "
+                         "equal to 1 (sweep point 1: machine.topology.h=-2)")
+    assert refused("sweep.workload.load=[0.5, 2]") == (
+        f"{e}: sweep.workload.load: Input should be less than or equal to 1 (sweep point 1: "
+        "machine.topology.h=2, workload.load=2) (the value comes from --set "
+        "sweep.workload.load=[0.5, 2])")
+    files(tmp_path, exp_extra="sweep: {workload: [{kind: synthetic, load: 2, x: 1}]}\n")
+    assert refused() == (f"{e}: \n  sweep.workload: workload.load: Input should be less than or "
+                         "equal to 1\n  sweep.workload: workload.x: unknown key")
+    (tmp_path / "e.yaml").write_text(
+        "machine: m.yaml\nstop: {warmup: 0.1us, measure: 0.5us}\njobs:\n"
+        "  - {name: a, workload: {kind: synthetic, load: 0.1}, placement: {kind: contiguous, "
+        "count: 4}}\n  - {name: bg, workload: {kind: synthetic, load: 0.1}, placement: rest}\n"
+        "sweep: {jobs.bg.workload.load: [0.1, -2]}\n")
+    assert refused() == (f"{e}: sweep.jobs.bg.workload.load: Input should be greater than 0 "
+                         "(sweep point 1: jobs.bg.workload.load=-2)")
+
+
 def test_window_beyond_the_clock_is_refused(tmp_path):
     files(tmp_path, stop="{warmup: 1s, measure: 8s}")
     line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))

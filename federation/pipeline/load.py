@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,11 @@ from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_
     apply_sweep_overrides,
     blame,
     check_conflicts,
+    dotted,
     drop_overridden_axes,
+    listed_problems,
     parse_override,
+    positional,
     set_path,
 )
 from federation.pipeline.points import (
@@ -45,6 +49,7 @@ from federation.pipeline.points import (
     experiment_field,
     point_jobs,
     sweep_entry,
+    sweep_label,
 )
 from federation.plugin.components import Workload
 from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
@@ -151,17 +156,85 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
     _check_sweep_size(experiment, source)
     _check_no_nested_sweep(experiment, source)
     combos = list(itertools.product(*(experiment.sweep[k] for k in keys))) if keys else [()]
-    for combo in combos:
+    for i, combo in enumerate(combos):
         pdoc = copy.deepcopy(base_doc)
         sweep = dict(zip(keys, combo, strict=True))
         items = [(k, v) for k, v in sweep.items()] + [(o.key, o.value) for o in fields]
         machine_source = assigner.assign(pdoc, items, f"{source}: sweep")
-        exp = _validate(pdoc, source, machine_source)
+        at = SweepPoint(doc, sweep, i, len(combos), source, machine_source)
+        try:
+            exp = _validate(pdoc, source, machine_source)
+        except ConfigError as exc:
+            raise at.blame(exc) from None
         _check_per_experiment(experiment, exp, sweep, source)
-        points.append(_resolve_point(exp, source, p.parent, plugins, sweep, machine_source))
+        try:
+            points.append(_resolve_point(exp, source, p.parent, plugins, sweep, machine_source))
+        except ConfigError as exc:
+            raise at.blame(exc) from None
         _check_link_samples(points[-1])
     notes += _unused_stop(points)
     return LoadedExperiment(experiment, source, points, notes)
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """Point ``index`` of ``count`` of a file's sweep, to blame for a refusal of its
+    experiment: the static models' and the plugins' checks see the point's document, where
+    a swept value sits at its field (``workload.load``), so their errors would send the user
+    to a field that is fine in the file."""
+
+    doc: dict[str, Any]  #: the file as read (list items named in an axis found by position)
+    sweep: dict[str, Any]
+    index: int
+    count: int
+    source: str
+    machine_source: str | None  #: the machine file inlined into this point, if one was
+
+    def blame(self, exc: ConfigError) -> ConfigError:
+        """``exc`` naming ``sweep.AXIS`` for a value the sweep gave (each problem of an error
+        listing several) and, when the sweep has several points, which one, as the checks
+        after loading do (:func:`~federation.pipeline.points.in_point`):
+        ``e.yaml: sweep.workload.load: Input should be greater than 0 (sweep point 1:
+        workload.load=-1)``.  The point is named when the sweep is to blame: a swept field,
+        or any field after the first point (which passed with the same file); a refusal of
+        the first point's own fields is the file's, as without a sweep."""
+        source = exc.source or self.source
+        problems = listed_problems(exc)
+        if problems is None:
+            where, path, message = self._where(source, exc.path, exc.message)
+            label = self._label(path != exc.path)
+            return ConfigError(message + label, source=where, path=path)
+        located = [self._where(source, path, msg) for path, msg in problems]
+        label = self._label(any(path != old for (_, path, _), (old, _)
+                                in zip(located, problems, strict=True)))
+        if all(where == source for where, _, _ in located) and source != self.source:
+            return ConfigError(exc.message + label, source=source)
+        lines = [f"{path}: {msg}" if where == self.source else f"{where}: {path}: {msg}"
+                 for where, path, msg in located]
+        return ConfigError("\n  " + "\n  ".join(lines) + label, source=self.source)
+
+    def _label(self, swept: bool) -> str:
+        if self.count == 1 or not (swept or self.index > 0):
+            return ""
+        return f" (sweep point {self.index}: {sweep_label(self.sweep)})"
+
+    def _where(self, source: str, path: str | None,
+               message: str) -> tuple[str, str | None, str]:
+        """The file, field and message of a refusal of ``path`` of ``source``: the sweep
+        entry that gave the value (or an ancestor of it), else ``path`` itself."""
+        if not path:
+            return source, path, message
+        inlined = self.machine_source is not None and source == self.machine_source
+        if source != self.source and not inlined:
+            return source, path, message
+        own = f"machine.{path}" if inlined else path
+        full = dotted(own)
+        for axis in self.sweep:
+            key = positional(dotted(axis), self.doc)
+            if full == key or full.startswith(key + "."):
+                return self.source, f"sweep.{axis}", (
+                    message if full == key else f"{own}: {message}")
+        return source, path, message
 
 
 #: fields an experiment has once, whatever its points, and why: the run writes every point

@@ -267,7 +267,7 @@ def blame(exc: ConfigError, sets: list[Override], source: str,
     (``jobs.background.workload.load``) into the position error paths use (``jobs[1]``)."""
     if not sets:
         return exc
-    problems = _problems(exc)
+    problems = listed_problems(exc)
     if problems is None:
         o = _giver(exc, exc.path, sets, source, doc) if exc.path else None
         if o is None:
@@ -285,7 +285,7 @@ def blame(exc: ConfigError, sets: list[Override], source: str,
     return ConfigError(rest, source=exc.source, path=first)
 
 
-def _problems(exc: ConfigError) -> list[tuple[str, str]] | None:
+def listed_problems(exc: ConfigError) -> list[tuple[str, str]] | None:
     """The ``(path, message)`` of each problem of an error listing several (one per line,
     as :func:`~federation.models.base.validation_error` writes them); ``None`` for a
     one-problem error."""

@@ -158,17 +158,24 @@ def _component(c: Any) -> dict[str, Any]:
 
 
 def component_origins(point: ResolvedPoint) -> dict[str, ComponentOrigin]:
-    """Plugin and version behind each component of ``point``."""
+    """Plugin and version behind each component of ``point``: ``workload`` (and
+    ``background``) of the one-job form, or ``jobs.NAME.workload`` and
+    ``jobs.NAME.placement`` of each job of ``jobs:`` (such a point has no workload of its
+    own: ``point.workload``, its first job's, is no slot of the file)."""
 
     plugins = get_plugins()
     own = f"hpc-federation {__version__}"
     out = {}
-    for slot, registry, comp in (
-            ("topology", plugins.topologies, point.machine.topology),
-            ("qos", plugins.qos, point.machine.qos),
-            ("routing", plugins.routings, point.routing),
-            ("workload", plugins.workloads, point.workload),
-            ("engine", plugins.engines, point.engine)):
+    slots: list[tuple[str, Any, Any]] = [
+        ("topology", plugins.topologies, point.machine.topology),
+        ("qos", plugins.qos, point.machine.qos),
+        ("routing", plugins.routings, point.routing)]
+    if point.experiment.jobs is None:
+        slots.append(("workload", plugins.workloads, point.workload))
+        if point.background is not None:
+            slots.append(("background", plugins.workloads, point.background))
+    slots.append(("engine", plugins.engines, point.engine))
+    for slot, registry, comp in slots:
         reg = registry.items.get(comp.name)
         plugin = reg.plugin if reg is not None else "unregistered"
         info = plugins.info.get(plugin)

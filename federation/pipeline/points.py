@@ -185,6 +185,13 @@ def sweep_entry(axes: Iterable[str], path: str) -> str | None:
     return None
 
 
+def swept_message(entry: str, path: str, message: str) -> str:
+    """``message`` of a refusal at ``path`` blamed on the sweep ``entry`` that set it: prefixed
+    with ``path`` when the axis is an ancestor of it (``sweep.workload: workload.load: ...``),
+    so that the field stays named."""
+    return message if entry == f"sweep.{path}" else f"{path}: {message}"
+
+
 def experiment_field(point: ResolvedPoint, path: str) -> str:
     """``path`` of the experiment file, or the ``sweep`` entry that set it for this point."""
     return sweep_entry(point.sweep, path) or path
@@ -299,15 +306,20 @@ class Built:
 
 
 def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int) -> FederationError:
-    """Say which sweep point an error belongs to when there are several."""
-    if n == 1 or not point.sweep:
-        return located(exc, point.source) if isinstance(exc, ConfigError) else exc
-    label = ", ".join(f"{k}={v}" for k, v in point.sweep.items())
-    if isinstance(exc, ConfigError):
-        exc = located(exc, point.source)
-        return ConfigError(f"{exc.message} (sweep point {i}: {label})", source=exc.source,
-                           path=exc.path)
-    return type(exc)(f"{exc} (sweep point {i}: {label})")
+    """Say which sweep point an error belongs to when there are several, and blame a refused
+    field of the experiment file on the sweep entry that set it (``sweep.workload.calc_unit``,
+    not the file's ``workload.calc_unit``)."""
+    label = f" (sweep point {i}: {sweep_label(point.sweep)})" if n > 1 and point.sweep else ""
+    if not isinstance(exc, ConfigError):
+        return type(exc)(f"{exc}{label}") if label else exc
+    exc = located(exc, point.source)
+    entry = sweep_entry(point.sweep, exc.path) if exc.path and exc.source == point.source \
+        else None
+    if entry is None:
+        return ConfigError(exc.message + label, source=exc.source, path=exc.path) if label \
+            else exc
+    return ConfigError(swept_message(entry, exc.path or "", exc.message) + label,
+                       source=exc.source, path=entry)
 
 
 def no_messages() -> Messages:
@@ -315,9 +327,14 @@ def no_messages() -> Messages:
                     np.zeros(0, np.int64))
 
 
+def sweep_label(sweep: dict[str, Any]) -> str:
+    """``workload.load=0.3, seed=2``: a point's sweep values, as error messages name them."""
+    return ", ".join(f"{k}={v}" for k, v in sweep.items())
+
+
 def point_label(point: ResolvedPoint) -> str:
     """``workload.load=0.3, seed=2`` (or ``run`` for an experiment without a sweep)."""
-    return ", ".join(f"{k}={v}" for k, v in point.sweep.items()) or "run"
+    return sweep_label(point.sweep) or "run"
 
 
 # --------------------------------------------------------------------------- jobs

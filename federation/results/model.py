@@ -262,8 +262,10 @@ class PointResult(FederationModel):
         "default filled in (figures per link class, VCs, router delay, packet size, NIC), "
         "every component's parameters, no sweep; `federation run` accepts it as it is")
     components: dict[str, ComponentOrigin] = Field(
-        default_factory=dict, description="topology, qos, routing, workload, engine: plugin "
-        "and version")
+        default_factory=dict, description="the plugin and version behind each component: "
+        "topology, qos, routing, engine, and the workload (and background) of a file without "
+        "jobs, or for each job of `jobs:` `jobs.NAME.workload` and `jobs.NAME.placement` "
+        "(no `workload` then)")
     summary: PointSummary
     files: dict[str, str] = Field(default_factory=dict)
     performance: Performance | None = Field(None, exclude=True)
