@@ -256,6 +256,26 @@ def test_job_applies_to_experiments_with_jobs(tmp_path):
                              cwd=tmp_path)) == "error: --job: --job applies to experiment files"
 
 
+def test_point_applies_to_experiment_files(tmp_path):
+    """Fuzz 43, item 12: ``--point 7`` on a schedule (no sweep) was ignored, while ``--job``
+    and ``--set`` were refused there; ``--point`` is refused the same way, and ``export``
+    writes nothing.  On an experiment it still chooses the point."""
+    (tmp_path / "s.goal").write_text("num_ranks 2\nrank 0 {\nl1: send 64b to 1\n}\n"
+                                     "rank 1 {\nl1: recv 64b from 0\n}\n")
+    want = "error: --point: --point applies to experiment files"
+    for point in ("7", "0"):
+        assert one_error(run_cli("comm", "s.goal", "--point", point, cwd=tmp_path)) == want
+        assert one_error(run_cli("export", "s.goal", "--point", point, "--out", "o.goal",
+                                 cwd=tmp_path)) == want
+        assert not (tmp_path / "o.goal").exists()
+    r = run_cli("comm", "s.goal", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("s.goal (goal)"), r.stderr
+    e = experiment(tmp_path, {"kind": "allreduce", "ranks": 4})
+    assert one_error(run_cli("comm", e, "--point", "7", cwd=tmp_path)) == (
+        "error: --point: the experiment has 1 point(s) (0 .. 0), not 7")
+    assert run_cli("comm", e, "--point", "0", cwd=tmp_path).returncode == 0
+
+
 def test_an_open_loop_refusal_names_the_command_that_was_run(tmp_path):
     """``export`` said "comm summarises closed-loop workloads"."""
     e = experiment(tmp_path, {"kind": "synthetic", "pattern": "uniform", "load": 0.1})

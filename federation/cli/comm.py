@@ -173,21 +173,23 @@ def is_experiment(file: Path) -> bool:
     return file.suffix.lower() in (".yaml", ".yml", ".json")
 
 
-def read_programs(file: Path, overrides: list[str], index: int, fmt: str,
+def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
                   max_memory: str | None, job: str | None = None,
                   command: str = "comm summarises") -> tuple[RankPrograms, str]:
     """The programs ``comm`` and ``export`` work on: one closed-loop job (``--job``) of point
     ``index`` of an experiment file (``--set`` applied, built and checked under
-    ``--max-memory``), or a schedule file read whole (``--set`` and ``--job`` refused: they
-    apply to experiment files only)."""
+    ``--max-memory``; ``None``: point 0), or a schedule file read whole (``--set``,
+    ``--point`` and ``--job`` refused: they apply to experiment files only)."""
     from federation.cli.run import parse_max_memory
     from federation.pipeline.bounds import default_max_memory
 
     if is_experiment(file):
         limit = parse_max_memory(max_memory) or default_max_memory()
-        return experiment_programs(file, overrides, index, limit, job, command)
+        return experiment_programs(file, overrides, index or 0, limit, job, command)
     if overrides:
         raise ConfigError("--set applies to experiment files", source="--set")
+    if index is not None:
+        raise ConfigError("--point applies to experiment files", source="--point")
     if job is not None:
         raise ConfigError("--job applies to experiment files", source="--job")
     return schedule_programs(file, fmt)
@@ -203,7 +205,8 @@ def comm(
         "--plot", help="write the rank x rank heat map of bytes (png, svg or pdf)")] = None,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --plot file")] = False,
-    point: Annotated[int, typer.Option("--point", help="the sweep point of an experiment")] = 0,
+    point: Annotated[int | None, typer.Option(
+        "--point", help="the sweep point of an experiment (default 0)")] = None,
     job: Annotated[str | None, typer.Option(
         "--job", help=JOB_HELP)] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,

@@ -32,7 +32,8 @@ def export(
         "compute must be a whole number of them")] = "1ns",
     overwrite: Annotated[bool, typer.Option("--overwrite",
                                             help="replace an existing file")] = False,
-    point: Annotated[int, typer.Option("--point", help="the sweep point of an experiment")] = 0,
+    point: Annotated[int | None, typer.Option(
+        "--point", help="the sweep point of an experiment (default 0)")] = None,
     job: Annotated[str | None, typer.Option("--job", help=JOB_HELP)] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
     fmt: Annotated[str, typer.Option("--format", help="schedule format, as for 'comm'")] = "auto",
