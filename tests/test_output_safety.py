@@ -363,8 +363,8 @@ def test_every_writer_checks_its_destination_first(tmp_path):
         assert line.startswith("error: --out: 'xxxx") and "bytes long" in line, (args, line)
     line = one_error(run_cli("report", "o", "--out", "/proc/r.html", cwd=tmp_path))
     assert line.startswith("error: --out: cannot write /proc/r.html: ")
-    for _ in range(2):  # made, then replaced
-        r = run_cli("report", "o", "--out", "rep/r.html", cwd=tmp_path)
+    for again in ([], ["--overwrite"]):  # made, then replaced
+        r = run_cli("report", "o", "--out", "rep/r.html", *again, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         assert listing(tmp_path / "rep") == ["r.html"]
         r = run_cli("schema", "--out", "s", cwd=tmp_path)

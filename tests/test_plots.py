@@ -273,6 +273,45 @@ def test_report_is_one_self_contained_page(runs, tmp_path):
     assert "packet_size: 512" in page and "vcs: 3" in page
 
 
+def test_report_and_plot_refuse_to_replace_files_without_overwrite(runs, tmp_path):
+    """Fuzz 43, item 8: ``report --out`` replaced any file (a text file became the HTML page,
+    exit 0) and ``plot --out`` the same-named files of a user's folder; like ``run``,
+    ``export``, ``crossval`` and ``comm --plot`` they now need ``--overwrite``, and a refusal
+    leaves everything as it was."""
+    keep = tmp_path / "important.txt"
+    keep.write_text("precious data")
+    line = one_error(run_cli("report", str(runs["qs"]), "--out", str(keep), cwd=tmp_path))
+    assert line == f"error: --out: {keep} exists; choose another file or pass --overwrite"
+    assert keep.read_text() == "precious data"
+    r = run_cli("report", str(runs["qs"]), "--out", str(keep), "--overwrite", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert keep.read_text().startswith("<!DOCTYPE html>")
+    # the default page too: a second report of the folder
+    r = run_cli("report", str(runs["qs"]), "--out", "r.html", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    line = one_error(run_cli("report", str(runs["qs"]), "--out", "r.html", cwd=tmp_path))
+    assert line == "error: --out: r.html exists; choose another file or pass --overwrite"
+
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    (figs / "latency-load.png").write_text("mine")
+    (figs / "notes.txt").write_text("mine too")
+    line = one_error(run_cli("plot", str(runs["qs"]), "--out", "figs", cwd=tmp_path))
+    assert line == ("error: --out: figs/latency-load.png exists; choose another folder or pass "
+                    "--overwrite")
+    assert sorted(p.name for p in figs.iterdir()) == ["latency-load.png", "notes.txt"]
+    assert (figs / "latency-load.png").read_text() == "mine"
+    r = run_cli("plot", str(runs["qs"]), "--out", "figs", "--overwrite", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.split()) == 7 and (figs / "notes.txt").read_text() == "mine too"
+    _decodes(figs / "latency-load.png")
+    line = one_error(run_cli("plot", str(runs["qs"]), "--out", "figs", cwd=tmp_path))
+    assert line == ("error: --out: figs/hops.png exists (7 of the 7 figures are there already); "
+                    "choose another folder or pass --overwrite")
+    assert sorted(p.name for p in figs.iterdir()) == sorted(
+        [Path(p).name for p in r.stdout.split()] + ["notes.txt"])
+
+
 def test_run_plot_draws_into_the_output_folder(runs):
     assert RUN_PLOT["stderr"] == ""
     assert "plots: qs/plots/ (7 figures)" in RUN_PLOT["stdout"]
@@ -340,7 +379,10 @@ def test_bad_folders_are_refused_in_one_line(runs, tmp_path, command):
 def test_bad_options_are_refused_in_one_line(runs, tmp_path):
     (tmp_path / "taken").write_text("x")
     line = one_error(run_cli("plot", str(runs["qs"]), "--out", "taken/figs", cwd=tmp_path))
-    assert line == "error: taken/figs: cannot write the figures: Not a directory"
+    assert line == "error: --out: cannot write taken/figs: Not a directory"
+    line = one_error(run_cli("plot", str(runs["qs"]), "--out", "taken", cwd=tmp_path))
+    assert line == "error: --out: taken exists and is not a folder"
+    assert (tmp_path / "taken").read_text() == "x"
     line = one_error(run_cli("plot", str(runs["qs"]), "--format", "jpg", cwd=tmp_path))
     assert line == "error: --format: must be one of png, svg, pdf, got 'jpg'"
     line = one_error(run_cli("report", str(runs["qs"]), "--saturation-margin", "1.5",

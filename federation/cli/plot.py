@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from federation.cli.app import app
-from federation.errors import ConfigError
+from federation.errors import ConfigError, os_reason
 from federation.plots import DEFAULT_SATURATION_MARGIN
 
 FORMATS = ("png", "svg", "pdf")
@@ -34,11 +34,16 @@ def check_margin(margin: float) -> float:
     return margin
 
 
-def draw_folders(results: list[Path], out: Path, fmt: str, margin: float) -> list[Path]:
-    """Load ``results``, draw the standard figures into ``out``; returns the files written.
-    Notes (skipped figures, incomplete runs) go to stderr."""
+def draw_folders(results: list[Path], out: Path, fmt: str, margin: float,
+                 overwrite: bool = False, source: str = "--out") -> list[Path]:
+    """Load ``results``, draw the standard figures into the folder ``out``; returns the files
+    written.  A figure whose file is in ``out`` already is refused unless ``overwrite``
+    (every figure is drawn into a temporary folder first, and none moved in when one is
+    refused); other files in ``out`` stay.  Notes (skipped figures, incomplete runs) go to
+    stderr."""
     from federation.plots.data import load_folders
     from federation.plots.standard import draw_all
+    from federation.results.outputs import OutputFiles
 
     folders = load_folders(results)
     for f in folders:
@@ -46,15 +51,17 @@ def draw_folders(results: list[Path], out: Path, fmt: str, margin: float) -> lis
         if r.status != "complete":
             print(f"note: {f.path}: incomplete run (points {r.missing_points} missing); "
                   f"drawing its {len(r.points)} finished points", file=sys.stderr)
-    try:
-        out.mkdir(parents=True, exist_ok=True)  # refused before anything is drawn
-        drawn = draw_all(folders, out, fmt, margin)
-    except OSError as exc:  # the folder cannot be created or written
-        raise ConfigError(f"cannot write the figures: {exc.strerror or exc}",
-                          source=str(out)) from None
+    # the folder checked, made and proved writable before anything is drawn
+    with OutputFiles(out, source=source, overwrite=overwrite, what="figures") as target:
+        try:
+            drawn = draw_all(folders, target.tmp, fmt, margin)
+        except OSError as exc:  # a full disk, a quota
+            raise ConfigError(f"cannot write the figures in {out}: {os_reason(exc)}",
+                              source=source) from None
+        target.commit()
     for s in drawn.skipped:
         print(f"note: not drawn: {s}", file=sys.stderr)
-    return drawn.paths
+    return [out / p.name for p in drawn.paths]
 
 
 @app.command()
@@ -65,6 +72,8 @@ def plot(
         "--out", help="folder for the figures (default: RESULTS/plots for one folder, ./plots "
         "for several)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="png, svg or pdf")] = "png",
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="replace figures of the same names in --out")] = False,
     margin: SaturationMargin = DEFAULT_SATURATION_MARGIN,
 ) -> None:
     """Draw latency and throughput against offered load (saturation marked), link utilisation
@@ -73,10 +82,11 @@ def plot(
     if fmt not in FORMATS:
         raise ConfigError(f"must be one of {', '.join(FORMATS)}, got {fmt!r}", source="--format")
     check_margin(margin)
+    source = "--out" if out is not None else "plot"
     if out is None:
         out = results[0] / "plots" if len(results) == 1 else Path("plots")
     from federation.results.outputs import check_out_path
 
-    check_out_path(out, "--out")
-    for p in draw_folders(results, out, fmt, margin):
+    check_out_path(out, source)  # before the folders are read
+    for p in draw_folders(results, out, fmt, margin, overwrite, source):
         print(p)

@@ -22,6 +22,8 @@ def report(
     out: Annotated[Path | None, typer.Option(
         "--out", help="the HTML file (default: RESULTS/report.html for one folder, "
         "./report.html for several)")] = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="replace an existing --out file")] = False,
     margin: SaturationMargin = DEFAULT_SATURATION_MARGIN,
 ) -> None:
     """Write one HTML page with the figures embedded, the resolved machine and experiment, the
@@ -36,9 +38,10 @@ def report(
     source = "--out" if out is not None else "report"
     if out is None:
         out = results[0] / "report.html" if len(results) == 1 else Path("report.html")
-    # checked, its temporary file made beside it, before the figures are drawn; the page
-    # replaces an earlier one whole (a rename), never half-written
-    with OutputFile(out, source=source, overwrite=True, make_parents=True) as target:
+    # checked (an existing file only with --overwrite), its temporary file made beside it,
+    # before the figures are drawn; the page replaces an earlier one whole (a rename), never
+    # half-written
+    with OutputFile(out, source=source, overwrite=overwrite, make_parents=True) as target:
         page, _ = render_report(folders, margin)
         target.commit(page)
     print(out)

@@ -92,7 +92,9 @@ def run(
         from federation.cli.plot import draw_folders
         from federation.plots import DEFAULT_SATURATION_MARGIN
 
-        paths = draw_folders([out_dir], out_dir / "plots", "png", DEFAULT_SATURATION_MARGIN)
+        # the run's own new folder: nothing of the user's to keep
+        paths = draw_folders([out_dir], out_dir / "plots", "png", DEFAULT_SATURATION_MARGIN,
+                             overwrite=True, source="--plot")
         if not as_json:  # stdout stays one JSON document
             print(f"plots: {out_dir / 'plots'}/ ({len(paths)} figures)")
 

@@ -1,6 +1,7 @@
 """Everything a command writes goes through here: output folders (:class:`OutputDir`: ``run``,
-``sst run``, ``sst generate``) and single output files (:class:`OutputFile`: ``crossval --out``,
-``report``, ``schema --out``).  One mechanism, so that no writer loses results or writes
+``sst run``, ``sst generate``), single output files (:class:`OutputFile`: ``crossval --out``,
+``report``, ``schema --out``, ``export``, ``comm --plot``) and files added to a folder
+(:class:`OutputFiles`: ``plot --out``).  One mechanism, so that no writer loses results or writes
 somewhere it should not.
 
 **Before any time is spent** the destination is checked and refused with one message naming the
@@ -414,9 +415,87 @@ class OutputFile:
             self.abort()
 
 
+class OutputFiles:
+    """Files made together into one folder, beside what it holds (``plot --out``): a user's
+    folder is never replaced whole, and a file of the same name only with ``overwrite``.
+
+    Checked when made (the caller has checked the path with :func:`check_out_path`, before
+    reading its inputs): a folder (made with its parents when missing), and a temporary
+    folder created in it, proving it writable.  The files are
+    made in :attr:`tmp`; :meth:`commit` refuses, before any is moved, when one of their names
+    is taken (without ``overwrite``; a folder of that name always), then moves them in;
+    :meth:`abort` (or leaving a ``with`` block by an exception) removes the temporary folder
+    and the folders made for it, so a refusal leaves nothing behind."""
+
+    def __init__(self, out: Path, *, source: str, overwrite: bool = False,
+                 what: str = "files") -> None:
+        self.out = Path(out)
+        self.source = source
+        self.overwrite = overwrite
+        self.what = what
+        if (self.out.exists() or self.out.is_symlink()) and not self.out.is_dir():
+            raise ConfigError(f"{self.out} exists and is not a folder", source=source)
+        self._created: list[Path] = []
+        q = self.out.absolute()
+        while not (q.exists() or q.is_symlink()):
+            self._created.append(q)
+            q = q.parent
+        try:
+            self.out.mkdir(parents=True, exist_ok=True)
+            self.tmp = _fresh(self.out, ".federation-")
+            self.tmp.mkdir()
+        except OSError as exc:
+            self._remove_created()
+            raise ConfigError(f"cannot write {self.out}: {os_reason(exc)}",
+                              source=source) from None
+
+    def commit(self) -> list[Path]:
+        """Move every file made in :attr:`tmp` into the folder; returns their new paths."""
+        names = sorted(p.name for p in self.tmp.iterdir())
+        taken = [self.out / n for n in names
+                 if (self.out / n).exists() or (self.out / n).is_symlink()]
+        folder = next((p for p in taken if p.is_dir() and not p.is_symlink()), None)
+        if folder is not None or (taken and not self.overwrite):
+            self.abort()
+            if folder is not None:
+                raise ConfigError(f"{folder} is a folder; choose another folder for the "
+                                  f"{self.what}", source=self.source)
+            more = (f" ({len(taken)} of the {len(names)} {self.what} are there already)"
+                    if len(taken) > 1 else "")
+            raise ConfigError(f"{taken[0]} exists{more}; choose another folder or pass "
+                              "--overwrite", source=self.source)
+        with held():
+            for n in names:
+                try:
+                    os.replace(self.tmp / n, self.out / n)
+                except OSError as exc:
+                    self.abort()
+                    raise OutputError(f"cannot write {self.out / n}: {os_reason(exc)}") from None
+            self.tmp.rmdir()
+        return [self.out / n for n in names]
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        self._remove_created()
+
+    def _remove_created(self) -> None:
+        for q in self._created:
+            try:
+                q.rmdir()
+            except OSError:
+                break
+
+    def __enter__(self) -> OutputFiles:
+        return self
+
+    def __exit__(self, typ: object, exc: object, tb: object) -> None:
+        if exc is not None:
+            self.abort()
+
+
 def write_file(path: Path, text: str, source: str) -> None:
-    """Write one file whole now, replacing an existing one (``report``, ``schema``): the same
-    checks and rename as :class:`OutputFile`."""
+    """Write one file whole now, replacing an existing one (``schema --out``, which
+    regenerates its files): the same checks and rename as :class:`OutputFile`."""
     OutputFile(path, source=source, overwrite=True, make_parents=True).commit(text)
 
 
