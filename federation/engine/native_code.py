@@ -375,33 +375,74 @@ def native_loop(folder: Path, parts: Sequence[str], layout: tuple,
 
     A stored loop is a folder (``native_<key>``: the object code, the shared library, and
     the entry's symbol), published whole by renaming a folder of this process's own.  Two
-    processes that compile the same loop at once (``pytest -n 2`` on a cold cache) make
-    different symbols (numba numbers the functions it makes in each process), so files
-    published one by one could pair one's library with the other's symbol ("undefined
-    symbol" when loading it); the one that renames second uses its own files and drops
-    them."""
+    processes that need the same loop at once (``pytest -n 2`` on a cold cache) take turns
+    (:func:`_compiling`): the second loads what the first published.  Where they cannot
+    lock, both compile and make different symbols (numba numbers the functions it makes in
+    each process), so files published one by one could pair one's library with the other's
+    symbol ("undefined symbol" when loading it); the one that renames second uses its own
+    files and drops them."""
     key = loop_key(parts, layout)
     if key in _loaded:
         return _loaded[key]
     home = folder / f"native_{key}"
+    meta = _meta(home)
+    if meta is None:  # wait for another process compiling it, rather than compile it too
+        with _compiling(folder, key):
+            meta = _meta(home)
+            if meta is None:
+                return _compiled(folder, key, home, layout, make)
+    loop = load(home / "loop.o", home / "loop.so", meta["symbol"], layout)
+    _loaded[key] = loop
+    return loop
+
+
+def _meta(home: Path) -> dict | None:
     try:
-        meta = json.loads((home / "meta.json").read_text())
+        return json.loads((home / "meta.json").read_text())
     except (OSError, ValueError):
-        meta = None
-    if meta is not None:
-        loop = load(home / "loop.o", home / "loop.so", meta["symbol"], layout)
-    else:
-        obj, symbol = compile_entry(make(), layout)
-        own = folder / f"native_{key}.{os.getpid()}.tmp"
-        shutil.rmtree(own, ignore_errors=True)
-        own.mkdir(parents=True)
-        (own / "loop.o").write_bytes(obj)
-        link_shared(own / "loop.o", own / "loop.so")
-        (own / "meta.json").write_text(json.dumps({"symbol": symbol, "layout": repr(layout)}))
-        loop = load(own / "loop.o", own / "loop.so", symbol, layout)
+        return None
+
+
+@contextmanager
+def _compiling(folder: Path, key: str) -> Iterator[None]:
+    """Hold the lock of loop ``key`` while it is compiled: a second process that needs the
+    same loop (``pytest -n 2`` on a cold cache: both workers start on the same tests) waits
+    and loads it, instead of spending a core on the same 10-30 s of compilation.  Where
+    files cannot be locked (no ``fcntl``, a file system that refuses it) both compile, and
+    the rename below keeps one."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not a POSIX system
+        yield
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        f = open(folder / f"native_{key}.lock", "w")  # noqa: SIM115 - held across the yield
+    except OSError:
+        yield
+        return
+    with f:
         try:
-            os.rename(own, home)  # atomic; refused when another process published first
+            fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes (or the process ends)
         except OSError:
-            shutil.rmtree(own, ignore_errors=True)  # loaded already: the code stays mapped
+            pass
+        yield
+
+
+def _compiled(folder: Path, key: str, home: Path, layout: tuple,
+              make: Callable[[], Any]) -> NativeLoop:
+    """Compile the loop, publish it as ``home`` and load it."""
+    obj, symbol = compile_entry(make(), layout)
+    own = folder / f"native_{key}.{os.getpid()}.tmp"
+    shutil.rmtree(own, ignore_errors=True)
+    own.mkdir(parents=True)
+    (own / "loop.o").write_bytes(obj)
+    link_shared(own / "loop.o", own / "loop.so")
+    (own / "meta.json").write_text(json.dumps({"symbol": symbol, "layout": repr(layout)}))
+    loop = load(own / "loop.o", own / "loop.so", symbol, layout)
+    try:
+        os.rename(own, home)  # atomic; refused when another process published first
+    except OSError:
+        shutil.rmtree(own, ignore_errors=True)  # loaded already: the code stays mapped
     _loaded[key] = loop
     return loop
