@@ -191,3 +191,17 @@ def test_validate_of_a_machine_file_checks_its_figures_against_the_clock(tmp_pat
     assert line == f"error: m.yaml: {field}: {why}"
     (tmp_path / "e.yaml").write_text(EXPERIMENT)
     assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == line
+
+
+def test_validate_of_a_graph_file_machine_checks_its_link_classes(tmp_path):
+    """A graph file's link classes are known once it is read: ``validate m.yaml`` called a
+    machine valid whose ``links`` named a class the graph lacks (every experiment on it was
+    refused)."""
+    links = "{global: {latency: 10ns}}"
+    line = "links.global: the network has no link class 'global' (it has: terminal, link)"
+    (tmp_path / "g.txt").write_text("0 1\n1 2\n2 0\n")
+    (tmp_path / "m.yaml").write_text(f"topology: {{kind: graph_file, path: g.txt}}\n"
+                                     f"links: {links}\n")
+    assert one_error(run_cli("validate", "m.yaml", cwd=tmp_path)) == f"error: m.yaml: {line}"
+    (tmp_path / "e.yaml").write_text(EXPERIMENT)
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == f"error: m.yaml: {line}"

@@ -53,20 +53,22 @@ def validate(
 
 def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
     """Build a machine file's network after the memory check its topology's counts allow, and
-    check its figures against the engine's clock."""
+    check its link classes (each named in ``links`` the network's, each buffer at least a
+    packet) and its figures against the engine's clock, as ``run`` does."""
     from federation.errors import ConfigError
     from federation.pipeline.bounds import (
         check_machine_memory,
         check_network_memory,
         machine_clock,
     )
-    from federation.pipeline.build import checked_network
+    from federation.pipeline.build import checked_network, resolve_links
 
     known = check_machine_memory(rm, limit)
     net = checked_network(rm)  # as run checks it: a plugin's malformed network is refused
     if known is None:
         check_network_memory(net, rm.machine.router.vcs, limit, rm.source, "topology")
-    # its figures against the clock, as run checks them (the stop window is the experiment's)
+    # its link classes and figures, as run checks them (the stop window is the experiment's)
+    resolve_links(rm.machine, rm.topology, net, rm.source)
     machine_clock(rm, list(net.link_classes),
                   lambda field, why: ConfigError(why, source=rm.source, path=field))
     return net
