@@ -14,14 +14,13 @@ import yaml
 from pydantic import ValidationError
 from scipy.sparse import csgraph
 
-from federation.errors import ConfigError, TopologyError
+from federation.errors import ConfigError
 from federation.network import NetworkBuilder
 from federation.network.route_kernels import _spread
 from federation.network.routes import graph_stats, hop_distances, shortest_path_routes
 from federation.plugin.components import VC_COUNTER
 from federation.plugins.topologies.circulant import Circulant
 from federation.plugins.topologies.fattree import FatTree
-from federation.plugins.topologies.graph_file import GraphFile
 from federation.plugins.topologies.random_shortcut import RandomShortcut
 from federation.plugins.topologies.torus import Hypercube, Torus
 
@@ -431,48 +430,6 @@ def test_too_few_vcs_is_refused_before_the_run(tmp_path):
 def test_parameter_errors_are_clear(cls, params, msg):
     with pytest.raises(ValidationError, match=msg):
         cls.Params(**params)
-
-
-# --------------------------------------------------------------------------- graph files
-
-
-def test_graph_file_edge_list_and_json(tmp_path):
-    p = tmp_path / "g.txt"
-    p.write_text("# ring of 4 plus a diagonal\n0 1\n1 2 ring\n\n2 3  # trailing comment\n3 0\n"
-                 "0 2 diag\n0 2 diag\n")
-    topo, net = make(GraphFile, path=str(p), nodes_per_router=2)
-    assert (net.n_routers, net.n_nodes, net.n_links) == (4, 8, 6)
-    assert net.link_classes == ("terminal", "link", "ring", "diag")
-    assert net.radix.tolist() == [2 + 4, 2 + 2, 2 + 4, 2 + 2]
-    assert_minimal(topo, net)
-    j = tmp_path / "g.json"
-    j.write_text('{"routers": 3, "nodes_per_router": [1, 0, 2],\n'
-                 ' "links": [[0, 1, "a"], [1, 2], [2, 0, "a"]], "link_classes": ["a", "link"]}')
-    topo, net = make(GraphFile, path=str(j))
-    assert net.node_router.tolist() == [0, 2, 2]
-    assert_minimal(topo, net)
-
-
-@pytest.mark.parametrize(("name", "text", "msg"), [
-    ("e.txt", "0 1\n1 x\n", r"e\.txt: line 2: router ids must be integers"),
-    ("e.txt", "0 1\n\n1 2 a b\n", r"e\.txt: line 3: expected 'a b \[class\]'"),
-    ("e.txt", "# c\n0 1\n2 2\n", r"e\.txt: line 3: router 2 is linked to itself"),
-    ("e.txt", "0 1\n-1 2\n", r"e\.txt: line 2: router id -1 is out of range"),
-    ("e.txt", "0 1\n2 3\n", r"e\.txt: the router graph is not connected"),
-    ("e.txt", "# nothing\n", r"e\.txt: the graph file has no links"),
-    ("e.json", '{"routers": 2,\n "links": [[0, 1]\n', r"e\.json: line 3: invalid JSON"),
-    ("e.json", '{"routers": 2, "links": [[0, 1], [1, 5]]}', r"e\.json: links\[1\]: router id 5"),
-    ("e.json", '{"routers": 2, "links": [[0, 1, "q"]], "link_classes": ["a"]}',
-     r"links\[0\]: link class 'q' is not in link_classes"),
-    ("e.json", '{"routers": 2, "links": [[0, 1]], "nodes": 1}', r"e\.json: nodes: unknown key"),
-])
-def test_graph_file_errors_name_file_and_line(tmp_path, name, text, msg):
-    p = tmp_path / name
-    p.write_text(text)
-    with pytest.raises(TopologyError, match=msg):
-        make(GraphFile, path=str(p))
-    with pytest.raises(TopologyError, match="graph file not found"):
-        make(GraphFile, path=str(tmp_path / "missing.txt"))
 
 
 # --------------------------------------------------------------------------- machine files

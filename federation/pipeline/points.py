@@ -13,6 +13,7 @@ refusals: a link figure may be written in the machine file, swept by the experim
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -251,7 +252,17 @@ class MemoryEstimate:
 
 
 def gib(n: float) -> str:
-    return f"{n / 2**30:.3g} GiB"
+    """``n`` bytes in GiB to 3 significant figures; any size: an integer too large for a float
+    is scaled in integers (``1e+200 GiB``) instead of raising ``OverflowError``."""
+    try:
+        return f"{n / 2**30:.3g} GiB"
+    except OverflowError:
+        q = abs(int(n)) >> 30
+        exp = int(math.log10(q))  # math.log10 takes any int; its rounding is corrected below
+        exp += (q >= 10 ** (exp + 1)) - (q < 10**exp)
+        lead = q // 10 ** (exp - 2)  # the three leading digits
+        sign = "-" if n < 0 else ""
+        return f"{sign}{lead / 100:.3g}e+{exp} GiB"
 
 
 def machine_prefix(point: ResolvedPoint) -> str:
