@@ -32,12 +32,23 @@ Parameters: ``gate`` 4 KiB is the paper's.  Not in the paper (assumed here, docu
 and ``flits_per_packet`` 5 give ``p`` and ``f`` as on Aries (a 64 B PUT request is 5 request
 flits).  Counter units: ps for latency and stall time (``federation.engine.api``); the ``+ 1``
 cycle per flit cancels out of the comparison.
+
+Limits (refused before the run, naming the field and the limit): ``gate``, ``packet_bytes``,
+``flits_per_packet`` and ``expire_samples`` at most :data:`MAX_COUNT` (10**18: the state is
+int64; a run makes far fewer readings, so a larger ``expire_samples`` would mean the same,
+never expire).  The arithmetic cannot wrap for any accepted value and any message size: the
+gate compares ``size`` with what is left of it, ``p`` is a rounded-up quotient without the
+sum, and ``f`` and Eq. 3 are computed in floats.  A mode never sampled is told apart by its
+age :data:`NEVER` itself, not by comparing that with ``expire_samples`` (which took such a
+mode for one sampled with ``L = s = 0`` from ``expire_samples >= 2**40``).
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from federation import Params
 from federation.engine.api import NC_REQ_FLITS, NC_REQ_PKTS, NC_RSP_LAT, NC_STALL, nic_counter
@@ -47,15 +58,18 @@ from federation.plugin.components import Controller
 
 #: ``cfg`` entries of the state
 C_AD, C_BS, C_GATE, C_EXPIRE, C_PACKET, C_FLITS = range(6)
-NEVER = 1 << 40  #: the age of a mode never sampled
+#: the age of a mode never sampled (ages saturate below it: no run makes 2**62 readings)
+NEVER = 1 << 62
+#: largest gate, packet_bytes, flits_per_packet and expire_samples: int64 state, with room
+MAX_COUNT = 10**18
 
 
 @part
 def estimate(lat, stall, age, node, ad, bs, expire, lam, sig):
     """``(L_ad, s_ad, L_bs, s_bs, ok)`` for ``node``: each mode's sample unless expired, a
     missing one estimated from the other by lambda and sigma; ``ok`` false: no sample at all."""
-    have_ad = age[node, ad] <= expire
-    have_bs = age[node, bs] <= expire
+    have_ad = age[node, ad] < NEVER and age[node, ad] <= expire
+    have_bs = age[node, bs] < NEVER and age[node, bs] <= expire
     l_ad, s_ad, l_bs, s_bs = lat[node, ad], stall[node, ad], lat[node, bs], stall[node, bs]
     if not have_ad and not have_bs:
         return 0.0, 0.0, 0.0, 0.0, False
@@ -73,9 +87,9 @@ def select(cfg, ratios, lat, stall, age, node, size, ad, bs):
                                           ratios[0], ratios[1])
     if not ok:
         return ad
-    p = (size + cfg[C_PACKET] - 1) // cfg[C_PACKET]
-    f = p * cfg[C_FLITS]
-    w = (p + 512) / 1024.0
+    p = (size - 1) // cfg[C_PACKET] + 1  # ceil(size / packet bytes), no sum to wrap; 0 B: 0
+    f = p * float(cfg[C_FLITS])  # floats: p * flits may pass int64
+    w = (p + 512.0) / 1024.0
     if w * l_bs + f * (s_bs + 1.0) < w * l_ad + f * (s_ad + 1.0):
         return bs
     return ad
@@ -108,8 +122,8 @@ def step(state, node, size, mode, counters):
     sample(snap, lat, stall, age, cur[node], node, counters)
     ad = mode if mode >= 0 else cfg[C_AD]
     bs = cfg[C_BS]
-    total[node] += size
-    if total[node] < cfg[C_GATE]:
+    if size < cfg[C_GATE] - total[node]:  # total + size < gate, no sum to wrap
+        total[node] += size
         cur[node] = bs
         return bs
     total[node] = 0
@@ -129,22 +143,43 @@ def decide(sim, state, node, size, mode):
     return step(state[:8], node, size, mode, counters)
 
 
+def _whole(value: object) -> object:
+    """A whole float (``1e20`` in a file) or numeric string (``'1e20'``) as an int, so that
+    one past the bound is refused naming the bound rather than as "not a valid integer"."""
+    num = value
+    if isinstance(value, str):
+        try:
+            num = float(value)
+        except ValueError:
+            return value
+    if isinstance(num, float) and num.is_integer():
+        return int(num)
+    return value
+
+
+#: a count in a file: an int, or a whole float or string such as ``1e6``
+Count = Annotated[int, BeforeValidator(_whole)]
+
+
 class AppAwareParams(Params):
     adaptive: str = Field("ADAPTIVE_0", description="the adaptive mode (paper: ADAPTIVE); a "
                           "message with a mode of its own (collective_modes) uses that")
     bias: str = Field("ADAPTIVE_3", description="the high-bias mode (paper: ADAPTIVE WITH "
                       "HIGH BIAS)")
-    gate: ByteCount = Field(4096.0, description="running total of message bytes below which "
-                            "messages go with the high-bias mode (paper: 4 KiB)")
+    gate: ByteCount = Field(4096.0, le=MAX_COUNT, description="running total of message bytes "
+                            "below which messages go with the high-bias mode (paper: 4 KiB); "
+                            "at most 10**18")
     latency_ratio: float = Field(0.9, gt=0, description="lambda: L_bs = L_ad * lambda when "
                                  "the high-bias sample is missing (not in the paper)")
     stall_ratio: float = Field(1.5, gt=0, description="sigma: s_bs = s_ad * sigma (not in the "
                                "paper)")
-    expire_samples: int = Field(16, ge=1, description="a mode's (L, s) is dropped after this "
-                                "many counter readings (not in the paper)")
-    packet_bytes: ByteCount = Field(64.0, description="bytes per packet for p (Aries: 64 B)")
-    flits_per_packet: int = Field(5, ge=1, description="request flits per packet for f "
-                                  "(Aries PUT: 5)")
+    expire_samples: Count = Field(16, ge=1, le=MAX_COUNT, description="a mode's (L, s) is "
+                                  "dropped after this many counter readings (not in the "
+                                  "paper); at most 10**18")
+    packet_bytes: ByteCount = Field(64.0, le=MAX_COUNT, description="bytes per packet for p "
+                                    "(Aries: 64 B); at most 10**18")
+    flits_per_packet: Count = Field(5, ge=1, le=MAX_COUNT, description="request flits per "
+                                    "packet for f (Aries PUT: 5); at most 10**18")
 
 
 class AppAware(Controller):

@@ -27,7 +27,8 @@ def decide(sim, state, node, size, mode):
 
 
 class BySizeParams(Params):
-    threshold: ByteCount = Field(4096.0, description="messages below this many bytes are small")
+    threshold: ByteCount = Field(4096.0, le=10**18, description="messages below this many bytes "
+                                 "are small (at most 10**18: the state is int64)")
     small: str = Field("ADAPTIVE_3", description="routing mode of small messages")
     large: str = Field("ADAPTIVE_0", description="routing mode of the others")
 
