@@ -174,3 +174,49 @@ def test_figures_the_engine_holds_still_validate(tmp_path, machine):
     (tmp_path / "e.yaml").write_text(EXPERIMENT)
     r = run_cli("validate", "e.yaml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+CLOCK = "the engine's clock range (8796093022208 ps = 8.796 s of simulated time)"
+JOB = "(job 'b' has 64 nodes; its workload's node numbers are the job's)"
+JOBS = ("machine: m.yaml\njobs:\n  - {name: a, workload: {kind: collective, op: allreduce, "
+        "size: 1KiB}, placement: {kind: contiguous, count: 8}}\n  - {name: b, workload: "
+        "WORKLOAD, placement: rest, start: START}\nstop: {warmup: 0us, measure: 1us}\n")
+
+
+def _jobs(workload: str = "{kind: synthetic, load: 0.2}", start: str = "0") -> str:
+    return JOBS.replace("WORKLOAD", workload).replace("START", start)
+
+
+# fuzz 43b: huge but finite values converted to int without a range check (OverflowError or
+# ValueError tracebacks, exit 1, some only in run); each refused, exactly, by both commands
+EXACT = {
+    "job start 1e300": (DRAGONFLY, _jobs(start="1e300"),
+                        f"e.yaml: jobs[1].start: 1e+300s is past {CLOCK}"),
+    "job start 1e20": (DRAGONFLY, _jobs(start="1e20"),
+                       f"e.yaml: jobs[1].start: 1e+20s is past {CLOCK}"),
+    "message_size 1e18": (DRAGONFLY, _jobs("{kind: synthetic, load: 0.2, message_size: 1e18}"),
+                          "e.yaml: jobs[1].workload.message_size: message_size is 1e+18 B, "
+                          f"beyond the largest message (1099511627775 B) {JOB}"),
+    "message_size 1e12": (DRAGONFLY, _jobs("{kind: synthetic, load: 0.2, message_size: 1e12}"),
+                          "e.yaml: jobs[1].workload.message_size: message_size is "
+                          "1000000000000 B, which takes at least 177.4s to leave a NIC at "
+                          f"5.25GiB/s, beyond {CLOCK} {JOB}"),
+    "message of 1e300 B": (DRAGONFLY, _jobs("{kind: messages, messages: [{src: 0, dst: 1, "
+                                            "size: 8}, {src: 1, dst: 0, size: 1e300}]}"),
+                           "e.yaml: jobs[1].workload.messages[1].size: size is 1e+300 B, "
+                           f"beyond the largest message (1099511627775 B) {JOB}"),
+    "packet_size 1e300": (DRAGONFLY + "packet_size: 1e300\n", EXPERIMENT,
+                          "m.yaml: packet_size: 1e+300 = 1e+300 B is more than the engine "
+                          "stores in a packet (2147483647 B)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXACT))
+def test_huge_finite_values_are_refused_exactly(tmp_path, case):
+    machine, experiment, message = EXACT[case]
+    (tmp_path / "m.yaml").write_text(machine)
+    (tmp_path / "e.yaml").write_text(experiment)
+    line = one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path))
+    assert line == f"error: {message}"
+    assert not (tmp_path / "o").exists()
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == line

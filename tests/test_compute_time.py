@@ -24,6 +24,7 @@ from federation.programs.compute_time import (
     ComputeTime,
     cdf_mean,
     inverse_cdf,
+    lognormal_sigma2,
     read_profile,
 )
 from federation.programs.model import COMPUTE
@@ -185,6 +186,59 @@ def test_bad_compute_is_refused_before_the_run(tmp_path, change, path, words):
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(bad))
     line = one_error(run_cli("validate", experiment(tmp_path, change), cwd=tmp_path))
     assert path in line and words in line
+
+
+CLOCK = "the engine's clock range (8796093022208 ps = 8.796 s of simulated time)"
+
+
+@pytest.mark.parametrize("unit,cdf,words", [
+    # fuzz 43b items 2 and 10: a profile cluster's cdf had no clock check (an OverflowError,
+    # or a rank total of ~200 digits of picoseconds); the same refusal as an empirical cdf's
+    ("1s", [[1e300, 0], [2e300, 1]], f"[0].cdf: the cdf's last time 2e+300s is beyond {CLOCK}"),
+    (1e300, [[1, 0], [2, 1]], f"[0].cdf: the cdf's last time 2e+300s is beyond {CLOCK}"),
+    ("1us", [[1e200, 0], [1e201, 1]],
+     f"[0].cdf: the cdf's last time 1e+195s is beyond {CLOCK}"),
+    (1e300, [[1e10, 0], [2e10, 1]],
+     f"[0].cdf: cdf point 0: time 1e+10 x the unit 1e+300s is beyond {CLOCK}"),
+])
+def test_a_profile_cdf_past_the_clock_is_refused_at_its_cdf(tmp_path, unit, cdf, words):
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(
+        {"unit": unit, "phases": {"mg": {"clusters": [{"cdf": cdf}]}}}))
+    e = experiment(tmp_path, {"profile": "p.yaml", "phase": "mg"}, 4, 3)
+    line = one_error(run_cli("run", e, "--out", "o", cwd=tmp_path))
+    assert line == f"error: {tmp_path / 'p.yaml'}: phases.mg.clusters{words}"
+    assert not (tmp_path / "o").exists()
+    assert one_error(run_cli("validate", e, cwd=tmp_path)) == line
+
+
+def test_a_rank_total_past_the_clock_is_a_time_not_digits(tmp_path):
+    e = experiment(tmp_path, "1s", 4, 10**12)
+    line = one_error(run_cli("validate", e, cwd=tmp_path))
+    assert line == (f"error: {e}: workload.compute: a rank would compute for 1e+12s in all, "
+                    f"past {CLOCK}")
+
+
+@pytest.mark.parametrize("mean,std", [(1e-200, 1e-6), (5e-324, 8.0), (1e-6, 0.0)])
+def test_a_lognormal_mean_tiny_beside_its_std_draws(mean, std):
+    """(std / mean)² overflowed a float: an OverflowError in validate and run (fuzz 43b
+    item 1).  sigma² = log(1 + (std / mean)²) in logarithms; such a lognormal draws (almost
+    always) 0 ps, its mean."""
+    s = sampler({"dist": "lognormal", "mean": mean, "std": std}, n=1000)
+    x = s.draw(np.arange(1000))
+    assert x.dtype == np.int64 and (x >= 0).all()
+    if std == 0:
+        assert (x == round(mean * 1e12)).all()
+    else:
+        assert (x == 0).mean() > 0.99
+    assert lognormal_sigma2(10e-6, 5e-6) == pytest.approx(math.log1p(0.25), rel=1e-15)
+    assert lognormal_sigma2(1e-200, 1e-6) == pytest.approx(2 * math.log(1e194), rel=1e-15)
+
+
+def test_a_tiny_lognormal_mean_runs(tmp_path):
+    e = experiment(tmp_path, {"dist": "lognormal", "mean": 1e-200, "std": "1us"}, 4, 3)
+    r = run_cli("run", e, "--out", "o", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and (tmp_path / "o" / "results.json").exists()
 
 
 def compute_matrix(prep) -> np.ndarray:  # noqa: ANN001

@@ -147,6 +147,20 @@ def test_bad_laws_are_refused_at_their_field(tmp_path, law_, field, words):
     assert words in line, line
 
 
+@pytest.mark.parametrize(("on", "off", "field", "value"), [
+    (1e300, "1us", "on", "1e+300s"), ("1us", 1e300, "off", "1e+300s"),
+    (1e20, "1us", "on", "1e+20s"),
+])
+def test_a_period_past_the_clock_is_refused_at_its_field(tmp_path, on, off, field, value):
+    """on: 1e300 passed validate and was an OverflowError in run (fuzz 43b item 7)."""
+    write(tmp_path, {"kind": "on_off", "on": on, "off": off})
+    line = one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path))
+    assert line == (f"error: e.yaml: jobs[1].workload.injection.{field}: {value} is past the "
+                    "engine's clock range (8796093022208 ps = 8.796 s of simulated time)")
+    assert not (tmp_path / "o").exists()
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == line
+
+
 def test_an_unquoted_on_key_is_the_on_time(tmp_path):
     """YAML 1.1 reads a key ``on`` as ``True``; the loader reads keys as YAML 1.2 does."""
     (tmp_path / "e.yaml").write_text(

@@ -70,6 +70,18 @@ def test_an_interval_below_the_clock_unit_is_refused(tmp_path):
                            "clock unit (1ps: its times are whole picoseconds); give at least 1ps")
 
 
+@pytest.mark.parametrize(("interval", "shown"), [("1e300", "1e+300s"), ("1e20", "1e+20s"),
+                                                 ("9s", "9s")])
+def test_an_interval_past_the_clock_is_refused(tmp_path, interval, shown):
+    """1e300 was an OverflowError in validate and run, 1e20 in run (fuzz 43b item 7)."""
+    _file(tmp_path, OPEN + f"outputs: {{link_series: {{interval: {interval}}}}}\n")
+    line = one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path))
+    assert line == (f"error: e.yaml: outputs.link_series.interval: {shown} is past the engine's "
+                    "clock range (8796093022208 ps = 8.796 s of simulated time)")
+    assert not (tmp_path / "o").exists()
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == line
+
+
 def test_a_run_of_unknown_length_is_stopped_at_the_limit(tmp_path, monkeypatch):
     """Rank programs end when they end: the loader cannot count their samples, so it lets
     the file pass and the sampler refuses the sample past the limit, naming the field."""

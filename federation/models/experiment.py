@@ -9,7 +9,13 @@ from pydantic import ConfigDict, Discriminator, Field, Tag, field_validator, mod
 
 from federation.models.base import DocumentModel, SchemaVersion
 from federation.models.machine import AlgorithmSpec, ComponentSpec, Machine
-from federation.models.units import PositiveTime, Time, seconds_to_ps
+from federation.models.units import (
+    ClockTime,
+    PositiveClockTime,
+    PositiveTime,
+    Time,
+    seconds_to_ps,
+)
 
 #: most two-opt iterations one job may ask for (the thesis uses 200,000 to 1,000,000)
 MAX_TWO_OPT_ITERATIONS = 100_000_000
@@ -59,7 +65,7 @@ class LinkSeries(DocumentModel):
     """``outputs.link_series``: bytes each port sent per traffic class, sampled every
     ``interval`` over the run (the ``link_series`` table)."""
 
-    interval: PositiveTime = Field(description="time between two samples")
+    interval: PositiveClockTime = Field(description="time between two samples")
     links: Literal["router", "all"] = Field(
         "router", description="router: router-to-router ports only; all: NIC ports too")
 
@@ -159,8 +165,8 @@ class Job(DocumentModel):
                                      "gets (contiguous, list, random_nodes, rest, ...)")
     ranks: RankOrder = Field(default_factory=RankOrder,
                              description="which of its nodes each rank runs on")
-    start: Time = Field(0.0, description="when the job starts (its traffic, or its ranks' "
-                        "first operations)")
+    start: ClockTime = Field(0.0, description="when the job starts (its traffic, or its "
+                             "ranks' first operations)")
     shared: bool = Field(False, description="the job's nodes may also belong to other jobs "
                          "(else any overlap is refused)")
     routing_mode: str | None = Field(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
@@ -34,6 +35,7 @@ from federation.models.limits import (
     MAX_BUFFER_BYTES,
     MAX_PACKET_BYTES,
     TIME_LIMIT_PS,
+    TIME_LIMIT_S,
 )
 
 PS_PER_S = 10**12
@@ -142,10 +144,17 @@ def _check_finite(num: float, value: Any) -> None:
 def seconds_to_ps(seconds: float) -> int:
     """Round a duration to integer picoseconds, the engine's clock unit.
 
-    Unchecked: for durations already known to be in range.  A duration a user wrote (or
+    Unchecked: for durations already known to be in range (a field of type :data:`ClockTime`
+    or :data:`PositiveClockTime`, or one checked before).  A duration a user wrote (or
     computed from what a user wrote, such as flops over a host speed) goes through
     :func:`clock_ps`, which refuses what the engine's clock cannot hold."""
     return int(round(seconds * PS_PER_S))
+
+
+def beyond_clock(seconds: float) -> bool:
+    """True when ``seconds``, rounded to picoseconds, is not below the engine's clock range
+    (:data:`~federation.models.limits.TIME_LIMIT_PS`), or is not a number."""
+    return not float(seconds) * PS_PER_S + 0.5 < TIME_LIMIT_PS
 
 
 def clock_ps(seconds: float, what: str, source: str | None = None,
@@ -166,7 +175,7 @@ def clock_ps(seconds: float, what: str, source: str | None = None,
     if math.isnan(ps) or ps < 0:
         raise ConfigError(f"{what} {seconds!r} s is not a duration >= 0", source=source,
                           path=path)
-    if ps + 0.5 >= TIME_LIMIT_PS:
+    if beyond_clock(seconds):
         raise ConfigError(f"{what} {format_time(seconds)} is beyond {CLOCK_LIMIT}",
                           source=source, path=path)
     return int(round(ps))
@@ -175,6 +184,17 @@ def clock_ps(seconds: float, what: str, source: str | None = None,
 def format_rate(bytes_per_s: float) -> str:
     """Human-readable rate in GiB/s (the unit HPC network papers quote)."""
     return f"{bytes_per_s / 2**30:.3g}GiB/s"
+
+
+def format_count(n: float) -> str:
+    """A count (bytes, picoseconds) as its digits, or, from 10**15 on, 4 significant digits
+    (``1e+300``, not 301 digits of a float's binary expansion)."""
+    if abs(n) < 10**15:
+        return f"{n:.0f}" if isinstance(n, float) else str(n)
+    try:
+        return f"{float(n):.4g}"
+    except OverflowError:  # an int beyond a float
+        return f"{Decimal(n):.4g}"
 
 
 def format_time(seconds: float) -> str:
@@ -205,6 +225,19 @@ def _positive(parse):  # noqa: ANN001, ANN202
     return check
 
 
+def _in_clock(check):  # noqa: ANN001, ANN202
+    """``check``, then the clock range: a time inside a run (a job's start, a burst's mean
+    length, a sampling interval) past the clock can never be simulated, and 1e300 s
+    overflowed the conversion to picoseconds (a traceback instead of this refusal)."""
+    def bounded(value: Any) -> float:
+        num = check(value)
+        if beyond_clock(num):
+            raise ValueError(f"{format_time(num)} is past {CLOCK_LIMIT}")
+        return num
+
+    return bounded
+
+
 _SCHEMA_SIZE = WithJsonSchema(
     {"anyOf": [{"type": "number"}, {"type": "string", "pattern": _SIZE_RE.pattern}],
      "description": "bytes, or a string such as '8KiB', '512B', '1Mb'"}
@@ -216,8 +249,8 @@ def _whole_bytes(limit: int | None):  # noqa: ANN202
             raise ValueError(
                 f"must be a whole number of bytes, at least 1 (got {value!r} = {num:g} B)")
         if limit is not None and num > limit:
-            raise ValueError(f"{value!r} = {num:.0f} B is more than the engine stores in a "
-                             f"packet ({limit} B)")
+            raise ValueError(f"{value!r} = {format_count(num)} B is more than the engine "
+                             f"stores in a packet ({limit} B)")
         return num
 
     return check
@@ -294,3 +327,20 @@ Bandwidth = Annotated[float, BeforeValidator(_bandwidth), _SER, WithJsonSchema({
 Time = Annotated[float, BeforeValidator(_nonneg(parse_time)), _SER, _SCHEMA_TIME]
 #: A strictly positive duration in seconds.
 PositiveTime = Annotated[float, BeforeValidator(_positive(parse_time)), _SER, _SCHEMA_TIME]
+
+
+def _schema_clock_time(low: str) -> WithJsonSchema:
+    return WithJsonSchema({
+        "anyOf": [{"type": "number", low: 0, "exclusiveMaximum": TIME_LIMIT_S},
+                  {"type": "string", "pattern": _TIME_RE.pattern}],
+        "description": f"seconds (below {TIME_LIMIT_S:.4g}, the engine's clock range of 2**43 "
+                       "ps), or a string such as '100ns', '1.5us'"})
+
+
+#: A time inside a run, in seconds (>= 0): below the engine's clock range
+#: (:data:`federation.models.limits.TIME_LIMIT_PS`), so :func:`seconds_to_ps` holds it.
+ClockTime = Annotated[float, BeforeValidator(_in_clock(_nonneg(parse_time))), _SER,
+                      _schema_clock_time("minimum")]
+#: A strictly positive time inside a run: as :data:`ClockTime`, above 0.
+PositiveClockTime = Annotated[float, BeforeValidator(_in_clock(_positive(parse_time))), _SER,
+                              _schema_clock_time("exclusiveMinimum")]

@@ -25,7 +25,7 @@ from federation.engine.link_series import (
 from federation.errors import ConfigError
 from federation.models.base import read_document, validate_model
 from federation.models.experiment import Experiment
-from federation.models.limits import CLOCK_LIMIT, MAX_SWEEP_POINTS, TIME_LIMIT_PS
+from federation.models.limits import MAX_SWEEP_POINTS
 from federation.models.machine import ComponentSpec, Machine
 from federation.models.units import format_time, seconds_to_ps
 from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_path: public here too
@@ -404,10 +404,7 @@ def resolve_jobs(exp: Experiment, plugins: FederationPlugins,
                                      f"{at}.workload")
         placement = resolve_component(job.placement, plugins.placements, source,
                                       f"{at}.placement")
-        start = seconds_to_ps(job.start)
-        if start >= TIME_LIMIT_PS:
-            raise ConfigError(f"{format_time(job.start)} is past {CLOCK_LIMIT}", source=source,
-                              path=f"{at}.start")
+        start = seconds_to_ps(job.start)  # a ClockTime: below the clock range
         jobs.append(ResolvedJob(job.name, i, workload, placement, job.ranks, start, job.shared,
                                 at, f"{at}.workload"))
     return tuple(jobs)

@@ -22,7 +22,7 @@ import numpy as np
 
 from federation.errors import ConfigError
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
-from federation.models.units import PS_PER_S, format_rate, format_time
+from federation.models.units import PS_PER_S, format_count, format_rate, format_time
 from federation.programs.matching import (
     Pairs,
     blocked,
@@ -340,7 +340,7 @@ def check_message_size(nbytes: int, packet: int, bandwidth: float, what: str,
     (bytes/s, packets of ``packet`` bytes), against the clock range: for workloads that know
     their sizes before they build anything (``what`` says which size, ``path`` its field)."""
     if nbytes >= MAX_MESSAGE_BYTES:
-        raise ConfigError(f"{what} is {nbytes} B, beyond the largest message "
+        raise ConfigError(f"{what} is {format_count(nbytes)} B, beyond the largest message "
                           f"({MAX_MESSAGE_BYTES - 1} B)", path=path)
     t = float(serialisation_ps(np.array([nbytes], dtype=np.int64), packet, bandwidth)[0])
     if t >= TIME_LIMIT_PS * (1 - 1e-12):

@@ -45,7 +45,14 @@ from pydantic import Field, field_validator, model_serializer, model_validator
 from federation.errors import ConfigError
 from federation.models.base import DocumentModel, DocumentPath, read_document, validate_model
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
-from federation.models.units import _TIME_RE, PS_PER_S, Time, format_time, parse_time
+from federation.models.units import (
+    _TIME_RE,
+    PS_PER_S,
+    Time,
+    beyond_clock,
+    format_time,
+    parse_time,
+)
 
 #: most bins of an empirical CDF (the paper stores "at most 100 bins")
 MAX_BINS = 100
@@ -68,13 +75,24 @@ def _cdf_points(v: Any, unit: float = 1.0) -> list[tuple[float, float]]:
         t, p = pt
         if isinstance(p, bool) or not isinstance(p, int | float) or not math.isfinite(p):
             raise ValueError(f"cdf point {i}: probability {p!r} is not a number")
-        secs = t * unit if isinstance(t, int | float) and not isinstance(t, bool) \
-            else parse_time(t)
+        bare = isinstance(t, int | float) and not isinstance(t, bool)
+        secs = t * unit if bare else parse_time(t)
+        if bare and math.isfinite(t) and t >= 0 and math.isinf(secs):
+            raise ValueError(f"cdf point {i}: time {t:g} x the unit {format_time(unit)} is "
+                             f"beyond {CLOCK_LIMIT}")
         if not math.isfinite(secs) or secs < 0:
             raise ValueError(f"cdf point {i}: time {t!r} must be finite and not negative")
         out.append((float(secs), float(p)))
     check_cdf(out)
     return out
+
+
+def check_in_clock(name: str, seconds: float) -> None:
+    """A compute figure (``name``: ``compute``, ``mean``, ``the cdf's last time``) below the
+    engine's clock range: past it, it can never be simulated (and 1e300 s once overflowed the
+    conversions to picoseconds: a traceback instead of this refusal)."""
+    if beyond_clock(seconds):
+        raise ValueError(f"{name} {format_time(float(seconds))} is beyond {CLOCK_LIMIT}")
 
 
 def check_cdf(points: list[tuple[float, float]]) -> None:
@@ -144,16 +162,12 @@ class ComputeTime(DocumentModel):
                              f"{', '.join(need)})")
         if self.dist == "uniform" and self.high < self.low:  # type: ignore[operator]
             raise ValueError("uniform: high is below low")
-        # a figure past the clock can never be simulated (and 1e300 s once overflowed the
-        # conversions to picoseconds: a traceback instead of this refusal)
         figures = [(n, getattr(self, n)) for n in need if n in ("value", "mean", "std", "low",
                                                                  "high")]
         if self.cdf is not None:
             figures.append(("the cdf's last time", self.cdf[-1][0]))
         for name, secs in figures:
-            if not float(secs) * PS_PER_S < TIME_LIMIT_PS:
-                what = "compute" if name == "value" else name
-                raise ValueError(f"{what} {format_time(float(secs))} is beyond {CLOCK_LIMIT}")
+            check_in_clock("compute" if name == "value" else name, secs)
         if self.dist == "lognormal" and self.mean == 0 and self.std > 0:  # type: ignore[operator]
             raise ValueError("lognormal: a mean of 0 allows no std above 0 (a lognormal draw "
                              "is positive); give a mean above 0, or a constant 0")
@@ -196,9 +210,9 @@ class ProfileCluster(DocumentModel):
     @field_validator("cdf", mode="before")
     @classmethod
     def _points(cls, v: Any) -> Any:
-        if isinstance(v, _UnitCdf):
-            return _cdf_points(v.raw, v.unit)
-        return _cdf_points(v)
+        points = _cdf_points(v.raw, v.unit) if isinstance(v, _UnitCdf) else _cdf_points(v)
+        check_in_clock("the cdf's last time", points[-1][0])  # as an 'empirical' cdf's
+        return points
 
 
 class ProfilePhase(DocumentModel):
@@ -319,7 +333,7 @@ class PhaseSampler:
             m, sd = float(s.mean), float(s.std)  # type: ignore[arg-type]
             if m == 0:
                 return np.zeros(k)
-            sigma2 = math.log1p((sd / m) ** 2)
+            sigma2 = lognormal_sigma2(m, sd)
             return np.exp(math.log(m) - sigma2 / 2 + math.sqrt(sigma2) *
                           rng.standard_normal(k))
         if s.dist == "uniform":
@@ -332,6 +346,15 @@ class PhaseSampler:
             if sel.any():
                 out[sel] = inverse_cdf(cdf, u[sel])  # type: ignore[arg-type]
         return out
+
+
+def lognormal_sigma2(mean: float, std: float) -> float:
+    """sigma² of the lognormal of ``mean`` and ``std`` (both > 0, std may be 0):
+    ``log(1 + (std / mean)²)``, in logarithms, since ``(std / mean)²`` overflows a float when
+    the mean is tiny beside the std (a mean of 1e-200 s beside 1 us was a traceback)."""
+    if std == 0:
+        return 0.0
+    return float(np.logaddexp(0.0, 2 * (math.log(std) - math.log(mean))))
 
 
 def cdf_mean(points: list[tuple[float, float]]) -> float:
@@ -374,4 +397,5 @@ def as_compute(v: Any) -> ComputeTime:
 
 
 __all__ = ["MAX_BINS", "ComputeDraws", "ComputeTime", "PhaseSampler", "ProfileFile",
-           "Sampling", "as_compute", "cdf_mean", "check_cdf", "inverse_cdf", "read_profile"]
+           "Sampling", "as_compute", "cdf_mean", "check_cdf", "check_in_clock", "inverse_cdf",
+           "lognormal_sigma2", "read_profile"]

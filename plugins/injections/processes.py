@@ -29,7 +29,7 @@ from pydantic import Field
 
 from federation import InjectionContext, InjectionProcess, Params
 from federation.errors import ConfigError
-from federation.models.units import PositiveTime, seconds_to_ps
+from federation.models.units import PositiveClockTime, seconds_to_ps
 from federation.plugins.injections.laws import PeriodLaw
 
 
@@ -116,8 +116,8 @@ class Periodic(InjectionProcess):
 
 
 class OnOffParams(Params):
-    on: PositiveTime = Field(description="mean length of a burst")
-    off: PositiveTime = Field(description="mean pause between bursts")
+    on: PositiveClockTime = Field(description="mean length of a burst")
+    off: PositiveClockTime = Field(description="mean pause between bursts")
     on_law: PeriodLaw = Field(
         default_factory=PeriodLaw, description="law of the burst lengths, of mean 'on': "
         "exponential (default), {law: pareto, shape: alpha > 1} (heavy-tailed bursts), "

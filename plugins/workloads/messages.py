@@ -15,31 +15,23 @@ else the policy's); on a machine of one class every message is in it.
 from __future__ import annotations
 
 import numpy as np
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field
 
 from federation import Messages, Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
-from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_S
-from federation.models.units import ByteCount, Time, format_time, seconds_to_ps
+from federation.models.units import ByteCount, ClockTime, seconds_to_ps
+from federation.programs.checks import check_message_size
 
 
 class MessageSpec(Params):
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 
-    at: Time = Field(0.0, description="creation time at the source NIC")
+    at: ClockTime = Field(0.0, description="creation time at the source NIC")
     src: int = Field(ge=0, description="source node")
     dst: int = Field(ge=0, description="destination node")
     size: ByteCount = Field(description="whole bytes")
     class_: str | None = Field(None, alias="class", min_length=1,
                                description="traffic class (a name of machine.qos's classes)")
-
-    @field_validator("at")
-    @classmethod
-    def _in_clock(cls, at: float) -> float:
-        """Refused by the loader (so ``validate`` says so), not when the run generates it."""
-        if at >= TIME_LIMIT_S:
-            raise ValueError(f"{format_time(at)} is past {CLOCK_LIMIT}")
-        return at
 
 
 class MessagesParams(Params):
@@ -54,8 +46,9 @@ class ExplicitMessages(Workload):
     params: MessagesParams
 
     def check(self, ctx: WorkloadContext) -> None:
-        """Every listed node exists (in a job: is one of the job's nodes), before any point
-        runs."""
+        """Every listed node exists (in a job: is one of the job's nodes), and every size is
+        below the largest message and leaves its NIC within the clock range, before any point
+        runs (a size of 1e300 B was a traceback in the run)."""
         n = ctx.network.n_nodes
         where = "the job has" if ctx.nodes is not None else "the machine has"
         for i, m in enumerate(self.params.messages):
@@ -65,6 +58,9 @@ class ExplicitMessages(Workload):
                         f"node {getattr(m, field)} does not exist ({where} {n} nodes)",
                         path=f"workload.messages[{i}].{field}",
                     )
+        big = max(range(len(self.params.messages)), key=lambda i: self.params.messages[i].size)
+        check_message_size(int(self.params.messages[big].size), int(ctx.machine.packet_size),
+                           ctx.nic_bandwidth, "size", f"workload.messages[{big}].size")
         self.classes(ctx)
 
     def classes(self, ctx: WorkloadContext) -> np.ndarray | None:
@@ -82,10 +78,6 @@ class ExplicitMessages(Workload):
 
     def generate(self, ctx: WorkloadContext) -> Messages:
         self.check(ctx)
-        for i, m in enumerate(self.params.messages):
-            if m.at >= TIME_LIMIT_S:
-                raise ConfigError(
-                    f"{format_time(m.at)} is past {CLOCK_LIMIT}", path=f"workload.messages[{i}].at")
         ms = self.params.messages
         return Messages(
             time_ps=np.array([seconds_to_ps(m.at) for m in ms], dtype=np.int64),

@@ -16,6 +16,7 @@ import numpy as np
 from federation import WorkloadContext
 from federation.errors import ConfigError
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.models.units import PS_PER_S, format_count, format_time
 from federation.programs.assembler import ProgramAssembler
 from federation.programs.checks import check_message_size
 from federation.programs.collective_algorithms import allreduce_recursive_doubling
@@ -53,9 +54,15 @@ def check_size(nbytes: int, ctx: WorkloadContext, what: str, field: str) -> None
 
 
 def check_compute(per_rank_ps: int, field: str) -> None:
+    """A rank's total compute (picoseconds, over every iteration) within the clock range; the
+    refusal gives it as a time (``1.1e+12s``), not as the picoseconds' digits."""
     if per_rank_ps >= TIME_LIMIT_PS:
-        raise ConfigError(f"a rank would compute for {per_rank_ps} ps in all, past "
-                          f"{CLOCK_LIMIT}", path=f"workload.{field}")
+        try:
+            total = format_time(per_rank_ps / PS_PER_S)
+        except OverflowError:  # iterations: 10**400
+            total = f"{format_count(per_rank_ps)} ps"
+        raise ConfigError(f"a rank would compute for {total} in all, past {CLOCK_LIMIT}",
+                          path=f"workload.{field}")
 
 
 def check_ranks(n_ranks: int, n_nodes: int, field: str) -> None:

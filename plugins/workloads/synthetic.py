@@ -43,6 +43,7 @@ from federation.errors import ConfigError
 from federation.models.limits import MAX_MESSAGES, TIME_LIMIT_PS
 from federation.models.machine import NestedSpec
 from federation.models.units import PS_PER_S, ByteCount
+from federation.programs.checks import check_message_size
 
 
 class PatternSpec(NestedSpec):
@@ -122,6 +123,9 @@ class Synthetic(Workload):
         self._check_whole(ctx)
 
     def _check_parts(self, ctx: WorkloadContext) -> None:
+        if self.params.message_size is not None:  # 1e18 B: a slot past int64, a traceback
+            check_message_size(int(self.params.message_size), int(ctx.machine.packet_size),
+                               ctx.nic_bandwidth, "message_size", "workload.message_size")
         pctx, ictx = self._contexts(ctx)
         for what, component, c in (("pattern", self.pattern, pctx),
                                    ("injection", self.injection, ictx)):
