@@ -205,3 +205,20 @@ def test_validate_of_a_graph_file_machine_checks_its_link_classes(tmp_path):
     assert one_error(run_cli("validate", "m.yaml", cwd=tmp_path)) == f"error: m.yaml: {line}"
     (tmp_path / "e.yaml").write_text(EXPERIMENT)
     assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == f"error: m.yaml: {line}"
+
+
+@pytest.mark.parametrize("field", ["bias_high", "bias_low", "bias_step"])
+def test_an_aries_bias_past_its_bound_is_refused_naming_it(tmp_path, field):
+    """The costs are int64 sums of queued bytes and the bias: 1e30 was an OverflowError
+    traceback in ``validate`` (found by a fuzz run)."""
+    (tmp_path / "m.yaml").write_text("topology: {kind: dragonfly, p: 1, a: 4, h: 1}\n"
+                                     "router: {vcs: 4}\n")
+    (tmp_path / "e.yaml").write_text(
+        f"machine: m.yaml\nrouting: {{algorithm: aries, mode: ADAPTIVE_3, {field}: 1e30}}\n"
+        "workload: {kind: synthetic, load: 0.1}\nstop: {warmup: 0ns, measure: 1us}\n")
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert line == (f"error: e.yaml: routing.{field}: 1e+30 B is more than "
+                    "1099511627776 B (2**40, 1 TiB): the routing's costs are int64 sums of "
+                    "queued bytes and the bias")
+    assert one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)) == line
+    assert not (tmp_path / "o").exists()

@@ -48,7 +48,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from federation import Params, RouteTables, hookimpl
 from federation.engine.api import (
@@ -240,6 +240,11 @@ def _commit(sim, base, r, pk, dr, via):
     return follow(sim, base, r, pk, dr, via)
 
 
+#: largest bias (bytes): the costs are int64 sums of queued bytes and a bias (ADAPTIVE_1's
+#: times the hops made), compared with 2**62; 1e30 was an OverflowError in ``validate``
+MAX_BIAS = 2**40
+
+
 class AriesParams(Params):
     mode: Literal["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH",
                   "NMIN_HASH", "IN_ORDER"] = Field(
@@ -247,14 +252,23 @@ class AriesParams(Params):
         "(bias towards minimal growing as the packet nears its destination), ADAPTIVE_2 (low "
         "bias), ADAPTIVE_3 (high bias), MIN_HASH, NMIN_HASH, IN_ORDER")
     bias_step: PositiveSize | None = Field(
-        None, description="ADAPTIVE_1: bytes added to non-minimal costs at the source router "
-        "and again for every hop made; not public, default one packet")
+        None, description="ADAPTIVE_1: bytes added to non-minimal costs at the "
+        "source router and again for every hop made; not public, default one packet; at most "
+        "2**40 (1 TiB)")
     bias_low: PositiveSize | None = Field(
-        None, description="bytes added to non-minimal costs in ADAPTIVE_2; not public, "
-        "default two packets")
+        None, description="bytes added to non-minimal costs in ADAPTIVE_2; not "
+        "public, default two packets; at most 2**40 (1 TiB)")
     bias_high: PositiveSize | None = Field(
-        None, description="bytes added to non-minimal costs in ADAPTIVE_3; not public, "
-        "default eight packets")
+        None, description="bytes added to non-minimal costs in ADAPTIVE_3; not "
+        "public, default eight packets; at most 2**40 (1 TiB)")
+
+    @field_validator("bias_step", "bias_low", "bias_high")
+    @classmethod
+    def _bounded(cls, v: float | None) -> float | None:
+        if v is not None and v > MAX_BIAS:
+            raise ValueError(f"{v:g} B is more than {MAX_BIAS} B (2**40, 1 TiB): the routing's "
+                             "costs are int64 sums of queued bytes and the bias")
+        return v
 
 
 class Aries(Valiant):
