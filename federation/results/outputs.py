@@ -37,7 +37,7 @@ import secrets
 import shutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -162,7 +162,32 @@ def _fresh(parent: Path, prefix: str) -> Path:
 
 
 # ---------------------------------------------------------------------- output folders
-class OutputDir:
+class _Made:
+    """What every writer here shares: the folders it made for its destination
+    (``_created``, deepest first), removed again when it is abandoned (:meth:`abort`, also on
+    leaving a ``with`` block by an exception), as far as they are still empty."""
+
+    _created: list[Path]
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def _remove_created(self) -> None:
+        for q in self._created:
+            try:
+                q.rmdir()
+            except OSError:
+                break
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, typ: object, exc: object, tb: object) -> None:
+        if exc is not None:
+            self.abort()
+
+
+class OutputDir(_Made):
     """A run's output folder (see the module docstring).  ``final`` is where it went."""
 
     def __init__(self, out: Path, fmt: str, overwrite: bool = False,
@@ -229,12 +254,6 @@ class OutputDir:
                                   source=self.source) from None
             probe.rename(out)
 
-    def _remove_created(self) -> None:
-        for p in self._created:
-            try:
-                p.rmdir()
-            except OSError:
-                break
 
     # ------------------------------------------------------------------ during the run
     def write_table(self, name: str, table: dict[str, np.ndarray], extra: dict[str, Any]) -> str:
@@ -335,7 +354,7 @@ class OutputDir:
 
 
 # ---------------------------------------------------------------------- output files
-class OutputFile:
+class OutputFile(_Made):
     """One output file written whole at the end (``crossval --out``, ``report``, ``schema``).
 
     Checked when made: the path (:func:`check_out_path`), an existing file only with
@@ -400,22 +419,9 @@ class OutputFile:
         self.tmp.unlink(missing_ok=True)
         self._remove_created()
 
-    def _remove_created(self) -> None:
-        for q in self._created:
-            try:
-                q.rmdir()
-            except OSError:
-                break
-
-    def __enter__(self) -> OutputFile:
-        return self
-
-    def __exit__(self, typ: object, exc: object, tb: object) -> None:
-        if exc is not None:
-            self.abort()
 
 
-class OutputFiles:
+class OutputFiles(_Made):
     """Files made together into one folder, beside what it holds (``plot --out``): a user's
     folder is never replaced whole, and a file of the same name only with ``overwrite``.
 
@@ -478,19 +484,6 @@ class OutputFiles:
         shutil.rmtree(self.tmp, ignore_errors=True)
         self._remove_created()
 
-    def _remove_created(self) -> None:
-        for q in self._created:
-            try:
-                q.rmdir()
-            except OSError:
-                break
-
-    def __enter__(self) -> OutputFiles:
-        return self
-
-    def __exit__(self, typ: object, exc: object, tb: object) -> None:
-        if exc is not None:
-            self.abort()
 
 
 def write_file(path: Path, text: str, source: str) -> None:
