@@ -8,7 +8,11 @@ whose requests wait for credit gets an event, at its first pending return's key
 very time a credit returns that was scheduled before its own wake-up
 (:func:`returns_then`): each does what that return's own event did, apply it and try the
 port, at its place.  The returns still take their place in the scheduling order, so every
-other event keeps its key and the run its results; a credit event was four in ten events.
+other event keeps its key; a credit event was four in ten events.  The results are those of
+credit events except where a credit event tried a NIC nothing made wait: a rank program's next
+packet is made when its NIC is next tried, so routings that draw from the run's stream as a
+packet is made (``par``, Valiant, UGAL, random injection VCs) give other, equally valid samples
+(docs/architecture.md, "Credit return").
 """
 
 from __future__ import annotations
