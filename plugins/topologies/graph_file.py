@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -412,29 +413,38 @@ class GraphFile(Topology):
         ``None`` when the file cannot be counted cheaply or does not parse; the network is
         then built first and its memory checked afterwards.
         """
-        p = self.params
-        path = Path(p.path)
+        path = Path(self.params.path)
         if not path.is_file():
             return None
-        file_nodes: list[int] | int | None = None
-        if path.suffix.lower() == ".json":
-            counted = count_json(path)
-            if counted is None:
-                return None
-            routers, cables, file_nodes = counted
-        else:
-            edges = count_edge_list(path)
-            if edges is None:
-                return None
-            routers, cables = edges
-        if (p.nodes_per_router is None and isinstance(file_nodes, list)
-                and (len(file_nodes) != routers
-                     or not all(_count(v, 0, MAX_NODES) for v in file_nodes))):
+        st = path.stat()
+        return _file_size(str(path), st.st_mtime_ns, st.st_size, self.params.nodes_per_router)
+
+
+@lru_cache(maxsize=8)
+def _file_size(path: str, mtime_ns: int, n_bytes: int,
+               nodes_per_router: int | None) -> TopologySize | None:
+    """:meth:`GraphFile.size` of the file as it is now (its time and length in the key): the
+    memory check, the job checks and the build's comparison each ask, and an edge list is
+    counted by reading it whole (up to 64 MiB), once."""
+    file_nodes: list[int] | int | None = None
+    if path.lower().endswith(".json"):
+        counted = count_json(Path(path))
+        if counted is None:
             return None
-        nodes = _node_total(routers, p.nodes_per_router, file_nodes)
-        if nodes > MAX_NODES:
-            return None  # build() refuses it, naming nodes_per_router, before allocating
-        return TopologySize(routers=routers, nodes=nodes, cables=cables, groups=routers)
+        routers, cables, file_nodes = counted
+    else:
+        edges = count_edge_list(Path(path))
+        if edges is None:
+            return None
+        routers, cables = edges
+    if (nodes_per_router is None and isinstance(file_nodes, list)
+            and (len(file_nodes) != routers
+                 or not all(_count(v, 0, MAX_NODES) for v in file_nodes))):
+        return None
+    nodes = _node_total(routers, nodes_per_router, file_nodes)
+    if nodes > MAX_NODES:
+        return None  # build() refuses it, naming nodes_per_router, before allocating
+    return TopologySize(routers=routers, nodes=nodes, cables=cables, groups=routers)
 
 
 @hookimpl
