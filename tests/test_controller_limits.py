@@ -19,10 +19,9 @@ import collections
 import numpy as np
 import pytest
 from conftest import one_error, run_cli, simulate
+from test_controller import MODES, counters, state
 
 AD, BS = 0, 3  # ADAPTIVE_0, ADAPTIVE_3 among the aries modes
-MODES = ["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH", "NMIN_HASH",
-         "IN_ORDER"]
 LIMIT = "Input should be less than or equal to 1000000000000000000"
 
 
@@ -45,18 +44,6 @@ def estimate(app_aware):
     from numba import njit
 
     return njit(app_aware.estimate.py_func)
-
-
-def state(**params):
-    from federation.plugins.controllers.app_aware import AppAware
-
-    ctl = AppAware(AppAware.Params(**params))
-    ctl.check(MODES)
-    return ctl.state(2, MODES, 64)[:8]
-
-
-def counters(flits, stalled, pkts, latency):
-    return np.array([flits, stalled, pkts, latency], dtype=np.int64)
 
 
 # --------------------------------------------------------------------------- never sampled

@@ -188,23 +188,32 @@ def test_a_suite_given_by_a_relative_path_reads_its_inline_files_beside_it(tmp_p
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "m.yaml").write_text(yaml.safe_dump(SMALL["machine"]))
-    (sub / "hand.goal").write_text((REPO / "tests/data/programs/hand.goal").read_text())
     exp = {"machine": "m.yaml", "workload": {"kind": "program", "path": "hand.goal"}}
+    line = _goal_beside_the_suite(tmp_path, exp, 0.2, "program_completion_ns")
+    assert line.startswith("error: sub/s.crossval.yaml: scenarios[0].experiment.workload.path")
+
+
+def _goal_beside_the_suite(tmp_path, exp: dict, relative: float, metric: str) -> str:
+    """Run a suite ``sub/s.crossval.yaml`` of the one scenario ``exp`` (reading
+    ``hand.goal`` beside it) from ``tmp_path``: it runs; then, ``hand.goal`` removed, its
+    one error line, which names the file beside the suite, not the temporary folder."""
+    sub = tmp_path / "sub"
+    (sub / "hand.goal").write_text((REPO / "tests/data/programs/hand.goal").read_text())
     doc = {"name": "t", "engines": ["native", "simgrid"],
-           "scenarios": [{"name": "prog", "experiment": exp, "metrics": [
-               {"metric": "program_completion_ns", "tolerance": {"relative": 0.2}}]}]}
+           "scenarios": [{"name": "s", "experiment": exp, "metrics": [
+               {"metric": metric, "tolerance": {"relative": relative}}]}]}
     write(sub, doc)
     env = {ENV_MODULE: str(tmp_path / "absent.so")}
     r = run_cli("crossval", "sub/s.crossval.yaml", "--out", "r.json", cwd=tmp_path, env=env)
     assert r.returncode == 0, r.stderr
     (run,) = [x for x in json.loads((tmp_path / "r.json").read_text())["runs"]
               if x["engine"] == "native"]
-    assert run["status"] == "ran" and run["figures"]["program_completion_ns"] > 0
+    assert run["status"] == "ran" and run["figures"][metric] > 0
     (sub / "hand.goal").unlink()
     line = one_error(run_cli("crossval", "sub/s.crossval.yaml", "--out", "r2.json",
                              cwd=tmp_path, env=env))
-    assert line.startswith("error: sub/s.crossval.yaml: scenarios[0].experiment.workload.path")
     assert str(sub / "hand.goal") in line and "federation-crossval-" not in line
+    return line
 
 
 def test_a_jobs_workload_path_resolves_from_the_suite(tmp_path):
@@ -212,28 +221,13 @@ def test_a_jobs_workload_path_resolves_from_the_suite(tmp_path):
     temporary folder the suite runs in ("no such schedule file: /tmp/federation-crossval-
     .../hand.goal"), while a top-level `workload.path` was read beside the suite file.  Both
     are read beside it; a missing one is named there, at the suite's field."""
-    sub = tmp_path / "sub"
-    sub.mkdir()
-    (sub / "hand.goal").write_text((REPO / "tests/data/programs/hand.goal").read_text())
+    (tmp_path / "sub").mkdir()
     exp = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 2, "h": 1}},
            "jobs": [{"name": "a", "workload": {"kind": "program", "path": "hand.goal"},
                      "placement": {"kind": "contiguous", "count": 2}}], "seed": 5}
-    doc = {"name": "t", "engines": ["native", "simgrid"],
-           "scenarios": [{"name": "jobs", "experiment": exp, "metrics": [
-               {"metric": "makespan_ns", "tolerance": {"relative": 0.05}}]}]}
-    write(sub, doc)
-    env = {ENV_MODULE: str(tmp_path / "absent.so")}
-    r = run_cli("crossval", "sub/s.crossval.yaml", "--out", "r.json", cwd=tmp_path, env=env)
-    assert r.returncode == 0, r.stderr
-    (run,) = [x for x in json.loads((tmp_path / "r.json").read_text())["runs"]
-              if x["engine"] == "native"]
-    assert run["status"] == "ran" and run["figures"]["makespan_ns"] > 0
-    (sub / "hand.goal").unlink()
-    line = one_error(run_cli("crossval", "sub/s.crossval.yaml", "--out", "r2.json",
-                             cwd=tmp_path, env=env))
+    line = _goal_beside_the_suite(tmp_path, exp, 0.05, "makespan_ns")
     assert line.startswith(
         "error: sub/s.crossval.yaml: scenarios[0].experiment.jobs[0].workload.path")
-    assert str(sub / "hand.goal") in line and "federation-crossval-" not in line
 
 
 def test_anchor_paths_moves_the_paths_of_jobs(tmp_path):
