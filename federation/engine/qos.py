@@ -285,21 +285,27 @@ def inactive_time(st: QosState, end: int) -> np.ndarray | None:
 
 @part
 def qos_scan(sim, st, o, stop0):
-    """Fill ``st.first`` / ``st.first_prev`` with each class's oldest request with credit at
-    ``o``; returns how many classes have one.  The first request's class is read from its
-    packet's row (read for its size anyway); after that a request's class is its input
-    queue's: the classes own disjoint VC ranges, so ``qi``'s VC says it (``st.qclass``)
-    without reading the packet, and a request of a class already found is passed over
-    without loading its packet's row.  ``stop0``: stop at the first class-0 candidate
-    (``strict_priority``: nothing outranks it).  Also returns the class found last: with one
-    candidate class (nine arbitrations in ten on the CODES scenario at load 0.5) the
-    policies serve it without walking the classes (:func:`caps_pick`, :func:`wrr_pick`,
-    :func:`strict_pick`), so ``st.first`` is only complete (-1: no candidate) when there are
-    two or more."""
+    """Each class's oldest request with credit at ``o``; returns ``(how many classes have
+    one, the class found last, and that class's request, the request before it and its
+    head packet's size)``.  With one candidate class (nine arbitrations in ten on the CODES
+    scenario at load 0.5) the answer is those three values, kept in registers: the policies
+    serve it without walking the classes (:func:`caps_pick`, :func:`wrr_pick`,
+    :func:`strict_pick`), and nothing is stored, so that the loop's check of the answer
+    (``arbiter_check``) reads the request's packet and credit where the scan left them.
+    With two or more, ``st.first`` / ``st.first_prev`` / ``st.size`` hold every class's
+    (``st.first`` -1: none).  The first request's class is read from its packet's row (read
+    for its size anyway); after that a request's class is its input queue's: the classes own
+    disjoint VC ranges, so ``qi``'s VC says it (``st.qclass``) without reading the packet,
+    and a request of a class already found is passed over without loading its packet's row.
+    ``stop0``: stop at the first class-0 candidate (``strict_priority``: nothing outranks
+    it)."""
     C = st.n_classes
     V = sim.n_vcs
     n = 0
     last = np.int64(-1)
+    lq = np.int64(-1)
+    lp = np.int64(-1)
+    ls = np.int64(0)
     found = np.int64(0)  # a bit per class found (classes <= VCs <= 64)
     qi = sim.req_head[o]
     prev = -1
@@ -311,11 +317,19 @@ def qos_scan(sim, st, o, stop0):
             c = np.int64(st.qclass[qi])
             pk = sim.q_head[qi] if (found >> c) & 1 == 0 else -1
         if pk >= 0:
-            size = sim.ps[pk, P_SIZE]
+            size = np.int64(sim.ps[pk, P_SIZE])
             if sim.credits[o * V + sim.ps[pk, P_OUTVC]] >= size:
-                st.first[c] = qi
-                st.first_prev[c] = prev
-                st.size[c] = size
+                if n == 1:  # a second class: the first one's goes to the walk's tables
+                    st.first[last] = lq
+                    st.first_prev[last] = lp
+                    st.size[last] = ls
+                if n >= 1:
+                    st.first[c] = qi
+                    st.first_prev[c] = prev
+                    st.size[c] = size
+                lq = np.int64(qi)
+                lp = np.int64(prev)
+                ls = size
                 found |= np.int64(1) << c
                 n += 1
                 last = c
@@ -327,7 +341,7 @@ def qos_scan(sim, st, o, stop0):
         for c in range(C):
             if (found >> c) & 1 == 0:
                 st.first[c] = -1
-    return n, last
+    return n, last, lq, lp, ls
 
 
 @part
@@ -552,21 +566,24 @@ def wrr_catch_up(sim, st, node, o):
 @part
 def bandwidth_caps(sim, st, o):
     """The ``bandwidth_caps`` policy's arbitration at output port ``o`` (module docstring)."""
-    n, one = qos_scan(sim, st, o, False)
+    n, one, qi, prev, size = qos_scan(sim, st, o, False)
     if n == 0:
         return -1, -1
     c = caps_pick(sim, st, o, n, one)
     if c < 0:
         return -1, -1
+    if n == 1:
+        count_send(sim, st, o, c, size, sim.sc[S_NOW])
+        return qi, prev
     return take_class(sim, st, o, c)
 
 
 @part
 def strict_classes(sim, st, o):
     """The ``strict_priority`` policy: the sendable class of lowest number, oldest first."""
-    n, one = qos_scan(sim, st, o, True)
-    if n == 0:
-        return -1, -1
+    n, one, qi, prev, _ = qos_scan(sim, st, o, True)
+    if n < 2:  # none (-1, -1), or the one class's
+        return qi, prev
     c = strict_pick(st, n, one)
     return st.first[c], st.first_prev[c]
 
@@ -574,9 +591,13 @@ def strict_classes(sim, st, o):
 @part
 def weighted_classes(sim, st, o):
     """The ``weighted_round_robin`` policy: deficit round-robin over classes at ``o``."""
-    n, one = qos_scan(sim, st, o, False)
+    n, one, qi, prev, size = qos_scan(sim, st, o, False)
     if n == 0:
         return -1, -1
+    if n == 1:  # the scan left the one class's size in a register
+        st.size[one] = size
+        wrr_pick(st, o, 1, one)
+        return qi, prev
     c = wrr_pick(st, o, n, one)
     return st.first[c], st.first_prev[c]
 
