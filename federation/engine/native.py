@@ -260,16 +260,16 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
     if status == E.ST_DONE:  # the last credit returns ended the run (credits.py)
         end = max(end, last_credit_return(sim))
     sink.ended(undelivered(sim), end)  # a background still in flight when programs finished
+    at_end = counters(end)
     if edges:
         while len(snaps) < 2:  # an edge after the last event: the counters are final there
             snaps.append(counters(edges[len(snaps)]))
         window, in_window = (edges[0], edges[1]), snaps[1] - snaps[0]
     else:
-        window, in_window = (0, end), counters(end)
+        window, in_window = (0, end), at_end
     C = int(sim.n_classes)
     if sampler is not None:
         sampler.take(end, class_bytes(sim))
-    at_end = counters(end)
     return RawResult(
         packets=sink.finish(),
         port_bytes=port_bytes(sim), port_pkts=sim.port_pkts,
@@ -282,8 +282,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
         port_class_inactive=inactive_time(arb_state, end) if qos_state else None,
         programs=pg if job.programs is not None else None, peak_rows=sim.ps.shape[0],
         peak_waiting=peak_waiting,
-        nic_ctr=(nic_counters_at(end, sim.nic_ctr, sim.stall_start[sim.nic_port])
-                 if nics_on else None),
+        nic_ctr=at_end.nics if nics_on else None,
         link_series=sampler.result() if sampler is not None else None,
     )
 

@@ -313,17 +313,18 @@ class PacketSink:
             self.packet_rows.add(_packet_columns(rec, self.w0, self.w1))
         s = self.s
         made = rec[:, REC_CREATED]
-        s.offered_bytes += int(rec[(made >= self.w0) & (made < self.w1), REC_SIZE].sum())
+        made_in = (made >= self.w0) & (made < self.w1)  # created in the window: measured
+        s.offered_bytes += int(rec[made_in, REC_SIZE].sum())
         # views, not copies, when every row is kept (every drain but the last): each copy of
         # a record block is memory the process maps, faults in and unmaps again
         got = rec[:, REC_DELIVER] >= 0
-        d = rec if got.all() else rec[got]
+        every = bool(got.all())
+        d = rec if every else rec[got]
         s.delivered += d.shape[0]
         s.delivered_bytes += int(d[:, REC_SIZE].sum())
         dv = d[:, REC_DELIVER]
         s.accepted_bytes += int(d[(dv >= self.w0) & (dv < self.w1), REC_SIZE].sum())
-        cr = d[:, REC_CREATED]
-        inw = (cr >= self.w0) & (cr < self.w1)
+        inw = made_in if every else made_in[got]
         m = d if inw.all() else d[inw]
         if m.shape[0]:
             s.measured += m.shape[0]

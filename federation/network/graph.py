@@ -122,6 +122,13 @@ class Network:
         why = network_problem(self)
         if why:
             raise TopologyError(f"the network is malformed: {why}")
+        self.validate_graph()
+
+    def validate_graph(self) -> None:
+        """The checks of :meth:`validate` after the arrays' (which they assume): nodes and
+        routers exist, port counts within radix, no self-loops, a connected router graph.
+        For a caller that has already asked :func:`network_problem` (and words its answer
+        itself), so that the arrays are not checked twice."""
         if self.n_routers == 0:
             raise TopologyError("the topology has no routers")
         if self.n_nodes == 0:

@@ -108,7 +108,7 @@ def checked_network(rm: ResolvedMachine, prefix: str = "") -> Network:
     if why:
         raise ConfigError(f"{owner} built a malformed network: {why}", **where)
     try:
-        net.validate()
+        net.validate_graph()  # the rest of validate()
     except TopologyError as exc:
         raise ConfigError(f"{owner} built an invalid network: {exc}", **where) from None
     why = size_problem(topology_size(rm, prefix), net)
