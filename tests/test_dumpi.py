@@ -5,6 +5,7 @@ trace folder, and ``federation export`` writing any program as GOAL (read back t
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -324,20 +325,88 @@ def set_tag(d: Path, tag: str) -> None:
         f.write_text(f.read_text().replace("int tag=7\n", f"int tag={tag}\n"))
 
 
-@pytest.mark.parametrize("tag", ["1073741824", "2147483647", "99999999999"])
+def clash(line: int, tag: str, where: str = "line 30") -> str:
+    return (f"line {line}: MPI_Irecv: tag={tag} is above 1073741823 (2**30 - 1), the largest "
+            f"application tag in a trace with collectives (MPI_Allreduce at {where}): their "
+            "messages are tagged from 2**30 up, standing in for MPI's separate context for "
+            "collectives, and could be paired with this tag's; without collectives, tags up "
+            "to 2**31 - 1 are read (MPI guarantees 32767, MPI_TAG_UB)")
+
+
+@pytest.mark.parametrize("tag", ["1073741824", "2147483647"])
 def test_an_application_tag_in_the_collectives_range_is_refused(tmp_path, tag):
     """A tag of 2**30 or more met the collectives' own tags (an application send was paired
-    with a bcast's receive, refused as a truncation); one beyond int32 was refused by the
-    program arrays, naming the experiment and no line."""
+    with a bcast's receive, refused as a truncation): refused at the tag, naming the
+    collective read after it."""
     d = copy_ring(tmp_path)
     set_tag(d, tag)
     with pytest.raises(ConfigError) as e:
         read_dumpi(d)
+    assert (e.value.source, e.value.message) == (str(d / "dumpi-2024-0000.txt"),
+                                                 clash(13, tag))
+
+
+def test_a_tag_after_a_collective_in_another_file_names_both(tmp_path):
+    """Rank 0's file (read first) has the collective, rank 1's the tag: refused at the tag's
+    file and line, naming the collective's file."""
+    d = copy_ring(tmp_path)
+    f = d / "dumpi-2024-0001.txt"
+    f.write_text(f.read_text().replace("int tag=7\n", "int tag=1073741824\n"))
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
     assert (e.value.source, e.value.message) == (
-        str(d / "dumpi-2024-0000.txt"),
-        f"line 13: MPI_Irecv: tag={tag} is above 1073741823 (2**30 - 1), the largest "
-        "application tag here: tags from 2**30 up are the collectives' own (MPI guarantees "
-        "tags up to 32767, MPI_TAG_UB)")
+        str(f), clash(13, "1073741824", "dumpi-2024-0000.txt line 30"))
+
+
+def drop_collectives(d: Path) -> None:
+    for f in d.iterdir():
+        text = re.sub(r"MPI_Allreduce entering.*?MPI_Allreduce returning[^\n]*\n", "",
+                      f.read_text(), flags=re.S)
+        assert "Allreduce" not in text
+        f.write_text(text)
+
+
+@pytest.mark.parametrize("tag", [2**30, 2**31 - 1])
+def test_tags_up_to_int32_are_read_in_a_trace_without_collectives(tmp_path, tag):
+    """Nothing else uses tags from 2**30 up when the trace has no collective: they were
+    refused all the same.  Up to 2**31 - 1, the largest C int (the programs' op_tag is
+    int32; the engines match on channel numbers)."""
+    d = copy_ring(tmp_path)
+    drop_collectives(d)
+    set_tag(d, str(tag))
+    p = read_dumpi(d)
+    assert p.op_tag[p.op_kind != 2].tolist() == 6 * [tag]
+    check_programs(p, 3)
+
+
+@pytest.mark.parametrize("tag", ["2147483648", "99999999999"])
+def test_a_tag_beyond_int32_is_refused_naming_the_limit(tmp_path, tag):
+    """Beyond a C int, with or without collectives (it was refused by the program arrays,
+    naming the experiment and no line)."""
+    for coll in (True, False):
+        d = copy_ring(tmp_path / str(coll))
+        if not coll:
+            drop_collectives(d)
+        set_tag(d, tag)
+        with pytest.raises(ConfigError) as e:
+            read_dumpi(d)
+        assert (e.value.source, e.value.message) == (
+            str(d / "dumpi-2024-0000.txt"),
+            f"line 13: MPI_Irecv: tag={tag} is above 2147483647 (2**31 - 1), the largest tag: "
+            "tags are C ints, as MPI and dumpi2ascii have them, and the programs keep them as "
+            "int32")
+
+
+def test_a_collective_without_messages_leaves_the_range_free(tmp_path):
+    """A barrier on MPI_COMM_SELF (no operation) writes no message: tags from 2**30 up
+    conflict with nothing."""
+    d = copy_ring(tmp_path)
+    for f in d.iterdir():
+        f.write_text(f.read_text().replace("MPI_Op op=3 (MPI_SUM)\nMPI_Comm comm=2 "
+                                           "(MPI_COMM_WORLD)", "MPI_Op op=3 (MPI_SUM)\n"
+                                           "MPI_Comm comm=1 (MPI_COMM_SELF)"))
+    set_tag(d, str(2**30))
+    assert int((read_dumpi(d).op_tag == 2**30).sum()) == 6
 
 
 def test_the_largest_application_tag_runs_beside_a_collective(tmp_path):

@@ -148,6 +148,21 @@ NUMBERS = {
                        "0, 1, ...)"),
     "underscored rank": ("1_0 init\n", "line 1: the rank '1_0' is not an integer (SimGrid "
                                        "writes ranks as 0, 1, ...)"),
+    # '+0' was rank 0 here, but SimGrid gives a line to the rank its first field spells
+    # exactly ('0'): the line was replayed here and by no rank there
+    "signed rank": ("+0 send 1 0 8\n1 recv 0 0 8\n",
+                    "line 1: the rank '+0' has a sign (SimGrid writes ranks as 0, 1, ... and "
+                    "replays a line only for the rank its first field spells exactly: '+0' is "
+                    "no rank's)"),
+    "negative zero rank": ("0 init\n-0 init\n",
+                           "line 2: the rank '-0' has a sign (SimGrid writes ranks as 0, 1, ... "
+                           "and replays a line only for the rank its first field spells "
+                           "exactly: '-0' is no rank's)"),
+    "negative rank": ("-1 init\n", "line 1: the rank '-1' has a sign (SimGrid writes ranks as "
+                                   "0, 1, ... and replays a line only for the rank its first "
+                                   "field spells exactly: '-1' is no rank's)"),
+    "signed unicode rank": ("+\u0661 init\n", "line 1: the rank '+\u0661' is not an integer "
+                                              "(SimGrid writes ranks as 0, 1, ...)"),
     "underscored count": ("0 send 1 0 1_000\n1 recv 0 0 1000\n",
                           "line 1 (rank 0, send): count '1_000' is not a decimal number "
                           "(ASCII digits)"),
@@ -178,8 +193,9 @@ def test_numbers_are_ascii_and_counts_never_negative(tmp_path, case):
 
 
 def test_simgrid_numbers_still_read_as_simgrid_does(tmp_path):
-    """What SimGrid's parse_double takes stays: an exponent, a fraction (truncated), a sign."""
-    p = read_ti(write(tmp_path, "+0 send 1 7.9 1e3\n1 recv +0 7 1000.5\n0 compute 2.5E3\n"))
+    """What SimGrid's parse_double takes stays: an exponent, a fraction (truncated), a sign
+    (in a peer, which SimGrid reads with std::stoi; not in a line's rank, see NUMBERS)."""
+    p = read_ti(write(tmp_path, "0 send 1 7.9 1e3\n1 recv +0 7 1000.5\n0 compute 2.5E3\n"))
     assert p.op_bytes.tolist() == [1000, 0, 1000]
     assert p.op_tag.tolist() == [7, 0, 7]
     assert p.op_time_ps.tolist() == [0, 2_500_000, 0]

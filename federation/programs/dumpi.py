@@ -41,9 +41,13 @@ CODES' replay excludes ``Waitany``/``Waitsome`` too), any communicator but MPI_C
 (give ``datatype_sizes``), a wait on a request the rank did not start, a malformed block;
 naming the parameter: an int parameter that is not a whole decimal number in ASCII digits as
 ``%d`` prints it (``count=1e3``, ``0x10``, ``4 elements``), a negative count, a number beyond a
-C int, a parameter given twice in one call, and an application tag of :data:`COLLECTIVE_TAG`
-(2**30) or more, where the collectives' own tags are; and a walltime going backwards (a call
-entering before the previous one returned, or returning before it entered).
+C int (a tag too: tags are C ints in MPI and dumpi2ascii's output, and int32 in the programs'
+``op_tag`` and the messages table; the engines match on channel numbers made from them), a
+parameter given twice in one call, and, in a trace with collectives, an application tag of
+:data:`COLLECTIVE_TAG` (2**30) or more, where the collectives' own tags are (refused when
+both are read, at the tag's line, naming the collective; a trace without collective messages
+takes any tag up to 2**31 - 1); and a walltime going backwards (a call entering before the
+previous one returned, or returning before it entered).
 An unmatched receive is refused by the checks every program passes
 (:func:`~federation.programs.checks.check_programs`), with its file and line.
 """
@@ -96,7 +100,9 @@ COLLECTIVE_CALLS = {"MPI_Barrier": "barrier", "MPI_Bcast": "bcast", "MPI_Reduce"
                     "MPI_Alltoall": "alltoall", "MPI_Alltoallv": "alltoallv",
                     "MPI_Gather": "gather", "MPI_Scatter": "scatter"}
 #: first tag of the collectives: MPI gives them a context of their own, tags from here up
-#: stand in for it, so an application tag must stay below (MPI guarantees 32767, MPI_TAG_UB)
+#: (one per step of an algorithm) stand in for it, so in a trace with collectives an
+#: application tag must stay below (MPI guarantees 32767, MPI_TAG_UB); without collectives
+#: nothing uses the range and tags go up to a C int's limit
 COLLECTIVE_TAG = 1 << 30
 #: numbers are ASCII digits ([0-9]: \d also matches '١', which int() reads as 1)
 _ENTER = re.compile(r"^(MPI_\w+) entering at walltime ([0-9]{1,15})\.([0-9]{1,9}),")
@@ -245,7 +251,8 @@ class _RankTrace:
     def num(self, params: dict[str, tuple[str, int]], name: str, call: str, line: int) -> int:
         """An int parameter, whole: ASCII digits (``count=1e3``, ``0x10`` or ``4 elements``
         were read by their leading digits), a sign only where a special value may stand
-        (:data:`_SIGNED`), within a C int, and a tag below :data:`COLLECTIVE_TAG`."""
+        (:data:`_SIGNED`), within a C int; a tag of :data:`COLLECTIVE_TAG` or more is
+        noted (:meth:`_Reader.high_tag`), refused if the trace has collectives."""
         if name not in params:
             raise self.fail(line, f"{call} without '{name}'")
         raw, at = params[name]
@@ -257,14 +264,15 @@ class _RankTrace:
             raise self.fail(at, f"{call}: {name}={raw[:40]!r} is not {want} (in ASCII digits, "
                             "as dumpi2ascii prints an int)")
         v = int(text) if len(text) <= 12 else (-(2**40) if text[0] == "-" else 2**40)
-        if name in _TAGS and v >= COLLECTIVE_TAG:
-            raise self.fail(at, f"{call}: {name}={text[:24]} is above {COLLECTIVE_TAG - 1} "
-                            "(2**30 - 1), the largest application tag here: tags from 2**30 up "
-                            "are the collectives' own (MPI guarantees tags up to 32767, "
-                            "MPI_TAG_UB)")
+        if name in _TAGS and v > _INT_MAX:
+            raise self.fail(at, f"{call}: {name}={text[:24]} is above {_INT_MAX} (2**31 - 1), "
+                            "the largest tag: tags are C ints, as MPI and dumpi2ascii have "
+                            "them, and the programs keep them as int32")
         if not -_INT_MAX - 1 <= v <= _INT_MAX:
             raise self.fail(at, f"{call}: {name}={text[:24]} is beyond a C int "
                             f"({-_INT_MAX - 1} .. {_INT_MAX}), which dumpi2ascii prints")
+        if name in _TAGS and v >= COLLECTIVE_TAG:
+            self.rd.high_tag(self.path, at, f"{call}: {name}={v}")
         return v
 
     def numbers(self, params: dict[str, tuple[str, int]], name: str, call: str,
@@ -423,6 +431,8 @@ class _RankTrace:
         for i in range(before, len(self.rb.kind)):
             self.rb._annotate(i, f"{self.path.name}:{line}", line)
         self.rd.count(len(self.rb.kind) - before, self.path, line)
+        if len(self.rb.kind) > before:
+            self.rd.collective_messages(self.path, line, call)
 
 
 def _walltime(m: re.Match) -> tuple[int, str]:
@@ -431,6 +441,10 @@ def _walltime(m: re.Match) -> tuple[int, str]:
 
 
 class _Reader:
+    """What the ranks' files share while they are read: the options, the operation count,
+    and the first application tag of :data:`COLLECTIVE_TAG` or more and the first collective
+    that wrote messages (each alone is fine; the second of the two to be read is refused)."""
+
     def __init__(self, compute_scale: float, datatype_sizes: dict[int, int],
                  algorithms: dict[str, str], max_ops: int | None) -> None:
         self.compute_scale = compute_scale
@@ -438,6 +452,43 @@ class _Reader:
         self.algorithms = algorithms
         self.max_ops = max_ops
         self.ops = 0
+        #: (file, line, "MPI_Isend: tag=...") of the first tag in the collectives' range
+        self.first_high_tag: tuple[Path, int, str] | None = None
+        #: (file, line, call) of the first collective that wrote messages
+        self.first_collective: tuple[Path, int, str] | None = None
+
+    def high_tag(self, path: Path, line: int, what: str) -> None:
+        """An application tag of :data:`COLLECTIVE_TAG` or more (``what``: ``MPI_Isend:
+        tag=...``) at ``line`` of ``path``: refused if a collective wrote messages before it,
+        else remembered for the collectives still to come."""
+        if self.first_collective is not None:
+            raise self._clash((path, line, what), self.first_collective)
+        if self.first_high_tag is None:
+            self.first_high_tag = (path, line, what)
+
+    def collective_messages(self, path: Path, line: int, call: str) -> None:
+        """A collective at ``line`` of ``path`` wrote messages, tagged from
+        :data:`COLLECTIVE_TAG` up: refused if an application tag there was read before."""
+        if self.first_high_tag is not None:
+            raise self._clash(self.first_high_tag, (path, line, call))
+        if self.first_collective is None:
+            self.first_collective = (path, line, call)
+
+    @staticmethod
+    def _clash(tag: tuple[Path, int, str], coll: tuple[Path, int, str]) -> ConfigError:
+        """The refusal of a tag of 2**30 or more in a trace with collectives, at the tag's
+        line: the collectives' messages are tagged from 2**30 up (MPI gives them a context of
+        their own, which tags stand in for here), so an application message there could be
+        paired with a collective's receive."""
+        (tpath, tline, what), (cpath, cline, call) = tag, coll
+        where = f"line {cline}" if cpath == tpath else f"{cpath.name} line {cline}"
+        return ConfigError(
+            f"line {tline}: {what} is above {COLLECTIVE_TAG - 1} (2**30 - 1), the largest "
+            f"application tag in a trace with collectives ({call} at {where}): their messages "
+            "are tagged from 2**30 up, standing in for MPI's separate context for collectives, "
+            "and could be paired with this tag's; without collectives, tags up to 2**31 - 1 "
+            "are read (MPI guarantees 32767, MPI_TAG_UB)",
+            source=str(tpath))
 
     def count(self, k: int, path: Path, line: int) -> None:
         self.ops += k

@@ -33,8 +33,8 @@ The grammar follows LogGOPSim's reader (``txt2bin.re``, the same file in ATLAHS)
   the bounds) ``num_ranks`` above the machine's nodes and more operations than the memory
   limit allows: both before anything is allocated for them.  The file is read a block of
   lines at a time (:mod:`federation.programs.reading`: every line within 1 MiB, a leading
-  byte-order mark skipped).  GOAL has no collectives, so no tag is reserved for them: tags
-  run 0 to 2**31 - 1.  Cycles, deadlocks, unmatched sends
+  byte-order mark skipped, one further on refused by name).  GOAL has no collectives, so no
+  tag is reserved for them: tags run 0 to 2**31 - 1.  Cycles, deadlocks, unmatched sends
   or receives and truncating receives are refused by
   :func:`~federation.programs.checks.check_programs`, which names the line through
   ``op_line``.
@@ -52,8 +52,8 @@ from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.programs.builder import ProgramBuilder
 from federation.programs.checks import MAX_MESSAGE_BYTES
 from federation.programs.model import COMPUTE, FINISH, RECV, SEND, START, RankPrograms
+from federation.programs.reading import BOM, bom_inside, op_budget, text_lines
 from federation.programs.reading import max_ops as reading_max_ops
-from federation.programs.reading import op_budget, text_lines
 
 #: picoseconds per ``calc`` unit by default: LogGOPSim's times are nanoseconds
 DEFAULT_CALC_UNIT_PS = 1000
@@ -346,8 +346,11 @@ def parse_goal(text: str, source: str | None = None,
     yet checked against a machine: call :func:`~federation.programs.checks.check_programs`.
     """
     ps = _Parser(source, calc_unit_ps, max_ranks, max_ops)
-    text = text.removeprefix("\ufeff")  # a byte-order mark, as read_goal skips it
+    text = text.removeprefix(BOM)  # a leading byte-order mark, as read_goal skips it
+    inside = BOM in text  # and refuses one further on (one search, not one per line)
     for n, line in enumerate(text.split("\n"), start=1):
+        if inside and BOM in line:
+            raise bom_inside(n, line, source)
         ps.feed(n, line)
     return ps.finish()
 

@@ -12,6 +12,11 @@ before any operation was made.  Three bounds hold while reading, each refused as
   :mod:`federation.pipeline.rank_programs` from ``--max-memory`` around a workload's
   ``programs`` call), so a slip such as ``num_ranks 100000000`` or a huge trace is refused
   before memory runs out.
+
+A UTF-8 byte-order mark (U+FEFF) is skipped as the file's first character (an editor may
+write one) and refused anywhere else, by name and with its line and column
+(:func:`bom_inside`): it is invisible, so the parsers' own refusals quoted it as a blank or
+an escape, and the files pasted together that usually put it there need fixing at that line.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ MAX_LINE_CHARS = 1 << 20
 #: block is within the limit and only the first line of a block (the carry of the blocks
 #: before it, then the block's first part) needs measuring
 _BLOCK_CHARS = 1 << 20
+#: a byte-order mark: allowed as a file's first character only
+BOM = "\ufeff"
 
 
 @dataclass(frozen=True)
@@ -80,8 +87,10 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
     line, lines)`` (without their line ends), each within :data:`MAX_LINE_CHARS`.  A
     missing, unreadable or non-regular file, undecodable bytes or an over-long line are
     refused naming the file (and line).  A UTF-8 byte-order mark opening the file is skipped
-    (as the YAML loader does; an editor may write one).  Blocks, not single lines, because a
-    generator step per line cost as much as reading the file."""
+    (as the YAML loader does; an editor may write one); one further on is refused
+    (:func:`bom_inside`) once the lines before it have been yielded, so an earlier line's
+    own fault is still reported first.  Blocks, not single lines, because a generator step
+    per line cost as much as reading the file."""
     p = Path(path)
     src = str(p)
     try:
@@ -100,7 +109,8 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
             while True:
                 # a block at a time, split in C: a readline per line cost twice as long
                 block = f.read(_BLOCK_CHARS)
-                lines = (carry + block).split("\n")
+                text = carry + block
+                lines = text.split("\n")
                 carry = lines.pop()
                 # the first line holds the carry (up to a limit) and the block's start; the
                 # others lie inside the block, shorter than _BLOCK_CHARS <= MAX_LINE_CHARS
@@ -108,6 +118,13 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
                     raise _too_long(n + 1, what, src)
                 if len(carry) > MAX_LINE_CHARS:
                     raise _too_long(n + len(lines) + 1, what, src)
+                # one search of the block in C; a mark in the carry is found with its line
+                if BOM in text:
+                    for i, line in enumerate(lines if block else [*lines, carry]):
+                        if BOM in line:
+                            if i:
+                                yield n + 1, lines[:i]
+                            raise bom_inside(n + 1 + i, line, src)
                 if not block:
                     if carry:
                         lines.append(carry)
@@ -122,6 +139,17 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
                           f"{what}?", source=src) from None
     except OSError as exc:
         raise ConfigError(f"cannot read the {what}: {exc.strerror or exc}", source=src) from None
+
+
+def bom_inside(line: int, text: str, source: str | None) -> ConfigError:
+    """The refusal of a byte-order mark on ``line`` (whose ``text`` holds it), past the
+    file's first character.  It names the mark and its column rather than quoting the line:
+    the mark is invisible, so a quote showed nothing wrong (or an escape, ``\\ufeff``).
+    Refused in every line, comments too: no format gives it a meaning anywhere but at the
+    start, and it is most often the mark of a second file joined onto the first."""
+    return ConfigError(f"line {line}: a byte-order mark (U+FEFF) inside the file (column "
+                       f"{text.index(BOM) + 1}), where it is allowed only as the very first "
+                       "character: remove it (two files joined into one?)", source=source)
 
 
 def _too_long(line: int, what: str, src: str) -> ConfigError:

@@ -8,13 +8,15 @@ checked against ``src/smpi/internals/smpi_replay.cpp``, ``src/xbt/xbt_replay.cpp
   reads the i-th.  With ``tracing/smpi/format/ti-one-file`` (or by hand) the list has one line:
   one file shared by all ranks.  ``smpirun -replay`` reads exactly this list.
 * A trace line is ``<rank> <action> <args...>``, the rank a plain integer (``0``), fields
-  separated by blanks; empty lines and lines starting with ``#`` are skipped.
+  separated by blanks; empty lines and lines starting with ``#`` are skipped.  SimGrid gives
+  a line to the rank whose name its first field spells exactly, as text.
 
 :func:`read_ti` takes either the list or a trace file itself (a file whose lines have one
 field each is a list).  Paths in a list are relative to the list's folder (never to the
-current directory); absolute ones are taken as given.  Numbers are ASCII: a rank is a plain
-integer, the other fields decimal numbers as SimGrid reads them (``1e3``; a fraction is
-truncated), never negative.  Actions:
+current directory); absolute ones are taken as given.  Numbers are ASCII: a line's rank is
+ASCII digits without a sign (``+0`` is refused: SimGrid would replay it for no rank), the
+other fields decimal numbers as SimGrid reads them (``1e3``; a fraction is truncated), never
+negative.  Actions:
 
 =====================================  ====================================================
 ``send|isend <dst> <tag> <n> [type]``  ``n`` elements of datatype id ``type`` (default
@@ -71,8 +73,10 @@ NO_OP = frozenset({"init", "finalize", "test", "comm_size", "comm_split", "comm_
 DEFAULT_HOST_SPEED = 1e9
 
 
-#: a trace line's rank: a plain integer in ASCII digits (int() alone took '０' and '1_0')
-_RANK = re.compile(r"[+-]?[0-9]{1,10}\Z")
+#: a trace line's rank: ASCII digits only (int() alone took '０' and '1_0'), no sign: SimGrid
+#: replays a line for the rank whose name (``0``, ``1``, ...) its first field spells exactly
+#: (``xbt_replay.cpp`` compares the strings), so '+0' and '-0' are no rank's lines there
+_RANK = re.compile(r"[0-9]{1,10}\Z")
 #: a decimal number in ASCII as SimGrid's parse_double reads one (float() alone took Unicode
 #: digits and '1_000', and 'nan')
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
@@ -81,6 +85,18 @@ _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z"
 def _rank_of(text: str) -> int | None:
     """A trace line's rank: a plain integer (at most 10 digits), else None."""
     return int(text) if _RANK.match(text) else None
+
+
+def _bad_rank(text: str) -> str:
+    """Why ``text`` is not a trace line's rank (see :data:`_RANK`).  A sign is named: it
+    reads as part of a number everywhere else (SimGrid takes ``+1`` as a peer, through
+    ``std::stoi``), so "not an integer" alone would not say what is wrong."""
+    shown = repr(text[:40])
+    if len(text) > 1 and text[0] in "+-" and text[1:].isascii() and text[1:].isdigit():
+        return (f"the rank {shown} has a sign (SimGrid writes ranks as 0, 1, ... and replays "
+                f"a line only for the rank its first field spells exactly: {shown} is no "
+                "rank's)")
+    return f"the rank {shown} is not an integer (SimGrid writes ranks as 0, 1, ...)"
 
 
 class _Rank:
@@ -139,10 +155,7 @@ class _Reader:
                               f"{raw.strip()[:80]!r}", source=src)
         r = _rank_of(fields[0])
         if r is None:
-            raise ConfigError(f"line {n}: the rank {fields[0][:40]!r} is not an integer "
-                              "(SimGrid writes ranks as 0, 1, ...)", source=src)
-        if r < 0:
-            raise ConfigError(f"line {n}: negative rank {r}", source=src)
+            raise ConfigError(f"line {n}: {_bad_rank(fields[0])}", source=src)
         if only_rank is not None and r != only_rank:
             raise ConfigError(f"line {n}: a line of rank {r} in the trace of rank "
                               f"{only_rank}", source=src)
