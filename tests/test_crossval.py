@@ -22,6 +22,7 @@ from conftest import REPO, one_error, run_cli
 from federation.adapters.simgrid.locate import ENV_MODULE
 from federation.adapters.simgrid.testing import require_simgrid
 from federation.crossval import SuiteRunner
+from federation.errors import ConfigError
 from federation.schemas import crossval as shipped
 
 SHIPPED = Path(shipped.__file__).parent / "native-vs-simgrid.crossval.yaml"
@@ -230,56 +231,99 @@ def test_a_jobs_workload_path_resolves_from_the_suite(tmp_path):
         "error: sub/s.crossval.yaml: scenarios[0].experiment.jobs[0].workload.path")
 
 
-def test_anchor_paths_moves_the_paths_of_jobs(tmp_path):
-    """Each job's workload paths are anchored (flat and `params:` form), also where a sweep
-    sets them, the job given by position (`jobs.1`, `jobs[1]`) or by name; what is not a path
-    (a placement's fields, a synthetic job's load) is left alone."""
-    from federation.crossval.run import anchor_paths
+def _inline_point(path: Path, exp: dict):
+    """The one point of inline experiment ``exp`` as a suite ``path`` loads it (no run)."""
+    write(path.parent, {"name": "t", "engines": ["native", "simgrid"], "scenarios": [
+        {"name": "s", "experiment": exp, "metrics": [
+            {"metric": "makespan_ns", "tolerance": {"relative": 0.1}}]}]}, path.name)
+    (point,) = SuiteRunner(path)._load(0, "native").points
+    return point
 
-    doc = {"machine": "m.yaml",
+
+def test_an_inline_experiments_paths_are_resolved_beside_the_suite(tmp_path, monkeypatch):
+    """Every relative path of an inline experiment, and nothing else, is the loader's own
+    resolution against the suite's folder (the suite given by a relative path): the machine
+    file, a DocumentPath parameter in `params:` form or in an inline machine's topology, a
+    job's (flat), and the sweep values that set them (a job by position or by name)."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "m.yaml").write_text(yaml.safe_dump(SMALL["machine"]))
+    (sub / "g.txt").write_text("0 1\n1 2\n2 0\n")
+    monkeypatch.chdir(tmp_path)
+    suite_file = Path("sub/s.crossval.yaml")
+    point = _inline_point(suite_file, {
+        "machine": {"topology": {"kind": "graph_file", "path": "g.txt"}},
+        "workload": {"kind": "program", "params": {"path": "a.goal", "format": "goal"}},
+        "sweep": {"workload.params.path": ["b.goal"]}})
+    assert point.machine.topology.params.path == str(sub / "g.txt")
+    assert point.workload.params.path == str(sub / "b.goal")
+    exp = {"machine": "m.yaml",
            "jobs": [{"name": "a", "workload": {"kind": "program", "path": "a.goal"},
                      "placement": {"kind": "contiguous", "count": 2}},
                     {"name": "b", "workload": {"kind": "program",
                                                "params": {"path": "/abs/b.goal"}},
-                     "placement": {"kind": "rest"}},
+                     "placement": {"kind": "contiguous", "count": 2}},
                     {"name": "c", "workload": {"kind": "synthetic", "load": 0.1},
-                     "placement": {"kind": "rest"}}],
-           "sweep": {"jobs.0.workload.path": ["x.goal"], "jobs[1].workload.path": ["y.goal"],
-                     "jobs.b.workload.path": ["z.goal"], "jobs.2.workload.load": [0.2]}}
-    got = anchor_paths(doc, tmp_path)
-    assert got["machine"] == str(tmp_path / "m.yaml")
-    assert got["jobs"][0] == {"name": "a", "workload": {"kind": "program",
-                                                         "path": str(tmp_path / "a.goal")},
-                              "placement": {"kind": "contiguous", "count": 2}}
-    assert got["jobs"][1:] == doc["jobs"][1:]  # absolute, or not a path
-    assert got["sweep"] == {"jobs.0.workload.path": [str(tmp_path / "x.goal")],
-                            "jobs[1].workload.path": [str(tmp_path / "y.goal")],
-                            "jobs.b.workload.path": [str(tmp_path / "z.goal")],
-                            "jobs.2.workload.load": [0.2]}
-    assert doc["jobs"][0]["workload"]["path"] == "a.goal"  # the suite's own document is kept
+                     "placement": {"kind": "rest"}}]}
+    point = _inline_point(suite_file, exp)
+    assert point.machine.source == str(sub / "m.yaml")
+    assert [j.workload.params.path for j in point.jobs[:2]] == [str(sub / "a.goal"),
+                                                                "/abs/b.goal"]
+    assert point.jobs[2].workload.params.load == 0.1
+    for axis in ("jobs.0.workload.path", "jobs.a.workload.path"):
+        point = _inline_point(suite_file, {**exp, "sweep": {axis: ["x.goal"]}})
+        assert point.jobs[0].workload.params.path == str(sub / "x.goal"), axis
+    point = _inline_point(suite_file, {**exp, "machine": "/nowhere/m.yaml",
+                                       "sweep": {"machine": ["m.yaml"]}})
+    assert point.machine.source == str(sub / "m.yaml")
+    assert exp["jobs"][0]["workload"]["path"] == "a.goal"  # the suite's own document is kept
 
 
-def test_anchor_paths_moves_only_paths(tmp_path):
-    """Every relative path of an inline experiment, and nothing else, is anchored to the suite
-    folder: the machine file, DocumentPath parameters (also in `params:` form and in an
-    inline machine's topology) and the sweep values that set them."""
-    from federation.crossval.run import anchor_paths
+#: a profile of one cluster: every call of phase ``mg`` computes 1 ms (constant sampling)
+PROFILE = {"unit": "1us", "phases": {"mg": {"clusters": [{"cdf": [[900, 0], [1100, 1]]}]}}}
+#: rank programs (4 ranks, 2 iterations) that compute from the profile ``p.yaml``
+PROFILED = {"kind": "collective", "op": "barrier", "ranks": 4, "iterations": 2,
+            "sampling": "constant", "compute": {"profile": "p.yaml", "phase": "mg"}}
 
-    doc = {"machine": {"topology": {"kind": "graph_file", "path": "g.txt"}},
-           "workload": {"kind": "program", "params": {"path": "a.goal", "format": "goal"}},
-           "background": {"kind": "synthetic", "pattern": "uniform"},
-           "routing": "minimal",
-           "sweep": {"workload.path": ["b.goal", "/abs/c.goal"], "seed": [1]}}
-    got = anchor_paths(doc, tmp_path)
-    assert got["machine"]["topology"]["path"] == str(tmp_path / "g.txt")
-    assert got["workload"]["params"] == {"path": str(tmp_path / "a.goal"), "format": "goal"}
-    assert got["sweep"] == {"workload.path": [str(tmp_path / "b.goal"), "/abs/c.goal"],
-                            "seed": [1]}
-    assert got["background"] == doc["background"] and got["routing"] == "minimal"
-    assert doc["workload"]["params"]["path"] == "a.goal"  # the suite's own document is kept
-    assert anchor_paths({"machine": "m.yaml", "sweep": {"machine": ["n.yaml"]}},
-                        tmp_path) == {"machine": str(tmp_path / "m.yaml"),
-                                      "sweep": {"machine": [str(tmp_path / "n.yaml")]}}
+
+@pytest.mark.parametrize("form", ["workload", "job", "sweep"])
+def test_a_nested_profile_path_is_read_beside_the_suite(tmp_path, monkeypatch, form):
+    """Fuzz round defect: only a component's own path parameters were anchored to the suite's
+    folder, so a compute-time `profile:` nested in a workload's `compute` (in the one-job
+    form, a job, or a sweep value) was looked up in the temporary folder the suite runs in
+    ("no such profile file: /tmp/federation-crossval-.../p.yaml").  It is read beside the
+    suite file (the 1 ms per call of the profile there is in the figure), and a missing one
+    is named there, at the suite's field."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "p.yaml").write_text(yaml.safe_dump(PROFILE))
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(  # where the run starts: never read
+        {"unit": "1us", "phases": {"mg": {"clusters": [{"cdf": [[1, 0], [3, 1]]}]}}}))
+    machine = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2}}
+    exp = {"machine": machine, "workload": copy.deepcopy(PROFILED)}
+    field = "workload.compute.profile"
+    if form == "job":
+        exp = {"machine": machine, "jobs": [{"name": "a", "workload": exp["workload"],
+                                             "placement": {"kind": "contiguous", "count": 4}}]}
+        field = "jobs[0].workload.compute.profile"
+    elif form == "sweep":
+        exp["workload"]["compute"] = "1us"
+        exp["sweep"] = {"workload.compute": [{"profile": "p.yaml", "phase": "mg"}]}
+        field = "sweep.workload.compute"
+    write(sub, {"name": "t", "engines": ["native", "simgrid"], "scenarios": [
+        {"name": "s", "experiment": exp, "metrics": [
+            {"metric": "program_completion_ns", "tolerance": {"relative": 0.1}}]}]})
+    monkeypatch.chdir(tmp_path)
+    run = SuiteRunner("sub/s.crossval.yaml").run(0, "native")
+    assert run.status == "ran", run.reason
+    assert 2e6 <= run.figures["program_completion_ns"] < 2.1e6  # 2 calls of 1 ms
+    (sub / "p.yaml").unlink()
+    with pytest.raises(ConfigError) as err:
+        SuiteRunner("sub/s.crossval.yaml").run(0, "native")
+    assert (err.value.source, err.value.path) == ("sub/s.crossval.yaml",
+                                                  f"scenarios[0].experiment.{field}")
+    assert str(sub / "p.yaml") in err.value.message
+    assert "federation-crossval-" not in err.value.message
 
 
 @pytest.mark.parametrize(("native", "simgrid", "reason"), [

@@ -18,28 +18,23 @@ Outcomes:
 
 from __future__ import annotations
 
-import copy
 import tempfile
-import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from federation._version import __version__
 from federation.crossval.metrics import figure
 from federation.crossval.models import Check, EngineRun, Suite, SuiteResult
 from federation.errors import ConfigError, FederationError
-from federation.models.base import DocumentPath, read_document, validate_model
+from federation.models.base import read_document, validate_model
 
 #: what every run writes: only the per-message table (the figures need nothing else)
 OUTPUTS = "outputs={format: parquet, packets: false, ports: false, messages: true}"
 
 Progress = Callable[[str, str], None]
-#: the file an inline experiment is written to, in the run's temporary folder
-INLINE = "experiment.yaml"
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -96,12 +91,12 @@ class SuiteRunner:
         if self.progress is not None:
             self.progress(scenario.name, engine)
         from federation.pipeline.run import run_experiment  # every engine, SST too
+        loaded = self._load(index, engine)
         with tempfile.TemporaryDirectory(prefix="federation-crossval-") as tmp:
-            loaded = self._load(index, engine, Path(tmp))
             try:
                 result = run_experiment(loaded, Path(tmp) / "run", overwrite=True)
             except ConfigError as exc:
-                raise self._in_suite(exc, index, Path(tmp)) from None
+                raise self._in_suite(exc, index) from None
             except FederationError as exc:
                 return EngineRun(scenario=scenario.name, engine=engine, status="error",
                                  reason=str(exc))
@@ -119,7 +114,7 @@ class SuiteRunner:
         return EngineRun(scenario=scenario.name, engine=engine, status="ran",
                          program=origin.program if origin else None, figures=figures)
 
-    def _load(self, index: int, engine: str, tmp: Path) -> Any:
+    def _load(self, index: int, engine: str) -> Any:
         """The scenario's experiment with the suite's engine, as a one-point experiment."""
         from federation.pipeline.load import load_experiment
 
@@ -133,31 +128,39 @@ class SuiteRunner:
                                   f"at {path})", source=str(self.path), path=where)
             loaded = load_experiment(path, overrides)
         else:
-            loaded = self._load_inline(index, overrides, tmp)
+            loaded = self._load_inline(index, overrides)
         if len(loaded.points) != 1:
             raise self._in_suite(ConfigError(
                 f"a scenario is one run, this experiment sweeps {len(loaded.points)} points; "
-                "make each point a scenario", source=loaded.source, path="sweep"), index, tmp)
+                "make each point a scenario", source=loaded.source, path="sweep"), index)
         return loaded
 
-    def _load_inline(self, index: int, overrides: list[str], tmp: Path) -> Any:
-        """An inline experiment, written to ``tmp`` with every relative path in it anchored
-        to the suite file's folder (:func:`anchor_paths`), so that it means what it says in
-        the suite file wherever the suite is run from; errors name the suite's field."""
+    def _load_inline(self, index: int, overrides: list[str]) -> Any:
+        """An inline experiment, loaded as the document of a file beside the suite file
+        (:meth:`_inline_source`, never written), so that the loader resolves every relative
+        path in it, however deep (a job's ``workload.compute.profile``), against the suite
+        file's folder exactly as it would an experiment file's there, wherever the suite is
+        run from; errors name the suite's field."""
         from federation.pipeline.load import load_experiment
 
-        doc = anchor_paths(self.suite.scenarios[index].experiment,  # type: ignore[arg-type]
-                           self.path.absolute().parent)
-        file = tmp / INLINE
-        file.write_text(yaml.safe_dump(doc, sort_keys=False))
+        doc = self.suite.scenarios[index].experiment
+        assert isinstance(doc, dict)  # an experiment file's name is read by _load itself
         try:
-            return load_experiment(file, overrides)
+            return load_experiment(self._inline_source(index), overrides, document=doc)
         except ConfigError as exc:
-            raise self._in_suite(exc, index, tmp) from None
+            raise self._in_suite(exc, index) from None
 
-    def _in_suite(self, exc: ConfigError, index: int, tmp: Path) -> ConfigError:
-        """An error in an inline experiment (written to ``tmp``), located in the suite file."""
-        inline = str(tmp / INLINE)
+    def _inline_source(self, index: int) -> str:
+        """The name an inline experiment is loaded under: a file in the suite's folder
+        (absolute, so that its paths stay there whatever the run does with the working
+        directory), named after its place in the suite so an error left unlocated still
+        says where it is."""
+        path = self.path.absolute()
+        return str(path.parent / f"{path.name}#scenarios[{index}].experiment")
+
+    def _in_suite(self, exc: ConfigError, index: int) -> ConfigError:
+        """An error in an inline experiment, located in the suite file."""
+        inline = self._inline_source(index)
         where = f"scenarios[{index}].experiment"
         if exc.source is None and inline in exc.message:  # an engine's error, already located
             return ConfigError(exc.message.replace(inline, f"{self.path}: {where}"))
@@ -218,103 +221,6 @@ class SuiteRunner:
             source=str(self.path.resolve()), engines=self.suite.engines,
             reference_engine=self.suite.reference_engine,
             status="failed" if bad else "passed", counts=counts, runs=runs, checks=checks)
-
-
-#: where an experiment document holds a component whose parameters may name files: its field
-#: path, the plugin registry that provides its kind, and the key that names the kind
-COMPONENTS = (("machine.topology", "topologies", "kind"), ("machine.qos", "qos", "kind"),
-              ("machine.router.arbiter", "arbiters", "kind"),
-              ("routing", "routings", "algorithm"), ("workload", "workloads", "kind"),
-              ("background", "workloads", "kind"), ("engine", "engines", "kind"),
-              ("routing_controller", "controllers", "kind"))
-#: the components of each of ``jobs`` (field paths below ``jobs.<position>``)
-JOB_COMPONENTS = (("workload", "workloads", "kind"), ("placement", "placements", "kind"))
-
-
-def anchor_paths(experiment: dict[str, Any], base: Path) -> dict[str, Any]:
-    """A copy of an experiment document with every relative path in it made relative to
-    ``base`` (absolute), as the loader resolves them against an experiment file's folder: the
-    ``machine`` file, and each parameter a component's plugin declares a
-    :data:`~federation.models.base.DocumentPath` (``workload.path``, a graph file's
-    ``topology.path``, a job's ``jobs[0].workload.path``...), also where ``sweep`` sets them
-    (a job by position or by name: ``jobs.0.workload.path``, ``jobs[0]...``, ``jobs.a...``).
-    What is not a path is left alone; what is invalid is left for the loader to report."""
-    from federation.pipeline.overrides import dotted, positional
-
-    doc = copy.deepcopy(experiment)
-    anchor = _anchorer(base)
-    if isinstance(doc.get("machine"), str):
-        doc["machine"] = anchor(doc["machine"])
-    components = list(COMPONENTS)
-    jobs = doc.get("jobs")
-    if isinstance(jobs, list):
-        components += [(f"jobs.{i}.{where}", registry, key) for i in range(len(jobs))
-                       for where, registry, key in JOB_COMPONENTS]
-    path_fields: dict[str, set[str]] = {}
-    for where, registry, key in components:
-        spec = _get(doc, where)
-        names = _path_fields(registry, spec.get(key) if isinstance(spec, dict) else None)
-        path_fields[where] = names
-        if isinstance(spec, dict):
-            params = spec.get("params") if isinstance(spec.get("params"), dict) else spec
-            for name in names & set(params):
-                params[name] = anchor(params[name])
-    sweep = doc.get("sweep")
-    if isinstance(sweep, dict):
-        for k, values in sweep.items():
-            key = positional(dotted(k), doc) if isinstance(k, str) else ""
-            where, _, name = key.rpartition(".")
-            if (k == "machine" or name in path_fields.get(where, ())) and isinstance(values,
-                                                                                  list):
-                sweep[k] = [anchor(v) for v in values]
-    return doc
-
-
-def _anchorer(base: Path) -> Callable[[Any], Any]:
-    def anchor(value: Any) -> Any:
-        if isinstance(value, list):
-            return [anchor(v) for v in value]
-        if isinstance(value, str) and value.strip() and not Path(value).is_absolute():
-            return str(base / value)
-        return value
-
-    return anchor
-
-
-def _get(doc: dict[str, Any], where: str) -> Any:
-    cur: Any = doc
-    for part in where.split("."):
-        if isinstance(cur, list) and part.isdigit():
-            cur = cur[int(part)] if int(part) < len(cur) else None
-        else:
-            cur = cur.get(part) if isinstance(cur, dict) else None
-    return cur
-
-
-def _path_fields(registry: str, kind: Any) -> set[str]:
-    """The parameters of plugin ``kind`` (of ``registry``) that are document paths."""
-    from federation.plugin.registry import get_plugins
-
-    items = getattr(get_plugins(), registry).items
-    if not isinstance(kind, str) or kind not in items:
-        return set()
-    params = getattr(items[kind].cls, "Params", None)
-    fields = getattr(params, "model_fields", {})
-    return {name for name, f in fields.items()
-            if _is_document_path(f.annotation) or _MARK in f.metadata}
-
-
-#: the validator that makes a field a :data:`~federation.models.base.DocumentPath`
-_MARK = typing.get_args(DocumentPath)[1]
-
-
-def _is_document_path(annotation: Any) -> bool:
-    """True when ``annotation`` is or holds a DocumentPath (``DocumentPath | None``,
-    ``list[DocumentPath]``)."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _MARK in annotation.__metadata__ or _is_document_path(
-            typing.get_args(annotation)[0])
-    return any(_is_document_path(a) for a in typing.get_args(annotation))
 
 
 #: the per-message table of an engine that writes none (SST): metrics that need it give no

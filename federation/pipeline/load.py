@@ -117,14 +117,24 @@ def is_machine_document(doc: dict[str, Any]) -> bool:
 
 
 def load_experiment(path: str | Path | None = None, overrides: list[str] | None = None,
-                    plugins: FederationPlugins | None = None) -> LoadedExperiment:
+                    plugins: FederationPlugins | None = None,
+                    document: dict[str, Any] | None = None) -> LoadedExperiment:
     """Load an experiment file (default: the shipped quickstart), apply ``--set`` overrides and
     resolve every sweep point (how overrides meet the sweep:
-    :mod:`federation.pipeline.overrides`)."""
+    :mod:`federation.pipeline.overrides`).
+
+    ``document`` is an experiment held inside another file (a validation suite's inline
+    scenario), loaded as if it were the file ``path``, which need not exist: errors name
+    ``path``, and every relative path in it (``machine``, each ``DocumentPath`` however deep,
+    also where a sweep or an override sets it) is resolved against ``path``'s folder by the
+    very code that resolves a file's.  Writing it to a file elsewhere would make them relative
+    to that folder instead."""
     plugins = plugins or get_plugins()
+    if document is not None and path is None:
+        raise ValueError("an experiment given as a document needs the path that names it")
     p = Path(path) if path is not None else quickstart_path()
     source = str(p)
-    doc = read_document(p)
+    doc = read_document(p) if document is None else copy.deepcopy(document)
     if is_machine_document(doc):
         raise ConfigError(
             "this is a machine file; an experiment needs 'machine:' (a path or inline) "
