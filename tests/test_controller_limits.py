@@ -208,3 +208,74 @@ def test_the_bound_itself_is_accepted(tmp_path):
     (tmp_path / "e.yaml").write_text(EXPERIMENT % ("app_aware", "expire_samples", "1e18"))
     r = run_cli("validate", "e.yaml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+# --------------------------------------------------------------------------- extreme ratios
+
+
+@pytest.fixture(scope="module")
+def select(app_aware):
+    from numba import njit
+
+    return njit(app_aware.select.py_func)
+
+
+def one_sample(app_aware, which, lat, stall):
+    """``(lat, stall, age)`` of one node with a fresh sample of ``which`` (AD or BS) only."""
+    age = np.full((1, len(MODES)), app_aware.NEVER, dtype=np.int64)
+    lats, stalls = np.zeros((1, len(MODES))), np.zeros((1, len(MODES)))
+    age[0, which], lats[0, which], stalls[0, which] = 1, lat, stall
+    return lats, stalls, age
+
+
+def exact_choice(which, lam, sig, lat, stall, size, packet=64, flits=5):
+    """Eq. 3 in exact arithmetic (the missing mode's sample estimated by lambda and sigma)."""
+    from fractions import Fraction as F
+
+    p = -(-size // packet)
+    w, f = F(p + 512, 1024), F(flits * p)
+    if which == AD:
+        l_ad, s_ad = F(lat), F(stall)
+        l_bs, s_bs = l_ad * F(lam), s_ad * F(sig)
+    else:
+        l_bs, s_bs = F(lat), F(stall)
+        l_ad, s_ad = l_bs / F(lam), s_bs / F(sig)
+    return BS if w * l_bs + f * (s_bs + 1) < w * l_ad + f * (s_ad + 1) else AD
+
+
+def test_a_zero_byte_message_with_an_estimate_past_floats_is_not_nan(select, app_aware):
+    """fuzz: stall_ratio 1e308 made s_bs inf, and a 0 B message's f = 0 made its stall term
+    0 x inf = NaN; NaN < x is false, so ADAPTIVE, though high bias is 10% faster (lambda 0.9)
+    and a 0 B message has no flit to stall.  The same with s_ad inf (stall_ratio 1e-320)."""
+    st = state(latency_ratio=0.9, stall_ratio=1e308)
+    lat, stall, age = one_sample(app_aware, AD, 100_000.0, 2.0)
+    assert select(st[0], st[1], lat, stall, age, 0, 0, AD, BS) == BS
+    assert select(st[0], st[1], lat, stall, age, 0, 1, AD, BS) == AD  # 5 flits: s_bs wins
+    st = state(latency_ratio=0.9, stall_ratio=1e-320)
+    lat, stall, age = one_sample(app_aware, BS, 90_000.0, 2.0)
+    assert select(st[0], st[1], lat, stall, age, 0, 0, AD, BS) == BS
+    assert select(st[0], st[1], lat, stall, age, 0, 1, AD, BS) == BS  # s_ad inf
+
+
+RATIOS = [5e-324, 1e-320, 1e-300, 1e-10, 0.5, 0.9, 1.0, 1.5, 1e10, 1e300, 1.7e308]
+
+
+@pytest.mark.parametrize("which", [AD, BS])
+@pytest.mark.parametrize("size", [0, 1, 4096, 2**62])
+def test_extreme_ratios_decide_as_exact_arithmetic(select, app_aware, which, size):
+    """Every finite ratio (from the smallest subnormal to near the largest float), samples
+    from 0 to near int64, messages from 0 B: the choice of Eq. 3 in exact arithmetic.  The
+    comparison of both costs got the 0 B ones wrong (NaN) and, with a stall of 9.2e18 ps,
+    lost the latency difference in the rounding of the stall term."""
+    values = [0.0, 1.0, 3.0, 1e5, 9.2e18]
+    wrong = []
+    for lam in RATIOS:
+        for sig in RATIOS:
+            st = state(latency_ratio=lam, stall_ratio=sig)
+            for lv in values:
+                for sv in values:
+                    lat, stall, age = one_sample(app_aware, which, lv, sv)
+                    got = select(st[0], st[1], lat, stall, age, 0, size, AD, BS)
+                    if got != exact_choice(which, lam, sig, lv, sv, size):
+                        wrong.append((lam, sig, lv, sv, got))
+    assert wrong == []

@@ -337,3 +337,39 @@ def test_a_deadlocked_job_names_the_job_its_file_and_its_own_ranks(tmp_path):
            f"40) operation b (recv 8 B from rank 1 tag 0, {b}:5) started at " in text, text
     assert "; job 'b' rank 1 (rank 3 of the run, node 71) operation y (recv 8 B from rank 0 " \
            f"tag 5, {b}:12) started at " in text, text
+
+
+@pytest.mark.parametrize("message, path, suffix", [
+    # node numbers, counts of nodes or ranks: the job's own
+    ("node 70 does not exist (the machine has 64 nodes)", "workload.nodes[1]", "full"),
+    ("8 ranks but the machine has 4 nodes (rank i runs on node i unless rank_node places "
+     "it)", "workload", "full"),
+    ("row_length 10 is not a multiple of the 4 ranks", "workload.row_length", "full"),
+    ("rank 0 operation 0 (send 8 B to rank 1 tag 0): node 3's outgoing messages add up",
+     "workload", "full"),
+    # anything else, the job named by the path: nothing (it misled, naming node numbers)
+    ("message_size is 1e+18 B, beyond the largest message (1099511627775 B)",
+     "workload.message_size", ""),
+    ("rank 0 operation 3 (send 2000000000000 B to rank 1 tag 0): size 2000000000000 B is "
+     "outside 0 .. 2**40 - 1 B", "workload", ""),
+    ("a rank would compute for 1e+12s in all, past the clock", "workload.compute", ""),
+    # anything else at a path outside the job: the job named, with its node count
+    ("warm-up plus measurement would create about 2.1e+08 messages", "stop.messages",
+     "short"),
+])
+def test_a_jobs_refusal_speaks_of_its_nodes_only_when_it_is_about_them(message, path, suffix):
+    from types import SimpleNamespace
+
+    from federation.errors import ConfigError
+    from federation.pipeline.points import in_job
+
+    point = SimpleNamespace(experiment=SimpleNamespace(jobs=[object(), object()]),
+                            source="e.yaml")
+    job = SimpleNamespace(name="b", field="jobs[1]", workload_field="jobs[1].workload")
+    got = in_job(ConfigError(message, path=path), point, job, 64)
+    want = {"full": " (job 'b' has 64 nodes; its workload's node numbers are the job's)",
+            "short": " (job 'b' has 64 nodes)", "": ""}[suffix]
+    assert got.message == message + want
+    assert got.path == path.replace("workload", "jobs[1].workload", 1)
+    old_form = SimpleNamespace(experiment=SimpleNamespace(jobs=None), source="e.yaml")
+    assert in_job(ConfigError(message, path=path), old_form, job, 64).message == message

@@ -179,6 +179,67 @@ def test_a_jobs_bad_mode_names_the_job(tmp_path):
     assert err.path == "jobs[0].routing_mode"
 
 
+def jobs_doc(a_workload: dict, a_modes: dict) -> dict:
+    """Job ``a`` (``a_workload``, its own ``collective_modes``) beside job ``b``, an
+    alltoall."""
+    b = {"kind": "collective", "op": "alltoall", "size": 64}
+    return {"machine": TORUS, "routing": {"algorithm": "mode_probe"},
+            "jobs": [{"name": "a", "workload": a_workload, "collective_modes": a_modes,
+                      "placement": {"kind": "list", "nodes": [0, 2]}},
+                     {"name": "b", "workload": b,
+                      "placement": {"kind": "list", "nodes": [1, 3]}}]}
+
+
+@pytest.mark.parametrize("workload, runs", [
+    ({"kind": "pingpong", "sizes": [8]}, "its workload 'pingpong' runs no collective that "
+     "collective_modes apply to (the collective workload's op, the allreduce workload)"),
+    ({"kind": "collective", "op": "allreduce", "size": 64}, "its workload 'collective' runs "
+     "allreduce, not alltoall"),
+])
+def test_a_jobs_collective_mode_its_workload_lacks_is_refused(tmp_path, workload, runs):
+    """Job a's ``collective_modes: {alltoall: GAMMA}`` marked no message of job a (its
+    workload has no alltoall; job b's alltoall is another job's) and the run went on as if
+    it were not there."""
+    err = refusal(tmp_path, jobs_doc(workload, {"alltoall": "GAMMA"}))
+    assert err.path == "jobs[0].collective_modes.alltoall"
+    assert err.message == f"job 'a': {runs}: the mode would apply to no message"
+
+
+def test_cli_refuses_a_jobs_collective_mode_its_workload_lacks(tmp_path):
+    """As a user sees it (aries: the CLI's child has no mode_probe): exit 2, one line."""
+    import yaml
+
+    d = jobs_doc({"kind": "pingpong", "sizes": [8]}, {"alltoall": "ADAPTIVE_1"})
+    d["machine"] = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
+                    "router": {"vcs": 4}}
+    d["routing"] = {"algorithm": "aries"}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(d))
+    want = ("error: e.yaml: jobs[0].collective_modes.alltoall: job 'a': its workload "
+            "'pingpong' runs no collective that collective_modes apply to (the collective "
+            "workload's op, the allreduce workload): the mode would apply to no message")
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == want
+    assert one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)) == want
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_jobs_collective_mode_applies_to_its_collective(tmp_path):
+    """The same mode on a job that runs the collective: its packets carry it, the other
+    job's do not; and the experiment's ``collective_modes`` stay a default for every job,
+    not refused for the jobs without that collective (job a's pingpong here)."""
+    d = jobs_doc({"kind": "collective", "op": "alltoall", "size": 64}, {"alltoall": "GAMMA"})
+    prep, *_ = simulate(tmp_path, d)
+    s = seen(prep)
+    assert s[[0, 2], GAMMA].sum() == s[[0, 2]].sum() > 0
+    assert s[[1, 3], NONE].sum() == s[[1, 3]].sum() > 0
+    d = jobs_doc({"kind": "pingpong", "sizes": [8]}, {})
+    del d["jobs"][0]["collective_modes"]
+    d["collective_modes"] = {"alltoall": "BETA"}
+    prep, *_ = simulate(tmp_path, d)
+    s = seen(prep)
+    assert s[[0, 2], NONE].sum() == s[[0, 2]].sum() > 0
+    assert s[[1, 3], BETA].sum() == s[[1, 3]].sum() > 0
+
+
 def test_modes_without_rank_programs_are_refused(tmp_path):
     d = doc(routing_mode="ALPHA")
     d["workload"] = {"kind": "synthetic", "load": 0.1}

@@ -14,6 +14,7 @@ refusals: a link figure may be written in the machine file, swept by the experim
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -425,18 +426,31 @@ def job_view(network: Network, nodes: np.ndarray) -> Network:
     return dataclasses.replace(network, node_router=network.node_router[nodes])
 
 
+#: a refusal about node numbers or counts of nodes or ranks: a node number (``node 5``,
+#: ``node 3's``) or a plural (``4 nodes``, ``nodes 0 to 3``, ``the 8 ranks``); not ``rank 0
+#: operation 3 (send 8 B to rank 1 ...)``, which only says where a fault of another kind is
+ABOUT_NODES = re.compile(r"\bnode \d|\bnodes\b|\branks\b")
+
+
 def in_job(exc: ConfigError, point: ResolvedPoint, job: ResolvedJob,
            n_nodes: int | None = None) -> ConfigError:
     """A workload's refusal (paths ``workload.x``) where the user wrote the workload:
-    ``jobs[1].workload.x`` or ``background.x``; in a job on part of the machine, the message
-    says that the workload's node numbers are the job's."""
+    ``jobs[1].workload.x`` or ``background.x``.  In the ``jobs:`` form, a refusal about node
+    numbers or counts (:data:`ABOUT_NODES`; "the machine has 4 nodes" is the job's share)
+    says so: ``(job 'b' has 4 nodes; its workload's node numbers are the job's)``.  Any other
+    one (a message size) says nothing of nodes, which would send the user to the wrong
+    field, unless its path is outside the job (``stop.messages``): then ``(job 'b' has 4
+    nodes)`` names the job, whose node count the figure refused is made of."""
     path = exc.path or ""
     if path == "workload" or path.startswith("workload."):
         path = job.workload_field + path[len("workload"):]
     message = exc.message
     if point.experiment.jobs is not None and n_nodes is not None:
-        message += (f" (job {job.name!r} has {n_nodes} nodes; its workload's node numbers "
-                    "are the job's)")
+        if ABOUT_NODES.search(message):
+            message += (f" (job {job.name!r} has {n_nodes} nodes; its workload's node "
+                        "numbers are the job's)")
+        elif not (path == job.field or path.startswith(f"{job.field}.")):
+            message += f" (job {job.name!r} has {n_nodes} nodes)"
     return ConfigError(message, source=exc.source or point.source, path=path or None)
 
 

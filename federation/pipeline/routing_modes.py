@@ -32,7 +32,7 @@ from federation.programs.model import SEND, RankPrograms
 
 if TYPE_CHECKING:
     from federation.pipeline.points import ResolvedJob, ResolvedPoint
-    from federation.plugin.components import Controller
+    from federation.plugin.components import Controller, Workload
 
 
 def job_modes(point: ResolvedPoint, job: ResolvedJob) -> tuple[str | None, dict[str, str],
@@ -49,6 +49,32 @@ def job_modes(point: ResolvedPoint, job: ResolvedJob) -> tuple[str | None, dict[
         if j.collective_modes is not None:
             coll, coll_at = dict(j.collective_modes), f"{job.field}.collective_modes"
     return mode, coll, mode_at, coll_at
+
+
+def mode_collectives(workload: Workload) -> list[str]:
+    """The collectives whose ``collective_modes`` entry applies to ``workload``'s sends: the
+    ``collective`` workload's ``op``, a workload that is one collective (``allreduce``); none
+    for any other (a trace's or a skeleton's collectives are sends not marked by collective).
+    :func:`with_modes` applies them and :func:`check_routing_modes` refuses a job's entry
+    for another, by this one rule."""
+    if workload.name == "collective":
+        return [str(getattr(workload.params, "op", ""))]
+    return [workload.name] if workload.name in ALGORITHMS else []
+
+
+def _applies(point: ResolvedPoint, job: ResolvedJob, op: str, at: str) -> None:
+    """Refuse a job's own ``collective_modes`` entry for a collective its workload does not
+    run: it would mark no message, silently (the experiment's entries are defaults for every
+    job, like MPICH_GNI_A2A_ROUTING_MODE in the environment, and are not refused)."""
+    has = mode_collectives(job.workload)
+    if op in has:
+        return
+    w = job.workload.name
+    runs = (f"runs {', '.join(has)}, not {op}" if has else
+            "runs no collective that collective_modes apply to (the collective workload's op, "
+            "the allreduce workload)")
+    raise ConfigError(f"job {job.name!r}: its workload {w!r} {runs}: the mode would apply to "
+                      "no message", source=point.source, path=at)
 
 
 def _named(point: ResolvedPoint, modes: list[str], name: str, at: str) -> None:
@@ -80,6 +106,8 @@ def check_routing_modes(point: ResolvedPoint) -> None:
                                   f"{', '.join(sorted(ALGORITHMS))})", source=point.source,
                                   path=f"{coll_at}.{op}")
             _named(point, modes, name, f"{coll_at}.{op}")
+            if coll_at.startswith("jobs["):
+                _applies(point, job, op, f"{coll_at}.{op}")
             used.append(f"{coll_at}.{op}")
         if mode is not None:
             _named(point, modes, mode, mode_at)
@@ -133,10 +161,9 @@ def with_modes(point: ResolvedPoint, job: ResolvedJob, progs: RankPrograms) -> R
     """``progs`` (one job's) with every send's mode by the rules of the module docstring;
     unchanged when neither the job nor the experiment names one."""
     mode, coll, _, _ = job_modes(point, job)
-    meta = progs.meta or {}
-    op = meta.get("op") if meta.get("workload") == "collective" else meta.get("workload")
-    if op in coll:  # the collective workload's op, or a workload that is one (allreduce)
-        mode = coll[op]
+    for op in mode_collectives(job.workload):
+        if op in coll:
+            mode = coll[op]
     if mode is None:
         return progs
     names = list(progs.mode_names or [])

@@ -41,6 +41,16 @@ gate compares ``size`` with what is left of it, ``p`` is a rounded-up quotient w
 sum, and ``f`` and Eq. 3 are computed in floats.  A mode never sampled is told apart by its
 age :data:`NEVER` itself, not by comparing that with ``expire_samples`` (which took such a
 mode for one sampled with ``L = s = 0`` from ``expire_samples >= 2**40``).
+
+``latency_ratio`` and ``stall_ratio`` take any finite value above 0 (a ratio means what it
+says; no bound would be more than a guess).  Eq. 3 is decided as the sign of ``w (L_bs - L_ad)
++ f (s_bs - s_ad)`` (the ``+ 1`` cancelled; a latency difference is no longer lost in the
+rounding of a large stall term), never NaN: only an estimate can leave the float range, always
+upwards, ``L_bs``/``s_bs`` (lambda, sigma large) making a difference +inf and ``L_ad``/``s_ad``
+(small) making one -inf, and only one mode is estimated at a time, so no inf - inf; the stall
+term of a 0 B message (``f = 0``) is 0, not 0 x inf.  The comparison of both costs took
+``0 x inf`` = NaN, which compares false, for ``ad`` whatever the latencies; a 0 B message is
+below any gate (at least 1 B), so a run never met that, only a direct call of :func:`select`.
 """
 
 from __future__ import annotations
@@ -89,8 +99,12 @@ def select(cfg, ratios, lat, stall, age, node, size, ad, bs):
         return ad
     p = (size - 1) // cfg[C_PACKET] + 1  # ceil(size / packet bytes), no sum to wrap; 0 B: 0
     f = p * float(cfg[C_FLITS])  # floats: p * flits may pass int64
-    w = (p + 512.0) / 1024.0
-    if w * l_bs + f * (s_bs + 1.0) < w * l_ad + f * (s_ad + 1.0):
+    w = (p + 512.0) / 1024.0  # at least 1/2
+    # Eq. 3 as the sign of cost(bs) - cost(ad), never NaN (the module docstring)
+    diff = w * (l_bs - l_ad)
+    if f > 0.0:
+        diff += f * (s_bs - s_ad)
+    if diff < 0.0:
         return bs
     return ad
 
