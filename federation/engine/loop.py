@@ -8,7 +8,11 @@ variant).  The four imports below bind the built-in table routing, oldest-first 
 and no controller; for any other set, :mod:`federation.engine.compile` writes a copy of this
 module with those four lines replaced and compiles that, so plugin code is compiled *into* the
 loop (inlined by LLVM like the built-ins) and cached on disk like it.  Keep the marked block
-exactly four import lines.
+exactly four import lines.  That is why this module is longer than the others: every part
+that calls a call-out (the routing's ``route_answer`` and the NIC's ``launch``, the booksim_iq
+router's cycle, ``try_send``) must live in the module that copy is made of; the parts that
+call none are kept elsewhere (``router.py``, ``credits.py``, ``feed.py``, ``nic_qos.py``,
+``programs.py``), but for the NIC's few helpers beside ``try_inject``.
 
 Event kinds (see :mod:`federation.engine.events`): ARRIVE (a packet reached an input port or a
 NIC), READY (a new head of an input queue is routed), FREE (an output port finished sending),
