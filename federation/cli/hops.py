@@ -20,6 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from federation.cli.app import app
+from federation.cli.run import MaxMemory
 
 
 def job_rows(point: Any, cache: Any) -> list[dict[str, Any]]:
@@ -113,8 +114,7 @@ def hops(
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="override a field (repeatable)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the figures as JSON")] = False,
-    max_memory: Annotated[str | None, typer.Option(
-        "--max-memory", help="as for run: the limit programs are built within")] = None,
+    max_memory: MaxMemory = None,
 ) -> None:
     """Hops and link contention of each job's messages where its ranks are placed (two-opt:
     before and after), from the routing's minimal paths, without simulating."""

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from federation.cli.app import app
-from federation.cli.run import NO_DEADLOCK_CHECK_HELP
+from federation.cli.run import NO_DEADLOCK_CHECK_HELP, MaxMemory
 
 if TYPE_CHECKING:
     from federation.network import Network
@@ -20,21 +20,19 @@ if TYPE_CHECKING:
 def validate(
     file: Annotated[Path, typer.Argument(help="machine or experiment file")],
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
-    max_memory: Annotated[str | None, typer.Option(
-        "--max-memory", help="as for 'run': the memory a point may need")] = None,
+    max_memory: MaxMemory = None,
     no_deadlock_check: Annotated[bool, typer.Option(
         "--no-deadlock-check", help=NO_DEADLOCK_CHECK_HELP)] = False,
 ) -> None:
     """Check a machine or experiment file without running it: every sweep point's fields,
     engine limits, memory estimate, network and routing (its VC needs, and the proof that it
     cannot deadlock: a cycle of channels is refused and printed)."""
-    from federation.cli.run import output_folder, parse_max_memory
+    from federation.cli.run import memory_limit, output_folder
     from federation.models.base import read_document
-    from federation.pipeline.bounds import default_max_memory
     from federation.pipeline.load import is_machine_document, load_experiment, load_machine
     from federation.pipeline.point import preflight
 
-    limit = parse_max_memory(max_memory) or default_max_memory()
+    limit = memory_limit(max_memory)
     doc = read_document(file)
     if is_machine_document(doc) and not set_:
         rm = load_machine(file)
@@ -76,13 +74,24 @@ def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
 
 @app.command()
 def schema(
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="directory for machine.schema.json and experiment.schema.json")] = None,
+    # a string, not a Path: typer turns an empty --out into Path(".")
+    out: Annotated[str | None, typer.Option(
+        "--out", metavar="DIR",
+        help="folder for machine.schema.json and experiment.schema.json (made if missing; "
+        "files of these names in it are replaced)")] = None,
 ) -> None:
-    """Write the JSON Schema of machine and experiment files for the plugins installed now."""
+    """Write the JSON Schema of machine and experiment files for the plugins installed now:
+    both files or neither (a refusal leaves no new schema beside a stale one)."""
+    from federation.errors import ConfigError, os_reason
     from federation.plugin.jsonschema import experiment_schema, machine_schema
     from federation.plugin.registry import get_plugins
+    from federation.results.outputs import OutputFiles, check_out_path
 
+    if out is not None:  # the destination first: usage before the plugins are loaded
+        if not out:
+            raise ConfigError("is empty; give the folder to write the schema files into "
+                              "('.' for this one)", source="--out")
+        check_out_path(out, "--out")
     plugins = get_plugins()
     docs = {"machine.schema.json": machine_schema(plugins),
             "experiment.schema.json": experiment_schema(plugins)}
@@ -90,19 +99,21 @@ def schema(
         print(json.dumps({"machine": docs["machine.schema.json"],
                           "experiment": docs["experiment.schema.json"]}, indent=2))
         return
-    from federation.errors import ConfigError
-    from federation.results.outputs import check_out_path, write_file
-
-    check_out_path(out, "--out")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {out}: {exc.strerror or type(exc).__name__}",
-                          source="--out") from None
-    for name, d in docs.items():  # each replaced whole (a rename), never half-written
-        write_file(out / name, json.dumps(d, indent=2, sort_keys=True) + "\n", "--out")
+    folder = Path(out)
+    # both made in a temporary folder inside --out and moved in only when neither name is a
+    # folder (OutputFiles.commit); overwrite: the files are regenerated, so files of these
+    # names are replaced
+    with OutputFiles(folder, source="--out", overwrite=True, what="schema files") as target:
+        try:
+            for name, d in docs.items():
+                (target.tmp / name).write_text(json.dumps(d, indent=2, sort_keys=True) + "\n",
+                                               encoding="utf-8")
+        except OSError as exc:  # a full disk, a quota
+            raise ConfigError(f"cannot write the schema files in {folder}: {os_reason(exc)}",
+                              source="--out") from None
+        target.commit()
     for name in docs:
-        print(out / name)
+        print(folder / name)
 
 
 @app.command()
@@ -116,6 +127,10 @@ def plugins(
     if as_json:
         print(json.dumps(listing, indent=2))
         return
+    # columns as wide as their longest entry: a fixed width let a long name (a plugin's
+    # entry-point name is free) push its row out of line
+    name_w = max((len(p["name"]) for p in listing), default=0)
+    source_w = max((len(p["source"]) for p in listing), default=0)
     for p in listing:
         provides = "; ".join(f"{k}: {', '.join(v)}" for k, v in p["provides"].items())
-        print(f"{p['name']:<16} {p['source']:<24} {provides}")
+        print(f"{p['name']:<{name_w}}  {p['source']:<{source_w}}  {provides}".rstrip())

@@ -131,6 +131,23 @@ def parse_max_memory(text: str | None) -> int | None:
     return None if text is None else parse_memory_limit(text, "--max-memory")
 
 
+#: ``--max-memory`` of the commands that check without running (``validate``, ``topology``,
+#: ``hops``): one declaration, so that every command whose memory refusal advises
+#: ``--max-memory`` takes it, with the meaning it has on ``run``
+MaxMemory = Annotated[str | None, typer.Option(
+    "--max-memory", metavar="SIZE", help="as for 'run': refuse a machine or point estimated "
+    "to need more memory than this, e.g. 16GiB (default: $FEDERATION_MAX_MEMORY or 80% of "
+    "physical memory)")]
+
+
+def memory_limit(text: str | None) -> int:
+    """``--max-memory`` as bytes, its default (:func:`default_max_memory
+    <federation.pipeline.bounds.default_max_memory>`) when not given."""
+    from federation.pipeline.bounds import default_max_memory
+
+    return parse_max_memory(text) or default_max_memory()
+
+
 def format_summary(result: RunResult, out_dir: Path | None) -> str:
     """The concise table printed after a run.
 

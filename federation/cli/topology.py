@@ -1,4 +1,8 @@
-"""``federation topology``: build and validate a machine's network, print its exact metrics."""
+"""``federation topology``: build and validate a machine's network, print its exact metrics.
+
+Only the network: for an experiment file its machine is built and checked as ``run`` builds it,
+but nothing else of the experiment (routing VC needs, QoS, workload, stop) is; the summary says
+so, since ``federation validate`` is the command that checks an experiment."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from federation.cli.app import app
+from federation.cli.run import MaxMemory
 
 
 @app.command()
@@ -16,14 +21,18 @@ def topology(
     file: Annotated[Path, typer.Argument(
         help="machine file, or an experiment file (its machine is used)")],
     as_json: Annotated[bool, typer.Option("--json", help="print a JSON object")] = False,
+    max_memory: MaxMemory = None,
 ) -> None:
     """Build and validate a machine's network; print routers, nodes, links per class, port
-    use, diameter, average shortest path length and the Moore bound (exact)."""
+    use, diameter, average shortest path length and the Moore bound (exact).  Only the
+    network is checked: `federation validate` checks an experiment."""
+    from federation.cli.run import memory_limit
     from federation.errors import TopologyError
     from federation.models.base import read_document
     from federation.network.metrics import topology_metrics
     from federation.pipeline.load import is_machine_document, load_experiment, load_machine
 
+    limit = memory_limit(max_memory)  # usage before the file is read
     doc = read_document(file)
     note = None
     if is_machine_document(doc):
@@ -35,10 +44,9 @@ def topology(
                 k.startswith("machine.") for k in loaded.points[0].sweep):
             note = "the sweep changes the machine: showing its first point"
     from federation.cli.inspect import checked_machine_network
-    from federation.pipeline.bounds import default_max_memory
 
     try:
-        net = checked_machine_network(rm, default_max_memory())
+        net = checked_machine_network(rm, limit)
         m = topology_metrics(net)
     except TopologyError as exc:
         raise TopologyError(f"{rm.source}: {exc}") from None
@@ -53,11 +61,16 @@ def topology(
             out["note"] = note
         print(json.dumps(out, indent=2))
         return
-    print(format_metrics(head, m, note))
+    print(format_metrics(head, m, note, experiment=not is_machine_document(doc)))
 
 
-def format_metrics(head: dict[str, Any], m: Any, note: str | None = None) -> str:
-    """The readable summary (``m`` is a :class:`~federation.network.metrics.TopologyMetrics`)."""
+def format_metrics(head: dict[str, Any], m: Any, note: str | None = None,
+                   experiment: bool = False) -> str:
+    """The readable summary (``m`` is a :class:`~federation.network.metrics.TopologyMetrics`).
+
+    Its first line says "network valid", never a bare "valid": for an experiment file
+    (``experiment``) only its machine's network was checked, and a run may still be refused
+    (routing VCs, QoS, workload), so it points at ``federation validate``."""
     topo = dict(head["topology"])
     kind = topo.pop("kind", "?")
     params = ", ".join(f"{k}={v}" for k, v in topo.items())
@@ -83,8 +96,9 @@ def format_metrics(head: dict[str, Any], m: Any, note: str | None = None) -> str
         rows.append(("hops", "  ".join(f"{k}:{v}" for k, v in enumerate(m.hop_histogram)
                                        if k > 0) + " (ordered router pairs)"))
     width = max(len(k) for k, _ in rows)
-    lines = [f"{head['source']}: {name}{kind}" + (f" ({params})" if params else "")
-             + " -- valid"]
+    verdict = " -- network valid" + (
+        " (`federation validate` checks the experiment)" if experiment else "")
+    lines = [f"{head['source']}: {name}{kind}" + (f" ({params})" if params else "") + verdict]
     if note:
         lines.append(f"note: {note}")
     lines += [f"  {k.ljust(width)}  {v}" for k, v in rows]

@@ -1,0 +1,102 @@
+"""``federation schema``, ``topology`` and ``plugins --text`` on the inputs a fuzz round found
+mishandled (fuzz 44): each either does what was asked or is refused with one line naming the
+option, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import one_error, run_cli
+
+MACHINE = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
+
+
+def entries(folder: Path) -> list[str]:
+    """Everything in ``folder``, hidden names (a temporary file left behind) included."""
+    return sorted(p.name for p in folder.iterdir())
+
+
+# ---------------------------------------------------------------------- schema --out
+def test_schema_writes_both_files_or_neither(tmp_path):
+    """A folder named like the second schema file was found after the first was written: the
+    refusal left a new machine.schema.json beside no experiment schema, and told the user to
+    "give a file name" for an option that takes a folder."""
+    out = tmp_path / "s"
+    (out / "experiment.schema.json").mkdir(parents=True)
+    (out / "machine.schema.json").write_text("stale\n")
+    line = one_error(run_cli("schema", "--out", "s", cwd=tmp_path))
+    assert line.startswith("error: --out: s/experiment.schema.json is a folder; choose another "
+                           "folder"), line
+    assert "file name" not in line
+    assert entries(out) == ["experiment.schema.json", "machine.schema.json"]  # no temporary
+    assert (out / "machine.schema.json").read_text() == "stale\n"  # not replaced alone
+    # and written both, replacing stale files, when nothing is in the way
+    (out / "experiment.schema.json").rmdir()
+    r = run_cli("schema", "--out", "s", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["s/machine.schema.json", "s/experiment.schema.json"]
+    assert entries(out) == ["experiment.schema.json", "machine.schema.json"]
+    assert json.loads((out / "machine.schema.json").read_text())["type"] == "object"
+
+
+def test_schema_out_that_is_a_file_is_refused(tmp_path):
+    (tmp_path / "f").write_text("mine\n")
+    line = one_error(run_cli("schema", "--out", "f", cwd=tmp_path))
+    assert line == "error: --out: f exists and is not a folder"
+    assert (tmp_path / "f").read_text() == "mine\n"
+
+
+def test_schema_empty_out_is_refused(tmp_path):
+    """typer turned ``--out ''`` into ``.``: the schemas went into the current folder."""
+    line = one_error(run_cli("schema", "--out", "", cwd=tmp_path))
+    assert line.startswith("error: --out: is empty; give the folder"), line
+    assert entries(tmp_path) == []
+
+
+# ---------------------------------------------------------------------- topology
+def test_topology_takes_the_max_memory_its_refusal_advises(tmp_path):
+    """The memory refusal advises --max-memory, which topology did not accept."""
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    tiny = {"FEDERATION_MAX_MEMORY": "1KiB"}
+    line = one_error(run_cli("topology", "m.yaml", cwd=tmp_path, env=tiny))
+    assert line.startswith("error: m.yaml: topology: this machine (36 routers"), line
+    assert "--max-memory" in line
+    r = run_cli("topology", "m.yaml", "--max-memory", "1GiB", cwd=tmp_path, env=tiny)
+    assert r.returncode == 0, r.stderr
+    assert "36 in 9 groups" in r.stdout
+    line = one_error(run_cli("topology", "m.yaml", "--max-memory", "1KiB", cwd=tmp_path))
+    assert "more than the limit of" in line and "--max-memory" in line
+    line = one_error(run_cli("topology", "m.yaml", "--max-memory", "lots", cwd=tmp_path))
+    assert line.startswith("error: --max-memory: "), line
+
+
+def test_topology_says_only_the_network_is_valid(tmp_path):
+    """An experiment whose run is refused (too few VCs for its routing) printed "-- valid"."""
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}, router: {vcs: 1}}\n"
+        "routing: {algorithm: minimal}\nworkload: {kind: synthetic, load: 0.1}\n"
+        "stop: {warmup: 0.1us, measure: 0.5us}\n")
+    assert "machine.router.vcs" in one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    r = run_cli("topology", "e.yaml", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    first = r.stdout.splitlines()[0]
+    assert first == ("e.yaml: dragonfly (p=2, a=4, h=2) -- network valid "
+                     "(`federation validate` checks the experiment)")
+    r = run_cli("topology", "m.yaml", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == "m.yaml: dragonfly (p=2, a=4, h=2) -- network valid"
+
+
+# ---------------------------------------------------------------------- plugins --text
+def test_plugins_text_columns_fit_the_longest_name(tmp_path):
+    """qos_weighted_round_robin was longer than the fixed 16-character column."""
+    r = run_cli("plugins", "--text", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.splitlines()
+    assert any(row.startswith("qos_weighted_round_robin ") for row in rows)
+    # the source and the provides columns each start at one place on every row
+    sources = {row.index(" builtin ") + 1 for row in rows}
+    provides = {len(row) - len(row.split(" builtin ", 1)[1].lstrip()) for row in rows}
+    assert len(sources) == 1 and len(provides) == 1, rows
