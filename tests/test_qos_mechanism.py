@@ -19,7 +19,7 @@ import types
 import numpy as np
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from federation import hookimpl
@@ -287,7 +287,7 @@ def test_ugal_with_two_classes_delivers_everything(tmp_path):
     from federation.pipeline.summary import summarize
 
     doc = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
-                       "router": {"vcs": 6}, "qos": caps(0.7, 0.3, window="200ns")},
+                       "router": {"vcs": 6}, "qos": caps(0.7, 0.3, window="500ns")},
            "routing": {"algorithm": "ugal"},
            "workload": {"kind": "synthetic", "pattern": "uniform", "load": 0.6},
            "stop": {"warmup": "0ns", "measure": "2us"}}
@@ -309,7 +309,10 @@ def test_caps_property_work_conserving_and_guaranteed(tmp_path_factory, c0, c1, 
     """Any caps (multiples of 0.05), window and kind: the bottleneck sends one packet per
     slot from 1 us on while packets wait (work-conserving); with static windows, in every
     whole window in which both classes still have packets, the high class gets at least its
-    cap's packets and the low one at least its cap's of what is left."""
+    cap's packets and the low one at least its cap's of what is left.  Only windows whose
+    caps hold a packet (cap x 1 GB/s x w >= 1000 B): shorter ones are refused
+    (test_a_window_whose_caps_hold_less_than_a_packet_is_refused)."""
+    assume(min(c0, c1) * w >= 20)
     tmp = tmp_path_factory.mktemp("prop")
     n = 30
     hi, lo, raw, prep = run(tmp, caps(c0 / 20, c1 / 20, window=f"{w}us",
@@ -418,3 +421,135 @@ def test_a_nic_waiting_for_credit_keeps_its_packets_class_vcs(tmp_path, kind):
     assert set(np.asarray(low["class"]).tolist()) == {1}
     for column in ("packet", "src", "dst", "created_ps", "delivered_ps", "hops"):
         assert np.array_equal(high[column], low[column]), column
+
+
+# --------------------------------------------------------------------------- the window
+
+CLI_DOC = {"machine": {"topology": {"kind": "dragonfly", "p": 1, "a": 2, "h": 1},
+                       "router": {"vcs": 4},
+                       "qos": {"kind": "bandwidth_caps", "window": "5us",
+                               "classes": [{"name": "high", "cap": 0.7},
+                                           {"name": "low", "cap": 0.3}]}},
+           "workload": {"kind": "synthetic", "load": 0.2},
+           "stop": {"warmup": "0ns", "measure": "1us"}}
+
+
+@pytest.mark.parametrize("window", [1e-20, "0.1ps", "0.4ps", "0.6ps", "0.0009ns"])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_cli_refuses_a_window_below_the_clock_unit(tmp_path, window, command):
+    """The engine's window is whole ps: one below 1 ps ran as 1 ps while results.json kept
+    the value written (fuzz 44).  ``validate`` and ``run`` refuse it in one line naming the
+    field and the 1 ps minimum, and nothing is written."""
+    from conftest import one_error, run_cli
+
+    doc = {**CLI_DOC, "machine": {**CLI_DOC["machine"],
+                                  "qos": {**CLI_DOC["machine"]["qos"], "window": window}}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    args = ["run", "e.yaml", "--out", "o"] if command == "run" else ["validate", "e.yaml"]
+    line = one_error(run_cli(*args, cwd=tmp_path))
+    assert "e.yaml: machine.qos.window: " in line
+    assert "below the engine's clock unit (1ps" in line and "give at least 1ps" in line
+    assert not (tmp_path / "o").exists()
+
+
+def window_refusal(tmp_path, qos: dict, **machine) -> str:
+    point = experiment(tmp_path, qos, saturating(PKT), **machine)
+    with pytest.raises(ConfigError) as exc:
+        prepare(point)
+    return str(exc.value)
+
+
+@pytest.mark.parametrize(("qos", "nic", "klass", "where", "least"), [
+    # every link at 1 GB/s: 0.3 x 1 GB/s x W rounds to 1000 B from 3331667 ps on
+    (caps(0.7, 0.3, window="1us"), "2GB/s", "'low' (cap 0.3, the smallest)", "link class",
+     "3.331667us"),
+    (caps(0.01, 0.99), "2GB/s", "'high' (cap 0.01, the smallest)", "link class", "99.95us"),
+    # NICs slower than the links: with injection in `at` (the default) they bind ...
+    (caps(0.7, 0.3, window="1us"), "0.5GB/s", "'low'", "the NICs", "6.663334us"),
+    # ... at router outputs only, they are not arbitrated by the policy
+    ({**caps(0.7, 0.3, window="1us"), "at": ["router_outputs"]}, "0.5GB/s", "'low'",
+     "link class", "3.331667us"),
+])
+def test_a_window_whose_caps_hold_less_than_a_packet_is_refused(tmp_path, qos, nic, klass,
+                                                                  where, least):
+    """A window in which some class's byte cap at some port the policy arbitrates is less
+    than a packet made the caps meaningless: caps 0.7 / 0.3 and 0.01 / 0.99 gave the same
+    packets, byte for byte (fuzz 44).  Refused before the run, naming the field, the class
+    of the smallest cap, the slowest port and the shortest window that works."""
+    msg = window_refusal(tmp_path, qos, nic={"bandwidth": nic})
+    assert "e.yaml: machine.qos.window: " in msg
+    assert f"class {klass}" in msg and f"at {where}" in msg
+    assert "less than one 1000 B packet (packet_size)" in msg
+    assert msg.endswith(f"give at least {least}")
+
+
+def test_a_window_no_clock_can_hold_says_what_to_change(tmp_path):
+    """Caps of 0.001 at 1 MB/s hold a 10000 B packet only from 9.9995 s on, past the clock range
+    (2**43 ps): the refusal says so instead of asking for a window the field refuses."""
+    link = {"bandwidth": "1MB/s", "latency": "0ns", "buffer": "20000B"}
+    msg = window_refusal(tmp_path, caps(0.999, 0.001, window="1s"), packet_size=10_000,
+                         links={"terminal": link, "local": link, "global": link})
+    assert "class 'low' (cap 0.001, the smallest)" in msg
+    assert "it would take 9.9995s, beyond the engine's clock range" in msg
+    assert msg.endswith("raise the bandwidth or the cap, or lower packet_size")
+
+
+@pytest.mark.parametrize("kind", ["static", "sliding"])
+def test_a_window_at_exactly_the_minimum_is_accepted(tmp_path, kind):
+    """The minimum the refusal gives is exact (whole ps, the engine's rounding of the caps):
+    a window 1 ps shorter is refused, and at the minimum the run delivers everything and
+    the caps shape it (swapped caps give other send times, which a too-short window did
+    not)."""
+    assert "give at least 3.331667us" in window_refusal(
+        tmp_path, caps(0.7, 0.3, window="3.331666us", kind=kind))
+    hi, lo, _, _ = run(tmp_path, caps(0.7, 0.3, window="3.331667us", kind=kind),
+                       saturating(20 * PKT))
+    assert len(hi) == len(lo) == 20
+    hi2, _, _, _ = run(tmp_path, caps(0.3, 0.7, window="3.331667us", kind=kind),
+                       saturating(20 * PKT))
+    assert list(hi) != list(hi2)
+
+
+def test_cli_refuses_a_short_window_in_a_machine_file(tmp_path):
+    """The check needs only the machine: ``validate`` of the machine file alone refuses it,
+    as ``validate`` and ``run`` of an experiment on it do (the same line), nothing written."""
+    from conftest import one_error, run_cli
+
+    machine = {**CLI_DOC["machine"], "qos": {**CLI_DOC["machine"]["qos"], "window": "10ns"}}
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(machine))
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump({**CLI_DOC, "machine": "m.yaml"}))
+    line = one_error(run_cli("validate", "m.yaml", cwd=tmp_path))
+    # the dragonfly's global links (4.7 GiB/s) are the slowest; 512 B packets
+    assert line.startswith("error: m.yaml: qos.window: a window of 10ns gives class 'low'")
+    assert "link class 'global'" in line and line.endswith("give at least 337.853ns")
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == line
+    assert one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)) == line
+    assert not (tmp_path / "o").exists()
+    machine["qos"]["window"] = "337.853ns"
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(machine))
+    r = run_cli("validate", "e.yaml", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(cap=st.floats(1e-3, 1.0), bw=st.floats(1e6, 1e12), packet=st.integers(1, 100_000))
+def test_min_window_is_the_engines_own_cap_boundary(cap, bw, packet):
+    """``min_window_ps`` answers what the engine does: at that window the byte cap the run
+    sets (``set_caps``) holds the packet, one ps shorter it does not (windows the clock can
+    hold: a longer minimum is only reported as beyond it)."""
+    from federation.engine.qos import K_CAPS, new_state, set_caps
+    from federation.models.limits import TIME_LIMIT_PS
+    from federation.plugins.qos.bandwidth_caps import min_window_ps
+
+    ser = np.array([1e12 / bw])
+    w = min_window_ps(cap, float(ser[0]), packet)
+    if w >= TIME_LIMIT_PS:
+        return
+
+    def capb(window: int) -> int:
+        st_ = new_state(K_CAPS, 1, 1, window_ps=window, caps=[cap])
+        set_caps(st_, ser)
+        return int(st_.capb[0])
+
+    assert capb(w) >= packet
+    assert w == 1 or capb(w - 1) < packet

@@ -210,11 +210,18 @@ def settle_nics(st: tuple, class_bytes: np.ndarray, nic_port: np.ndarray) -> Non
     snap[:] = sent
 
 
+def cap_bytes(capw: np.ndarray | float, port_ser: np.ndarray | float) -> np.ndarray:
+    """Byte caps ``cap x W / (ps per byte)`` rounded to a whole byte (at most 2**62): the one
+    formula of :func:`set_caps` and of the check before the run that each cap holds a packet
+    (``bandwidth_caps``' ``port_problem``), so that the two cannot disagree."""
+    return np.minimum(np.rint(np.divide(capw, port_ser)), 2.0**62)
+
+
 def set_caps(st: QosState, port_ser: np.ndarray) -> None:
     """Each port's byte caps: ``cap x bandwidth x W`` rounded to a whole byte (the driver
     calls it once the ports' figures are known)."""
-    caps = np.rint(st.capw[None, :] / port_ser[:, None])
-    st.capb[:] = np.minimum(caps, 2.0**62).astype(np.int64).reshape(-1)
+    caps = cap_bytes(st.capw[None, :], port_ser[:, None])
+    st.capb[:] = caps.astype(np.int64).reshape(-1)
 
 
 def run_state(state: tuple, port_ser: np.ndarray, n_vcs: int) -> tuple[tuple, bool]:

@@ -56,14 +56,16 @@ Refusal = Callable[[str, str], ConfigError]
 
 
 def machine_clock(rm: ResolvedMachine, classes: list[str], refuse: Refusal,
-                  ) -> tuple[dict[str, float], float, float]:
+                  built: bool = True) -> tuple[dict[str, float], float, float]:
     """A machine's figures against the clock range: each link class's bandwidth (at most one
     byte per picosecond: a topology's default; a file's is refused as it is read,
     :data:`federation.models.units.Bandwidth`), its latency and one packet's serialisation at
-    its bandwidth, the NIC's serialisation and the router's delays.  ``refuse(field, why)``
-    makes the refusal of a machine field (an experiment's point names where it was set; a
-    machine file alone, the file).  Returns each class's serialisation plus latency, the
-    NIC's serialisation and the router delay (s), for the experiment's trip bound."""
+    its bandwidth, the NIC's serialisation and the router's delays; then, when ``classes``
+    are the ``built`` network's, the QoS policy's parameters against its ports' figures
+    (:func:`check_qos_ports`).  ``refuse(field, why)`` makes the refusal of a machine field
+    (an experiment's point names where it was set; a machine file alone, the file).  Returns
+    each class's serialisation plus latency, the NIC's serialisation and the router delay
+    (s), for the experiment's trip bound."""
     machine, topo = rm.machine, rm.topology
     size = float(machine.packet_size)
     worst = {"terminal": 0.0}
@@ -96,7 +98,27 @@ def machine_clock(rm: ResolvedMachine, classes: list[str], refuse: Refusal,
         if value >= TIME_LIMIT_S:
             raise refuse(name, f"{format_time(value)} is beyond {CLOCK_LIMIT}; plain numbers "
                          "are seconds (write '50ns', not 50)")
+    if built:
+        check_qos_ports(rm, classes, nic_bw, refuse)
     return worst, nic_ser, delay
+
+
+def check_qos_ports(rm: ResolvedMachine, classes: list[str], nic_bw: float,
+                    refuse: Refusal) -> None:
+    """The QoS policy's own check of its parameters against the ports it arbitrates
+    (:meth:`~federation.plugin.components.QosPolicy.port_problem`: ``bandwidth_caps``' window
+    against the slowest port's packet time).  Here, beside the machine's other figures,
+    because this is the one check that ``validate`` of a machine file and an experiment's
+    build both make with the built network's link classes and a refusal that names where a
+    field was set (a sweep's entry, the machine file, the inline ``machine:``); only with the
+    built network's classes, since the estimate before building may name a class the
+    network lacks (a one-group dragonfly's ``global``) and refuse on its figures."""
+    machine, topo = rm.machine, rm.topology
+    links = {cls: link_figure(machine, topo, cls, "bandwidth")[0] for cls in classes}
+    why = rm.qos.port_problem(links, nic_bw, int(machine.packet_size))
+    if why is not None:
+        field, message = why
+        raise refuse(f"qos.{field}", message)
 
 
 def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
@@ -109,7 +131,8 @@ def check_clock(point: ResolvedPoint, network: Network | None = None) -> None:
     """
     classes = known_link_classes(point, network)
     worst, nic_ser, delay = machine_clock(
-        point.machine, classes, lambda field, why: refuse_figure(point, field, why))
+        point.machine, classes, lambda field, why: refuse_figure(point, field, why),
+        built=network is not None)
     stop = point.experiment.stop
     if stop.warmup >= TIME_LIMIT_S:
         raise ConfigError(f"{format_time(stop.warmup)} is beyond {CLOCK_LIMIT}",

@@ -255,6 +255,18 @@ class QosPolicy(Component):
     def n_classes(self) -> int:
         return len(self.class_names())
 
+    def port_problem(self, links: dict[str, float], nic_bandwidth: float,
+                     packet_size: int) -> tuple[str, str] | None:
+        """Why this policy's parameters cannot work on ports of these figures, as ``(its
+        field, the reason)`` (``"window"``: refused as ``machine.qos.window``), or ``None``.
+
+        ``links``: each link class's bandwidth (B/s), the classes of the built network (a
+        router's output ports); ``nic_bandwidth``: the NICs' ports.  Checked before the run,
+        by ``validate`` (a machine file alone too) as by ``run``, because a parameter that is
+        in range on its own can still make the policy do nothing on some machines
+        (``bandwidth_caps``: a window whose caps hold less than a packet)."""
+        return None
+
 
 # --------------------------------------------------------------------------- workload
 
