@@ -184,7 +184,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
         raise SimulationError(f"measurement window [{edges[0]}, {edges[1]}) ps is not inside "
                               f"{CLOCK_RANGE}")
     snaps: list[PortCounters] = []
-    sampler = (Sampler(int(job.sample_ps), P, int(state[0].n_classes))
+    sampler = (Sampler(int(job.sample_ps), P, int(state[0].n_classes), job.sample_known_ps)
                if job.sample_ps else None)
 
     spent[:] = [0.0, 0.0]
@@ -199,8 +199,7 @@ def _drive(job: NativeRun, feeder: Feeder, sink: PacketSink, state: list, run_lo
         status = step(budget, min(edge, stop, sample))
         peak_waiting = max(peak_waiting, waiting(sim))
         if status == E.ST_UNTIL and sampler is not None and sample < min(edge, stop):
-            sampler.take(sample, class_bytes(sim))
-            sampler.next += sampler.interval
+            sampler.tick(class_bytes(sim))
             continue
         if status == E.ST_UNTIL or (status == E.ST_DONE and feeder.more):
             if status == E.ST_UNTIL and edge <= stop:

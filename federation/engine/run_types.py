@@ -99,6 +99,11 @@ class NativeRun:
     #: ``None``: no samples).  The loop stops at each sample's time as at the window's edges,
     #: which changes no figure
     sample_ps: int | None = None
+    #: the run's length the loader counted the samples over (``stop.warmup + stop.measure``
+    #: of an open-loop run: the drain after it is sampled while the limit allows, then as one
+    #: interval); ``None``: not known before the run, which the limit refuses
+    #: (:class:`~federation.engine.link_series.Sampler`)
+    sample_known_ps: int | None = None
 
     @property
     def iq(self) -> bool:
@@ -205,7 +210,8 @@ class RawResult:
     #: engine that keeps none); ``window_ports.nics`` holds them within ``window``
     nic_ctr: np.ndarray | None = None
     #: ``NativeRun.sample_ps``: the bytes each port sent per class in each interval, sparse
-    #: (interval end ps, port, class, bytes), rows with bytes > 0 only; ``None``: not sampled
+    #: (interval end and start ps, port, class, bytes), rows with bytes > 0 only; ``None``:
+    #: not sampled
     link_series: LinkSeries | None = None
 
     def column(self, name: str) -> np.ndarray:

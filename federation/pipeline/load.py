@@ -47,6 +47,7 @@ from federation.pipeline.points import (
     ResolvedMachine,
     ResolvedPoint,
     experiment_field,
+    known_length_ps,
     point_jobs,
     sweep_entry,
     sweep_label,
@@ -304,22 +305,23 @@ def _shown(value: Any) -> str:
 
 def _check_link_samples(point: ResolvedPoint) -> None:
     """Refuse an ``outputs.link_series.interval`` that would take more than
-    :data:`~federation.engine.link_series.MAX_LINK_SAMPLES` samples over the run, when the
-    stop rule gives its length: every job open loop and ``stop.measure`` set (traffic ends at
-    ``stop.warmup + stop.measure``; the drain after it only adds samples).  Rank programs and
-    ``stop.messages`` end when they end: the sampler stops those runs at the limit."""
+    :data:`~federation.engine.link_series.MAX_LINK_SAMPLES` samples over the part of the run
+    the stop rule gives the length of (:func:`~federation.pipeline.points.known_length_ps`:
+    ``stop.warmup + stop.measure``, every job open loop).  The drain after it is sampled
+    while the limit allows, then as one interval, so such a run is never refused once it
+    started; rank programs and ``stop.messages`` end when they end, and the sampler refuses
+    those runs at the limit."""
     spec = point.experiment.outputs.link_series
-    stop = point.experiment.stop
-    if spec is None or stop.measure is None or any(j.closed_loop for j in point_jobs(point)):
+    run = known_length_ps(point)
+    if spec is None or run is None:
         return
-    run = seconds_to_ps(stop.warmup) + seconds_to_ps(stop.measure)
     interval = seconds_to_ps(spec.interval)
     n = samples(run, interval)
     if n <= MAX_LINK_SAMPLES:
         return
     raise ConfigError(
-        f"{format_time(spec.interval)} samples every port {n} times over the run's "
-        f"{format_time(run / 1e12)} (stop.warmup + stop.measure), more than the limit of "
+        f"{format_time(spec.interval)} samples every port {n} times in the "
+        f"{format_time(run / 1e12)} of stop.warmup + stop.measure, more than the limit of "
         f"{MAX_LINK_SAMPLES} a run may take (each sample stops the engine to read every "
         f"port's counters); give an interval of at least {shortest_interval(run)}",
         source=point.source, path=experiment_field(point, INTERVAL_FIELD))

@@ -32,7 +32,7 @@ from federation.pipeline.points import (
 from federation.plugin.components import Messages, Workload, WorkloadContext
 
 if TYPE_CHECKING:
-    from federation.pipeline.points import Built
+    from federation.pipeline.points import Built, Placed
 
 
 Batches = Callable[[], Iterator[tuple[int, Messages]]]
@@ -85,14 +85,10 @@ def check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
     """Refuse traffic that measures nothing, reaches past the clock, or cannot be held;
     returns its packet count."""
     check_messages(point, built.network.n_nodes, msgs)
-    w0, w1 = window
     if msgs.count and int(msgs.time_ps.max()) >= TIME_LIMIT_PS:
         raise ConfigError(f"a message is created past {CLOCK_LIMIT}",
                           source=point.source, path="workload")
-    in_window = int(((msgs.time_ps >= w0) & (msgs.time_ps < w1)).sum()) if msgs.count else 0
-    if in_window == 0:
-        raise ConfigError(why_empty(point, built, msgs, window), source=point.source,
-                          path=stop_field(point))
+    check_window(point, built, window, [(None, built.network.n_nodes, msgs.time_ps)])
     packet = int(point.machine.machine.packet_size)
     n_packets = int(((msgs.size.astype(np.int64) + packet - 1) // packet).sum())
     check_packets_memory(point, built, n_packets, max_memory, kept)
@@ -169,10 +165,8 @@ def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int
     except ConfigError as exc:
         raise located(exc, point.source) from None
     rate = packet_rate(point, built, job, m)  # None: the workload states no load
-    inside = max(0, window[1] - max(window[0], start))
-    if alone and rate is not None and rate * inside / PS_PER_S < 1:
-        raise ConfigError(why_empty(point, built, no_messages(), window, job, m),
-                          source=point.source, path=stop_field(point))
+    if alone:
+        check_window(point, built, window, [(job, m, None)])
     n = int(rate * max(0, horizon - start) / PS_PER_S) if rate is not None else 0
     check_packets_memory(point, built, n, max_memory, kept, whole=False)
     return batches, n
@@ -215,25 +209,135 @@ def packet_rate(point: ResolvedPoint, built: Built, job: ResolvedJob | None = No
     return per_node * n * max(1.0, size / packet)
 
 
-def why_empty(point: ResolvedPoint, built: Built, msgs: Messages,
-              window: tuple[int, int], job: ResolvedJob | None = None,
-              n_nodes: int | None = None) -> str:
+#: an open-loop job as the window check sees it: the job (``None``: the one workload), its
+#: node count, and its messages' creation times on the machine's clock (``None``: streamed,
+#: its offered load tells)
+WindowJob = tuple[ResolvedJob | None, int, np.ndarray | None]
+
+
+def check_window(point: ResolvedPoint, built: Built, window: tuple[int, int],
+                 jobs: list[WindowJob]) -> None:
+    """Refuse a measurement window in which no open-loop job creates a message (the run
+    would measure nothing).  The run calls it with the messages it generated (or, for a
+    streamed job, its rate); the preflight (:func:`check_given_window`) with the times a
+    workload's file gives, so that ``validate`` refuses what ``run`` would, in its words."""
+    if not any(_measures(point, built, window, job, m, times) for job, m, times in jobs):
+        raise ConfigError(why_empty(point, built, window, jobs), source=point.source,
+                          path=stop_field(point))
+
+
+def _measures(point: ResolvedPoint, built: Built, window: tuple[int, int],
+              job: ResolvedJob | None, m: int, times: np.ndarray | None) -> bool:
+    """Whether the job creates a message in ``window``: one of ``times`` in it, or (streamed)
+    at least one packet expected in the part of it after the job's start; a streamed
+    workload that states no load may create some."""
+    w0, w1 = window
+    if times is not None:
+        return bool(((times >= w0) & (times < w1)).any())
+    rate = packet_rate(point, built, job, m)
+    start = job.start_ps if job is not None else 0
+    return rate is None or rate * max(0, w1 - max(w0, start)) / PS_PER_S >= 1
+
+
+def why_empty(point: ResolvedPoint, built: Built, window: tuple[int, int],
+              jobs: list[WindowJob]) -> str:
+    """What :func:`check_window` says: of the one job, when it created messages the times
+    they span, else its load; of several, each job's."""
     w0, w1 = window
     span = f"[{format_time(w0 / PS_PER_S)}, {format_time(w1 / PS_PER_S)})"
     head = f"no packet was generated in the measurement window {span}"
-    if msgs.count:
-        t0, t1 = (format_time(int(x) / PS_PER_S) for x in (msgs.time_ps.min(), msgs.time_ps.max()))
-        return (f"{head}: the workload's {msgs.count} message(s) are created between {t0} and "
+    if len(jobs) > 1:
+        said = "; ".join(f"{_job_name(point, job)}: {_created(point, built, window, job, m, t)}"
+                         for job, m, t in jobs)
+        return (f"{head}: no job creates a message in it ({said}); move the window "
+                "(stop.warmup, stop.measure)"
+                + (", or raise a load" if any(t is None for _, _, t in jobs) else ""))
+    job, m, times = jobs[0]
+    if times is not None and times.size:
+        t0, t1 = (format_time(int(x) / PS_PER_S) for x in (times.min(), times.max()))
+        return (f"{head}: the workload's {times.size} message(s) are created between {t0} and "
                 f"{t1}, outside it; move the window (stop.warmup, stop.measure)")
     rate = message_rate(point, built, job)
     if rate is None:
         return f"{head}: the workload created no message at all"
     load, size, per_node = rate
-    n = built.network.n_nodes if n_nodes is None else n_nodes
-    expected = per_node * n * (w1 - w0) / PS_PER_S
+    expected = per_node * m * (w1 - w0) / PS_PER_S
     return (f"{head}: at load {load:g} of a {built.nic_bandwidth:g} B/s NIC with {size:g} B "
-            f"messages, the {n} nodes create about {expected:.3g} messages "
+            f"messages, the {m} nodes create about {expected:.3g} messages "
             f"in it; raise the load or the NIC bandwidth, or lengthen stop.measure")
+
+
+def _job_name(point: ResolvedPoint, job: ResolvedJob | None) -> str:
+    return (f"job {job.name!r}" if job is not None and point.experiment.jobs is not None
+            else job.field if job is not None else "workload")
+
+
+def _created(point: ResolvedPoint, built: Built, window: tuple[int, int],
+             job: ResolvedJob | None, m: int, times: np.ndarray | None) -> str:
+    """One job's part of :func:`why_empty` for several jobs."""
+    if times is not None:
+        if not times.size:
+            return "no message at all"
+        t0, t1 = (format_time(int(x) / PS_PER_S) for x in (times.min(), times.max()))
+        return f"{times.size} message(s) created between {t0} and {t1}"
+    rate = message_rate(point, built, job)
+    if rate is None:  # not reached: a streamed job that states no load may measure
+        return "messages drawn as it runs"
+    start = job.start_ps if job is not None else 0
+    inside = max(0, window[1] - max(window[0], start))
+    return f"about {rate[2] * m * inside / PS_PER_S:.3g} messages in it at load {rate[0]:g}"
+
+
+def check_given_window(point: ResolvedPoint, built: Built, placed: Placed) -> None:
+    """The run's refusals of traffic that measures nothing, before any point runs, when every
+    open-loop job's workload gives its messages' times in the file
+    (:meth:`~federation.plugin.components.Workload.message_times`: the ``messages``
+    workload): a window (``stop.measure``) none of them falls in (:func:`check_window`), or
+    a ``stop.messages`` more than the messages after the warm-up.  The run finds either only
+    once it has built the machine and generated the messages; a job whose times only
+    generating tells (a streamed or drawn workload) leaves the check to the run."""
+    stop = point.experiment.stop
+    jobs = point_jobs(point)
+    if any(j.closed_loop for j in jobs):
+        return
+    warm = seconds_to_ps(stop.warmup)
+    horizon = warm + seconds_to_ps(stop.measure or 0)
+    given: list[tuple[ResolvedJob, int, np.ndarray]] = []
+    for pj in placed.jobs:
+        job, m = pj.job, int(pj.nodes.shape[0])
+        if stop.measure is not None and streams(job.workload):
+            return
+        ctx = workload_context(point, built.network, max(1, horizon - job.start_ps),
+                               built.nic_bandwidth, np.random.default_rng(0), job,
+                               None if pj.whole else pj.nodes)
+        try:
+            times = job.workload.message_times(ctx)
+        except ConfigError as exc:
+            raise relocate(exc, point, job, m) from None
+        if times is None:
+            return
+        given.append((job, m, np.asarray(times, dtype=np.int64)))
+    if stop.messages is not None:
+        _, _, times = given[0]  # stop.messages: one open-loop job (check_jobs)
+        after = int((times >= warm).sum())
+        if after < stop.messages:
+            raise ConfigError(too_few(placed.jobs[0].job.workload, after, stop.messages),
+                              source=point.source, path=stop_field(point))
+        return
+    if any(int(t.max(initial=0)) + j.start_ps >= TIME_LIMIT_PS for j, _, t in given):
+        return  # the run refuses a message past the clock first (check_traffic)
+    seen: list[WindowJob] = [(j, m, t + j.start_ps) for j, m, t in given]
+    if len(seen) == 1:  # as the run's one-job path sees it (check_traffic)
+        seen = [(None, built.network.n_nodes, seen[0][2])]
+    check_window(point, built, (warm, horizon), seen)
+
+
+def too_few(workload: Workload, after: int, n: int) -> str:
+    """``stop.messages`` that the workload's messages after the warm-up do not reach (its
+    load, when it states one, could raise them)."""
+    return (f"the workload creates only {after} of the {n} messages after the warm-up "
+            f"(stop.warmup) before the end of {CLOCK_LIMIT}; lower stop.messages"
+            + (" or raise the load" if workload.offered_load() is not None else ""))
 
 
 def workload_context(point: ResolvedPoint, net: Network, horizon: int, nic_bw: float,
@@ -271,10 +375,7 @@ def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm:
             m = sliced(msgs, None, int(cut) + 1)
             return m, (warm, end)
         if warm + span >= TIME_LIMIT_PS - 1:
-            raise ConfigError(
-                f"the workload creates only {after.size} of the {n} messages before the end of "
-                f"{CLOCK_LIMIT}; lower stop.messages or raise the "
-                "load", path=stop_field(point))
+            raise ConfigError(too_few(workload, int(after.size), n), path=stop_field(point))
         span = min(2 * span, TIME_LIMIT_PS - 1 - warm)
 
 

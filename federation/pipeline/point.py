@@ -37,6 +37,7 @@ from federation.pipeline.build import (
     resolve_links,
 )
 from federation.pipeline.jobs import order_ranks, place_jobs
+from federation.pipeline.messages import check_given_window
 from federation.pipeline.points import (
     Built,
     LoadedExperiment,
@@ -362,8 +363,10 @@ def preflight(loaded: LoadedExperiment, max_memory: int,
     the preflight stage's, the build stage's on the built machine (the deadlock proof unless
     ``deadlock_check`` is false), the engine's own
     (:meth:`federation.plugin.components.Engine.check`: what an external engine cannot
-    represent), and a closed-loop point's rank programs, built and checked against its
-    machine and the clock (kept for the run)."""
+    represent), a closed-loop point's rank programs, built and checked against its
+    machine and the clock (kept for the run), and the messages whose times the file gives
+    against the stop rule (the run would refuse them only once it generated them:
+    :func:`~federation.pipeline.messages.check_given_window`)."""
     cache = BuildCache(max_memory, deadlock_check)
     for i, point in enumerate(loaded.points):
         try:
@@ -371,7 +374,8 @@ def preflight(loaded: LoadedExperiment, max_memory: int,
             built = cache.get(point)
             placed = place_jobs(point, built)
             check_open_jobs(point, built, placed)
-            point.engine.check(point, built)
+            point.engine.check(point, built)  # what it cannot run at all comes first
+            check_given_window(point, built, placed)
             cache.programs.check(point, built, placed)
             cache.ordered(point, built, placed)
         except FederationError as exc:

@@ -139,6 +139,21 @@ def point_jobs(point: ResolvedPoint) -> tuple[ResolvedJob, ...]:
     return old_form_jobs(point.workload, point.background)
 
 
+def known_length_ps(point: ResolvedPoint) -> int | None:
+    """The part of the run its stop rule gives the length of before it starts:
+    ``stop.warmup + stop.measure`` when every job is open loop (the open-loop traffic ends
+    there; the drain after it, until the measured packets are delivered, only the run
+    tells); ``None`` with rank programs or ``stop.messages``, which end when they end.  The
+    loader bounds ``outputs.link_series``'s samples over it, and the engine's sampler
+    (:class:`~federation.engine.link_series.Sampler`) relies on that."""
+    from federation.models.units import seconds_to_ps
+
+    stop = point.experiment.stop
+    if stop.measure is None or any(j.closed_loop for j in point_jobs(point)):
+        return None
+    return seconds_to_ps(stop.warmup) + seconds_to_ps(stop.measure)
+
+
 @dataclass(frozen=True)
 class LoadedExperiment:
     experiment: Experiment

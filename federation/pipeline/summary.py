@@ -101,6 +101,8 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
     if raw.window_ports.nics is not None:
         fields["nics"] = nic_counters(raw.window_ports.nics)
     fields["classes"] = class_summaries(prep, raw)
+    if raw.link_series is not None and raw.link_series.coarse_from_ps is not None:
+        fields["link_series_coarse_from_ns"] = raw.link_series.coarse_from_ps / 1e3
     summary = PointSummary(**fields)
     packets = packet_table(prep, raw)
     local = np.where(pt.port_router >= 0,
@@ -438,7 +440,8 @@ def link_series_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarr
     """The ``link_series`` table (``outputs.link_series``): per interval, port and traffic
     class with bytes sent, the bytes the port started sending in ``[start_ps, end_ps)`` and
     their share of what the link could carry then (``utilization``); router-to-router ports
-    only unless ``links: all``."""
+    only unless ``links: all``.  The intervals are the sampler's own (the last one, and the
+    rest of a drain the sample limit cut, are longer or shorter than ``interval``)."""
     series = raw.link_series
     net = prep.network
     pt = net.ports
@@ -453,8 +456,7 @@ def link_series_table(prep: PreparedPoint, raw: RawResult) -> dict[str, np.ndarr
     end = series.end_ps[sel] if not empty else np.zeros(0, np.int64)
     cls = series.cls[sel] if not empty else np.zeros(0, np.int64)
     nbytes = series.bytes[sel] if not empty else np.zeros(0, np.int64)
-    interval = series.interval_ps if series is not None else 1
-    start = np.maximum((end - 1) // interval * interval, 0)
+    start = series.start_ps[sel] if not empty else np.zeros(0, np.int64)
     bw = np.array([prep.job.links[c].bandwidth for c in net.link_classes], dtype=np.float64)
     port_bw = bw[pt.port_class]
     port_bw[pt.nic_port] = prep.job.nic_bandwidth

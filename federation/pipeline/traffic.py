@@ -26,22 +26,22 @@ from federation.models.units import PS_PER_S, format_time, seconds_to_ps
 from federation.pipeline.bounds import PER_ROW, MemoryEstimate, check_memory, packets_memory
 from federation.pipeline.messages import (
     Batches,
+    WindowJob,
     check_messages,
     check_packets_memory,
     check_traffic,
+    check_window,
     class_names,
     generate_n_messages,
     job_class,
     join,
     merged_batches,
     on_machine,
-    packet_rate,
     relocate,
     stop_field,
     streamed,
     streams,
     whole_batches,
-    why_empty,
     workload_context,
 )
 from federation.pipeline.points import (
@@ -53,6 +53,7 @@ from federation.pipeline.points import (
     ResolvedPoint,
     everywhere,
     job_traffic_stream,
+    known_length_ps,
     no_messages,
     point_jobs,
 )
@@ -164,29 +165,22 @@ def _prepare_open_jobs(point: ResolvedPoint, built: Built, max_memory: int,
     packet = int(point.machine.machine.packet_size)
     parts: list[Batches] = []
     expected = 0
-    measures = False
+    seen: list[WindowJob] = []  # what each job creates, for the window check
     for pj in placed.jobs:
         job, nodes = pj.job, job_nodes(placed, pj.job)
         rng = job_traffic_stream(point, job.index)
         if streams(job.workload):
             batches, n = streamed(point, built, horizon, window, rng, max_memory, kept, job,
                                   nodes, alone=False)
-            rate = packet_rate(point, built, job, pj.nodes.shape[0])
-            measures = measures or rate is None or rate * (horizon - max(warm, job.start_ps)) \
-                / PS_PER_S >= 1
+            seen.append((job, int(pj.nodes.shape[0]), None))
         else:
             msgs = _generated(point, built, job, nodes, horizon, rng)
             n = int(((msgs.size + packet - 1) // packet).sum())
-            measures = measures or bool(((msgs.time_ps >= warm) & (msgs.time_ps < horizon))
-                                        .any())
+            seen.append((job, int(pj.nodes.shape[0]), msgs.time_ps))
             batches = whole_batches(msgs, packet)
         parts.append(batches)
         expected += n
-    if not measures:
-        first = placed.jobs[0]
-        raise ConfigError(why_empty(point, built, no_messages(), window, first.job,
-                                    first.nodes.shape[0]), source=point.source,
-                          path=stop_field(point))
+    check_window(point, built, window, seen)
     check_packets_memory(point, built, expected, max_memory, kept, whole=False)
     traffic, n_classes = open_traffic(point, built, merged_batches(parts), expected, rng_route)
     job_run = _job(point, built, traffic, window, rng_route, n_classes,
@@ -253,7 +247,8 @@ def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
                      router=machine.router, controller=controller,
                      nic_flit=int(machine.nic.flit),
                      sample_ps=(seconds_to_ps(outputs.link_series.interval)
-                                if outputs.link_series is not None else None))
+                                if outputs.link_series is not None else None),
+                     sample_known_ps=known_length_ps(point))
 
 
 def _max_rows(built: Built, max_memory: int, other: int) -> int:

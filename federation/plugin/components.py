@@ -370,6 +370,16 @@ class Workload(Component):
         """Offered load as a fraction of NIC bandwidth, when the workload defines one."""
         return None
 
+    def message_times(self, ctx: WorkloadContext) -> np.ndarray | None:
+        """Optional: the creation times (int64 ps from the job's start) of the messages
+        :meth:`generate` would return, when they are known without generating anything
+        (the ``messages`` workload's list in the file); ``None``, the default, when only
+        generating tells.  The preflight refuses with them, in ``validate`` as in ``run``, a
+        measurement window none of them falls in and a ``stop.messages`` they do not reach,
+        which the run would otherwise find only once the machine is built and the messages
+        generated."""
+        return None
+
     def check(self, ctx: WorkloadContext) -> None:
         """Optional: refuse, before any point runs, what this open-loop workload cannot do on
         ``ctx.network`` (a job's nodes, or the whole machine), raising a

@@ -213,6 +213,11 @@ class PointSummary(FederationModel):
     classes: list[ClassSummary] | None = Field(
         None, description="per traffic class, when machine.qos has several (absent "
         "otherwise)")
+    link_series_coarse_from_ns: float | None = Field(
+        None, ge=0, description="outputs.link_series: the drain after stop.warmup + "
+        "stop.measure was too long to sample at the interval within the limit of a million "
+        "samples a run, so the link_series table's last interval runs from this time to the "
+        "run's end (absent when every interval was sampled)")
 
     @model_serializer(mode="wrap")
     def _without_absent_jobs(self, handler: Any) -> Any:
@@ -220,7 +225,7 @@ class PointSummary(FederationModel):
         experiment without them keep the document they had."""
         out = handler(self)
         if isinstance(out, dict):
-            for key in ("jobs", "nics", "classes"):
+            for key in ("jobs", "nics", "classes", "link_series_coarse_from_ns"):
                 if out.get(key) is None:
                     out.pop(key, None)
         return out

@@ -76,11 +76,16 @@ class ExplicitMessages(Workload):
                                   f"({', '.join(names)})", path=f"workload.messages[{i}].class")
         return np.array([names.index(g) if g is not None else -1 for g in given], np.int16)
 
+    def message_times(self, ctx: WorkloadContext) -> np.ndarray:
+        """The listed times: the preflight refuses a window none of them falls in before any
+        point runs, as the run would once it generated them."""
+        return np.array([seconds_to_ps(m.at) for m in self.params.messages], dtype=np.int64)
+
     def generate(self, ctx: WorkloadContext) -> Messages:
         self.check(ctx)
         ms = self.params.messages
         return Messages(
-            time_ps=np.array([seconds_to_ps(m.at) for m in ms], dtype=np.int64),
+            time_ps=self.message_times(ctx),
             src=np.array([m.src for m in ms], dtype=np.int32),
             dst=np.array([m.dst for m in ms], dtype=np.int32),
             size=np.array([int(m.size) for m in ms], dtype=np.int64),

@@ -1,0 +1,119 @@
+"""Explicit messages (``workload: {kind: messages}``) whose times the file gives, checked
+against the stop rule before any point runs.
+
+Fuzz 44, item 2: messages that all fall outside the measurement window passed ``validate``,
+and only ``run`` refused them ("no packet was generated in the measurement window"), after
+building the machine; likewise a ``stop.messages`` that the messages after the warm-up do not
+reach (after regenerating them for every doubling of the horizon up to the clock's end, and
+advising to "raise the load" of a workload that has none).  The workload now gives its times
+(``Workload.message_times``), and the preflight refuses both, so ``validate`` and ``run``
+give the same line.  Of several jobs, the run said "the workload created no message at all"
+of jobs that had created some (outside the window): each job's part is said instead.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import one_error, run_cli
+
+MACHINE = "machine: {topology: {kind: dragonfly, p: 2, a: 2, h: 1}}\n"  # 12 nodes
+HEAD = "no packet was generated in the measurement window [1us, 6us)"
+
+
+def refused_alike(tmp_path, text: str) -> str:
+    """``validate`` refuses with one line, and ``run`` with the same line, writing nothing."""
+    (tmp_path / "e.yaml").write_text(text)
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)) == line
+    assert not (tmp_path / "o").exists()
+    return line
+
+
+def test_messages_all_before_the_window_are_refused_by_validate(tmp_path):
+    line = refused_alike(tmp_path, MACHINE + (
+        "workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 5, size: 4096},\n"
+        "           {at: 0.5us, src: 1, dst: 7, size: 4096}]}\n"
+        "stop: {warmup: 1us, measure: 5us}\n"))
+    assert line == (f"error: e.yaml: stop.measure: {HEAD}: the workload's 2 message(s) are "
+                    "created between 0ps and 500ns, outside it; move the window (stop.warmup, "
+                    "stop.measure)")
+
+
+def test_classes_and_a_sweep_point_are_refused_alike(tmp_path):
+    """The fuzz case with QoS classes, and a sweep whose second point misses the window."""
+    qos = ("machine:\n  topology: {kind: dragonfly, p: 2, a: 2, h: 1}\n  router: {vcs: 4}\n"
+           "  qos: {kind: bandwidth_caps, window: 1us, classes: [{name: high, cap: 0.7}, "
+           "{name: low, cap: 0.3}]}\n")
+    line = refused_alike(tmp_path, qos + (
+        "workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 5, size: 4096, "
+        "class: high}, {at: 0ns, src: 0, dst: 7, size: 4096, class: low}]}\n"
+        "stop: {warmup: 1us, measure: 5us}\n"))
+    assert line.startswith(f"error: e.yaml: stop.measure: {HEAD}: the workload's 2 message(s)")
+    line = refused_alike(tmp_path, MACHINE + (
+        "workload: {kind: messages, messages: [{at: 2us, src: 0, dst: 5, size: 4096}]}\n"
+        "stop: {warmup: 1us, measure: 5us}\nsweep: {stop.warmup: [1us, 3us]}\n"))
+    assert "e.yaml: stop.measure: no packet was generated in the measurement window " \
+        "[3us, 8us): the workload's 1 message(s) are created between 2us and 2us" in line
+    assert "(sweep point 1: stop.warmup=3us)" in line
+
+
+def test_a_jobs_start_moves_its_messages_out_of_the_window(tmp_path):
+    line = refused_alike(tmp_path, MACHINE + (
+        "jobs:\n- name: a\n  workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 5, "
+        "size: 4096}]}\n  placement: all\n  start: 0.5us\n"
+        "stop: {warmup: 1us, measure: 5us}\n"))
+    assert line.endswith(f"{HEAD}: the workload's 1 message(s) are created between 500ns and "
+                         "500ns, outside it; move the window (stop.warmup, stop.measure)")
+
+
+def test_several_jobs_outside_the_window_each_say_what_they_created(tmp_path):
+    """The run said "the workload created no message at all" of jobs that created some."""
+    line = refused_alike(tmp_path, MACHINE + (
+        "jobs:\n- name: a\n  workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 1, "
+        "size: 4096}]}\n  placement: {kind: contiguous, count: 4}\n"
+        "- name: b\n  workload: {kind: messages, messages: [{at: 7us, src: 0, dst: 1, "
+        "size: 4096}]}\n  placement: rest\n"
+        "stop: {warmup: 1us, measure: 5us}\n"))
+    assert line == (f"error: e.yaml: stop.measure: {HEAD}: no job creates a message in it "
+                    "(job 'a': 1 message(s) created between 0ps and 0ps; job 'b': 1 message(s) "
+                    "created between 7us and 7us); move the window (stop.warmup, stop.measure)")
+
+
+def test_a_drawn_job_beside_them_is_left_to_the_run_which_says_each_jobs_part(tmp_path):
+    """A synthetic job's messages are drawn when the point runs: the preflight cannot know
+    them, and the run's refusal names both jobs' parts."""
+    (tmp_path / "e.yaml").write_text(MACHINE + (
+        "jobs:\n- name: a\n  workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 1, "
+        "size: 4096}]}\n  placement: {kind: contiguous, count: 4}\n"
+        "- name: b\n  workload: {kind: synthetic, load: 1.0e-9}\n  placement: rest\n"
+        "stop: {warmup: 1us, measure: 5us}\n"))
+    assert run_cli("validate", "e.yaml", cwd=tmp_path).returncode == 0
+    line = one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path))
+    assert line.startswith(f"error: e.yaml: stop.measure: {HEAD}: no job creates a message in "
+                           "it (job 'a': 1 message(s) created between 0ps and 0ps; job 'b': "
+                           "about ")
+    assert line.endswith("messages in it at load 1e-09); move the window (stop.warmup, "
+                         "stop.measure), or raise a load")
+
+
+def test_stop_messages_past_the_listed_messages_is_refused_by_validate(tmp_path):
+    """Only messages after the warm-up count; the workload states no load to raise."""
+    line = refused_alike(tmp_path, MACHINE + (
+        "workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 1, size: 4096},\n"
+        "           {at: 2us, src: 0, dst: 1, size: 4096}]}\n"
+        "stop: {warmup: 1us, messages: 5}\n"))
+    assert line == ("error: e.yaml: stop.messages: the workload creates only 1 of the 5 "
+                    "messages after the warm-up (stop.warmup) before the end of the engine's "
+                    "clock range (8796093022208 ps = 8.796 s of simulated time); lower "
+                    "stop.messages")
+
+
+@pytest.mark.parametrize("stop", ["{warmup: 1us, measure: 5us}", "{warmup: 1us, messages: 1}"])
+def test_a_message_in_the_window_runs(tmp_path, stop):
+    (tmp_path / "e.yaml").write_text(MACHINE + (
+        "workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 5, size: 4096},\n"
+        "           {at: 5.9us, src: 1, dst: 7, size: 4096}]}\n"
+        f"stop: {stop}\n"))
+    assert run_cli("validate", "e.yaml", cwd=tmp_path).returncode == 0
+    r = run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
