@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import one_error, run_cli
 
 MACHINE = "topology: {kind: dragonfly, p: 2, a: 4, h: 2}\n"
@@ -52,6 +53,24 @@ def test_schema_empty_out_is_refused(tmp_path):
     line = one_error(run_cli("schema", "--out", "", cwd=tmp_path))
     assert line.startswith("error: --out: is empty; give the folder"), line
     assert entries(tmp_path) == []
+
+
+@pytest.mark.parametrize("args, what", [
+    (["run"], "the output folder ('.' for the current folder)"),
+    (["plot", "res"], "the folder for the figures ('.' for the current folder)"),
+    (["report", "res"], "the HTML file to write"),
+    (["export", "x.goal"], "the GOAL file to write"),
+], ids=["run", "plot", "report", "export"])
+def test_every_empty_out_is_refused(tmp_path, args, what):
+    """The same for every command's ``--out``: ``plot --out ''`` drew its figures into the
+    current folder, ``run --out ''`` refused it as not empty, and ``report`` / ``export``
+    called it a folder; nothing is read or written."""
+    (tmp_path / "res").mkdir()
+    (tmp_path / "x.goal").write_text("num_ranks 1\nrank 0 {\n}\n")
+    line = one_error(run_cli(*args, "--out", "", cwd=tmp_path))
+    assert line == f"error: --out: is empty; give {what}", line
+    assert entries(tmp_path) == ["res", "x.goal"]
+    assert entries(tmp_path / "res") == []
 
 
 # ---------------------------------------------------------------------- topology

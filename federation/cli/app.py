@@ -4,6 +4,8 @@ commands)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 app = typer.Typer(
@@ -30,3 +32,17 @@ def _main(
                                  help="print the version and exit"),
 ) -> None:
     """Simulate HPC interconnection networks from typed machine and experiment files."""
+
+
+def out_path(text: str | None, what: str, folder: bool = True) -> Path | None:
+    """``--out`` as a path (``None``: not given).  The commands read ``--out`` as text because
+    typer turns an empty value into ``Path(".")``, which wrote into (or refused as not empty)
+    the current folder; an empty value is refused, naming ``what`` it names."""
+    if text is None:
+        return None
+    if not text:
+        from federation.errors import ConfigError
+
+        here = " ('.' for the current folder)" if folder else ""
+        raise ConfigError(f"is empty; give {what}{here}", source="--out")
+    return Path(text)

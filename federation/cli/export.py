@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli.app import app
+from federation.cli.app import app, out_path
 from federation.cli.comm import JOB_HELP
 from federation.errors import ConfigError
 
@@ -26,7 +26,7 @@ from federation.errors import ConfigError
 def export(
     file: Annotated[Path, typer.Argument(help="an experiment file (its closed-loop workload), "
                                               "or a schedule: GOAL, TI trace, DUMPI folder")],
-    out: Annotated[Path, typer.Option("--out", help="the GOAL file to write")],
+    out: Annotated[str, typer.Option("--out", help="the GOAL file to write")],  # app.out_path
     calc_unit: Annotated[str, typer.Option(
         "--calc-unit", help="the time of one GOAL 'calc' unit (LogGOPSim reads ns); every "
         "compute must be a whole number of them")] = "1ns",
@@ -60,7 +60,8 @@ def export(
     if unit_ps < 1 or abs(unit_ps - unit_s * PS_PER_S) > 1e-6 * unit_ps:
         raise ConfigError(f"{calc_unit} is not a whole number of picoseconds (at least 1ps)",
                           source="--calc-unit")
-    target = OutputFile(out, source="--out", overwrite=overwrite, make_parents=True)
+    target = OutputFile(out_path(out, "the GOAL file to write", folder=False), source="--out",
+                        overwrite=overwrite, make_parents=True)
     try:
         progs, label = read_programs(file, set_ or [], point, fmt, max_memory, job,
                                      "export writes")

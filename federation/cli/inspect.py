@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from federation.cli.app import app
+from federation.cli.app import app, out_path
 from federation.cli.run import NO_DEADLOCK_CHECK_HELP, MaxMemory
 
 if TYPE_CHECKING:
@@ -74,8 +74,7 @@ def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
 
 @app.command()
 def schema(
-    # a string, not a Path: typer turns an empty --out into Path(".")
-    out: Annotated[str | None, typer.Option(
+    out: Annotated[str | None, typer.Option(  # text: see app.out_path
         "--out", metavar="DIR",
         help="folder for machine.schema.json and experiment.schema.json (made if missing; "
         "files of these names in it are replaced)")] = None,
@@ -87,19 +86,16 @@ def schema(
     from federation.plugin.registry import get_plugins
     from federation.results.outputs import OutputFiles, check_out_path
 
-    if out is not None:  # the destination first: usage before the plugins are loaded
-        if not out:
-            raise ConfigError("is empty; give the folder to write the schema files into "
-                              "('.' for this one)", source="--out")
-        check_out_path(out, "--out")
+    folder = out_path(out, "the folder to write the schema files into")
+    if folder is not None:  # the destination first: usage before the plugins are loaded
+        check_out_path(folder, "--out")
     plugins = get_plugins()
     docs = {"machine.schema.json": machine_schema(plugins),
             "experiment.schema.json": experiment_schema(plugins)}
-    if out is None:
+    if folder is None:
         print(json.dumps({"machine": docs["machine.schema.json"],
                           "experiment": docs["experiment.schema.json"]}, indent=2))
         return
-    folder = Path(out)
     # both made in a temporary folder inside --out and moved in only when neither name is a
     # folder (OutputFiles.commit); overwrite: the files are regenerated, so files of these
     # names are replaced

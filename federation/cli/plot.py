@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli.app import app
+from federation.cli.app import app, out_path
 from federation.errors import ConfigError, os_reason
 from federation.plots import DEFAULT_SATURATION_MARGIN
 
@@ -68,7 +68,7 @@ def draw_folders(results: list[Path], out: Path, fmt: str, margin: float,
 def plot(
     results: Annotated[list[Path], typer.Argument(
         help="result folders (what `federation run` wrote); several go on one figure")],
-    out: Annotated[Path | None, typer.Option(
+    out: Annotated[str | None, typer.Option(  # text: see app.out_path
         "--out", help="folder for the figures (default: RESULTS/plots for one folder, ./plots "
         "for several)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="png, svg or pdf")] = "png",
@@ -82,11 +82,12 @@ def plot(
     if fmt not in FORMATS:
         raise ConfigError(f"must be one of {', '.join(FORMATS)}, got {fmt!r}", source="--format")
     check_margin(margin)
-    source = "--out" if out is not None else "plot"
-    if out is None:
-        out = results[0] / "plots" if len(results) == 1 else Path("plots")
+    folder = out_path(out, "the folder for the figures")
+    source = "--out" if folder is not None else "plot"
+    if folder is None:
+        folder = results[0] / "plots" if len(results) == 1 else Path("plots")
     from federation.results.outputs import check_out_path
 
-    check_out_path(out, source)  # before the folders are read
-    for p in draw_folders(results, out, fmt, margin, overwrite, source):
+    check_out_path(folder, source)  # before the folders are read
+    for p in draw_folders(results, folder, fmt, margin, overwrite, source):
         print(p)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli.app import app
+from federation.cli.app import app, out_path
 from federation.cli.plot import SaturationMargin, check_margin
 from federation.plots import DEFAULT_SATURATION_MARGIN
 
@@ -19,7 +19,7 @@ from federation.plots import DEFAULT_SATURATION_MARGIN
 def report(
     results: Annotated[list[Path], typer.Argument(
         help="result folder (what `federation run` wrote); several are compared")],
-    out: Annotated[Path | None, typer.Option(
+    out: Annotated[str | None, typer.Option(  # text: see app.out_path
         "--out", help="the HTML file (default: RESULTS/report.html for one folder, "
         "./report.html for several)")] = None,
     overwrite: Annotated[bool, typer.Option(
@@ -34,14 +34,15 @@ def report(
     from federation.results.outputs import OutputFile
 
     check_margin(margin)
+    page_file = out_path(out, "the HTML file to write", folder=False)  # usage first
     folders = load_folders(results)
-    source = "--out" if out is not None else "report"
-    if out is None:
-        out = results[0] / "report.html" if len(results) == 1 else Path("report.html")
+    source = "--out" if page_file is not None else "report"
+    if page_file is None:
+        page_file = results[0] / "report.html" if len(results) == 1 else Path("report.html")
     # checked (an existing file only with --overwrite), its temporary file made beside it,
     # before the figures are drawn; the page replaces an earlier one whole (a rename), never
     # half-written
-    with OutputFile(out, source=source, overwrite=overwrite, make_parents=True) as target:
+    with OutputFile(page_file, source=source, overwrite=overwrite, make_parents=True) as target:
         page, _ = render_report(folders, margin)
         target.commit(page)
-    print(out)
+    print(page_file)

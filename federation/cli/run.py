@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from federation.cli.app import app
+from federation.cli.app import app, out_path
 from federation.cli.terminal import progress_reporter
 from federation.results.model import LinkUse, PointResult, RunResult, Variability
 
@@ -29,7 +29,7 @@ def run(
         help="experiment file (YAML or JSON); default: the shipped quickstart")] = None,
     set_: Annotated[list[str] | None, typer.Option(
         "--set", help="override a field: --set workload.load=0.3 (repeatable)")] = None,
-    out: Annotated[Path | None, typer.Option(
+    out: Annotated[str | None, typer.Option(  # text: see app.out_path
         "--out", help="output directory (default: outputs.dir or results/<name>)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print results.json to stdout")] = False,
     overwrite: Annotated[bool, typer.Option(
@@ -99,7 +99,7 @@ def run(
             print(f"plots: {out_dir / 'plots'}/ ({len(paths)} figures)")
 
 
-def output_folder(loaded: LoadedExperiment, out: Path | None) -> tuple[Path, str]:
+def output_folder(loaded: LoadedExperiment, out: str | None) -> tuple[Path, str]:
     """Where the run writes, and what to name in a refusal: ``--out``, else ``outputs.dir``
     (relative to the experiment file), else ``results/<name>`` (the experiment's ``name``, or
     the file's stem), each checked as a name every file system and reader takes
@@ -107,8 +107,9 @@ def output_folder(loaded: LoadedExperiment, out: Path | None) -> tuple[Path, str
     from federation.results.outputs import check_name, check_out_path
 
     exp = loaded.experiment
-    if out is not None:
-        out_dir, out_source = out, "--out"
+    out_given = out_path(out, "the output folder")
+    if out_given is not None:
+        out_dir, out_source = out_given, "--out"
     elif exp.outputs.dir:
         out_dir = Path(exp.outputs.dir)
         if not out_dir.is_absolute():
