@@ -180,12 +180,11 @@ def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
     ``index`` of an experiment file (``--set`` applied, built and checked under
     ``--max-memory``; ``None``: point 0), or a schedule file read whole (``--set``,
     ``--point`` and ``--job`` refused: they apply to experiment files only)."""
-    from federation.cli.run import parse_max_memory
-    from federation.pipeline.bounds import default_max_memory
+    from federation.cli.run import memory_limit
 
     if is_experiment(file):
-        limit = parse_max_memory(max_memory) or default_max_memory()
-        return experiment_programs(file, overrides, index or 0, limit, job, command)
+        return experiment_programs(file, overrides, index or 0, memory_limit(max_memory), job,
+                                   command)
     if overrides:
         raise ConfigError("--set applies to experiment files", source="--set")
     if index is not None:

@@ -33,9 +33,9 @@ def topology(
     from federation.pipeline.load import is_machine_document, load_experiment, load_machine
 
     limit = memory_limit(max_memory)  # usage before the file is read
-    doc = read_document(file)
+    machine_file = is_machine_document(read_document(file))
     note = None
-    if is_machine_document(doc):
+    if machine_file:
         rm = load_machine(file)
     else:
         loaded = load_experiment(file)
@@ -61,7 +61,7 @@ def topology(
             out["note"] = note
         print(json.dumps(out, indent=2))
         return
-    print(format_metrics(head, m, note, experiment=not is_machine_document(doc)))
+    print(format_metrics(head, m, note, experiment=not machine_file))
 
 
 def format_metrics(head: dict[str, Any], m: Any, note: str | None = None,

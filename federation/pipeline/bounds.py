@@ -69,8 +69,10 @@ def machine_clock(rm: ResolvedMachine, classes: list[str], refuse: Refusal,
     machine, topo = rm.machine, rm.topology
     size = float(machine.packet_size)
     worst = {"terminal": 0.0}
+    bandwidth: dict[str, float] = {}
     for cls in classes:
         bw, given = link_figure(machine, topo, cls, "bandwidth")
+        bandwidth[cls] = bw
         if bw > MAX_BANDWIDTH:  # a file's value is refused as it is read; a plugin's default
             whose = "" if given else f" (the default of topology {topo.name!r})"
             raise refuse(f"links.{cls}.bandwidth", f"{bw:.4g} B/s{whose} {too_fast(bw)}")
@@ -99,13 +101,14 @@ def machine_clock(rm: ResolvedMachine, classes: list[str], refuse: Refusal,
             raise refuse(name, f"{format_time(value)} is beyond {CLOCK_LIMIT}; plain numbers "
                          "are seconds (write '50ns', not 50)")
     if built:
-        check_qos_ports(rm, classes, nic_bw, refuse)
+        check_qos_ports(rm, bandwidth, nic_bw, refuse)
     return worst, nic_ser, delay
 
 
-def check_qos_ports(rm: ResolvedMachine, classes: list[str], nic_bw: float,
+def check_qos_ports(rm: ResolvedMachine, bandwidth: dict[str, float], nic_bw: float,
                     refuse: Refusal) -> None:
-    """The QoS policy's own check of its parameters against the ports it arbitrates
+    """The QoS policy's own check of its parameters against the ports it arbitrates, whose
+    link classes' ``bandwidth`` (B/s) :func:`machine_clock` has just read
     (:meth:`~federation.plugin.components.QosPolicy.port_problem`: ``bandwidth_caps``' window
     against the slowest port's packet time).  Here, beside the machine's other figures,
     because this is the one check that ``validate`` of a machine file and an experiment's
@@ -113,9 +116,7 @@ def check_qos_ports(rm: ResolvedMachine, classes: list[str], nic_bw: float,
     field was set (a sweep's entry, the machine file, the inline ``machine:``); only with the
     built network's classes, since the estimate before building may name a class the
     network lacks (a one-group dragonfly's ``global``) and refuse on its figures."""
-    machine, topo = rm.machine, rm.topology
-    links = {cls: link_figure(machine, topo, cls, "bandwidth")[0] for cls in classes}
-    why = rm.qos.port_problem(links, nic_bw, int(machine.packet_size))
+    why = rm.qos.port_problem(bandwidth, nic_bw, int(rm.machine.packet_size))
     if why is not None:
         field, message = why
         raise refuse(f"qos.{field}", message)

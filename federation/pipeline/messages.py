@@ -254,9 +254,8 @@ def why_empty(point: ResolvedPoint, built: Built, window: tuple[int, int],
                 + (", or raise a load" if any(t is None for _, _, t in jobs) else ""))
     job, m, times = jobs[0]
     if times is not None and times.size:
-        t0, t1 = (format_time(int(x) / PS_PER_S) for x in (times.min(), times.max()))
-        return (f"{head}: the workload's {times.size} message(s) are created between {t0} and "
-                f"{t1}, outside it; move the window (stop.warmup, stop.measure)")
+        return (f"{head}: the workload's {times.size} message(s) are created {_between(times)}, "
+                "outside it; move the window (stop.warmup, stop.measure)")
     rate = message_rate(point, built, job)
     if rate is None:
         return f"{head}: the workload created no message at all"
@@ -265,6 +264,13 @@ def why_empty(point: ResolvedPoint, built: Built, window: tuple[int, int],
     return (f"{head}: at load {load:g} of a {built.nic_bandwidth:g} B/s NIC with {size:g} B "
             f"messages, the {m} nodes create about {expected:.3g} messages "
             f"in it; raise the load or the NIC bandwidth, or lengthen stop.measure")
+
+
+def _between(times: np.ndarray) -> str:
+    """``between T0 and T1``: the span of messages' creation times (ps), as the window's
+    refusals quote it."""
+    t0, t1 = (format_time(int(x) / PS_PER_S) for x in (times.min(), times.max()))
+    return f"between {t0} and {t1}"
 
 
 def _job_name(point: ResolvedPoint, job: ResolvedJob | None) -> str:
@@ -278,8 +284,7 @@ def _created(point: ResolvedPoint, built: Built, window: tuple[int, int],
     if times is not None:
         if not times.size:
             return "no message at all"
-        t0, t1 = (format_time(int(x) / PS_PER_S) for x in (times.min(), times.max()))
-        return f"{times.size} message(s) created between {t0} and {t1}"
+        return f"{times.size} message(s) created {_between(times)}"
     rate = message_rate(point, built, job)
     if rate is None:  # not reached: a streamed job that states no load may measure
         return "messages drawn as it runs"
