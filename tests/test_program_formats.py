@@ -134,3 +134,74 @@ def test_the_line_is_right_across_read_blocks(tmp_path, monkeypatch, block):
             read_ti(f)
         assert e.value.message == bom_message(line, column), at
     assert read_ti(ti(tmp_path, BOM + text)).n_ops == 8
+
+
+# --------------------------------------------------------------------------- quoting file text
+
+ESC = "\x1b[2J\x1b[31m"  # clear the screen, then red
+SHOWN_ESC = "\\x1b[2J\\x1b[31m"
+
+# (reader, file maker, arguments, line, message): names no reader knows were printed raw,
+# terminal escapes, control characters and a million characters straight to the terminal
+QUOTES = {
+    "ti action escape": (read_ti, ti, (f"0 {ESC}boom 1\n",), 1,
+                         f"line 1 (rank 0, {SHOWN_ESC}boom): unknown action '{SHOWN_ESC}boom'"),
+    "ti action controls": (read_ti, ti, ("0 a\x00b\x07\u202ec 1\n",), 1,
+                           "line 1 (rank 0, a\\x00b\\x07\\u202ec): unknown action "
+                           "'a\\x00b\\x07\\u202ec'"),
+    "ti long action": (read_ti, ti, ("0 init\n0 " + "x" * 100_000 + " 1\n",), 2,
+                       f"line 2 (rank 0, {'x' * 40}...): unknown action '{'x' * 40}'..."),
+    "ti one field": (read_ti, ti, (f"0 init\n{ESC}\n",), 2,
+                     f"line 2: expected '<rank> <action> ...', got '{SHOWN_ESC}'"),
+    "ti rank": (read_ti, ti, (f"{ESC}0 init\n",), 1,
+                f"line 1: the rank '{SHOWN_ESC}0' is not an integer (SimGrid writes ranks as "
+                "0, 1, ...)"),
+    "ti number": (read_ti, ti, (f"0 compute 5{ESC}\n",), 1,
+                  f"line 1 (rank 0, compute): flops '5{SHOWN_ESC}' is not a decimal number "
+                  "(ASCII digits)"),
+    "ti datatype": (read_ti, ti, ("0 send 1 0 8 " + "9" * 1000 + "\n1 recv 0 0 8\n",), 1,
+                    f"line 1 (rank 0, send): datatype id {'9' * 40}... is not one of "
+                    "SimGrid's predefined datatypes"),
+    "dumpi datatype name": (read_dumpi, dumpi, ("datatype=11 (MPI_DOUBLE)",
+                                                f"datatype=40 ({ESC}user\x07)"), 11,
+                            f"line 11: MPI_Irecv: the size of datatype 40 ({SHOWN_ESC}user\\x07) "
+                            "is unknown; give it in datatype_sizes"),
+    "dumpi long datatype name": (read_dumpi, dumpi, ("datatype=11 (MPI_DOUBLE)",
+                                                     "datatype=40 (" + "T" * 100_000 + ")"), 11,
+                                 f"line 11: MPI_Irecv: the size of datatype 40 ({'T' * 40}...) "
+                                 "is unknown; give it in datatype_sizes"),
+    "dumpi datatype": (read_dumpi, dumpi, ("datatype=11 (MPI_DOUBLE)", f"datatype={ESC}"), 11,
+                       f"line 11: MPI_Irecv: datatype '{SHOWN_ESC}' is not 'id (name)'"),
+    "dumpi communicator": (read_dumpi, dumpi, ("comm=2 (MPI_COMM_WORLD)\nMPI_Request",
+                                               f"comm=5 ({ESC})\nMPI_Request"), 14,
+                           f"line 14: MPI_Irecv on communicator 5 ({SHOWN_ESC}): only "
+                           "MPI_COMM_WORLD is read (the ASCII trace does not say who belongs to "
+                           "other communicators)"),
+    "dumpi parameter": (read_dumpi, dumpi, ("int count=4\n", f"int count=4\n{ESC}\n"), 11,
+                        f"line 11: not a parameter of MPI_Irecv: '{SHOWN_ESC}'"),
+    "dumpi long call": (read_dumpi, dumpi, ("MPI_Irecv entering", "MPI_" + "I" * 100_000 +
+                                            " entering"), 9,
+                        f"line 9: expected 'MPI_... entering at walltime ...', got "
+                        f"'MPI_{'I' * 76}'..."),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QUOTES))
+def test_names_from_the_file_are_quoted_safely(tmp_path, case):
+    """Escaped (a control character or terminal escape as ``\\x1b``), cut with ``...``."""
+    read, make, args, line, message = QUOTES[case]
+    f = make(tmp_path, *args)
+    with pytest.raises(ConfigError) as e:
+        read(f.parent if read is read_dumpi else f)
+    assert (e.value.source, e.value.message) == (str(f), message)
+    assert str(e.value).isprintable() and len(str(e.value)) < 400 + len(str(f))
+
+
+def test_the_quoting_helpers():
+    assert reading.quoted("MPI_FOO") == "'MPI_FOO'"
+    assert reading.shown("MPI_FOO") == "MPI_FOO"
+    assert reading.quoted("\x1b[0m\x00\t\u202e") == "'\\x1b[0m\\x00\\t\\u202e'"
+    assert reading.shown("it's") == "it's"
+    assert reading.quoted("a" * 41) == "'" + "a" * 40 + "'..."
+    assert reading.shown("a" * 41, 10) == "a" * 10 + "..."
+    assert reading.quoted("a" * 40) == "'" + "a" * 40 + "'"

@@ -66,7 +66,7 @@ from federation.programs.checks import MAX_MESSAGE_BYTES
 from federation.programs.collectives import collective
 from federation.programs.model import RECV, SEND, RankPrograms
 from federation.programs.reading import max_ops as reading_max_ops
-from federation.programs.reading import op_budget, text_lines
+from federation.programs.reading import op_budget, quoted, shown, text_lines
 
 #: bytes of the predefined datatypes, by the name dumpi2ascii prints (LP64 sizes)
 DATATYPE_BYTES = {
@@ -105,8 +105,10 @@ COLLECTIVE_CALLS = {"MPI_Barrier": "barrier", "MPI_Bcast": "bcast", "MPI_Reduce"
 #: nothing uses the range and tags go up to a C int's limit
 COLLECTIVE_TAG = 1 << 30
 #: numbers are ASCII digits ([0-9]: \d also matches '١', which int() reads as 1)
-_ENTER = re.compile(r"^(MPI_\w+) entering at walltime ([0-9]{1,15})\.([0-9]{1,9}),")
-_RETURN = re.compile(r"^(MPI_\w+) returning at walltime ([0-9]{1,15})\.([0-9]{1,9}),")
+#: a call's name is at most 64 characters (MPI's longest are about 30): it is named in every
+#: refusal about the call, and a line may be a million characters long
+_ENTER = re.compile(r"^(MPI_\w{1,60}) entering at walltime ([0-9]{1,15})\.([0-9]{1,9}),")
+_RETURN = re.compile(r"^(MPI_\w{1,60}) returning at walltime ([0-9]{1,15})\.([0-9]{1,9}),")
 _PARAM = re.compile(r"^[\w ]+?\b(\w+)(?:\[[^\]]*\])*=(.*)$")
 #: an int parameter as dumpi2ascii prints it (``%d``), whole: ``count=1e3`` was read as 1
 _INT = re.compile(r"-?[0-9]+\Z")
@@ -179,7 +181,7 @@ class _RankTrace:
                     m = _ENTER.match(line)
                     if m is None:
                         raise self.fail(no, f"expected 'MPI_... entering at walltime ...', "
-                                        f"got {line[:80]!r}")
+                                        f"got {quoted(line, 80)}")
                     call, start, params = m.group(1), no, {}
                     enter_ns, enter_text = _walltime(m)
                     self.gap(enter_ns, enter_text, call, start)
@@ -202,10 +204,10 @@ class _RankTrace:
                     continue
                 p = _PARAM.match(line)
                 if p is None:
-                    raise self.fail(no, f"not a parameter of {call}: {line[:80]!r}")
+                    raise self.fail(no, f"not a parameter of {call}: {quoted(line, 80)}")
                 name = p.group(1)
                 if name in params:  # the last one silently won
-                    raise self.fail(no, f"{call}: a second '{name}' (the first is at line "
+                    raise self.fail(no, f"{call}: a second {quoted(name)} (the first is at line "
                                     f"{params[name][1]}): which one the call had is unknown")
                 params[name] = (p.group(2).strip(), no)
         if call is not None:
@@ -261,7 +263,7 @@ class _RankTrace:
         text = m.group(1) if m else raw
         if _INT.match(text) is None or (text[0] == "-" and name not in _SIGNED):
             want = "a whole decimal number" if name in _SIGNED else "a whole number >= 0"
-            raise self.fail(at, f"{call}: {name}={raw[:40]!r} is not {want} (in ASCII digits, "
+            raise self.fail(at, f"{call}: {name}={quoted(raw)} is not {want} (in ASCII digits, "
                             "as dumpi2ascii prints an int)")
         v = int(text) if len(text) <= 12 else (-(2**40) if text[0] == "-" else 2**40)
         if name in _TAGS and v > _INT_MAX:
@@ -280,7 +282,8 @@ class _RankTrace:
         """A list parameter, ``[0, 1]``: whole numbers within a C int, counts >= 0."""
         raw, at = self.value(params, name, call, line)
         if not raw.startswith("["):
-            raise self.fail(at, f"{call}: {name} is {raw or 'missing'} (a list is needed)")
+            raise self.fail(at, f"{call}: {name} is {shown(raw) or 'missing'} (a list is "
+                            "needed)")
         self.at = at
         body = raw[1:-1].strip() if raw.endswith("]") else None
         items = [x.strip() for x in body.split(",")] if body else []
@@ -289,8 +292,8 @@ class _RankTrace:
                                    -_INT_MAX - 1 <= int(x) <= _INT_MAX and
                                    not (counts and x[0] == "-") for x in items):
             want = "whole numbers >= 0" if counts else "whole numbers"
-            raise self.fail(at, f"{call}: {name}={raw[:60]!r} is not a list of {want} within a "
-                            "C int, in ASCII digits ('[0, 1]')")
+            raise self.fail(at, f"{call}: {name}={quoted(raw, 60)} is not a list of {want} "
+                            "within a C int, in ASCII digits ('[0, 1]')")
         return [int(x) for x in items]
 
     def dtype(self, params: dict[str, tuple[str, int]], name: str, call: str,
@@ -299,13 +302,13 @@ class _RankTrace:
         line = at
         m = re.match(r"(-?[0-9]{1,10}) \((.+)\)$", raw)
         if m is None:
-            raise self.fail(line, f"{call}: {name} {raw!r} is not 'id (name)'")
+            raise self.fail(line, f"{call}: {name} {quoted(raw)} is not 'id (name)'")
         ident, label = int(m.group(1)), m.group(2)
         if ident in self.rd.datatype_sizes:
             return self.rd.datatype_sizes[ident]
         if label in DATATYPE_BYTES:
             return DATATYPE_BYTES[label]
-        raise self.fail(line, f"{call}: the size of datatype {ident} ({label}) is unknown; "
+        raise self.fail(line, f"{call}: the size of datatype {ident} ({shown(label)}) is unknown; "
                         "give it in datatype_sizes")
 
     def world(self, params: dict[str, tuple[str, int]], call: str, line: int) -> bool:
@@ -315,7 +318,7 @@ class _RankTrace:
             return True
         if "MPI_COMM_SELF" in raw:
             return False
-        raise self.fail(line, f"{call} on communicator {raw or '?'}: only MPI_COMM_WORLD is "
+        raise self.fail(line, f"{call} on communicator {shown(raw) or '?'}: only MPI_COMM_WORLD is "
                         "read (the ASCII trace does not say who belongs to other "
                         "communicators)")
 
@@ -515,12 +518,12 @@ def trace_files(path: Path, max_ranks: int | None = None) -> list[Path]:
             continue
         nums = re.findall(r"[0-9]+", f.name)
         if not nums:
-            raise ConfigError(f"{f.name}: no rank number in the file name (rank files are "
-                              "named like trace-0003.txt)", source=str(path))
+            raise ConfigError(f"{shown(f.name, 200)}: no rank number in the file name (rank "
+                              "files are named like trace-0003.txt)", source=str(path))
         r = int(nums[-1])
         if r in by_rank:
-            raise ConfigError(f"{f.name} and {by_rank[r].name} both name rank {r}",
-                              source=str(path))
+            raise ConfigError(f"{shown(f.name, 200)} and {shown(by_rank[r].name, 200)} both "
+                              f"name rank {r}", source=str(path))
         by_rank[r] = f
     if not by_rank:
         raise ConfigError("the folder holds no trace file", source=str(path))

@@ -13,6 +13,10 @@ before any operation was made.  Three bounds hold while reading, each refused as
   ``programs`` call), so a slip such as ``num_ranks 100000000`` or a huge trace is refused
   before memory runs out.
 
+Text of the file that a refusal quotes goes through :func:`quoted` (or :func:`shown`, without
+the quotes): a line may hold a million characters, control characters and terminal escapes,
+which went straight to the user's terminal when a name was quoted raw.
+
 A UTF-8 byte-order mark (U+FEFF) is skipped as the file's first character (an editor may
 write one) and refused anywhere else, by name and with its line and column
 (:func:`bom_inside`): it is invisible, so the parsers' own refusals quoted it as a blank or
@@ -37,6 +41,28 @@ MAX_LINE_CHARS = 1 << 20
 _BLOCK_CHARS = 1 << 20
 #: a byte-order mark: allowed as a file's first character only
 BOM = "\ufeff"
+
+
+#: characters of a file's text a refusal quotes at most (names are short; a line is not)
+QUOTE_CHARS = 40
+
+
+def shown(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` read from a file, safe to print in a refusal: every character a terminal would
+    not show as itself (control characters, the ESC that starts a terminal escape, invisible
+    ones such as U+202E, which reverses the text after it) as its Python escape (``\\x1b``),
+    a backslash doubled (so an escape is never ambiguous), cut to ``limit`` characters with
+    ``...`` after them.  Without quotes: for a name in a fixed format, ``(rank 0, send)``."""
+    body = repr(text[:limit])[1:-1]
+    return body + "..." if len(text) > limit else body
+
+
+def quoted(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` read from a file, quoted safely for a refusal: Python's ``repr`` of at most
+    ``limit`` characters (non-printable ones escaped, see :func:`shown`), ``...`` after the
+    closing quote when it was cut: ``'MPI_FOO'``, ``'\\x1b[31mred'``, ``'aaaa'...``."""
+    q = repr(text[:limit])
+    return q + "..." if len(text) > limit else q
 
 
 @dataclass(frozen=True)

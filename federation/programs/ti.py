@@ -8,15 +8,26 @@ checked against ``src/smpi/internals/smpi_replay.cpp``, ``src/xbt/xbt_replay.cpp
   reads the i-th.  With ``tracing/smpi/format/ti-one-file`` (or by hand) the list has one line:
   one file shared by all ranks.  ``smpirun -replay`` reads exactly this list.
 * A trace line is ``<rank> <action> <args...>``, the rank a plain integer (``0``), fields
-  separated by blanks; empty lines and lines starting with ``#`` are skipped.  SimGrid gives
-  a line to the rank whose name its first field spells exactly, as text.
+  separated by blanks and tabs (``boost::split``; nothing else separates fields there); empty
+  lines and lines starting with ``#`` are skipped.  SimGrid gives a line to the rank whose
+  name (``std::to_string(rank)``) its first field spells exactly, as text.
 
 :func:`read_ti` takes either the list or a trace file itself (a file whose lines have one
 field each is a list).  Paths in a list are relative to the list's folder (never to the
-current directory); absolute ones are taken as given.  Numbers are ASCII: a line's rank is
-ASCII digits without a sign (``+0`` is refused: SimGrid would replay it for no rank), the
-other fields decimal numbers as SimGrid reads them (``1e3``; a fraction is truncated), never
-negative.  Actions:
+current directory); absolute ones are taken as given.  Numbers are ASCII and never negative,
+each field read as SimGrid reads it, and refused, naming the line and the field, where this
+reader and SimGrid would read it differently:
+
+* a line's rank is text to SimGrid: ``0``, ``1``, ... exactly (``+0`` or ``01`` is no rank's);
+* a peer rank, a tag and the three fields of ``wait`` go through ``std::stoi``, which reads a
+  sign and digits up to the first other character: ``7.9`` is 7 here too, but ``1e3`` (1 to
+  SimGrid) and ``.5`` (an error there) are refused;
+* a count goes through ``strtod`` and is truncated (``1e3`` is 1000, ``8.5`` is 8), and is
+  passed to MPI as a C int: above 2**31 - 1 it is refused;
+* a datatype id is looked up as text (``Datatype::decode``): ``6``, never ``06`` or ``6.0``;
+* flops and seconds are ``strtod`` numbers (``2.5E3``).
+
+Actions:
 
 =====================================  ====================================================
 ``send|isend <dst> <tag> <n> [type]``  ``n`` elements of datatype id ``type`` (default
@@ -41,6 +52,7 @@ their cost depends on the algorithm SimGrid picks, which a trace does not record
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import deque
 from pathlib import Path
 
@@ -51,7 +63,7 @@ from federation.programs.builder import ProgramBuilder, RankBuilder
 from federation.programs.checks import MAX_MESSAGE_BYTES
 from federation.programs.model import COMPUTE, KIND_NAMES, RankPrograms
 from federation.programs.reading import max_ops as reading_max_ops
-from federation.programs.reading import op_budget, text_lines
+from federation.programs.reading import op_budget, quoted, shown, text_lines
 
 #: bytes per element of SimGrid's predefined datatype ids (``smpi_datatype.cpp``, LP64 sizes)
 DATATYPE_BYTES = {
@@ -73,30 +85,140 @@ NO_OP = frozenset({"init", "finalize", "test", "comm_size", "comm_split", "comm_
 DEFAULT_HOST_SPEED = 1e9
 
 
-#: a trace line's rank: ASCII digits only (int() alone took '０' and '1_0'), no sign: SimGrid
-#: replays a line for the rank whose name (``0``, ``1``, ...) its first field spells exactly
-#: (``xbt_replay.cpp`` compares the strings), so '+0' and '-0' are no rank's lines there
-_RANK = re.compile(r"[0-9]{1,10}\Z")
+#: a trace line's rank as SimGrid names ranks (``std::to_string``): ASCII digits only
+#: (int() alone took '０' and '1_0'), no sign, no leading zero.  SimGrid replays a line for
+#: the rank whose name its first field spells exactly (``xbt_replay.cpp`` compares the
+#: strings), so '+0', '-0' and '01' are no rank's lines there
+_RANK = re.compile(r"(?:0|[1-9][0-9]{0,9})\Z")
 #: a decimal number in ASCII as SimGrid's parse_double reads one (float() alone took Unicode
 #: digits and '1_000', and 'nan')
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
+#: the decimal numbers ``std::stoi`` reads as this reader does: a sign, digits and a fraction
+#: it stops at ('7.9' is 7 to both); with an exponent ('1e3': 1 to std::stoi) or no digit
+#: before the point ('.5': std::stoi throws) the two differ
+_STOI_SAME = re.compile(r"([+-]?)([0-9]+)(?:\.[0-9]*)?\Z")
+#: the sign and digits std::stoi reads
+_DIGITS = re.compile(r"([+-]?)([0-9]+)")
+#: a datatype id as SimGrid writes it, and looks it up: as text (``Datatype::decode``)
+_DATATYPE_ID = re.compile(r"(?:0|[1-9][0-9]*)\Z")
+#: the largest count: SimGrid passes it to MPI as a C int
+C_INT_MAX = 2**31 - 1
+#: what SimGrid trims off a line's ends (``boost::trim``: C's isspace) before splitting it
+_TRIM = " \t\n\v\f\r"
+#: a character Python's str.split() splits at but SimGrid (blanks and tabs) keeps in a field
+_OTHER_BLANK = re.compile(r"[^\S \t]")
 
 
 def _rank_of(text: str) -> int | None:
-    """A trace line's rank: a plain integer (at most 10 digits), else None."""
+    """A trace line's rank: as SimGrid names ranks (at most 10 digits), else None."""
     return int(text) if _RANK.match(text) else None
 
 
 def _bad_rank(text: str) -> str:
-    """Why ``text`` is not a trace line's rank (see :data:`_RANK`).  A sign is named: it
-    reads as part of a number everywhere else (SimGrid takes ``+1`` as a peer, through
-    ``std::stoi``), so "not an integer" alone would not say what is wrong."""
-    shown = repr(text[:40])
+    """Why ``text`` is not a trace line's rank (see :data:`_RANK`).  A sign or a leading zero
+    is named: either reads as part of a number everywhere else (SimGrid takes ``+1`` or
+    ``01`` as a peer, through ``std::stoi``), so "not an integer" would not say what is
+    wrong."""
+    q = quoted(text)
+    why = ("SimGrid writes ranks as 0, 1, ... and replays a line only for the rank its first "
+           f"field spells exactly: {q} is no rank's")
     if len(text) > 1 and text[0] in "+-" and text[1:].isascii() and text[1:].isdigit():
-        return (f"the rank {shown} has a sign (SimGrid writes ranks as 0, 1, ... and replays "
-                f"a line only for the rank its first field spells exactly: {shown} is no "
-                "rank's)")
-    return f"the rank {shown} is not an integer (SimGrid writes ranks as 0, 1, ...)"
+        return f"the rank {q} has a sign ({why})"
+    if text.isascii() and text.isdigit():
+        if text[0] == "0":
+            plain = shown(text.lstrip("0") or "0")
+            return f"the rank {q} has a leading zero ({why}); write {plain}"
+        return f"the rank {q} has more than 10 digits: no trace has that many ranks"
+    return f"the rank {q} is not an integer (SimGrid writes ranks as 0, 1, ...)"
+
+
+def _decimal(text: str, what: str) -> float:
+    """A number SimGrid's ``strtod`` reads as ``float`` does, within 2**62."""
+    if _DECIMAL.match(text) is None:
+        raise ConfigError(f"{what} {quoted(text)} is not a decimal number (ASCII digits)")
+    v = float(text)
+    if not (abs(v) < 2**62):
+        raise ConfigError(f"{what} {shown(text)} is out of range")
+    return v
+
+
+def _whole(text: str, what: str, negative: str = "{what} {text} is negative") -> int:
+    """A peer rank, a tag or a field of ``wait``, which SimGrid reads with ``std::stoi``
+    (``smpi_replay.cpp``): a sign and digits, up to the first other character, so a fraction
+    is truncated (from the digits: '7.99999999999999999' is 8.0 as a float, 7 to stoi).
+    With an exponent or no digit before the point the two readings may differ ('1e3' is 1 to
+    std::stoi, '.5' an error): then it is refused, naming the field and both readings.  A
+    negative one (``-0.5`` too) is refused with ``negative``."""
+    if len(text) < 19 and text.isascii() and text.isdigit():  # the usual '3', at once
+        return int(text)
+    v = _decimal(text, what)
+    m = _STOI_SAME.match(text)
+    if m is not None:
+        whole = int(m.group(2).lstrip("0") or "0")  # as std::stoi reads it, but the sign
+    else:
+        whole = int(v)
+        theirs = _stoi(text)
+        if theirs != whole:
+            how = f"which reads a {what} with std::stoi"
+            stop = _DIGITS.match(text)
+            if stop is None:  # '.5', '+.5'
+                simgrid = f"an error to SimGrid, {how}: it needs a digit first"
+            elif theirs is None:
+                simgrid = f"an error to SimGrid, {how}: its digits are beyond a C int"
+            else:
+                simgrid = (f"{theirs} to SimGrid, {how} (digits up to the first other "
+                           f"character, here {text[stop.end()]!r})")
+            raise ConfigError(f"{what} {quoted(text)} is {v:.15g} as a number, but {simgrid}; "
+                              "write it as a whole number in plain digits")
+    if v < 0:
+        raise ConfigError(negative.format(what=what, text=shown(text)))
+    return whole
+
+
+def _stoi(text: str) -> int | None:
+    """What ``std::stoi`` reads in ``text`` (a decimal number), or None where it throws: no
+    digit first, or beyond a C int."""
+    m = _DIGITS.match(text)
+    if m is None:
+        return None
+    digits = m.group(2).lstrip("0") or "0"
+    if len(digits) > 10:
+        return None
+    n = -int(digits) if m.group(1) == "-" else int(digits)
+    return n if -C_INT_MAX - 1 <= n <= C_INT_MAX else None
+
+
+def _count(text: str) -> int:
+    """A count, which SimGrid reads with ``strtod`` and truncates, then passes to MPI as a
+    C int; a negative one (``-0.5`` too, which truncates to 0) is refused."""
+    if len(text) < 10 and text.isascii() and text.isdigit():  # the usual '1000', at once
+        return int(text)
+    v = _decimal(text, "count")
+    if v < 0:
+        raise ConfigError(f"negative count {shown(text)} (a receive of unknown size) is not "
+                          "supported")
+    n = int(v)
+    if n > C_INT_MAX:
+        raise ConfigError(f"count {shown(text)} is above {C_INT_MAX} (2**31 - 1): SimGrid "
+                          "passes a count to MPI as a C int")
+    return n
+
+
+def _datatype(text: str) -> int:
+    """A datatype id: SimGrid looks it up as the text it writes (``0`` .. ``59``), so any
+    other spelling of a number (``06``, ``6.0``, ``+6``) names no datatype there."""
+    if _DATATYPE_ID.match(text) is None:
+        v = _decimal(text, "datatype")
+        write = f"; write {int(v)}" if v >= 0 and v.is_integer() else ""
+        raise ConfigError(f"datatype {quoted(text)} is not written as SimGrid writes a "
+                          "datatype id (plain digits, no sign, no leading zero, no point or "
+                          f"exponent): SimGrid looks the id up as text, so {quoted(text)} names "
+                          f"none of its datatypes{write}")
+    t = int(text) if len(text) <= 9 else -1
+    if t not in DATATYPE_BYTES:
+        raise ConfigError(f"datatype id {shown(text)} is not one of SimGrid's predefined "
+                          "datatypes")
+    return t
 
 
 class _Rank:
@@ -146,13 +268,15 @@ class _Reader:
                 fields = raw.split()
                 if not fields or fields[0].startswith("#"):
                     continue
+                if _OTHER_BLANK.search(raw) is not None:
+                    _blanks_only(src, n, raw)
                 self.line(src, n, raw, fields, only_rank, labelled)
 
     def line(self, src: str, n: int, raw: str, fields: list[str], only_rank: int | None,
              labelled: bool) -> None:
         if len(fields) < 2:
             raise ConfigError(f"line {n}: expected '<rank> <action> ...', got "
-                              f"{raw.strip()[:80]!r}", source=src)
+                              f"{quoted(raw.strip(), 80)}", source=src)
         r = _rank_of(fields[0])
         if r is None:
             raise ConfigError(f"line {n}: {_bad_rank(fields[0])}", source=src)
@@ -171,7 +295,7 @@ class _Reader:
         try:
             self.action(st, r, fields)
         except ConfigError as exc:
-            raise ConfigError(f"line {n} (rank {r}, {fields[1][:40]}): {exc.message}",
+            raise ConfigError(f"line {n} (rank {r}, {shown(fields[1])}): {exc.message}",
                               source=src) from None
         added = len(rb) - before
         if added:
@@ -191,33 +315,17 @@ class _Reader:
             b.adopt(st.rb)
         return b.build(source=source)
 
-    @staticmethod
-    def _int(text: str, what: str, negative: str = "{what} {text} is negative") -> int:
-        """A count, rank, tag or datatype id: SimGrid parses numbers as doubles ("1e6") and
-        truncates; a negative one (``-0.5`` too, which truncates to 0) is refused with
-        ``negative``."""
-        if _DECIMAL.match(text) is None:
-            raise ConfigError(f"{what} {text!r} is not a decimal number (ASCII digits)")
-        v = float(text)
-        if not (abs(v) < 2**62):
-            raise ConfigError(f"{what} {text} is out of range")
-        if v < 0:
-            raise ConfigError(negative.format(what=what, text=text))
-        return int(v)
-
-    def _peer(self, text: str) -> int:
-        p = self._int(text, "rank", "unknown rank {text} (a negative rank)")
+    def _peer(self, text: str, what: str) -> int:
+        """A peer rank (``what``: "destination rank" or "source rank")."""
+        p = _whole(text, what, "unknown rank {text} (a negative rank)")
         if self.bound is not None and p >= self.bound:
             upto = f" (ranks 0 to {self.bound - 1})" if self.bound else ""
             raise ConfigError(f"unknown rank {p}{upto}")
         return p
 
     def _bytes(self, st: _Rank, count: str, dtype: str | None) -> int:
-        n = self._int(count, "count", "negative count {text} (a receive of unknown size) is "
-                                      "not supported")
-        t = st.dtype if dtype is None else self._int(dtype, "datatype")
-        if t not in DATATYPE_BYTES:
-            raise ConfigError(f"datatype id {t} is not one of SimGrid's predefined datatypes")
+        n = _count(count)
+        t = st.dtype if dtype is None else _datatype(dtype)
         nbytes = n * DATATYPE_BYTES[t]
         if nbytes >= MAX_MESSAGE_BYTES:
             raise ConfigError(f"{n} elements of {DATATYPE_BYTES[t]} B = {nbytes} B, beyond the "
@@ -235,8 +343,8 @@ class _Reader:
                 dt = args[3] if len(args) == 4 else None
             else:
                 raise ConfigError(f"expected '{act} <peer> <tag> <count> [datatype]'")
-            peer = self._peer(peer_s)
-            tag = self._int(tag_s, "tag", "tag {text} is outside 0 .. 2**31 - 1")
+            peer = self._peer(peer_s, "destination rank" if "send" in act else "source rank")
+            tag = _whole(tag_s, "tag", "tag {text} is outside 0 .. 2**31 - 1")
             if not 0 <= tag < 2**31:
                 raise ConfigError(f"tag {tag} is outside 0 .. 2**31 - 1")
             nbytes = self._bytes(st, count_s, dt)
@@ -263,7 +371,8 @@ class _Reader:
             if len(args) not in (4, 6):
                 raise ConfigError("expected 'sendRecv <sendcount> <dst> <recvcount> <src> "
                                   "[sendtype recvtype]'")
-            dst, src = self._peer(args[1]), self._peer(args[3])
+            dst = self._peer(args[1], "destination rank")
+            src = self._peer(args[3], "source rank")
             s = rb.isend(dst, self._bytes(st, args[0], args[4] if len(args) == 6 else None))
             q = rb.irecv(src, self._bytes(st, args[2], args[5] if len(args) == 6 else None))
             rb.wait(s, q)
@@ -278,14 +387,16 @@ class _Reader:
                               "expand it into sends and receives first, e.g. as a GOAL "
                               "schedule from Schedgen")
         else:
-            raise ConfigError(f"unknown action '{act}'")
+            raise ConfigError(f"unknown action {quoted(act)}")
 
-    def _float(self, text: str, what: str) -> float:
+    @staticmethod
+    def _float(text: str, what: str) -> float:
+        """Flops or seconds: a ``strtod`` number, as ``float`` reads it."""
         if _DECIMAL.match(text) is None:
-            raise ConfigError(f"{what} {text!r} is not a decimal number (ASCII digits)")
+            raise ConfigError(f"{what} {quoted(text)} is not a decimal number (ASCII digits)")
         v = float(text)
         if not (v >= 0 and v < float("inf")):
-            raise ConfigError(f"{what} {text} must be a finite number >= 0")
+            raise ConfigError(f"{what} {shown(text)} must be a finite number >= 0")
         return v
 
     def wait(self, st: _Rank, args: list[str]) -> None:
@@ -294,8 +405,8 @@ class _Reader:
         if not args:  # SimGrid <= 3.19: the most recent request
             h = next(reversed(st.order))
         elif len(args) == 3:
-            key = (self._int(args[0], "rank"), self._int(args[1], "rank"),
-                   self._int(args[2], "tag"))
+            key = (_whole(args[0], "source rank"), _whole(args[1], "destination rank"),
+                   _whole(args[2], "tag"))
             q = st.by_key.get(key)
             if not q:
                 raise ConfigError(f"no pending isend or irecv from rank {key[0]} to rank "
@@ -305,6 +416,24 @@ class _Reader:
             raise ConfigError("expected 'wait <src> <dst> <tag>'")
         st.take(h)
         st.rb.wait(h)
+
+
+def _blanks_only(src: str, n: int, raw: str) -> None:
+    """Refuse line ``n`` if a character that ``str.split`` takes as a blank, but SimGrid
+    does not (it splits at blanks and tabs, and trims C's isspace off the ends), stands
+    inside it: SimGrid would keep it in a field (``0 send\\x0c1 0 8`` is an unknown action
+    there), this reader split the field in two."""
+    body = raw.strip(_TRIM)
+    m = _OTHER_BLANK.search(body)
+    if m is None:
+        return
+    ch = m.group()
+    name = unicodedata.name(ch, "")
+    column = len(raw) - len(raw.lstrip(_TRIM)) + m.start() + 1
+    raise ConfigError(f"line {n}: the character U+{ord(ch):04X}{f' ({name})' if name else ''} "
+                      f"at column {column}: SimGrid separates fields by blanks and tabs only, "
+                      "so it would read it as part of a field, not between two; replace it by "
+                      "a blank", source=src)
 
 
 def _is_list(path: Path, max_files: int | None) -> list[Path] | None:
@@ -393,8 +522,8 @@ def _listed(listing: Path, n: int, name: str) -> Path:
         what = "is not a regular file" if exists else "does not exist"
         if not exists and not Path(name).is_absolute():
             what += " (a name in a list is relative to the list's folder)"
-        raise ConfigError(f"line {n}: the trace file {name[:200]!r} ({q}) {what}",
-                          source=str(listing))
+        raise ConfigError(f"line {n}: the trace file {quoted(name, 200)} "
+                          f"({shown(str(q), 300)}) {what}", source=str(listing))
     return q
 
 
