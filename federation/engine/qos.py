@@ -23,8 +23,10 @@ answer ``-1`` only when no request has credit.
   bytes of the sends of the last ``W`` ps (a send at ``t`` counts during ``[t, t + W)``),
   kept exactly in a per-(port, class) ring of ``(time, bytes)`` sends; the ring keeps only
   the newest sends whose sum reaches the cap (older ones cannot change the answer: they
-  expire first), so its length is bounded by cap / smallest packet, and the driver doubles
-  it when one fills (:data:`ST_QOS_RING`).
+  expire first), so its length is bounded by cap / smallest packet, and by the sends the
+  port can start in one window; every ring has the same ``K`` slots, which the driver
+  grows when one fills (:data:`ST_QOS_RING`), never past that bound
+  (:mod:`federation.engine.qos_rings`, whose formula the memory check before the run uses).
 * The port is *oversubscribed* at an arbitration when two classes or more have a sendable
   request.  A class with a sendable request whose window's bytes reach its cap (``capb``)
   at an oversubscribed arbitration turns *inactive*: until the next window edge (static), or
@@ -55,8 +57,10 @@ import numpy as np
 from federation.engine.api import P_CLASS, P_OUTVC, P_SIZE
 from federation.engine.events import S_NOW
 from federation.engine.jit import part
+from federation.engine.qos_rings import RING_START
+from federation.engine.qos_rings import grow_rings as grow_rings  # the driver's, from here
 
-#: loop status: a sliding window's ring of sends is full; the driver doubles it and resumes
+#: loop status: a sliding window's ring of sends is full; the driver grows it and resumes
 ST_QOS_RING = 40
 #: deficit round-robin: bytes a weight of 1 adds to a class's deficit per round
 QUANTUM = 256
@@ -97,7 +101,7 @@ class QosState(NamedTuple):
     ring_head: np.ndarray  #: int64[P*C] oldest entry's slot
     ring_n: np.ndarray  #: int64[P*C] entries
     ring_k: np.ndarray  #: int64[1] K, slots per ring
-    full: np.ndarray  #: int64[1] 1: a ring is full (the loop stops with ST_QOS_RING)
+    full: np.ndarray  #: int64[1] non-zero: a ring is full (the loop stops with ST_QOS_RING)
     size: np.ndarray  #: int64[C] scratch: the size of each class's candidate packet
     nic: np.int64  #: 1: the policy applies at injection too (the loop's ``QOS_NIC``)
     nic_ptr: np.ndarray  #: int64[N*C] each (node, class)'s next feed slot (nic_qos.py)
@@ -106,11 +110,13 @@ class QosState(NamedTuple):
     wsnap: np.ndarray  #: int64[N*C] weighted_round_robin at injection: each NIC port's bytes
     #: per class (the loop's counters) that its deficit row accounts for (:func:`wrr_catch_up`)
     qclass: np.ndarray  #: uint8[P*V] the class of input queue ``p * V + v`` (:func:`run_state`)
+    ring_ser: np.ndarray  #: float64[P] sliding: each port's ps per byte (:func:`run_state`),
+    #: for :func:`grow_rings`' bound on the sends a port starts in one window
 
 
 def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
               sliding: bool = False, caps: list[float] | None = None,
-              weights: list[int] | None = None, ring: int = 8,
+              weights: list[int] | None = None, ring: int = RING_START,
               n_nodes: int = 0) -> QosState:
     """A fresh state (every class active, counters zero) for ``n_ports`` ports; with
     ``n_nodes > 0`` the policy also applies at those nodes' NICs (``at: injection``)."""
@@ -135,7 +141,8 @@ def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
         size=np.zeros(C, dtype=i64), nic=i64(n_nodes > 0),
         nic_ptr=np.zeros(max(n_nodes, 1) * C, dtype=i64),
         nic_one=np.full(max(n_nodes, 1), -1, dtype=i64),
-        wsnap=np.zeros(max(n_nodes, 1) * C, dtype=i64), qclass=np.zeros(1, dtype=np.uint8))
+        wsnap=np.zeros(max(n_nodes, 1) * C, dtype=i64), qclass=np.zeros(1, dtype=np.uint8),
+        ring_ser=np.zeros(1, dtype=np.float64))
 
 
 def wrr_row(n_classes: int) -> int:
@@ -237,26 +244,10 @@ def run_state(state: tuple, port_ser: np.ndarray, n_vcs: int) -> tuple[tuple, bo
         C = int(fresh.n_classes)
         per_vc = (np.arange(n_vcs) // max(1, n_vcs // C)).astype(np.uint8)
         fresh = fresh._replace(qclass=np.tile(per_vc, port_ser.shape[0]))
+        if fresh.sliding:
+            fresh = fresh._replace(ring_ser=np.asarray(port_ser, dtype=np.float64).copy())
         return fresh, True
     return fresh, False
-
-
-def grow_rings(st: QosState) -> QosState:
-    """``st`` with every ring twice as long (entries kept in order from slot 0)."""
-    K = int(st.ring_k[0])
-    n_rings = st.ring_head.shape[0]
-    t = st.ring_t.reshape(n_rings, K)
-    b = st.ring_b.reshape(n_rings, K)
-    idx = (st.ring_head[:, None] + np.arange(K)[None, :]) % K
-    rows = np.arange(n_rings)[:, None]
-    nt = np.zeros((n_rings, 2 * K), dtype=np.int64)
-    nb = np.zeros((n_rings, 2 * K), dtype=np.int64)
-    nt[:, :K] = t[rows, idx]
-    nb[:, :K] = b[rows, idx]
-    return st._replace(ring_t=nt.reshape(-1), ring_b=nb.reshape(-1),
-                       ring_head=np.zeros(n_rings, dtype=np.int64),
-                       ring_k=np.array([2 * K], dtype=np.int64),
-                       full=np.zeros(1, dtype=np.int64))
 
 
 def inactive_time(st: QosState, end: int) -> np.ndarray | None:

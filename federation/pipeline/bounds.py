@@ -5,9 +5,10 @@ A wrong answer is worse than no answer.  Every time, size and rate a point feeds
 compared with what the engine can represent (:mod:`federation.models.limits`), and the memory
 a point needs is estimated from the topology's counts
 (:meth:`federation.plugin.components.Topology.size`) *before* the network, its route tables or
-its packets are allocated.  The preflight checks what the files say; the build checks the
-built network again (a topology that could not count before building; link classes known only
-then); the traffic stage checks the packets.  A refusal is one
+its packets are allocated (a sliding QoS window's rings of sends, which grow with the run,
+at their bound: :func:`ring_memory`).  The preflight checks what the files say; the build
+checks the built network again (a topology that could not count before building; link
+classes known only then); the traffic stage checks the packets.  A refusal is one
 :class:`~federation.errors.ConfigError` naming the file, the field and the limit
 (:func:`~federation.pipeline.points.figure_origin`).
 """
@@ -16,14 +17,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from federation.engine.qos import cap_bytes
+from federation.engine.qos_rings import RING_SLOT_BYTES, ring_entries, ring_peak_slots
 from federation.errors import ConfigError, TopologyError
 from federation.models.limits import CLOCK_LIMIT, MAX_BANDWIDTH, TIME_LIMIT_PS, TIME_LIMIT_S
-from federation.models.units import PS_PER_S, format_time, too_fast
+from federation.models.units import PS_PER_S, format_rate, format_time, too_fast
 from federation.pipeline.points import (
     MemoryEstimate,
     gib,
@@ -416,29 +419,180 @@ def topology_size(rm: ResolvedMachine, prefix: str = "") -> TopologySize | None:
     return size
 
 
-def check_machine_memory(machine: ResolvedMachine, limit: int,
-                         prefix: str = "") -> MemoryEstimate | None:
-    """Estimate a machine's network and tables from :meth:`Topology.size` (no allocation) and
-    refuse it above ``limit``; ``None`` when the topology cannot say before building."""
+def check_machine_memory(machine: ResolvedMachine, limit: int, prefix: str = "",
+                         smallest_packet: int | None = None) -> MemoryEstimate | None:
+    """Estimate a machine's network and tables from :meth:`Topology.size` (no allocation),
+    and a sliding QoS window's rings (:func:`ring_memory`, for packets of at least
+    ``smallest_packet`` B, else ``packet_size``), and refuse them above ``limit``: the network
+    as ``topology``, the rings beside it as ``qos.window`` (:func:`check_ring_memory`);
+    ``None`` when the topology cannot say before building."""
     size = topology_size(machine, prefix)
     if size is None:
         return None
     est = estimate_network(size, machine.machine.router.vcs)
-    check_memory(est, limit, f"this machine ({size.routers} routers, {size.nodes} nodes, "
-                 f"{size.cables} cables)", machine.source, f"{prefix}topology")
-    return est
+    what = f"this machine ({size.routers} routers, {size.nodes} nodes, {size.cables} cables)"
+    check_memory(est, limit, what, machine.source, f"{prefix}topology")
+    ports = 2 * size.nodes + 2 * size.cables  # as estimate_network counts them
+    return check_ring_memory(est, RingSite(machine, ports, _link_classes(machine),
+                                           smallest_packet), limit, what, prefix)
 
 
 def check_network_memory(network: Network, vcs: int, limit: int, source: str,
-                         path: str | None) -> MemoryEstimate:
-    """The same check on a built network (topologies whose size is unknown before building)."""
+                         path: str | None, machine: ResolvedMachine | None = None,
+                         prefix: str = "") -> MemoryEstimate:
+    """The same check on a built network (topologies whose size is unknown before building);
+    with ``machine``, its sliding QoS window's rings on the network's ports too."""
     from federation.plugin.components import TopologySize
 
     size = TopologySize(network.n_routers, network.n_nodes, network.n_links, network.n_groups)
     est = estimate_network(size, vcs)
-    check_memory(est, limit, f"this machine ({size.routers} routers, {size.nodes} nodes, "
-                 f"{size.cables} cables)", source, path)
-    return est
+    what = f"this machine ({size.routers} routers, {size.nodes} nodes, {size.cables} cables)"
+    check_memory(est, limit, what, source, path)
+    if machine is None:
+        return est
+    site = RingSite(machine, int(network.ports.n_ports), list(network.link_classes))
+    return check_ring_memory(est, site, limit, what, prefix)
+
+
+# --------------------------------------------------------------------------- QoS rings
+
+
+@dataclass(frozen=True)
+class RingSite:
+    """Where a sliding QoS window keeps rings of sends: the machine, its ports (every port
+    has a ring per class: one layout, ``(o * C + c) * K``), its link classes (the router
+    outputs' speeds) and the smallest packet assumed (``None``: ``packet_size``)."""
+
+    machine: ResolvedMachine
+    ports: int
+    link_classes: list[str]
+    smallest: int | None = None
+
+
+@dataclass(frozen=True)
+class RingMemory:
+    """A sliding QoS window's rings of sends at their largest, and what binds them."""
+
+    bytes: int  #: the estimate's term: ring_peak_slots(slots) x 16 B x ports x classes
+    slots: int  #: K: the most sends a ring holds, plus the one written before the oldest goes
+    ports: int
+    classes: int
+    window_ps: int
+    smallest: int  #: the smallest packet assumed (B)
+    where: str  #: the ports that bind: ``link class 'local'`` or ``the NICs``
+    bandwidth: float  #: theirs (B/s)
+    name: str  #: the class that binds
+    cap: float
+    cap_bytes: int  #: its byte cap at those ports
+
+
+def _sliding(rm: ResolvedMachine) -> Any | None:
+    """The QoS policy's parameters when it keeps rings of sends (``window_kind: sliding``),
+    else ``None``; read by name: the policy is a plugin, above the pipeline."""
+    params = getattr(rm.qos, "params", None)
+    return params if getattr(params, "window_kind", None) == "sliding" else None
+
+
+def _link_classes(rm: ResolvedMachine) -> list[str]:
+    """The link classes the machine file and the topology's defaults name (before building:
+    an upper bound of the network's)."""
+    return list(dict.fromkeys(["terminal", *rm.topology.link_defaults, *rm.machine.links]))
+
+
+def ring_memory(site: RingSite, window_ps: int | None = None) -> RingMemory | None:
+    """The memory of a sliding window's rings of sends at ``site``; ``None`` when the QoS
+    policy keeps none (a static window counts with the loop's own counters).  A ring's
+    length is bounded exactly (:func:`~federation.engine.qos_rings.ring_entries`: the class's
+    byte cap over the smallest packet, and the sends a port starts in one window) with the
+    engine's figures: its byte caps (:func:`~federation.engine.qos.cap_bytes`), the ports'
+    ps per byte (each link class's at the router outputs; the NICs' with ``injection`` in
+    ``at``), the window in whole ps (``window_ps`` overrides it) and packets of at least
+    ``site.smallest`` B (default ``packet_size``; a message's last packet may be shorter).
+    Every port gets the slots of the longest ring, held twice while they grow
+    (:func:`~federation.engine.qos_rings.ring_peak_slots`)."""
+    rm = site.machine
+    p = _sliding(rm)
+    if p is None:
+        return None
+    machine, topo = rm.machine, rm.topology
+    W = window_ps or max(1, int(round(float(p.window) * PS_PER_S)))
+    s = max(1, int(site.smallest or machine.packet_size))
+    speeds = [(f"link class {c!r}", link_figure(machine, topo, c, "bandwidth")[0])
+              for c in site.link_classes]
+    if "injection" in getattr(p, "at", ()):
+        term, _ = link_figure(machine, topo, "terminal", "bandwidth")
+        speeds.append(("the NICs", float(machine.nic.bandwidth or term)))
+    best: tuple[int, str, float, Any, int] | None = None
+    for where, bw in speeds:
+        ser = PS_PER_S / bw
+        for c in p.classes:
+            held = int(cap_bytes(float(c.cap) * W, ser))
+            n = int(ring_entries(held, ser, W, s))
+            if best is None or n > best[0]:  # the first of equals binds
+                best = (n, where, bw, c, held)
+    if best is None:
+        return None
+    n, where, bw, c, held = best
+    C = len(p.classes)
+    return RingMemory(RING_SLOT_BYTES * site.ports * C * ring_peak_slots(n + 1), n + 1,
+                      site.ports, C, W, s, where, bw, str(c.name), float(c.cap), held)
+
+
+def check_ring_memory(est: MemoryEstimate, site: RingSite, limit: int, what: str,
+                      prefix: str = "") -> MemoryEstimate:
+    """``est`` with the rings' term (:func:`ring_memory`), refused as ``qos.window``
+    (``prefix``: where the machine sits in its file) when that passes ``limit``: the network
+    alone fits (checked first), so it is the window that does not, and the refusal says the
+    longest one that would."""
+    r = ring_memory(site)
+    if r is None:
+        return est
+    out = replace(est, rings=r.bytes)
+    if out.total <= limit:
+        return out
+    longest = _longest_window(site, limit - est.total, r.window_ps)
+    fix = (f"give a window of at most {_ps_floor(longest)}" if longest else
+           "no sliding window fits beside the network")
+    size = "packet_size" if site.smallest is None else "the workloads' smallest"
+    raise ConfigError(
+        f"a sliding window (window_kind: sliding) of {format_time(r.window_ps / PS_PER_S)} "
+        f"keeps each port's sends of the last window per class: up to {r.slots - 1} in a ring "
+        f"(class {r.name!r}: cap {r.cap:g} at {r.where}, {format_rate(r.bandwidth)}, is "
+        f"{r.cap_bytes} B per window; packets of {r.smallest} B, {size}), {r.slots} slots "
+        f"of {RING_SLOT_BYTES} B at each of {r.ports} ports x {r.classes} classes; with "
+        f"them {what} needs about {gib(out.total)} of memory ({out.describe()}), more than "
+        f"the limit of {gib(limit)} (--max-memory, or ${MAX_MEMORY_ENV}; default 80 % of "
+        f"physical memory); {fix}, or window_kind: static (no rings), or raise --max-memory",
+        source=site.machine.source, path=f"{prefix}qos.window")
+
+
+def _longest_window(site: RingSite, budget: int, above: int) -> int:
+    """The longest window (ps) below ``above`` whose rings take at most ``budget`` bytes, 0
+    if none does: the rings only grow with the window, so a bisection finds it."""
+
+    def fits(w: int) -> bool:
+        r = ring_memory(site, w)
+        return r is None or r.bytes <= budget
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, above  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def _ps_floor(ps: int) -> str:
+    """``ps`` as a time to write in a file, rounded down to 4 significant digits (a window
+    advised as the longest that fits must not be printed longer than it is)."""
+    for unit, factor in (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3)):
+        if ps >= factor:
+            digits = max(0, 4 - len(str(ps // factor)))
+            whole = ps * 10**digits // factor
+            text = f"{whole / 10**digits:.{digits}f}".rstrip("0").rstrip(".")
+            return f"{text}{unit}"
+    return f"{ps}ps"
 
 
 def packets_memory(n_packets: int, kept: bool = False) -> int:

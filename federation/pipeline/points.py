@@ -255,13 +255,17 @@ class MemoryEstimate:
     network: int
     tables: int
     packets: int = 0
+    #: a sliding QoS window's rings of sends at their largest (``bounds.ring_memory``)
+    rings: int = 0
 
     @property
     def total(self) -> int:
-        return self.network + self.tables + self.packets
+        return self.network + self.tables + self.packets + self.rings
 
     def describe(self) -> str:
         parts = [f"network {gib(self.network)}", f"route tables {gib(self.tables)}"]
+        if self.rings:
+            parts.append(f"QoS rings {gib(self.rings)}")
         if self.packets:
             parts.append(f"packets {gib(self.packets)}")
         return ", ".join(parts)
