@@ -106,14 +106,25 @@ def test_existing_cluster_gives_the_serial_bytes(tmp_path, scheduler):
 
 
 def test_failing_point_keeps_finished_points_like_a_serial_run(tmp_path, scheduler):
-    """Point 1 generates no traffic (found only when a worker prepares it): the error a serial
-    run stops at, exit 2, results.json incomplete, every finished point kept with its tables."""
-    experiment(tmp_path, "{workload.load: [0.2, 1.0e-12, 0.3, 0.4, 0.5]}")
-    serial = one_error(run_cli("run", "e.yaml", "--out", "serial", cwd=tmp_path))
+    """Point 1 saturates the network (every node sends to node 0 at full load), found only
+    when a worker simulates it: the error a serial run stops at, exit 2, results.json
+    incomplete, every finished point kept with its tables."""
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    (tmp_path / "e.yaml").write_text(
+        "machine: m.yaml\n"
+        "workload: {kind: synthetic, load: 0.1}\n"
+        "stop: {warmup: 0.2us, measure: 20ms}\n"
+        "outputs: {packets: false, messages: false}\n"
+        "sweep: {workload: [{kind: synthetic, load: 0.002}, "
+        "{kind: synthetic, load: 1.0, pattern: incast}, {kind: synthetic, load: 0.003}, "
+        "{kind: synthetic, load: 0.004}, {kind: synthetic, load: 0.005}]}\n")
+    limit = ("--max-memory", "40MB")
+    assert run_cli("validate", "e.yaml", *limit, cwd=tmp_path).returncode == 0
+    serial = one_error(run_cli("run", "e.yaml", "--out", "serial", *limit, cwd=tmp_path))
     line = one_error(run_cli("run", "e.yaml", "--out", "spread", "--scheduler", scheduler,
-                             cwd=tmp_path))
+                             *limit, cwd=tmp_path))
     head = serial.split("; 1 of 5 points finished")[0]
-    assert "no packet was generated in the measurement window" in head
+    assert "packets exist at once" in head and "the network is saturated" in head
     assert line.startswith(head + "; ") and line.endswith(
         " points finished and are kept in spread (results.json marked incomplete)")
     doc = json.loads((tmp_path / "spread" / "results.json").read_text())
@@ -123,10 +134,10 @@ def test_failing_point_keeps_finished_points_like_a_serial_run(tmp_path, schedul
     assert sorted(kept + doc["missing_points"]) == list(range(5))
     names = {p.name for p in (tmp_path / "spread").iterdir()}
     assert names == {"results.json", "performance.json"} | {
-        f"{t}-{i}.parquet" for t in ("packets", "ports", "messages", "nics") for i in kept}
+        f"{t}-{i}.parquet" for t in ("ports", "nics") for i in kept}
     # a point both runs finished has the same bytes in both
-    assert files(tmp_path / "spread")["packets-0.parquet"] == (
-        tmp_path / "serial" / "packets-0.parquet").read_bytes()
+    assert files(tmp_path / "spread")["ports-0.parquet"] == (
+        tmp_path / "serial" / "ports-0.parquet").read_bytes()
 
 
 @pytest.mark.parametrize("args, message", [

@@ -91,20 +91,35 @@ def test_outputs_dir_is_relative_to_the_experiment_file(tmp_path):
     assert r.returncode == 2 and "exp/e.yaml: outputs.dir: " in r.stderr
 
 
+#: a sweep whose point 1 saturates the network (every node sends to node 0 at full load):
+#: an error only the run finds, when more packets exist at once than --max-memory allows
+SATURATING = ("machine: m.yaml\n"
+              "workload: {kind: synthetic, load: 0.1}\n"
+              "stop: {warmup: 0.2us, measure: 20ms}\n"
+              "outputs: {packets: false, messages: false}\n"
+              "sweep: {workload: [{kind: synthetic, load: 0.002}, "
+              "{kind: synthetic, load: 1.0, pattern: incast}, {kind: synthetic, load: 0.003}]}\n")
+
+
 def test_late_error_keeps_finished_points(tmp_path):
-    """Point 1 generates no traffic: an error found only when it is prepared."""
-    experiment(tmp_path, sweep="[0.2, 1.0e-12, 0.3]")
-    r = run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)
+    """Point 1 saturates the network: an error found only when it is simulated (a window
+    without traffic, the case this test used, is now refused before any point runs)."""
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    (tmp_path / "e.yaml").write_text(SATURATING)
+    assert run_cli("validate", "e.yaml", "--max-memory", "40MB", cwd=tmp_path).returncode == 0
+    r = run_cli("run", "e.yaml", "--out", "o", "--max-memory", "40MB", cwd=tmp_path)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in r.stderr
-    assert "no packet was generated in the measurement window" in lines[0]
+    assert "packets exist at once" in lines[0] and "the network is saturated" in lines[0]
     assert "1 of 3 points finished and are kept in o (results.json marked incomplete)" in lines[0]
     doc = json.loads((tmp_path / "o" / "results.json").read_text())
     assert doc["status"] == "incomplete" and doc["missing_points"] == [1, 2]
-    assert "no packet was generated" in doc["error"]
+    assert "the network is saturated" in doc["error"]
     assert [p["index"] for p in doc["points"]] == [0]
-    assert pq.read_table(tmp_path / "o" / "packets-0.parquet").num_rows > 0
+    assert pq.read_table(tmp_path / "o" / "ports-0.parquet").num_rows > 0
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
+        "nics-0.parquet", "performance.json", "ports-0.parquet", "results.json"]
 
 
 def test_error_before_any_point_leaves_nothing(tmp_path):

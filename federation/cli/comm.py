@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from federation.cli.app import app
+from federation.cli.run import MaxMemory
 from federation.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -174,17 +175,15 @@ def is_experiment(file: Path) -> bool:
 
 
 def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
-                  max_memory: str | None, job: str | None = None,
+                  max_memory: int, job: str | None = None,
                   command: str = "comm summarises") -> tuple[RankPrograms, str]:
     """The programs ``comm`` and ``export`` work on: one closed-loop job (``--job``) of point
     ``index`` of an experiment file (``--set`` applied, built and checked under
-    ``--max-memory``; ``None``: point 0), or a schedule file read whole (``--set``,
-    ``--point`` and ``--job`` refused: they apply to experiment files only)."""
-    from federation.cli.run import memory_limit
-
+    ``max_memory`` bytes, ``--max-memory`` as :func:`~federation.cli.run.memory_limit` reads
+    it; ``None``: point 0), or a schedule file read whole (``--set``, ``--point`` and
+    ``--job`` refused: they apply to experiment files only)."""
     if is_experiment(file):
-        return experiment_programs(file, overrides, index or 0, memory_limit(max_memory), job,
-                                   command)
+        return experiment_programs(file, overrides, index or 0, max_memory, job, command)
     if overrides:
         raise ConfigError("--set applies to experiment files", source="--set")
     if index is not None:
@@ -212,13 +211,15 @@ def comm(
     fmt: Annotated[str, typer.Option(
         "--format", help="schedule format: auto (.goal: GOAL, a folder or .dumpi.txt: DUMPI, "
         "else TI), goal, ti, dumpi")] = "auto",
-    max_memory: Annotated[str | None, typer.Option(
-        "--max-memory", help="as for 'run': the memory the programs may need")] = None,
+    max_memory: MaxMemory = None,
 ) -> None:
     """Summarise what a program communicates without simulating it: messages, bytes,
     per-rank sends and compute, message sizes, the busiest pairs, the communication matrix."""
+    from federation.cli.run import memory_limit
     from federation.programs.analysis import communication, describe
     from federation.results.outputs import OutputFile
+
+    limit = memory_limit(max_memory)  # usage before any file is read or made
 
     if fmt not in SCHEDULE_FORMATS:
         raise ConfigError(f"must be one of {', '.join(SCHEDULE_FORMATS)}, got {fmt!r}",
@@ -232,7 +233,7 @@ def comm(
                               source="--plot")
         target = OutputFile(plot, source="--plot", overwrite=overwrite, make_parents=True)
     try:
-        progs, label = read_programs(file, set_ or [], point, fmt, max_memory, job)
+        progs, label = read_programs(file, set_ or [], point, fmt, limit, job)
         summary = communication(progs)
         if target is not None:
             from federation.plots.comm import comm_figure

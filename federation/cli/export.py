@@ -19,6 +19,7 @@ import typer
 
 from federation.cli.app import app, out_path
 from federation.cli.comm import JOB_HELP
+from federation.cli.run import MaxMemory
 from federation.errors import ConfigError
 
 
@@ -37,18 +38,19 @@ def export(
     job: Annotated[str | None, typer.Option("--job", help=JOB_HELP)] = None,
     set_: Annotated[list[str] | None, typer.Option("--set", help="override a field")] = None,
     fmt: Annotated[str, typer.Option("--format", help="schedule format, as for 'comm'")] = "auto",
-    max_memory: Annotated[str | None, typer.Option(
-        "--max-memory", help="as for 'run': the memory the programs may need")] = None,
+    max_memory: MaxMemory = None,
 ) -> None:
     """Write a program (an experiment's workload, or a schedule) as a GOAL schedule."""
     import numpy as np
 
     from federation.cli.comm import SCHEDULE_FORMATS, read_programs
+    from federation.cli.run import memory_limit
     from federation.models.units import PS_PER_S, parse_time
     from federation.programs.goal import format_goal
     from federation.programs.model import COMPUTE
     from federation.results.outputs import OutputFile
 
+    limit = memory_limit(max_memory)  # usage before any file is read or made
     if fmt not in SCHEDULE_FORMATS:
         raise ConfigError(f"must be one of {', '.join(SCHEDULE_FORMATS)}, got {fmt!r}",
                           source="--format")
@@ -63,7 +65,7 @@ def export(
     target = OutputFile(out_path(out, "the GOAL file to write", folder=False), source="--out",
                         overwrite=overwrite, make_parents=True)
     try:
-        progs, label = read_programs(file, set_ or [], point, fmt, max_memory, job,
+        progs, label = read_programs(file, set_ or [], point, fmt, limit, job,
                                      "export writes")
         t = progs.op_time_ps[progs.op_kind == COMPUTE]
         bad = t[t % unit_ps != 0]

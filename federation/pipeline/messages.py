@@ -10,6 +10,7 @@ here.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -25,14 +26,16 @@ from federation.pipeline.points import (
     ResolvedJob,
     ResolvedPoint,
     in_job,
+    job_traffic_stream,
     job_view,
     no_messages,
     point_jobs,
+    window_field,
 )
-from federation.plugin.components import Messages, Workload, WorkloadContext
+from federation.plugin.components import Engine, Messages, Workload, WorkloadContext
 
 if TYPE_CHECKING:
-    from federation.pipeline.points import Built, Placed
+    from federation.pipeline.points import Built, Placed, PlacedJob
 
 
 Batches = Callable[[], Iterator[tuple[int, Messages]]]
@@ -127,17 +130,38 @@ def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int
              alone: bool = True) -> tuple[Batches, int]:
     """A streaming workload's batches (each checked as it comes, and re-drawn identically
     when asked again) and its expected packet count, refused up front when its window
-    would measure nothing (``alone``: the only traffic of the run) or its kept tables cannot
-    be held.  With ``job`` and ``nodes`` the workload runs on the job's nodes, from the job's
-    ``start``; the batches are in the machine's node numbers."""
+    would measure nothing (``alone``: the only traffic of the run; :func:`window_draw`) or
+    its kept tables cannot be held.  With ``job`` and ``nodes`` the workload runs on the
+    job's nodes, from the job's ``start``; the batches are in the machine's node numbers."""
+    start = job.start_ps if job is not None else 0
+    m = built.network.n_nodes if nodes is None else int(nodes.shape[0])
+    if horizon >= TIME_LIMIT_PS:
+        raise ConfigError(f"stop.warmup + stop.measure reach past {CLOCK_LIMIT}",
+                          source=point.source, path=stop_field(point))
+    batches = drawn_batches(point, built, horizon, rng.bit_generator.state, job, nodes)
+    try:  # the workload's own checks (its fields against this machine) before the run
+        next(batches(), None)
+    except ConfigError as exc:
+        raise located(exc, point.source) from None
+    rate = packet_rate(point, built, job, m)  # None: the workload states no load
+    if alone:
+        check_window(point, built, window,
+                     [(job, m, window_draw(point, built, window, job, m, batches))])
+    n = int(rate * max(0, horizon - start) / PS_PER_S) if rate is not None else 0
+    check_packets_memory(point, built, n, max_memory, kept, whole=False)
+    return batches, n
+
+
+def drawn_batches(point: ResolvedPoint, built: Built, horizon: int, state: dict,
+                  job: ResolvedJob | None = None, nodes: np.ndarray | None = None) -> Batches:
+    """A streaming workload's batches before ``horizon`` on the machine's clock, drawn from
+    the generator state ``state`` (the job's traffic stream,
+    :func:`~federation.pipeline.points.job_traffic_stream`): each call draws the same ones
+    again, checked as they come, in the machine's node numbers, from the job's start."""
     net = built.network
     workload = job.workload if job is not None else point.workload
     start = job.start_ps if job is not None else 0
     m = net.n_nodes if nodes is None else int(nodes.shape[0])
-    if horizon >= TIME_LIMIT_PS:
-        raise ConfigError(f"stop.warmup + stop.measure reach past {CLOCK_LIMIT}",
-                          source=point.source, path=stop_field(point))
-    state = rng.bit_generator.state
     cls = job_class(point, job)
 
     def batches() -> Iterator[tuple[int, Messages]]:
@@ -158,18 +182,51 @@ def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int
                 yield min(end + start, TIME_LIMIT_PS), on_machine(msgs, nodes, start, cls)
         except ConfigError as exc:
             raise relocate(exc, point, job, m) from None
+    return batches
 
-    first = batches()
-    try:  # the workload's own checks (its fields against this machine) before the run
-        next(first, None)
-    except ConfigError as exc:
-        raise located(exc, point.source) from None
-    rate = packet_rate(point, built, job, m)  # None: the workload states no load
-    if alone:
-        check_window(point, built, window, [(job, m, None)])
-    n = int(rate * max(0, horizon - start) / PS_PER_S) if rate is not None else 0
-    check_packets_memory(point, built, n, max_memory, kept, whole=False)
-    return batches, n
+
+#: a streamed job's expected messages in the window from which :func:`window_draw` takes it
+#: that the window measures without drawing (Bernoulli, Poisson or periodic injection then
+#: creates none there with a chance below e^-64; only bursts leave more)
+SURE_MESSAGES = 64
+#: messages :func:`window_draw` draws at most before the window's start; past them it cannot
+#: tell cheaply, and lets the run go on
+DRAW_LIMIT = 4 * CHUNK_PACKETS
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What drawing a streamed job's messages as the run draws them told of the window."""
+
+    first: int | None  #: creation time (ps) of its first message from the window's start on
+    before: int  #: messages it created before the window's start
+    seed: int  #: the experiment's seed they were drawn with
+
+
+def window_draw(point: ResolvedPoint, built: Built, window: tuple[int, int],
+                job: ResolvedJob | None, m: int, batches: Batches) -> Drawn | None:
+    """Whether a streamed job creates a message in ``window``, found by drawing its
+    ``batches`` (the run's own draws, from the point's seed) up to the first message at or
+    after the window's start; ``None`` (it may measure) when its load makes at least
+    :data:`SURE_MESSAGES` expected in the window, or it creates more than
+    :data:`DRAW_LIMIT` before it.  ``run`` and the preflight (``validate``) call it alike,
+    so they refuse the same points, and only when no message falls in the window."""
+    w0, w1 = window
+    rate = message_rate(point, built, job)
+    inside = max(0, w1 - max(w0, job.start_ps if job is not None else 0))
+    if rate is not None and rate[2] * m * inside / PS_PER_S >= SURE_MESSAGES:
+        return None
+    seed, before = point.experiment.seed, 0
+    for end, msgs in batches():
+        i = int(np.searchsorted(msgs.time_ps, w0, side="left"))
+        if i < msgs.count:
+            return Drawn(int(msgs.time_ps[i]), before + i, seed)
+        before += msgs.count
+        if end >= w1:
+            break
+        if before > DRAW_LIMIT:
+            return None
+    return Drawn(None, before, seed)
 
 
 def relocate(exc: ConfigError, point: ResolvedPoint, job: ResolvedJob | None,
@@ -178,15 +235,12 @@ def relocate(exc: ConfigError, point: ResolvedPoint, job: ResolvedJob | None,
     return exc if job is None else in_job(exc, point, job, m)
 
 
-def message_rate(point: ResolvedPoint, built: Built,
+def message_rate(point: ResolvedPoint, built: Built | float,
                  job: ResolvedJob | None = None) -> tuple[float, float, float] | None:
     """``(load, message bytes, messages per second per node)`` of a workload that states
-    an offered load (``None`` for one that does not)."""
-    return _rate(point, built.nic_bandwidth, job)
-
-
-def _rate(point: ResolvedPoint, nic_bw: float,
-          job: ResolvedJob | None) -> tuple[float, float, float] | None:
+    an offered load (``None`` for one that does not), on the built machine's NICs (or NICs
+    of the bandwidth ``built``)."""
+    nic_bw = built if isinstance(built, float) else built.nic_bandwidth
     workload = job.workload if job is not None else point.workload
     load = workload.offered_load()
     if load is None:
@@ -210,39 +264,37 @@ def packet_rate(point: ResolvedPoint, built: Built, job: ResolvedJob | None = No
 
 
 #: an open-loop job as the window check sees it: the job (``None``: the one workload), its
-#: node count, and its messages' creation times on the machine's clock (``None``: streamed,
-#: its offered load tells)
-WindowJob = tuple[ResolvedJob | None, int, np.ndarray | None]
+#: node count, and its messages' creation times on the machine's clock, or for a streamed
+#: job what drawing them told (:func:`window_draw`; ``None``: it may measure)
+WindowJob = tuple[ResolvedJob | None, int, "np.ndarray | Drawn | None"]
 
 
 def check_window(point: ResolvedPoint, built: Built, window: tuple[int, int],
                  jobs: list[WindowJob]) -> None:
     """Refuse a measurement window in which no open-loop job creates a message (the run
-    would measure nothing).  The run calls it with the messages it generated (or, for a
-    streamed job, its rate); the preflight (:func:`check_given_window`) with the times a
-    workload's file gives, so that ``validate`` refuses what ``run`` would, in its words."""
-    if not any(_measures(point, built, window, job, m, times) for job, m, times in jobs):
+    would measure nothing), naming the field that sets the point's window (:func:`~federation.
+    pipeline.points.window_field`).  The run calls it with the messages it generated or drew;
+    the preflight (:func:`check_given_window`) with the times a workload's file gives or the
+    same draws, so that ``validate`` refuses what ``run`` would, in its words."""
+    if not any(_measures(window, times) for _, _, times in jobs):
         raise ConfigError(why_empty(point, built, window, jobs), source=point.source,
-                          path=stop_field(point))
+                          path=window_field(point))
 
 
-def _measures(point: ResolvedPoint, built: Built, window: tuple[int, int],
-              job: ResolvedJob | None, m: int, times: np.ndarray | None) -> bool:
-    """Whether the job creates a message in ``window``: one of ``times`` in it, or (streamed)
-    at least one packet expected in the part of it after the job's start; a streamed
-    workload that states no load may create some."""
+def _measures(window: tuple[int, int], times: np.ndarray | Drawn | None) -> bool:
+    """Whether a job creates a message in ``window`` (undecided, ``None``: it may)."""
     w0, w1 = window
+    if isinstance(times, Drawn):
+        return times.first is not None and times.first < w1
     if times is not None:
         return bool(((times >= w0) & (times < w1)).any())
-    rate = packet_rate(point, built, job, m)
-    start = job.start_ps if job is not None else 0
-    return rate is None or rate * max(0, w1 - max(w0, start)) / PS_PER_S >= 1
+    return True
 
 
 def why_empty(point: ResolvedPoint, built: Built, window: tuple[int, int],
               jobs: list[WindowJob]) -> str:
     """What :func:`check_window` says: of the one job, when it created messages the times
-    they span, else its load; of several, each job's."""
+    they span, else its load and what its draws gave; of several, each job's."""
     w0, w1 = window
     span = f"[{format_time(w0 / PS_PER_S)}, {format_time(w1 / PS_PER_S)})"
     head = f"no packet was generated in the measurement window {span}"
@@ -251,19 +303,30 @@ def why_empty(point: ResolvedPoint, built: Built, window: tuple[int, int],
                          for job, m, t in jobs)
         return (f"{head}: no job creates a message in it ({said}); move the window "
                 "(stop.warmup, stop.measure)"
-                + (", or raise a load" if any(t is None for _, _, t in jobs) else ""))
+                + (", or raise a load" if any(isinstance(t, Drawn) for _, _, t in jobs)
+                   else ""))
     job, m, times = jobs[0]
-    if times is not None and times.size:
+    if isinstance(times, np.ndarray) and times.size:
         return (f"{head}: the workload's {times.size} message(s) are created {_between(times)}, "
                 "outside it; move the window (stop.warmup, stop.measure)")
     rate = message_rate(point, built, job)
+    drawn = times if isinstance(times, Drawn) else None
     if rate is None:
-        return f"{head}: the workload created no message at all"
+        return f"{head}: the workload " + (f"creates none in it ({_drew(drawn)})" if drawn
+                                           else "created no message at all")
     load, size, per_node = rate
     expected = per_node * m * (w1 - w0) / PS_PER_S
     return (f"{head}: at load {load:g} of a {built.nic_bandwidth:g} B/s NIC with {size:g} B "
-            f"messages, the {m} nodes create about {expected:.3g} messages "
-            f"in it; raise the load or the NIC bandwidth, or lengthen stop.measure")
+            f"messages, the {m} nodes create about {expected:.3g} messages in it"
+            + (f" on average ({_drew(drawn)})" if drawn else "")
+            + "; raise the load or the NIC bandwidth, or lengthen stop.measure")
+
+
+def _drew(drawn: Drawn) -> str:
+    """What a streamed job's draws gave (none in the window), for :func:`why_empty`."""
+    nxt = (f", the next at {format_time(drawn.first / PS_PER_S)}"
+           if drawn.first is not None else "")
+    return f"with seed {drawn.seed}: {drawn.before} before it, none in it{nxt}"
 
 
 def _between(times: np.ndarray) -> str:
@@ -279,39 +342,48 @@ def _job_name(point: ResolvedPoint, job: ResolvedJob | None) -> str:
 
 
 def _created(point: ResolvedPoint, built: Built, window: tuple[int, int],
-             job: ResolvedJob | None, m: int, times: np.ndarray | None) -> str:
+             job: ResolvedJob | None, m: int, times: np.ndarray | Drawn | None) -> str:
     """One job's part of :func:`why_empty` for several jobs."""
-    if times is not None:
+    if isinstance(times, np.ndarray):
         if not times.size:
             return "no message at all"
         return f"{times.size} message(s) created {_between(times)}"
     rate = message_rate(point, built, job)
-    if rate is None:  # not reached: a streamed job that states no load may measure
-        return "messages drawn as it runs"
+    drew = f"({_drew(times)})" if times is not None else "(drawn as it runs)"
+    if rate is None:
+        return f"none in it {drew}"
     start = job.start_ps if job is not None else 0
     inside = max(0, window[1] - max(window[0], start))
-    return f"about {rate[2] * m * inside / PS_PER_S:.3g} messages in it at load {rate[0]:g}"
+    return (f"about {rate[2] * m * inside / PS_PER_S:.3g} messages in it at load {rate[0]:g} "
+            f"on average {drew}")
 
 
 def check_given_window(point: ResolvedPoint, built: Built, placed: Placed) -> None:
-    """The run's refusals of traffic that measures nothing, before any point runs, when every
-    open-loop job's workload gives its messages' times in the file
+    """The run's refusals of traffic that measures nothing, before any point runs: a window
+    (``stop.measure``) in which no open-loop job creates a message (:func:`check_window`),
+    or a ``stop.messages`` more than the messages after the warm-up.  A job's messages are
+    those whose times the file gives
     (:meth:`~federation.plugin.components.Workload.message_times`: the ``messages``
-    workload): a window (``stop.measure``) none of them falls in (:func:`check_window`), or
-    a ``stop.messages`` more than the messages after the warm-up.  The run finds either only
-    once it has built the machine and generated the messages; a job whose times only
-    generating tells (a streamed or drawn workload) leaves the check to the run."""
+    workload), or a streamed job's (``synthetic``) drawn from the point's seed as the run
+    draws them (:func:`window_draw`, the run's own check).  The run finds either only once
+    it has built the machine and generated the messages; a job whose times only generating
+    tells (a workload generated whole), or an engine that draws its traffic its own way
+    (:meth:`~federation.plugin.components.Engine.run_point`), leaves the check to the run."""
     stop = point.experiment.stop
     jobs = point_jobs(point)
     if any(j.closed_loop for j in jobs):
         return
     warm = seconds_to_ps(stop.warmup)
     horizon = warm + seconds_to_ps(stop.measure or 0)
-    given: list[tuple[ResolvedJob, int, np.ndarray]] = []
+    own_draws = type(point.engine).run_point is not Engine.run_point
+    given: list[tuple[PlacedJob, np.ndarray | None]] = []  # None: drawn once all are known
     for pj in placed.jobs:
         job, m = pj.job, int(pj.nodes.shape[0])
         if stop.measure is not None and streams(job.workload):
-            return
+            if own_draws:
+                return
+            given.append((pj, None))
+            continue
         ctx = workload_context(point, built.network, max(1, horizon - job.start_ps),
                                built.nic_bandwidth, np.random.default_rng(0), job,
                                None if pj.whole else pj.nodes)
@@ -321,20 +393,33 @@ def check_given_window(point: ResolvedPoint, built: Built, placed: Placed) -> No
             raise relocate(exc, point, job, m) from None
         if times is None:
             return
-        given.append((job, m, np.asarray(times, dtype=np.int64)))
-    if stop.messages is not None:
-        _, _, times = given[0]  # stop.messages: one open-loop job (check_jobs)
-        after = int((times >= warm).sum())
+        given.append((pj, np.asarray(times, dtype=np.int64) + job.start_ps))
+    if stop.messages is not None:  # one open-loop job (check_jobs), generated whole
+        pj, times = given[0]
+        after = int((np.asarray(times) - pj.job.start_ps >= warm).sum())
         if after < stop.messages:
-            raise ConfigError(too_few(placed.jobs[0].job.workload, after, stop.messages),
-                              source=point.source, path=stop_field(point))
+            raise ConfigError(too_few(pj.job.workload, after, stop.messages),
+                              source=point.source, path=window_field(point))
         return
-    if any(int(t.max(initial=0)) + j.start_ps >= TIME_LIMIT_PS for j, _, t in given):
+    if any(t is not None and int(t.max(initial=0)) >= TIME_LIMIT_PS for _, t in given):
         return  # the run refuses a message past the clock first (check_traffic)
-    seen: list[WindowJob] = [(j, m, t + j.start_ps) for j, m, t in given]
-    if len(seen) == 1:  # as the run's one-job path sees it (check_traffic)
+    window = (warm, horizon)
+    seen: list[WindowJob] = [(pj.job, int(pj.nodes.shape[0]), t) if t is not None
+                             else _drawn(point, built, window, pj) for pj, t in given]
+    if len(seen) == 1 and given[0][1] is not None:  # the run's one-job path (check_traffic)
         seen = [(None, built.network.n_nodes, seen[0][2])]
-    check_window(point, built, (warm, horizon), seen)
+    check_window(point, built, window, seen)
+
+
+def _drawn(point: ResolvedPoint, built: Built, window: tuple[int, int],
+           pj: PlacedJob) -> WindowJob:
+    """A streamed job as the window check sees it: its messages drawn from its own stream,
+    as the run draws them (:func:`streamed`)."""
+    job, m = pj.job, int(pj.nodes.shape[0])
+    state = job_traffic_stream(point, job.index).bit_generator.state
+    batches = drawn_batches(point, built, window[1], state, job,
+                            None if pj.whole else pj.nodes)
+    return job, m, window_draw(point, built, window, job, m, batches)
 
 
 def too_few(workload: Workload, after: int, n: int) -> str:
@@ -380,7 +465,8 @@ def generate_n_messages(point: ResolvedPoint, net: Network, nic_bw: float, warm:
             m = sliced(msgs, None, int(cut) + 1)
             return m, (warm, end)
         if warm + span >= TIME_LIMIT_PS - 1:
-            raise ConfigError(too_few(workload, int(after.size), n), path=stop_field(point))
+            raise ConfigError(too_few(workload, int(after.size), n),
+                              path=window_field(point))
         span = min(2 * span, TIME_LIMIT_PS - 1 - warm)
 
 
@@ -394,7 +480,7 @@ def messages_span(point: ResolvedPoint, nic_bw: float, warm: int, n: int,
     workload = job.workload if job is not None else point.workload
     load = workload.offered_load() or 0.5
     per_node_rate = load * nic_bw / float(point.machine.machine.packet_size)  # an estimate
-    rate = _rate(point, nic_bw, job)
+    rate = message_rate(point, float(nic_bw), job)
     if rate is not None:
         load, size, per_node = rate
         expected = per_node * m * (TIME_LIMIT_PS - 1 - warm) / PS_PER_S

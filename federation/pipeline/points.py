@@ -250,6 +250,19 @@ def stop_path(point: ResolvedPoint, name: str) -> str:
     return f"sweep.{key}" if key in point.sweep else key
 
 
+def window_field(point: ResolvedPoint) -> str:
+    """The field(s) a refusal of ``point``'s measurement window names: the window is
+    ``[stop.warmup, stop.warmup + stop.measure)`` (or up to the ``stop.messages``-th message),
+    so the sweep entry that varies one of the two for this point (``sweep.stop.warmup``), both
+    when the sweep varies both, else the window's length (``stop.measure``), as a file with
+    no such axis gives it."""
+    length = "stop.measure" if point.experiment.stop.measure is not None else "stop.messages"
+    fields = ("stop.warmup", length)
+    entries = list(dict.fromkeys(e for e in (sweep_entry(point.sweep, f) for f in fields)
+                                 if e is not None))
+    return ", ".join(entries) if entries else length
+
+
 @dataclass(frozen=True)
 class MemoryEstimate:
     network: int

@@ -42,6 +42,7 @@ from federation.pipeline.messages import (
     streamed,
     streams,
     whole_batches,
+    window_draw,
     workload_context,
 )
 from federation.pipeline.points import (
@@ -172,7 +173,8 @@ def _prepare_open_jobs(point: ResolvedPoint, built: Built, max_memory: int,
         if streams(job.workload):
             batches, n = streamed(point, built, horizon, window, rng, max_memory, kept, job,
                                   nodes, alone=False)
-            seen.append((job, int(pj.nodes.shape[0]), None))
+            m = int(pj.nodes.shape[0])
+            seen.append((job, m, window_draw(point, built, window, job, m, batches)))
         else:
             msgs = _generated(point, built, job, nodes, horizon, rng)
             n = int(((msgs.size + packet - 1) // packet).sum())

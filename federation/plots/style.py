@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,66 @@ def legend(ax: Any, n: int, title: str | None = None, fig: Figure | None = None)
                    ncols=2 if n <= 12 else 3)
     else:
         ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
+#: the units a time axis may be in, with their picoseconds
+TIME_UNITS = (("ps", 1), ("ns", 10**3), ("us", 10**6), ("ms", 10**9))
+
+
+@dataclass(frozen=True)
+class TimeAxis:
+    """A time axis in the unit its span reads best in (picoseconds in, that unit out),
+    counted from ``origin_ps``: the run's start, or a round time just before a short span
+    that comes late in a long run (else its labels would carry many digits)."""
+
+    unit: str
+    per_unit: int  #: picoseconds per unit
+    origin_ps: int = 0
+
+    @property
+    def label(self) -> str:
+        since = f" after {exact_time(self.origin_ps)}" if self.origin_ps else ""
+        return f"time ({self.unit}){since}"
+
+    def position(self, ps: Any) -> np.ndarray:
+        """Times (ps) as positions on the axis."""
+        return (np.asarray(ps, dtype=np.float64) - self.origin_ps) / self.per_unit
+
+    def length(self, ps: Any) -> np.ndarray:
+        """Durations (ps) in the axis's unit."""
+        return np.asarray(ps, dtype=np.float64) / self.per_unit
+
+    def apply(self, ax: Any) -> None:
+        """Label ``ax``'s x axis, with plain numbers (no offset or power of ten beside them)
+        at a few round ticks."""
+        from matplotlib.ticker import MaxNLocator
+
+        ax.set_xlabel(self.label)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]))
+        ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+
+
+def time_axis(start_ps: int, end_ps: int) -> TimeAxis:
+    """The axis of times from ``start_ps`` to ``end_ps``: in the largest unit of
+    :data:`TIME_UNITS` of which the span holds at least one (so 1 to 1000 of them, but for
+    spans past 1000 ms), from 0; or, when the span is under a hundredth of the end, from the
+    start rounded down to the power of ten at or above the span."""
+    span = max(int(end_ps) - int(start_ps), 1)
+    unit, per = TIME_UNITS[0]
+    for u, p in TIME_UNITS:
+        if span >= p:
+            unit, per = u, p
+    origin = 0
+    if int(end_ps) > 100 * span:
+        step = 10 ** len(str(span - 1)) if span > 1 else 1
+        origin = int(start_ps) // step * step
+    return TimeAxis(unit, per, origin)
+
+
+def exact_time(ps: int) -> str:
+    """``ps`` picoseconds written exactly in the largest unit of :data:`TIME_UNITS` it
+    reaches (``1.000002ms``; :func:`~federation.models.units.format_time` rounds)."""
+    unit, per = next((u, p) for u, p in reversed(TIME_UNITS) if ps >= p or p == 1)
+    whole, frac = divmod(int(ps), per)
+    digits = str(frac).rjust(len(str(per)) - 1, "0").rstrip("0") if per > 1 else ""
+    return f"{whole}{'.' + digits if digits else ''}{unit}"
