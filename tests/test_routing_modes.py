@@ -67,10 +67,13 @@ def test_collective_modes_come_before_the_experiments(tmp_path):
         "alltoall", routing_mode="BETA", collective_modes={"alltoall": "GAMMA"}))
     s = seen(prep)
     assert s[:, GAMMA].sum() == prep.job.programs.n_packets == s.sum() > 0
-    prep, *_ = simulate(tmp_path, collective_doc(
-        "allreduce", routing_mode="BETA", collective_modes={"alltoall": "GAMMA"}))
+    prep, *_ = simulate(tmp_path, collective_doc("allreduce", routing_mode="BETA"))
     s = seen(prep)
     assert s[:, BETA].sum() == prep.job.programs.n_packets == s.sum() > 0
+    # an alltoall mode beside an allreduce would mark nothing: refused (test_models_leftovers)
+    err = refusal(tmp_path, collective_doc("allreduce", routing_mode="BETA",
+                                           collective_modes={"alltoall": "GAMMA"}))
+    assert err.path == "collective_modes.alltoall"
     d = collective_doc("allreduce", collective_modes={"allreduce": "ALPHA"})
     d["workload"] = {"kind": "allreduce", "size": 64}  # the allreduce workload is one too
     prep, *_ = simulate(tmp_path, d)
@@ -190,19 +193,25 @@ def jobs_doc(a_workload: dict, a_modes: dict) -> dict:
                       "placement": {"kind": "list", "nodes": [1, 3]}}]}
 
 
-@pytest.mark.parametrize("workload, runs", [
-    ({"kind": "pingpong", "sizes": [8]}, "its workload 'pingpong' runs no collective that "
-     "collective_modes apply to (the collective workload's op, the allreduce workload)"),
+#: what a refusal of collective_modes where no workload takes them adds
+RULE = ("; collective_modes apply only to workloads of kind collective (to its op) and "
+        "allreduce: a skeleton's or a program file's collectives are not told apart by "
+        "collective and take routing_mode")
+
+
+@pytest.mark.parametrize("workload, runs, rule", [
+    ({"kind": "pingpong", "sizes": [8]}, "its workload 'pingpong' takes no collective_modes",
+     RULE),
     ({"kind": "collective", "op": "allreduce", "size": 64}, "its workload 'collective' runs "
-     "allreduce, not alltoall"),
+     "allreduce, not alltoall", ""),
 ])
-def test_a_jobs_collective_mode_its_workload_lacks_is_refused(tmp_path, workload, runs):
+def test_a_jobs_collective_mode_its_workload_lacks_is_refused(tmp_path, workload, runs, rule):
     """Job a's ``collective_modes: {alltoall: GAMMA}`` marked no message of job a (its
     workload has no alltoall; job b's alltoall is another job's) and the run went on as if
     it were not there."""
     err = refusal(tmp_path, jobs_doc(workload, {"alltoall": "GAMMA"}))
     assert err.path == "jobs[0].collective_modes.alltoall"
-    assert err.message == f"job 'a': {runs}: the mode would apply to no message"
+    assert err.message == f"job 'a': {runs}: the mode would apply to no message{rule}"
 
 
 def test_cli_refuses_a_jobs_collective_mode_its_workload_lacks(tmp_path):
@@ -215,8 +224,7 @@ def test_cli_refuses_a_jobs_collective_mode_its_workload_lacks(tmp_path):
     d["routing"] = {"algorithm": "aries"}
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(d))
     want = ("error: e.yaml: jobs[0].collective_modes.alltoall: job 'a': its workload "
-            "'pingpong' runs no collective that collective_modes apply to (the collective "
-            "workload's op, the allreduce workload): the mode would apply to no message")
+            "'pingpong' takes no collective_modes: the mode would apply to no message" + RULE)
     assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == want
     assert one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)) == want
     assert not (tmp_path / "o").exists()

@@ -268,13 +268,16 @@ def validation_error(exc: ValidationError, source: str | None, prefix: str = "")
     return ConfigError("\n  " + "\n  ".join(lines), source=source)
 
 
-def validate_model(model: type[M], data: Any, source: str | None, prefix: str = "") -> M:
+def validate_model(model: type[M], data: Any, source: str | None, prefix: str = "",
+                   base_dir: str | None = None) -> M:
     """Validate ``data`` as ``model``; errors name ``source`` and the field path.
 
-    Paths in the data (:data:`DocumentPath` fields) are resolved against the folder of
-    ``source``.
+    Paths in the data (:data:`DocumentPath` fields) are resolved against ``base_dir``, by
+    default the folder of ``source`` (a nested component's parameters, whose errors name no
+    file yet, give the folder of the file they were read from).
     """
-    base = str(Path(source).absolute().parent) if source and source != "--set" else None
+    base = base_dir if base_dir is not None else \
+        str(Path(source).absolute().parent) if source and source != "--set" else None
     try:
         return model.model_validate(data, context={"base_dir": base})
     except ValidationError as exc:

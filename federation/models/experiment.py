@@ -175,7 +175,9 @@ class Job(DocumentModel):
         "experiment's routing_mode")
     collective_modes: dict[str, str] | None = Field(
         None, description="routing mode by collective ({alltoall: ADAPTIVE_1}, as "
-        "MPICH_GNI_A2A_ROUTING_MODE) for the job's collective workload; default: the "
+        "MPICH_GNI_A2A_ROUTING_MODE) of the job's messages; applies to a workload of kind "
+        "collective (its op) or allreduce only (a skeleton's or a program file's collectives "
+        "take routing_mode), an entry its workload does not run is refused; replaces the "
         "experiment's")
     class_: ClassName | None = Field(
         None, alias="class", description="traffic class of every packet of the job (a name "
@@ -227,8 +229,12 @@ class Experiment(DocumentModel):
         "routing's modes, e.g. ADAPTIVE_3), as Cray's MPICH_GNI_ROUTING_MODE; a send's own "
         "mode and collective_modes come first; default: the routing's configured mode")
     collective_modes: dict[str, str] = Field(
-        default_factory=dict, description="routing mode by collective of the collective "
-        "workload ({alltoall: ADAPTIVE_1}: MPICH_GNI_A2A_ROUTING_MODE)")
+        default_factory=dict, description="routing mode by collective ({alltoall: "
+        "ADAPTIVE_1}: MPICH_GNI_A2A_ROUTING_MODE), a default for every job without its own; "
+        "applies to workloads of kind collective (its op) or allreduce only (a skeleton's or "
+        "a program file's collectives take routing_mode); an entry for a collective no such "
+        "workload runs is refused (unless the sweep varies the workloads: a default for the "
+        "points that run it)")
     routing_controller: ComponentSpec | None = Field(
         None, description="{kind: ..., <params>}: a routing controller choosing each "
         "rank-program message's routing mode at its send, in the loop (e.g. app_aware, "

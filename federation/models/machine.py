@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_serializer, model_validator
+from pydantic import Field, PrivateAttr, ValidationInfo, model_serializer, model_validator
 
 from federation.models.base import DocumentModel, SchemaVersion
 from federation.models.units import Bandwidth, BufferSize, ByteCount, PacketSize, Size, Time
@@ -34,6 +34,25 @@ class ComponentSpec(DocumentModel):
 
     #: the key that names the component in files; routing uses ``algorithm``
     component_key: ClassVar[str] = "kind"
+
+    #: the folder of the file the spec was read from (the validation context's ``base_dir``,
+    #: as for a ``DocumentPath``); ``None``: made in code, or read from ``--set``
+    _base_dir: str | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _anchor(self, info: ValidationInfo) -> ComponentSpec:
+        """Keep the folder of the spec's file: its raw parameters are validated later, a
+        nested component's (:func:`~federation.plugin.registry.resolve_nested`) outside that
+        file's validation, and their relative paths are relative to that file."""
+        base = (info.context or {}).get("base_dir")
+        if base is not None:
+            self._base_dir = str(base)
+        return self
+
+    @property
+    def base_dir(self) -> str | None:
+        """The folder this spec's relative paths are resolved against (see ``_base_dir``)."""
+        return self._base_dir
 
     @model_validator(mode="before")
     @classmethod

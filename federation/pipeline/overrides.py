@@ -23,7 +23,9 @@ A machine given by path is inlined before an assignment reaches into ``machine.`
 and sweeps can change a machine file's fields; its errors still name that file.
 
 A list position is written ``jobs.0.workload.load``, or ``jobs[0].workload.load`` as error
-messages write it (both are the same key).
+messages write it (both are the same key), in ``--set`` and in a file's ``sweep`` alike; a
+file's axis keeps its spelling in the points' ``sweep`` (and in messages), and two spellings
+of one axis are refused.
 """
 
 from __future__ import annotations
@@ -101,7 +103,8 @@ def gives(key: str, value: Any, path: str) -> bool:
     if not path.startswith(key + "."):
         return False
     if key == "sweep":  # its keys are dotted paths themselves
-        return isinstance(value, dict) and path[len("sweep."):] in value
+        rest = dotted(path[len("sweep."):])
+        return isinstance(value, dict) and any(dotted(str(k)) == rest for k in value)
     cur = value
     for part in path[len(key) + 1:].split("."):
         if not isinstance(cur, dict) or part not in cur:
@@ -138,6 +141,8 @@ def apply_sweep_overrides(doc: dict[str, Any], sets: list[Override]) -> set[str]
             if not isinstance(sweep, dict):
                 raise ConfigError(f"cannot set {o.key}: the file's sweep is not a mapping",
                                   source=SOURCE)
+            for axis in [a for a in sweep if a != o.axis and dotted(str(a)) == o.axis]:
+                del sweep[axis]  # the file's spelling of the same axis (jobs[0]...)
             sweep[o.axis] = o.value
             given.add(o.axis)
     return given
@@ -150,9 +155,10 @@ def drop_overridden_axes(doc: dict[str, Any], sets: list[Override], given: set[s
     sweep = doc.get("sweep")
     if not isinstance(sweep, dict):
         return []
+    check_axes(sweep, given, source)
     notes = []
     for axis in list(sweep):
-        o = next((o for o in sets if gives(o.key, o.value, str(axis))), None)
+        o = next((o for o in sets if gives(o.key, o.value, dotted(str(axis)))), None)
         if o is None:
             continue
         if axis in given:
@@ -161,8 +167,27 @@ def drop_overridden_axes(doc: dict[str, Any], sets: list[Override], given: set[s
         values = sweep.pop(axis)
         n = f"{len(values)} values" if isinstance(values, list) else "its values"
         notes.append(f"{o} replaces the sweep over {axis} ({n}) in {source}: every point "
-                     f"has {axis} = {_text(_value_at(o, str(axis)))}")
+                     f"has {axis} = {_text(_value_at(o, dotted(str(axis))))}")
     return notes
+
+
+def check_axes(sweep: dict[Any, Any], given: set[str], source: str) -> None:
+    """Refuse a sweep key whose list position is not ``.3`` or ``[3]`` after a field name,
+    and one axis written twice (``jobs.0.x`` and ``jobs[0].x``: which values would the
+    points take?), naming the file's entry (``--set`` when the command line gave both)."""
+    seen: dict[str, str] = {}
+    for axis in map(str, sweep):
+        at = SOURCE if axis in given else source
+        key = dotted(axis)
+        if "[" in key or "]" in key:
+            raise ConfigError("a list position is a whole number after a field name: write "
+                              "jobs.0.workload.load (or jobs[0].workload.load)", source=at,
+                              path=f"sweep.{axis}")
+        if key in seen:
+            both = SOURCE if seen[key] in given and axis in given else source
+            raise ConfigError(f"{seen[key]!r} and {axis!r} are the same axis ({key}); give it "
+                              "once", source=both, path=f"sweep.{axis}")
+        seen[key] = axis
 
 
 def _value_at(o: Override, path: str) -> Any:
@@ -192,7 +217,7 @@ class Assigner:
         """Set each ``(key, value)`` of ``items``, shallowest first (a deeper key refines a
         shallower one); returns the path of the machine file inlined, if one was."""
         machine_source = None
-        for key, value in sorted(items, key=lambda kv: len(kv[0].split("."))):
+        for key, value in sorted(items, key=lambda kv: len(dotted(kv[0]).split("."))):
             if key.startswith("machine.") and isinstance(doc.get("machine"), str):
                 machine_source = self.inline_machine(doc)
             elif key == "machine":
@@ -213,26 +238,32 @@ class Assigner:
 def set_path(doc: dict[str, Any], key: str, value: Any, source: str) -> None:
     """Set ``a.b.c`` in a nested mapping, creating mappings on the way.  A part that meets a
     list picks one of its items: by position (``jobs.1.workload.load``) or, for a list of
-    named mappings such as ``jobs``, by name (``jobs.background.workload.load``)."""
-    parts = key.split(".")
+    named mappings such as ``jobs``, by name (``jobs.background.workload.load``); a position
+    may be written ``jobs[1]`` as well, as in a file's ``sweep``."""
+    parts = dotted(key).split(".")
     cur: Any = doc
     for i, part in enumerate(parts[:-1]):
+        slot: int | str = part
         if isinstance(cur, list):
             at = list_item(cur, part)
             nxt = cur[at] if at is not None else None
-            if nxt is None:
+            if at is None or nxt is None:
                 raise ConfigError(f"cannot set {key!r}: {'.'.join(parts[:i])} has no item "
                                   f"{part!r} (give its position from 0, or the name of one "
                                   "of its items)", source=source)
+            slot = at
         else:
             nxt = cur.get(part)
             if nxt is None:
                 nxt = {}
-                cur[part] = nxt
         if not isinstance(nxt, dict | list):
             raise ConfigError(
                 f"cannot set {key!r}: {'.'.join(parts[: i + 1])} is not a mapping", source=source
             )
+        # the path is copied as it is walked: a YAML alias (``workload: *w``) shares its
+        # mapping with the anchor's place, which the key does not name and must keep its value
+        nxt = copy.copy(nxt)
+        cur[slot] = nxt
         cur = nxt
     last = parts[-1]
     if isinstance(cur, list):

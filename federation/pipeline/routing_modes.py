@@ -7,7 +7,10 @@ message's mode, first found of:
 
 1. its send's own (``RankPrograms.op_mode``: a workload or program that names one);
 2. its collective's (``collective_modes: {alltoall: ADAPTIVE_1}``; the ``collective``
-   workload's sends are all of its ``op``, the ``allreduce`` workload's of allreduce);
+   workload's sends are all of its ``op``, the ``allreduce`` workload's of allreduce; a
+   skeleton's or a program file's collectives are not told apart by collective, so they take
+   3.), an entry that would reach no message (a job's for a collective its workload does
+   not run this way, the experiment's for one no job runs) refused before the run;
 3. its job's ``routing_mode``, else the experiment's;
 4. none (-1): the routing's configured mode.
 
@@ -22,6 +25,7 @@ Part of the *traffic* stage.  May import: :mod:`.points` and the layers below th
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +37,12 @@ from federation.programs.model import SEND, RankPrograms
 if TYPE_CHECKING:
     from federation.pipeline.points import ResolvedJob, ResolvedPoint
     from federation.plugin.components import Controller, Workload
+
+
+#: ``[3]`` after a field name in a sweep axis: a list position (``jobs[0].workload``)
+_POSITION = re.compile(r"\[(\d+)\]")
+#: jobs a refusal describes one by one (the rest are counted)
+MAX_LISTED = 4
 
 
 def job_modes(point: ResolvedPoint, job: ResolvedJob) -> tuple[str | None, dict[str, str],
@@ -54,27 +64,94 @@ def job_modes(point: ResolvedPoint, job: ResolvedJob) -> tuple[str | None, dict[
 def mode_collectives(workload: Workload) -> list[str]:
     """The collectives whose ``collective_modes`` entry applies to ``workload``'s sends: the
     ``collective`` workload's ``op``, a workload that is one collective (``allreduce``); none
-    for any other (a trace's or a skeleton's collectives are sends not marked by collective).
-    :func:`with_modes` applies them and :func:`check_routing_modes` refuses a job's entry
-    for another, by this one rule."""
+    for any other.  A trace's or a skeleton's collectives are sends marked as a collective's
+    (``RankPrograms.op_coll``, for ``class_by``) but not by which collective, so no entry
+    can find them; they take the job's ``routing_mode``.  :func:`with_modes` applies the
+    entries and :func:`check_routing_modes` refuses one for another collective, by this one
+    rule."""
     if workload.name == "collective":
         return [str(getattr(workload.params, "op", ""))]
     return [workload.name] if workload.name in ALGORITHMS else []
 
 
+def _rule() -> str:
+    """Which workloads ``collective_modes`` apply to (the installed kinds), for messages."""
+    from federation.plugin.registry import get_plugins
+
+    named = sorted(n for n in get_plugins().workloads.items if n in ALGORITHMS)
+    kinds = ", ".join(["collective (to its op)", *named[:-1]]) + \
+        (f" and {named[-1]}" if named else "")
+    return (f"collective_modes apply only to workloads of kind {kinds}: a skeleton's or a "
+            "program file's collectives are not told apart by collective and take "
+            "routing_mode")
+
+
 def _applies(point: ResolvedPoint, job: ResolvedJob, op: str, at: str) -> None:
     """Refuse a job's own ``collective_modes`` entry for a collective its workload does not
-    run: it would mark no message, silently (the experiment's entries are defaults for every
-    job, like MPICH_GNI_A2A_ROUTING_MODE in the environment, and are not refused)."""
+    run (or runs in a way no entry reaches): it would mark no message, silently."""
     has = mode_collectives(job.workload)
     if op in has:
         return
     w = job.workload.name
-    runs = (f"runs {', '.join(has)}, not {op}" if has else
-            "runs no collective that collective_modes apply to (the collective workload's op, "
-            "the allreduce workload)")
+    runs = f"runs {', '.join(has)}, not {op}" if has else "takes no collective_modes"
     raise ConfigError(f"job {job.name!r}: its workload {w!r} {runs}: the mode would apply to "
-                      "no message", source=point.source, path=at)
+                      "no message" + ("" if has else f"; {_rule()}"), source=point.source,
+                      path=at)
+
+
+#: the fields of a workload's spec that decide which collectives its job's messages take
+#: ``collective_modes`` for (:func:`mode_collectives`)
+_DECIDING = ("workload", "workload.kind", "workload.op")
+
+
+def sweep_varies_collectives(point: ResolvedPoint) -> bool:
+    """Whether the point's sweep varies which collectives take the experiment's
+    ``collective_modes`` (a workload, its kind or op; the jobs, a job, or whether a job gives
+    its own ``collective_modes``): then another point of the sweep may run a collective this
+    one does not."""
+    for axis in point.sweep:
+        parts = _POSITION.sub(r".\1", str(axis)).split(".")
+        if parts[0] != "jobs":
+            if ".".join(parts) in _DECIDING:
+                return True
+        elif len(parts) <= 2 or ".".join(parts[2:]) in (*_DECIDING, "collective_modes"):
+            return True
+    return False
+
+
+def _default_applies(point: ResolvedPoint, jobs: tuple[ResolvedJob, ...], op: str) -> None:
+    """Refuse the experiment's ``collective_modes`` entry for ``op`` when no job that takes
+    the experiment's entries (a job with its own ``collective_modes`` does not) runs ``op``:
+    the entries are defaults for every job, like MPICH_GNI_A2A_ROUTING_MODE in the
+    environment, so a job without ``op`` is no reason to refuse, but no job at all is.
+
+    The entries are defaults for every point of a sweep too: a sweep over the workloads
+    (``jobs.bench.workload: [allreduce, alltoall, ...]`` beside ``{alltoall: ADAPTIVE_1}``)
+    gives the alltoall mode to the points that run one, so a point whose sweep varies the
+    collectives is not refused for lacking ``op`` (this check sees one point; whether no
+    point at all runs ``op`` is the loader's to tell)."""
+    takers = {j.index for j in jobs if job_modes(point, j)[3] == "collective_modes"}
+    if any(op in mode_collectives(j.workload) for j in jobs if j.index in takers):
+        return
+    if sweep_varies_collectives(point):
+        return
+    jobs_form = point.experiment.jobs is not None
+    why, rule = [], False
+    for j in jobs:
+        who = f"job {j.name!r}" if jobs_form else f"{j.field} {j.workload.name!r}"
+        has = mode_collectives(j.workload)
+        if j.index not in takers:
+            why.append(f"{who} gives its own collective_modes")
+        elif has:
+            why.append(f"{who} runs {', '.join(has)}")
+        else:
+            why.append(f"{who} takes no collective_modes")
+            rule = True
+    if len(why) > MAX_LISTED:
+        why[MAX_LISTED:] = [f"{len(why) - MAX_LISTED} more jobs"]
+    raise ConfigError(f"no workload of the experiment runs {op} ({'; '.join(why)}): the mode "
+                      "would apply to no message" + (f"; {_rule()}" if rule else ""),
+                      source=point.source, path=f"collective_modes.{op}")
 
 
 def _named(point: ResolvedPoint, modes: list[str], name: str, at: str) -> None:
@@ -87,10 +164,20 @@ def _named(point: ResolvedPoint, modes: list[str], name: str, at: str) -> None:
                       source=point.source, path=at)
 
 
+def _collective_entry(point: ResolvedPoint, modes: list[str], op: str, name: str,
+                      at: str) -> None:
+    """Refuse a ``collective_modes`` entry naming no collective or no mode of the routing."""
+    if op not in ALGORITHMS:
+        raise ConfigError(f"{op!r} is not a collective (one of "
+                          f"{', '.join(sorted(ALGORITHMS))})", source=point.source, path=at)
+    _named(point, modes, name, at)
+
+
 def check_routing_modes(point: ResolvedPoint) -> None:
     """Refuse, before any point runs, a mode name the routing does not have, a collective
-    that does not exist, and modes or a controller where nothing would apply them (no
-    rank programs, an engine other than the native one); resolve the controller."""
+    that does not exist, and modes or a controller where nothing would apply them (a
+    collective no job runs, no rank programs, an engine other than the native one); resolve
+    the controller."""
     from federation.pipeline.points import point_jobs
 
     exp = point.experiment
@@ -98,17 +185,17 @@ def check_routing_modes(point: ResolvedPoint) -> None:
     jobs = point_jobs(point)
     closed = [j for j in jobs if j.closed_loop]
     used = []
+    for op, name in exp.collective_modes.items():
+        _collective_entry(point, modes, op, name, f"collective_modes.{op}")
+        _default_applies(point, jobs, op)
+        used.append(f"collective_modes.{op}")
     for job in jobs:
         mode, coll, mode_at, coll_at = job_modes(point, job)
-        for op, name in coll.items():
-            if op not in ALGORITHMS:
-                raise ConfigError(f"{op!r} is not a collective (one of "
-                                  f"{', '.join(sorted(ALGORITHMS))})", source=point.source,
-                                  path=f"{coll_at}.{op}")
-            _named(point, modes, name, f"{coll_at}.{op}")
-            if coll_at.startswith("jobs["):
+        if coll_at != "collective_modes":  # the job's own (the experiment's: checked above)
+            for op, name in coll.items():
+                _collective_entry(point, modes, op, name, f"{coll_at}.{op}")
                 _applies(point, job, op, f"{coll_at}.{op}")
-            used.append(f"{coll_at}.{op}")
+                used.append(f"{coll_at}.{op}")
         if mode is not None:
             _named(point, modes, mode, mode_at)
             used.append(mode_at)

@@ -283,7 +283,10 @@ def resolve_nested(what: str, spec: Any, path: str) -> tuple[Any, Any]:
     """A component named inside another's parameters (``synthetic``'s ``pattern``), from the
     registry ``what`` (``patterns``, ``injections``, ``placements``, ...): the instance, and
     ``spec`` with its validated parameters (so the resolved document shows them).  Errors are
-    :class:`~federation.errors.ConfigError` s whose path starts with ``path``."""
+    :class:`~federation.errors.ConfigError` s whose path starts with ``path``.  Relative
+    paths among the parameters (``DocumentPath``) are resolved against the folder of the file
+    ``spec`` was read from (:attr:`~federation.models.machine.ComponentSpec.base_dir`), as a
+    top-level component's are, whatever the working directory."""
     from federation.errors import ConfigError
     from federation.models.base import validate_model
 
@@ -293,8 +296,14 @@ def resolve_nested(what: str, spec: Any, path: str) -> tuple[Any, Any]:
     except KeyError as exc:
         raise ConfigError(exc.args[0], path=f"{path}.kind") from None
     params = spec.params if isinstance(spec.params, cls.Params) else validate_model(
-        cls.Params, spec.params, None, prefix=path)
-    return cls(params), spec.model_copy(update={"params": params})
+        cls.Params, spec.params, None, prefix=path, base_dir=getattr(spec, "base_dir", None))
+    try:
+        component = cls(params)
+    except ConfigError as exc:  # its own refusal (a file it reads): under ``path`` too
+        if exc.source is not None:
+            raise
+        raise ConfigError(exc.message, path=f"{path}.{exc.path}" if exc.path else path) from None
+    return component, spec.model_copy(update={"params": params})
 
 
 def _load_entry_point(ep: metadata.EntryPoint) -> Any:
