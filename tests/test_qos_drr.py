@@ -8,7 +8,10 @@ without the walk (``n`` 1, most arbitrations), which the property test below cov
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -105,3 +108,53 @@ def test_one_class_sends_settle_in_one_step(data) -> None:  # noqa: ANN001
     Q.settle_nics(loaded, class_bytes, np.array([0, o]))
     assert loaded.deficit.tolist() == walk.deficit.tolist()
     assert loaded.wsnap.reshape(-1, C)[1].tolist() == class_bytes.reshape(-1, C)[o].tolist()
+
+
+class FakeSim(NamedTuple):
+    """What :func:`federation.engine.qos.sent` reads of the loop's state."""
+
+    n_classes: np.int64
+    port_class_bytes: np.ndarray
+    port_bytes: np.ndarray
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_lone_sends_of_several_classes_settle_to_the_walk(data) -> None:  # noqa: ANN001
+    """A NIC of several classes records only where a run of lone sends of one class starts
+    (``wrr_lone``); settled at its next pick (``wrr_catch_up``) or as a feed loads
+    (``settle_nics``), its row must be the one serving each send as a lone candidate
+    (``wrr_pick`` with ``n`` 1) leaves, whatever the classes' order and the sizes."""
+    C = data.draw(st.integers(2, 4), label="classes")
+    weight = data.draw(st.lists(st.integers(1, 8), min_size=C, max_size=C), label="weight")
+    sends = data.draw(st.lists(st.tuples(st.integers(0, C - 1), st.integers(1, 5000)),
+                               min_size=1, max_size=12), label="sends")
+    deficit = data.draw(st.lists(st.integers(0, 3000), min_size=C, max_size=C), label="deficit")
+    rr = data.draw(st.integers(0, C - 1), label="rr")
+    ports, o, node = 4, 2, 1
+    states = [Q.new_state(Q.K_WRR, ports, C, weights=weight, n_nodes=2) for _ in range(3)]
+    counters = np.zeros(ports * C, dtype=np.int64)
+    counters[o * C:(o + 1) * C] = 11  # bytes sent before, which the rows account for
+    for s in states:
+        R = int(s.wrow)
+        s.deficit[o * R:o * R + C] = deficit
+        s.deficit[o * R + C] = rr
+        s.wsnap[node * C:(node + 1) * C] = 11
+    walk, lazy, loaded = states
+    sim = FakeSim(np.int64(C), counters, np.zeros(ports, dtype=np.int64))
+    with pytest.MonkeyPatch.context() as mp:  # the parts as Python (no wrapper to call them)
+        for name in ("sent", "wrr_settle", "wrr_lone", "wrr_catch_up"):
+            mp.setattr(Q, name, getattr(Q, name).py_func)
+        for c, size in sends:
+            walk.size[c] = size
+            assert Q.wrr_pick.py_func(walk, o, 1, c) == c
+            Q.wrr_lone(sim, lazy, node, o, c)
+            Q.wrr_lone(sim, loaded, node, o, c)
+            counters[o * C + c] += size  # the loop counts the send as it leaves
+        Q.wrr_catch_up(sim, lazy, node, o)
+    assert lazy.deficit.tolist() == walk.deficit.tolist()
+    Q.settle_nics(loaded, counters, np.array([0, o]))
+    assert loaded.deficit.tolist() == walk.deficit.tolist()
+    for s in (lazy, loaded):
+        assert s.wsnap.reshape(-1, C)[node].tolist() == counters.reshape(-1, C)[o].tolist()
+        assert s.wrun[2 * node] == -1

@@ -112,6 +112,7 @@ from federation.engine.iq import take_granted as iq_take
 from federation.engine.iq import vc_allocate as iq_vc_allocate
 from federation.engine.jit import kernel, part
 from federation.engine.nic_qos import (
+    lone_send,
     nic_candidates,
     nic_next_due,
     nic_pick,
@@ -388,8 +389,7 @@ def inject_one(sim, pg, rt, ab, node, c, now):
         nic_wake_at(sim, node, now)
         return True
     if mixed:
-        ab.size[c] = size
-        nic_pick(sim, ab, node, o, 1, c)
+        lone_send(sim, ab, node, o, c, size)
     else:
         one_class_send(sim, ab, o, c, size)  # the policy told (caps count it)
     pk = born(sim, pg, node, p)

@@ -25,13 +25,19 @@ A node whose waiting packets are all of one class (most NICs when classes come f
 sources; marked at each load, :func:`federation.engine.qos.reset_nic_ptrs`) takes a shorter
 path to the same answer (:func:`federation.engine.loop.inject_one`): its head is its class's
 head, so it sends as without classes.  So does a node of several classes whose oldest unsent
-packet alone is due and has credit (the walk would find that one candidate), the policy
-told as :func:`nic_pick` tells it.  The policy is still told of each send
-(:func:`one_class_send`): ``bandwidth_caps`` counts it at once (its window and ring must see
-every send), ``strict_priority`` keeps no state, and ``weighted_round_robin`` settles it
-lazily (:func:`federation.engine.qos.wrr_catch_up`): the deficit after any run of one-class
-sends has a closed form in the bytes sent, taken when the NIC next picks among its classes
-(:func:`nic_pick`) or the feed loads (:func:`federation.engine.qos.settle_nics`).
+packet alone is due and has credit (the walk would find that one candidate,
+:func:`lone_send`).  The policy is still told of each send (:func:`one_class_send`):
+``bandwidth_caps`` counts it at once (its window and ring must see every send),
+``strict_priority`` keeps no state, and ``weighted_round_robin`` settles it lazily
+(:func:`federation.engine.qos.wrr_catch_up`): a lone send zeroes the row's other deficits
+and leaves its pointer at its class, so the row after any series of lone sends depends only
+on its last run of one class, whose deficit has a closed form in the bytes sent
+(:func:`federation.engine.qos.wrr_settle`); a NIC of several classes records where each run
+starts (:func:`federation.engine.qos.wrr_lone`), and the row is settled when the NIC next
+picks among its classes (:func:`nic_pick`) or the feed loads
+(:func:`federation.engine.qos.settle_nics`).  Measured on CODES at load 0.5 with classes by
+destination (every NIC of two classes): the same events, x1.014 (0.972-1.031) over telling
+the policy at each lone send, on a loaded host.
 """
 
 from __future__ import annotations
@@ -43,7 +49,14 @@ from federation.engine.events import TIME_LIMIT_PS
 from federation.engine.feed import F_CLS, F_ID, F_SIZE, F_TIME, F_VC, born
 from federation.engine.jit import part
 from federation.engine.programs import new_packet
-from federation.engine.qos import K_CAPS, K_WRR, LINK_SHIFT, pick_class, wrr_catch_up
+from federation.engine.qos import (
+    K_CAPS,
+    K_WRR,
+    LINK_SHIFT,
+    pick_class,
+    wrr_catch_up,
+    wrr_lone,
+)
 
 
 @part
@@ -173,3 +186,15 @@ def nic_pick(sim, st, node, o, n, one):
     if st.kind == K_WRR and c >= 0:
         st.wsnap[node * st.n_classes + c] += st.size[c]
     return c
+
+
+@part
+def lone_send(sim, st, node, o, c, size):
+    """A NIC of several classes (port ``o``) sends its lone candidate, ``size`` bytes of
+    class ``c`` (:func:`federation.engine.loop.inject_one`): the policy picks it as
+    :func:`nic_pick` does, weighted round-robin lazily (:func:`wrr_lone`)."""
+    if st.kind == K_WRR:
+        wrr_lone(sim, st, node, o, c)
+        return
+    st.size[c] = size
+    nic_pick(sim, st, node, o, 1, c)
