@@ -34,15 +34,23 @@ def _main(
     """Simulate HPC interconnection networks from typed machine and experiment files."""
 
 
-def out_path(text: str | None, what: str, folder: bool = True) -> Path | None:
+def out_path(text: str | None, what: str, folder: bool = True,
+             source: str = "--out") -> Path | None:
     """``--out`` as a path (``None``: not given).  The commands read ``--out`` as text because
     typer turns an empty value into ``Path(".")``, which wrote into (or refused as not empty)
-    the current folder; an empty value is refused, naming ``what`` it names."""
+    the current folder; an empty value is refused, naming ``what`` it names.  A file
+    (``folder=False``) whose name ends in ``/`` is refused: the slash names a folder, and the
+    path would lose it (``o.json/`` wrote ``o.json``)."""
     if text is None:
         return None
-    if not text:
-        from federation.errors import ConfigError
+    from federation.errors import ConfigError
 
+    if not text:
         here = " ('.' for the current folder)" if folder else ""
-        raise ConfigError(f"is empty; give {what}{here}", source="--out")
+        raise ConfigError(f"is empty; give {what}{here}", source=source)
+    if not folder and text.endswith("/") and text.strip("/"):
+        from federation.results.destinations import shown
+
+        raise ConfigError(f"'{shown(text)}' ends in '/', which names a folder; give {what}",
+                          source=source)
     return Path(text)

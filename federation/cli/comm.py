@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from federation.cli.app import app
+from federation.cli.app import app, out_path
 from federation.cli.run import MaxMemory
 from federation.errors import ConfigError
 
@@ -199,7 +199,7 @@ def comm(
                                               "or a schedule: GOAL, TI trace, DUMPI folder")],
     as_json: Annotated[bool, typer.Option("--json", help="the whole summary as JSON, per-rank "
                                           "figures and the matrix's non-zero entries")] = False,
-    plot: Annotated[Path | None, typer.Option(
+    plot_text: Annotated[str | None, typer.Option(  # text: see app.out_path
         "--plot", help="write the rank x rank heat map of bytes (png, svg or pdf)")] = None,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --plot file")] = False,
@@ -217,9 +217,10 @@ def comm(
     per-rank sends and compute, message sizes, the busiest pairs, the communication matrix."""
     from federation.cli.run import memory_limit
     from federation.programs.analysis import communication, describe
-    from federation.results.outputs import OutputFile
+    from federation.results.outputs import OutputFile, check_not_input
 
     limit = memory_limit(max_memory)  # usage before any file is read or made
+    plot = out_path(plot_text, "the figure file to write", folder=False, source="--plot")
 
     if fmt not in SCHEDULE_FORMATS:
         raise ConfigError(f"must be one of {', '.join(SCHEDULE_FORMATS)}, got {fmt!r}",
@@ -231,6 +232,7 @@ def comm(
         if plot.suffix.lower().lstrip(".") not in FORMATS:
             raise ConfigError(f"the file name must end in .png, .svg or .pdf, got {plot.name!r}",
                               source="--plot")
+        check_not_input(plot, "--plot", files=[file], within=[file] if file.is_dir() else [])
         target = OutputFile(plot, source="--plot", overwrite=overwrite, make_parents=True)
     try:
         progs, label = read_programs(file, set_ or [], point, fmt, limit, job)

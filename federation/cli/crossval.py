@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from federation.cli.app import app
+from federation.cli.app import app, out_path
 
 #: exit status when a check failed (a bad file is 2, like every user error)
 EXIT_VIOLATION = 1
@@ -24,8 +24,8 @@ EXIT_VIOLATION = 1
 @app.command()
 def crossval(
     file: Annotated[Path, typer.Argument(help="validation suite (YAML or JSON)")],
-    out: Annotated[Path, typer.Option(
-        "--out", help="machine-readable results (JSON)")] = Path("crossval.json"),
+    out_text: Annotated[str, typer.Option(  # text: see app.out_path
+        "--out", help="machine-readable results (JSON)")] = "crossval.json",
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing --out file")] = False,
     as_json: Annotated[bool, typer.Option(
@@ -37,8 +37,11 @@ def crossval(
     """Run every scenario of a suite on every engine and compare the figures within tolerance."""
     from federation.crossval.report import print_report
     from federation.crossval.run import SuiteRunner, load_suite
-    from federation.results.outputs import OutputFile
+    from federation.results.outputs import OutputFile, check_not_input
 
+    out = out_path(out_text, "the results file to write", folder=False)
+    assert out is not None
+    check_not_input(out, "--out", files=[file])  # the suite file itself
     suite = load_suite(file)
     # checked, and its temporary file made beside it, before any scenario runs: a place that
     # cannot be written is refused now, not after the whole suite has run

@@ -48,7 +48,7 @@ def export(
     from federation.models.units import PS_PER_S, parse_time
     from federation.programs.goal import format_goal
     from federation.programs.model import COMPUTE
-    from federation.results.outputs import OutputFile
+    from federation.results.outputs import OutputFile, check_not_input
 
     limit = memory_limit(max_memory)  # usage before any file is read or made
     if fmt not in SCHEDULE_FORMATS:
@@ -62,8 +62,9 @@ def export(
     if unit_ps < 1 or abs(unit_ps - unit_s * PS_PER_S) > 1e-6 * unit_ps:
         raise ConfigError(f"{calc_unit} is not a whole number of picoseconds (at least 1ps)",
                           source="--calc-unit")
-    target = OutputFile(out_path(out, "the GOAL file to write", folder=False), source="--out",
-                        overwrite=overwrite, make_parents=True)
+    goal_file = out_path(out, "the GOAL file to write", folder=False)
+    check_not_input(goal_file, "--out", files=[file], within=[file] if file.is_dir() else [])
+    target = OutputFile(goal_file, source="--out", overwrite=overwrite, make_parents=True)
     try:
         progs, label = read_programs(file, set_ or [], point, fmt, limit, job,
                                      "export writes")

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from federation.cli.app import app, out_path
 from federation.errors import ConfigError, os_reason
 from federation.plots import DEFAULT_SATURATION_MARGIN
+
+if TYPE_CHECKING:
+    from federation.plots.reader import ResultFolder
 
 FORMATS = ("png", "svg", "pdf")
 
@@ -34,6 +37,17 @@ def check_margin(margin: float) -> float:
     return margin
 
 
+def check_apart(out: Path, folders: list[ResultFolder], source: str) -> None:
+    """Refuse an ``out`` that would replace what ``folders`` hold: a results folder itself,
+    its ``results.json``, ``performance.json`` or a table (any name a results folder uses for
+    its own files, and every ``files`` entry), compared as real paths.  Other places inside
+    a results folder are allowed: ``plots`` and ``report.html`` are the defaults."""
+    from federation.results.outputs import check_not_input
+
+    reads = [f.path / e for f in folders for p in f.result.points for e in p.files.values()]
+    check_not_input(out, source, results=[f.path for f in folders], files=reads)
+
+
 def draw_folders(results: list[Path], out: Path, fmt: str, margin: float,
                  overwrite: bool = False, source: str = "--out") -> list[Path]:
     """Load ``results``, draw the standard figures into the folder ``out``; returns the files
@@ -46,6 +60,7 @@ def draw_folders(results: list[Path], out: Path, fmt: str, margin: float,
     from federation.results.outputs import OutputFiles
 
     folders = load_folders(results)
+    check_apart(out, folders, source)
     for f in folders:
         r = f.result
         if r.status != "complete":
@@ -86,8 +101,10 @@ def plot(
     source = "--out" if folder is not None else "plot"
     if folder is None:
         folder = results[0] / "plots" if len(results) == 1 else Path("plots")
-    from federation.results.outputs import check_out_path
+    from federation.results.outputs import check_not_input, check_out_folder, check_out_path
 
     check_out_path(folder, source)  # before the folders are read
+    check_not_input(folder, source, results=results)
+    check_out_folder(folder, source)
     for p in draw_folders(results, folder, fmt, margin, overwrite, source):
         print(p)

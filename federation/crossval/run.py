@@ -42,7 +42,12 @@ def load_suite(path: str | Path) -> Suite:
     from federation.plugin.registry import get_plugins
 
     source = str(path)
-    if not Path(path).is_file():
+    if not Path(path).is_file():  # stat only: a FIFO would block the read
+        if Path(path).exists():
+            from federation.results.destinations import path_kind
+
+            raise ConfigError(f"the suite is {path_kind(Path(path).stat().st_mode)}, not a "
+                              "regular file", source=source)
         raise ConfigError("suite file not found", source=source)
     suite = validate_model(Suite, read_document(path), source)
     known = get_plugins().engines.items

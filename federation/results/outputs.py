@@ -8,7 +8,11 @@ somewhere it should not.
 option or field (:func:`check_out_path`, :func:`check_name`): every component of the path at most
 255 bytes (``NAME_MAX`` of the common file systems), valid UTF-8 (``plot``, ``report`` and
 ``results.json`` need text names), no NUL byte; an experiment ``name`` used as a folder name is
-one plain component (no ``/``, not ``.`` or ``..``).  An existing destination is replaced only
+one plain component (no ``/``, not ``.`` or ``..``).  What an existing destination is, is found
+with ``lstat`` only (``open`` blocks on a FIFO): anything but a regular file (a file output) or
+a folder (a folder output) is refused, a link too (:mod:`federation.results.destinations` says
+why), and an output that would replace one of the command's inputs is refused
+(:func:`check_not_input`).  An existing destination is replaced only
 with ``--overwrite``, and a folder only when it is ours: empty, holding a ``results.json`` of
 this tool's schema, or only files this tool writes (tables, ``config-N.py``).  Then the
 temporary folder (or file) is created beside the destination, proving it creatable and
@@ -32,9 +36,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self
@@ -43,85 +47,40 @@ import numpy as np
 
 from federation.errors import ConfigError, OutputError, os_reason
 from federation.interrupts import held
+from federation.results.destinations import (
+    NAME_MAX,
+    OUR_FILES,
+    check_name,
+    check_not_input,
+    check_out_file,
+    check_out_folder,
+    check_out_path,
+    link_refusal,
+    lstat_out,
+    not_a_folder,
+    not_regular,
+)
 from federation.results.model import RunResult
 from federation.results.spool import Table
 
-#: the longest file or folder name, in bytes, of the common file systems (ext4, XFS, btrfs,
-#: ZFS, NTFS in UTF-16 units): a longer one fails with ENAMETOOLONG
-NAME_MAX = 255
-
-#: files a federation output folder holds besides ``results.json``: a folder of only these may
-#: be replaced (``--overwrite``) even without ``results.json`` (``sst generate``, or a run
-#: whose documents could not be written)
-_OUR_FILES = re.compile(
-    r"(performance\.json|(packets|ports|messages|nics|link_series)-\d+\.(parquet|csv)"
-    r"|config-\d+\.py)")
-
 _RESULTS_SCHEMA = "hpc-federation.results"
 
-
-# ---------------------------------------------------------------------- names, before the run
-def _shown(text: str) -> str:
-    """A name as printable text: bytes that are not UTF-8 shown as ``\\xff``."""
-    return os.fsencode(text).decode("utf-8", "backslashreplace")
-
-
-def _name_problem(part: str) -> str | None:
-    """Why ``part`` cannot be a file or folder name, or ``None``."""
-    if "\0" in part:
-        return "contains a NUL byte"
-    try:
-        part.encode("utf-8")
-    except UnicodeEncodeError:
-        return ("is not valid UTF-8 (plot, report and results.json need names that are text); "
-                "choose a name in UTF-8")
-    size = len(os.fsencode(part))
-    if size > NAME_MAX:
-        return (f"is {size} bytes long; a file or folder name may have at most {NAME_MAX} "
-                f"bytes")
-    return None
-
-
-def check_out_path(path: str | Path, source: str) -> None:
-    """Refuse an output path that no file system takes or that readers of the results cannot
-    open (see the module docstring), naming ``source`` (``--out``, ``FILE: outputs.dir``)."""
-    text = os.fspath(path)
-    if not text:
-        raise ConfigError("is empty; give a file or folder name", source=source)
-    for part in Path(text).parts:
-        why = _name_problem(part)
-        if why is not None:
-            name = _shown(part)
-            if len(name) > 60:
-                name = name[:40] + "..." + name[-12:]
-            raise ConfigError(f"'{name}' {why}", source=source)
-
-
-def check_name(name: str, source: str, field: str = "name") -> None:
-    """Refuse an experiment ``name`` that cannot be used as one folder name (it becomes
-    ``results/<name>``): a path (``/``), ``.`` or ``..``, or a name :func:`check_out_path`
-    refuses.  Named by the file and the field."""
-    shown = _shown(name)
-    if not name.strip():
-        raise ConfigError("is empty; the default output folder is results/<name>",
-                          source=source, path=field)
-    if "/" in name or name in (".", "..") or (os.sep != "/" and os.sep in name):
-        raise ConfigError(f"'{shown}' is not a plain name: the default output folder is "
-                          "results/<name>, so it may not contain '/' or be '.' or '..' (give "
-                          "--out or outputs.dir to write elsewhere)", source=source, path=field)
-    why = _name_problem(name)
-    if why is not None:
-        if len(shown) > 60:
-            shown = shown[:40] + "..." + shown[-12:]
-        raise ConfigError(f"'{shown}' {why}", source=source, path=field)
+#: re-exported: the name checks and the input check live in destinations
+__all__ = ["NAME_MAX", "OutputDir", "OutputError", "OutputFile", "OutputFiles", "check_name",
+           "check_not_input", "check_out_file", "check_out_folder", "check_out_path",
+           "is_ours", "results_status", "write_file", "write_table"]
 
 
 # ---------------------------------------------------------------------- what a folder holds
 def results_status(folder: Path) -> str | None:
     """``complete`` or ``incomplete`` when ``folder`` holds a ``results.json`` of this tool,
-    else ``None``."""
+    else ``None``.  Only a regular file is read: a FIFO would block the open, a device
+    never ends."""
+    doc_path = folder / "results.json"
     try:
-        doc = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+        if not stat.S_ISREG(os.lstat(doc_path).st_mode):
+            return None
+        doc = json.loads(doc_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("schema_name") != _RESULTS_SCHEMA:
@@ -138,7 +97,7 @@ def is_ours(folder: Path) -> bool:
         return False
     if not entries or results_status(folder) is not None:
         return True
-    return all(e.is_file() and not e.is_symlink() and _OUR_FILES.fullmatch(e.name)
+    return all(e.is_file() and not e.is_symlink() and OUR_FILES.fullmatch(e.name)
                for e in entries)
 
 
@@ -205,9 +164,12 @@ class OutputDir(_Made):
     def _prepare(self) -> Path:
         out = self.out
         check_out_path(out, self.source)
-        if out.exists() or out.is_symlink():
-            if not out.is_dir():
-                raise ConfigError(f"{out} exists and is not a folder", source=self.source)
+        st = lstat_out(out, self.source)
+        if st is not None:
+            if stat.S_ISLNK(st.st_mode):  # replaced whole: a link is not ours to replace
+                raise link_refusal(out, self.source)
+            if not stat.S_ISDIR(st.st_mode):
+                raise ConfigError(not_a_folder(out, st.st_mode), source=self.source)
             self._check_replaceable()
         parent = out.absolute().parent
         try:
@@ -357,29 +319,26 @@ class OutputDir(_Made):
 class OutputFile(_Made):
     """One output file written whole at the end (``crossval --out``, ``report``, ``schema``).
 
-    Checked when made: the path (:func:`check_out_path`), an existing file only with
-    ``overwrite`` (and, with ``ours``, only a file ``ours`` accepts), never a folder; then a
-    temporary file is created beside it, proving the place writable, and an existing file is
-    opened for appending (nothing written), proving it replaceable.  :meth:`commit` writes the
-    text into the temporary file and renames it over the destination; :meth:`abort` (or
-    leaving a ``with`` block by an exception) removes it."""
+    Checked when made, with ``lstat`` only (never ``open``, which blocks on a FIFO): the path
+    (:func:`check_out_path`; a name ending in ``/`` names a folder), never a folder, a link, a
+    device, a FIFO or a socket (federation replaces only a regular file it could have
+    written), an existing file only with ``overwrite`` (and, with ``ours``, only a file
+    ``ours`` accepts); then a temporary file is created beside it, proving the place
+    writable, and an existing file is opened for appending (non-blocking, links not followed,
+    nothing written), proving it replaceable.  :meth:`commit` writes the text into the
+    temporary file and renames it over the destination; :meth:`abort` (or leaving a ``with``
+    block by an exception) removes it."""
 
-    def __init__(self, path: Path, *, source: str, overwrite: bool = False,
+    def __init__(self, path: str | Path, *, source: str, overwrite: bool = False,
                  ours: Callable[[Path], bool] | None = None, what: str = "file",
                  make_parents: bool = False) -> None:
         self.path = Path(path)
         self.source = source
-        check_out_path(self.path, source)
         p = self.path
-        if p.is_dir():
-            raise ConfigError(f"{p} is a folder; give a file name", source=source)
-        if p.exists():
-            if not overwrite:
-                raise ConfigError(f"{p} exists; choose another file or pass --overwrite",
-                                  source=source)
-            if ours is not None and not ours(p):
-                raise ConfigError(f"{p} is not a {what}; --overwrite replaces only a {what}: "
-                                  "choose another file", source=source)
+        st = check_out_file(path, source, overwrite)
+        if st is not None and ours is not None and not ours(p):  # a regular file: no FIFO
+            raise ConfigError(f"{p} is not a {what}; --overwrite replaces only a {what}: "
+                              "choose another file", source=source)
         parent = p.absolute().parent
         self._created: list[Path] = []
         try:
@@ -392,14 +351,29 @@ class OutputFile(_Made):
                     self._created.append(q)
                     q = q.parent
                 parent.mkdir(parents=True)
-            if p.exists():
-                with p.open("ab"):
-                    pass
+            if st is not None:
+                self._probe(p)
             self.tmp = _fresh(parent, ".federation-")
             os.close(os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except OSError as exc:
+        except BaseException as exc:
             self._remove_created()
-            raise ConfigError(f"cannot write {p}: {os_reason(exc)}", source=source) from None
+            if isinstance(exc, OSError):
+                raise ConfigError(f"cannot write {p}: {os_reason(exc)}",
+                                  source=source) from None
+            raise
+
+    def _probe(self, p: Path) -> None:
+        """Open the existing regular file for appending (proves it replaceable: an immutable
+        one fails here); non-blocking and not through a link, and checked again once open,
+        should it have been swapped for something else since the ``lstat``."""
+        flags = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND | flags)
+        try:
+            mode = os.fstat(fd).st_mode
+        finally:
+            os.close(fd)
+        if not stat.S_ISREG(mode):
+            raise not_regular(p, mode, self.source)
 
     def commit(self, text: str | bytes) -> None:
         """Write ``text`` (or bytes: a figure) and put the file in place (``OutputError``
@@ -410,10 +384,18 @@ class OutputFile(_Made):
                     self.tmp.write_bytes(text)
                 else:
                     self.tmp.write_text(text, encoding="utf-8")
+                st = lstat_out(self.path, self.source)  # what it is now, just before the rename
+                if st is not None and not stat.S_ISREG(st.st_mode):
+                    raise (ConfigError(f"{self.path} is a folder; give a file name",
+                                       source=self.source) if stat.S_ISDIR(st.st_mode)
+                           else not_regular(self.path, st.st_mode, self.source))
                 os.replace(self.tmp, self.path)
             except OSError as exc:
                 self.abort()
                 raise OutputError(f"cannot write {self.path}: {os_reason(exc)}") from None
+            except ConfigError:
+                self.abort()
+                raise
 
     def abort(self) -> None:
         self.tmp.unlink(missing_ok=True)
@@ -429,7 +411,8 @@ class OutputFiles(_Made):
     reading its inputs): a folder (made with its parents when missing), and a temporary
     folder created in it, proving it writable.  The files are
     made in :attr:`tmp`; :meth:`commit` refuses, before any is moved, when one of their names
-    is taken (without ``overwrite``; a folder of that name always), then moves them in;
+    is taken (without ``overwrite``; by anything but a regular file always: a folder, a link,
+    a device, a FIFO), then moves them in;
     :meth:`abort` (or leaving a ``with`` block by an exception) removes the temporary folder
     and the folders made for it, so a refusal leaves nothing behind."""
 
@@ -439,8 +422,7 @@ class OutputFiles(_Made):
         self.source = source
         self.overwrite = overwrite
         self.what = what
-        if (self.out.exists() or self.out.is_symlink()) and not self.out.is_dir():
-            raise ConfigError(f"{self.out} exists and is not a folder", source=source)
+        check_out_folder(self.out, source)
         self._created: list[Path] = []
         q = self.out.absolute()
         while not (q.exists() or q.is_symlink()):
@@ -458,14 +440,18 @@ class OutputFiles(_Made):
     def commit(self) -> list[Path]:
         """Move every file made in :attr:`tmp` into the folder; returns their new paths."""
         names = sorted(p.name for p in self.tmp.iterdir())
-        taken = [self.out / n for n in names
-                 if (self.out / n).exists() or (self.out / n).is_symlink()]
-        folder = next((p for p in taken if p.is_dir() and not p.is_symlink()), None)
-        if folder is not None or (taken and not self.overwrite):
+        modes = {n: st.st_mode for n in names
+                 if (st := lstat_out(self.out / n, self.source)) is not None}
+        taken = [self.out / n for n in modes]
+        odd = next((n for n, m in modes.items() if not stat.S_ISREG(m)), None)
+        if odd is not None or (taken and not self.overwrite):
             self.abort()
-            if folder is not None:
-                raise ConfigError(f"{folder} is a folder; choose another folder for the "
-                                  f"{self.what}", source=self.source)
+            if odd is not None and stat.S_ISDIR(modes[odd]):
+                raise ConfigError(f"{self.out / odd} is a folder; choose another folder for "
+                                  f"the {self.what}", source=self.source)
+            if odd is not None:  # a link, a device, a FIFO: never replaced
+                raise not_regular(self.out / odd, modes[odd], self.source,
+                                  f"choose another folder for the {self.what}")
             more = (f" ({len(taken)} of the {len(names)} {self.what} are there already)"
                     if len(taken) > 1 else "")
             raise ConfigError(f"{taken[0]} exists{more}; choose another folder or pass "
