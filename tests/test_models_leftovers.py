@@ -415,3 +415,18 @@ def test_the_schema_describes_where_collective_modes_apply():
     per_job = doc["$defs"]["Job"]["properties"]["collective_modes"]["anyOf"]
     assert per_job and "refused" in doc["$defs"]["Job"]["properties"]["collective_modes"][
         "description"]
+
+
+def test_an_experiment_file_that_is_a_pipe_is_refused_at_once(tmp_path) -> None:  # noqa: ANN001
+    """A FIFO named as the experiment blocked ``run`` forever (its read waits for a writer)."""
+    import os
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "e.yaml"
+    os.mkfifo(fifo)
+    out = subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
+                          "validate", str(fifo)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert "is not a regular file" in out.stderr and "Traceback" not in out.stderr
+    assert fifo.is_fifo()

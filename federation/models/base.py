@@ -133,6 +133,9 @@ def read_document(path: str | Path) -> dict[str, Any]:
         raise ConfigError("file not found", source=str(path))
     if p.is_dir():
         raise ConfigError("is a directory, expected a YAML or JSON file", source=str(path))
+    if not p.is_file():  # a FIFO would block the read until a writer came, a device never end
+        raise ConfigError("is not a regular file (a pipe, device or socket), expected a YAML "
+                          "or JSON file", source=str(path))
     try:
         text = p.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
