@@ -199,8 +199,8 @@ def test_wrong_types_empty_cells_and_bad_values_are_refused(folder, tmp_path):
     assert _refusal(dst) == (f"{dst}/ports-0.parquet: utilization_window: 1 empty cell(s); every "
                              "row of a ports table has a value")
     dst = rewrite("ports", "utilization_window", pa.array([math.nan] * n))
-    assert _refusal(dst) == (f"{dst}/ports-0.parquet: utilization_window: a utilisation that is "
-                             "not a finite number >= 0")
+    assert _refusal(dst) == (f"{dst}/ports-0.parquet: utilization_window: a NaN (not a "
+                             "number): a utilisation is a finite number >= 0")
     hops = pq.read_table(folder / "packets-0.parquet").column("hops").to_pylist()
     dst = rewrite("packets", "hops", pa.array([10**6] * len(hops), pa.int32()))
     assert _refusal(dst) == (f"{dst}/packets-0.parquet: hops: a measured packet with hops "

@@ -54,8 +54,10 @@ class ClassShare:
 
 @dataclass
 class ClassShareFigure:
-    path: Path | None
+    path: Path | None  #: the first point's file
     links: list[ClassShare] = field(default_factory=list)
+    #: every file drawn, one per point with a link series (``NAME-pN``)
+    paths: list[Path] = field(default_factory=list)
     #: each figure's time axis and the width (ps) of the bins it drew (``None``: the intervals)
     axes: list[tuple[TimeAxis, int | None]] = field(default_factory=list)
 
@@ -87,10 +89,9 @@ def binned(start_ps: np.ndarray, end_ps: np.ndarray, u: np.ndarray,
     return edges, np.diff(done) / np.diff(edges)
 
 
-def class_names(point: PointResult, k: int) -> list[str]:
-    """The point's class names (``summary.classes``), else ``class 0`` ...."""
-    named = [c.name for c in point.summary.classes or []]
-    return named if len(named) >= k else [f"class {i}" for i in range(k)]
+def class_names(point: PointResult) -> list[str]:
+    """The point's class names (``summary.classes``), else ``class 0`` (one class)."""
+    return [c.name for c in point.summary.classes or []] or ["class 0"]
 
 
 def busiest_shares(table: dict[str, np.ndarray], point: PointResult,
@@ -105,26 +106,27 @@ def busiest_shares(table: dict[str, np.ndarray], point: PointResult,
     top = ports[np.lexsort((ports, -total))[:n]]
     times, first = np.unique(end, return_index=True)
     starts = table["start_ps"][first]
-    k = int(cls.max()) + 1
-    names = class_names(point, k)
+    # one series per class of the point (the reader refuses a class number beyond them), never
+    # one per number up to the largest seen
+    names = class_names(point)
     out = []
     for p in top.tolist():
         rows = port == p
         share = ClassShare(point.index, p, str(table["link_class"][rows][0])
                            if "link_class" in table else "", starts, times)
-        for c in range(k):
+        for c, name in enumerate(names):
             sel = rows & (cls == c)
             u = np.zeros(times.shape[0])
             u[np.searchsorted(times, end[sel])] = table["utilization"][sel]
-            share.by_class[names[c]] = u
+            share.by_class[name] = u
         out.append(share)
     return out
 
 
 def draw_class_share(series: Series, folders: list[ResultFolder], out_dir: Path, fmt: str,
                      name: str = "link-classes") -> ClassShareFigure | None:
-    """One figure per series: a panel per busiest link of its first point with a link series
-    (the others' files name their point: ``NAME-pN``); ``None`` without link series."""
+    """One figure per point of the series with a link series (``NAME-pN``), a panel per
+    busiest link; every file in ``paths``; ``None`` without link series."""
     figure = ClassShareFigure(None)
     for p in series.points:
         if not series.folder.has_table(p, "link_series"):
@@ -148,6 +150,7 @@ def draw_class_share(series: Series, folders: list[ResultFolder], out_dir: Path,
                                    + (f" ({sweep})" if sweep else ""), folders, [p]))
         path = save(fig, out_dir, f"{name}-p{p.index}", fmt)
         figure.path = figure.path or path
+        figure.paths.append(path)
         figure.links += links
         figure.axes.append((axis, width))
     return figure if figure.links else None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from federation.plots.style import _METADATA, FORMATS, RC, new_figure, suptitle
+from federation.plots.style import _METADATA, FORMATS, RC, new_figure, quiet, suptitle
 from federation.programs.analysis import CommSummary
 
 #: most rows and columns drawn; more ranks are summed into blocks
@@ -50,7 +50,7 @@ def comm_figure(s: CommSummary, path: Path, title: str) -> tuple[bytes, np.ndarr
     ax.grid(False)
     suptitle(fig, title)
     buf = io.BytesIO()
-    with plt.rc_context(RC):
+    with plt.rc_context(RC), quiet():
         fig.savefig(buf, format=fmt, metadata=_METADATA[fmt])
     plt.close(fig)
     return buf.getvalue(), mat

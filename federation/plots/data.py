@@ -3,8 +3,9 @@
 Folders are read and checked by :mod:`federation.plots.reader` (re-exported here).  Nothing here
 imports matplotlib, so the data behind every figure can be computed (and tested) without
 drawing.  A *series* is the set of points of one line on a load figure: the points that share
-the engine, the routing and every swept value except the load (``workload.load``), from one
-result folder.  Its points are ordered by measured offered load.
+the engine, the routing and every swept value except the load (``workload.load``) and the
+output switches (``outputs.*``: what is written, not what is simulated), from one result
+folder.  Its points are ordered by measured offered load.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from federation.plots import DEFAULT_SATURATION_MARGIN, HEATMAP_MAX_ROUTERS  # noqa: F401
+from federation.plots.machines import PointMachine
 from federation.plots.reader import (  # noqa: F401 - the folder reader, re-exported
     LOAD_KEY,
     ResultFolder,
@@ -27,6 +29,14 @@ from federation.results.model import PointResult
 
 #: Swept keys that already show as a series' routing or engine part of its label.
 REDUNDANT = frozenset({"routing.algorithm", "engine.kind"})
+#: Swept keys under this prefix choose what a run writes, not what it simulates: they define
+#: no series (a sweep over ``outputs.packets`` runs the same experiment twice).
+OUTPUTS = "outputs."
+
+
+def defines_series(key: str) -> bool:
+    """Whether a swept key tells series apart: every key but the load and output switches."""
+    return key != LOAD_KEY and not key.startswith(OUTPUTS)
 
 
 # ---------------------------------------------------------------------------------- series
@@ -44,9 +54,17 @@ class Series:
 
     @property
     def key(self) -> tuple[Any, ...]:
-        """What identifies the series across folders and engines (for the engine overlay)."""
+        """What identifies the series across folders and engines (for the engine overlay):
+        its routing and swept values, its machine (the whole resolved machine) and its
+        workload but the load, so that only runs of one experiment on two engines pair up."""
         return (self.routing, tuple(sorted((k, repr(v)) for k, v in self.fixed.items()
-                                           if k not in REDUNDANT)))
+                                           if k not in REDUNDANT)),
+                self.machine.identity, _workload_identity(self.points[0]))
+
+    @property
+    def machine(self) -> PointMachine:
+        """The series' machine (its points share their swept values, so their machine)."""
+        return self.folder.machine_of(self.points[0])
 
     @property
     def key_label(self) -> str:
@@ -67,6 +85,14 @@ class Series:
         return f"point {p.index}"
 
 
+def _workload_identity(p: PointResult) -> str:
+    """The point's workload without its load (what the load axis varies)."""
+    import json
+
+    return json.dumps({k: v for k, v in p.workload.items() if k != "load"}, sort_keys=True,
+                      default=repr)
+
+
 def _load_sort_key(p: PointResult) -> tuple[float, int]:
     off = p.summary.offered_load
     return (np.inf if off is None else off, p.index)
@@ -78,7 +104,7 @@ def series_of(folders: list[ResultFolder]) -> list[Series]:
     for f in folders:
         groups: dict[tuple[Any, ...], Series] = {}
         for p in f.result.points:
-            fixed = {k: v for k, v in p.sweep.items() if k != LOAD_KEY}
+            fixed = {k: v for k, v in p.sweep.items() if defines_series(k)}
             k = (p.engine, p.routing, tuple((a, repr(b)) for a, b in fixed.items()))
             if k not in groups:
                 groups[k] = Series(f, p.engine, p.routing, fixed, [])
@@ -92,8 +118,10 @@ def series_of(folders: list[ResultFolder]) -> list[Series]:
 
 def label_series(series: list[Series]) -> None:
     """Label each series by the parts that differ between them (folder, engine, routing, swept
-    values); a single series is named by its routing."""
+    values, and the machine when folders of different machines are drawn together); a single
+    series is named by its routing."""
     several_folders = len({id(s.folder) for s in series}) > 1
+    machines = several_folders and len({s.machine.title for s in series}) > 1
     engines = len({s.engine for s in series}) > 1
     routings = len({s.routing for s in series}) > 1
     keys = sorted({k for s in series for k in s.fixed} - REDUNDANT)
@@ -102,6 +130,8 @@ def label_series(series: list[Series]) -> None:
         parts = []
         if several_folders:
             parts.append(s.folder.label)
+        if machines:
+            parts.append(s.machine.title)
         if engines:
             parts.append(s.engine)
         if routings or not (several_folders or engines or varying):
@@ -150,11 +180,17 @@ def workload_title(points: list[PointResult]) -> str:
 
 
 def figure_title(what: str, folders: list[ResultFolder], points: list[PointResult]) -> str:
-    """``WHAT -- machine (kind, routers, nodes), workload W`` (two lines when long)."""
+    """``WHAT -- machine (kind, routers, nodes), workload W`` (two lines when long): the
+    machine of the points drawn (each its own: a sweep over the machine runs several)."""
     machines = []
-    for f in folders:
-        if f.machine_title not in machines:
-            machines.append(f.machine_title)
+    by_id = {id(p): f for f in folders for p in f.result.points}
+    for p in points:
+        f = by_id.get(id(p))
+        title = f.machine_of(p).title if f is not None else None
+        if title is not None and title not in machines:
+            machines.append(title)
+    if not machines:
+        machines = list(dict.fromkeys(f.machine_title for f in folders))
     machine = machines[0] if len(machines) == 1 else f"{len(machines)} machines"
     names = list(dict.fromkeys(f.result.experiment for f in folders if f.result.experiment))
     exp = f"experiment {names[0]}: " if len(names) == 1 else ""

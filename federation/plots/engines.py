@@ -2,9 +2,15 @@
 
 Result folders of other engines (the SimGrid and SST adapters) use the same results schema and
 name their engine in each point, so two folders of one experiment compare point by point.  A
-series is matched across engines by its routing and swept values (``Series.key``), a point by its
-nominal load (the swept ``workload.load``, else its index).  The native engine, when present, is
-the reference the others are measured against.
+series is matched across engines by its routing, swept values, machine and workload
+(``Series.key``), a point by its nominal load (the swept ``workload.load``, else its index).  The
+native engine, when present, is the reference the others are measured against.
+
+Only series of the same machine (the whole resolved machine: topology, links, NIC, router) and
+the same workload are compared: a native run of one machine beside a SimGrid run of another
+would show the machines' difference as the engines'.  Such series are left out of the overlay
+(:func:`unmatched` says which, and the figure is not drawn when none pairs up); the latency and
+throughput figures still draw every series, each labelled with its folder and machine.
 """
 
 from __future__ import annotations
@@ -70,19 +76,39 @@ def relative_difference(ref: Series, other: Series, value) -> list[tuple[float, 
     return sorted(out)
 
 
+def _by_key(series: list[Series]) -> dict[tuple, dict[str, Series]]:
+    by_key: dict[tuple, dict[str, Series]] = {}
+    for s in series:
+        by_key.setdefault(s.key, {}).setdefault(s.engine, s)
+    return by_key
+
+
+def unmatched(series: list[Series]) -> list[Series]:
+    """The series that no series of another engine matches (machine, workload, routing and
+    swept values): the overlay leaves them out."""
+    return [s for v in _by_key(series).values() if len(v) < 2 for s in v.values()]
+
+
+def why_not_compared(series: list[Series]) -> str:
+    """Why the overlay leaves ``series`` (unmatched ones) out, naming their machines."""
+    parts = [f"{s.folder.label} ({s.engine}, {s.key_label}) on {s.machine.title}"
+             for s in series]
+    return ("no series of another engine ran the same machine, workload, routing and swept "
+            "values (an engine comparison of different experiments would show their "
+            "difference as the engines'): " + "; ".join(parts))
+
+
 def draw_engines(series: list[Series], folders: list[ResultFolder], out_dir: Path, fmt: str,
                  margin: float = DEFAULT_SATURATION_MARGIN,
                  name: str = "engines") -> EngineComparison | None:
     """Mean latency and accepted load against offered load, one colour per series and one line
     style per engine; below each, the other engines relative to the reference in percent.
-    ``None`` when all series ran on one engine."""
-    engines = sorted({s.engine for s in series}, key=lambda e: (e != "native", e))
-    if len(engines) < 2:
+    ``None`` when no series has a match on another engine (see the module docstring)."""
+    by_key = _by_key(series)
+    keys = [k for k, v in by_key.items() if len(v) > 1]
+    if not keys:
         return None
-    by_key: dict[tuple, dict[str, Series]] = {}
-    for s in series:
-        by_key.setdefault(s.key, {}).setdefault(s.engine, s)
-    keys = [k for k, v in by_key.items() if len(v) > 1] or list(by_key)
+    engines = sorted({e for k in keys for e in by_key[k]}, key=lambda e: (e != "native", e))
     n_lines = sum(len(by_key[k]) for k in keys)
     fig, axes = new_figure(ncols=2, nrows=2, width=11.0, height=6.5 + legend_height(n_lines),
                            sharex=True, gridspec_kw={"height_ratios": [2, 1]})
@@ -123,7 +149,7 @@ def draw_engines(series: list[Series], folders: list[ResultFolder], out_dir: Pat
         load_axis(bottom, all_curves)
         bottom.set_xlabel(f"offered load of {engines[0]} (fraction of NIC bandwidth)")
     legend(axes[0][0], n_lines, title="series (engine)", fig=fig)
-    points = [p for s in series for p in s.points]
+    points = [p for k in keys for s in by_key[k].values() for p in s.points]
     suptitle(fig, figure_title(f"Engines compared: {', '.join(engines)}", folders, points))
     out.path = save(fig, out_dir, name, fmt)
     return out

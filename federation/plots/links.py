@@ -243,8 +243,9 @@ def draw_heatmap(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str
                    interpolation="antialiased" if dense else "nearest",
                    interpolation_stage="rgba", vmin=0.0, vmax=1.0, cmap=cmap, origin="upper",
                    extent=(-0.5, mat.shape[1] - 0.5, mat.shape[0] - 0.5, -0.5))
-    fig.colorbar(im, ax=ax, label=f"{UTIL_LABEL} (fraction of time busy)"
-                 + ("; mean over the rows' routers" if rows != "router" else ""))
+    # in short lines: one line as long as the colour bar is clipped at the figure's edges
+    fig.colorbar(im, ax=ax, label="utilisation in the\nmeasurement window\n(fraction of "
+                 "time busy)" + ("\nmean over the rows' routers" if rows != "router" else ""))
     edges = [i for i in range(1, len(columns)) if columns[i] != columns[i - 1]]
     for e in edges:
         ax.axvline(e - 0.5, color="white", linewidth=1.5)

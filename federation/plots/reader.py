@@ -22,6 +22,11 @@ the file and the field, anything the figures could not draw truthfully:
   ``point`` column is that point's index, and what the point's summary says of them holds (the
   measured packets counted, the busiest links' figures, the mean message completion).  A table
   copied in from another point or run is refused unless it carries the same figures.
+* each point against its own machine (:mod:`federation.plots.machines`: a sweep over the
+  machine runs several), and the range and consistency checks whose bound is a fact of how the
+  engine counts (:mod:`federation.plots.checks`: percentiles in order, utilisations a link can
+  reach, classes the point has, one row per port and interval, ``status`` agreeing with the
+  missing points).
 
 Only the columns the figures read are loaded, so a folder with large packets tables costs a
 fraction of its size in memory.  Nothing here imports matplotlib.
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +46,13 @@ import numpy as np
 
 from federation.errors import ConfigError
 from federation.models.base import non_finite, read_document, validation_error
+from federation.plots.checks import (
+    check_document,
+    check_link_series,
+    check_loads,
+    check_ports,
+)
+from federation.plots.machines import PointMachine, point_machines
 from federation.results.model import RESULTS_SCHEMA_VERSION, PointResult, RunResult
 
 #: The swept key that is the x axis of the load figures; every other swept key makes a series.
@@ -61,7 +73,8 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
 }
 #: columns read when the table has them: the messages' ``job`` (per-job distributions)
 OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"messages": {"job": "str"},
-                                               "link_series": {"link_class": "str"}}
+                                               "link_series": {"link_class": "str",
+                                                               "router": "int"}}
 TABLE_SUFFIXES = (".parquet", ".csv")
 _NUMPY = {"int": np.int64, "number": np.float64, "bool": np.bool_, "str": object}
 
@@ -83,6 +96,8 @@ class ResultFolder:
     #: ``performance.json``: per point (in the order of ``result.points``) its wall-clock
     #: figures, or ``None``; empty when the folder has none
     performance: list[dict[str, float] | None] = field(default_factory=list)
+    #: each point's machine, by point index (:func:`~federation.plots.machines.point_machines`)
+    machines: dict[int, PointMachine] = field(default_factory=dict)
     _tables: dict[tuple[int, str], dict[str, np.ndarray]] = field(default_factory=dict,
                                                                    repr=False)
 
@@ -106,17 +121,21 @@ class ResultFolder:
                 raise ConfigError(f"point {point.index} has no {name} table (outputs.{name} was "
                                   "off)", source=str(self.path))
             cols = read_table(self.path / f, name)
-            check_table(cols, name, point, self.result.machine.routers, str(self.path / f))
+            check_table(cols, name, point, self.machine_of(point), str(self.path / f))
             self._tables[key] = cols
         return self._tables[key]
 
+    def machine_of(self, point: PointResult) -> PointMachine:
+        """The point's own machine (a sweep over the machine runs several)."""
+        if not self.machines:
+            self.machines = point_machines(self.result, str(self.path / "results.json"))
+        return self.machines[point.index]
+
     @property
     def machine_title(self) -> str:
-        """``machine NAME (kind, R routers, N nodes)``, for figure titles."""
-        m = self.result.machine
-        kind = m.topology.get("kind", "?")
-        name = f"{m.name} " if m.name else ""
-        return f"{name}({kind}, {m.routers} routers, {m.nodes} nodes)"
+        """``NAME (kind, R routers, N nodes)`` of the run's first point, for figure titles
+        (:func:`~federation.plots.data.figure_title` names each point's own)."""
+        return self.machine_of(self.result.points[0]).title
 
     def check_tables(self) -> None:
         """Read and check every table the figures use, so that a bad one is refused before
@@ -139,13 +158,20 @@ def load_folder(path: str | Path, tables: bool = True) -> ResultFolder:
                           source=str(p))
     doc_path = p / "results.json"
     if not doc_path.is_file():
+        if doc_path.exists() or doc_path.is_symlink():
+            raise ConfigError("results.json is not a regular file (a results folder holds "
+                              "its results document as a file)", source=str(p))
         raise ConfigError("not a results folder: it holds no results.json", source=str(p))
     _inside(p, "results.json", str(doc_path), "")
     result = _read_results(p, doc_path)
     for i, pt in enumerate(result.points):
         for name, f in pt.files.items():
             check_file_entry(p, f, name, str(doc_path), f"points[{i}].files.{name}")
-    folder = ResultFolder(p, result, performance=_read_performance(p, len(result.points)))
+    machines = point_machines(result, str(doc_path))
+    for i, pt in enumerate(result.points):
+        check_loads(pt, machines[pt.index], str(doc_path), f"points[{i}]")
+    folder = ResultFolder(p, result, performance=_read_performance(p, len(result.points)),
+                          machines=machines)
     if tables:
         folder.check_tables()
     return folder
@@ -241,6 +267,7 @@ def _check_run(r: RunResult, source: str) -> None:
     if r.status == "complete" and missing:
         raise ConfigError(f"the run says it is complete but lists missing points "
                           f"{sorted(missing)}", source=source, path="status")
+    check_document(r, source)
 
 
 def _inside(folder: Path, entry: str, source: str, path: str) -> Path:
@@ -329,9 +356,11 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
                     names = reader.schema.names
                 _check_names(names, want, name, source)
                 want = _with_optional(want, names, name)
+                # only an empty cell is missing: "nan" is read as the number it is
+                # (refused as NaN where a figure is read), "NA" as the string it is
                 table = pcsv.read_csv(_rewound(f), read_options=threads,
                                       convert_options=pcsv.ConvertOptions(
-                                          include_columns=list(want)))
+                                          include_columns=list(want), null_values=[""]))
             else:
                 import pyarrow.parquet as pq
 
@@ -405,9 +434,10 @@ def _check_names(names: list[str], want: dict[str, str], name: str, source: str)
             raise ConfigError("column given twice", source=source, path=col)
 
 
-def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, routers: int,
-                source: str) -> None:
-    """Values in range, and the table belonging to ``point`` (see the module docstring)."""
+def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult,
+                machine: PointMachine, source: str) -> None:
+    """Values in range, and the table belonging to ``point`` (see the module docstring);
+    ``machine``: the point's own."""
     def refuse(col: str, msg: str) -> ConfigError:
         return ConfigError(msg, source=source, path=col)
 
@@ -421,6 +451,7 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, rout
         created, delivered, hops = cols["created_ps"][m], cols["delivered_ps"][m], cols["hops"][m]
         if (created < 0).any() or (delivered < created).any():
             raise refuse("delivered_ps", "a measured packet delivered before it was created")
+        routers = machine.routers
         limit = hop_limit(routers)
         if ((hops < 0) | (hops > limit)).any():
             raise refuse("hops", f"a measured packet with hops outside 0..{limit} (the engine's "
@@ -434,9 +465,9 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, rout
                                        s.latency_ns.mean), ("hops", hops, s.mean_hops)):
                 _agree(values, want, "mean", refuse(col, ""))
     elif name == "ports":
-        _check_ports(cols, s.busiest_links, routers, refuse)
+        check_ports(cols, point, machine, refuse)
     elif name == "link_series":
-        _check_link_series(cols, refuse)
+        check_link_series(cols, point, machine, refuse)
     else:
         done = cols["measured"] & (cols["completed_ps"] >= 0)
         c = cols["completion_ps"][done]
@@ -445,55 +476,6 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult, rout
         if s.programs is None:
             _agree(c / 1e3, s.message_completion_ns_mean, "mean completion",
                    refuse("completion_ps", ""))
-
-
-def _check_ports(cols: dict[str, np.ndarray], busiest: list[Any], routers: int,
-                 refuse: Callable[[str, str], ConfigError]) -> None:
-    """A ports table's port numbers, routers and utilisations in range, each port once, and
-    the point's busiest links in it.  The heatmap orders a router's ports by their number and
-    places the k-th of a class in column k, so a negative or repeated port would shift its
-    columns: a figure that looks right and is not."""
-    u, r, port = cols["utilization_window"], cols["router"], cols["port"]
-    if (port < 0).any():
-        raise refuse("port", f"{int(port[port < 0][0])} is negative: ports are numbered from 0")
-    if not np.isfinite(u).all() or (u < 0).any():
-        raise refuse("utilization_window", "a utilisation that is not a finite number >= 0")
-    if ((r < -1) | (r >= routers)).any():
-        raise refuse("router", f"a router outside -1..{routers - 1} (-1: a NIC's port)")
-    # (router, port): the native engine numbers ports across the machine, SST per router
-    pairs = np.unique(np.stack([r, port]), axis=1, return_counts=True)
-    twice = np.flatnonzero(pairs[1] > 1)
-    if twice.size:
-        rr, pp = (int(x) for x in pairs[0][:, twice[0]])
-        raise refuse("port", f"port {pp} of router {rr} has {int(pairs[1][twice[0]])} rows; "
-                     "a ports table has one row per port")
-    for lk in busiest:
-        row = np.flatnonzero(port == lk.port)
-        if row.size != 1 or not math.isclose(float(u[row[0]]), lk.utilization_window,
-                                             rel_tol=1e-9, abs_tol=1e-12):
-            raise refuse("utilization_window", f"port {lk.port} is one of the point's "
-                         f"busiest links at {lk.utilization_window:.6g} in its summary; "
-                         "this table disagrees: not this point's table")
-
-
-def _check_link_series(cols: dict[str, np.ndarray],
-                       refuse: Callable[[str, str], ConfigError]) -> None:
-    """A link series' ports, classes, byte counts and intervals in range (each refusal names
-    its own column): the class-share figure sums bytes per port and places samples by their
-    interval's end."""
-    u, start, end = cols["utilization"], cols["start_ps"], cols["end_ps"]
-    for col, what in (("port", "ports are numbered from 0"),
-                      ("class", "traffic classes are numbered from 0"),
-                      ("bytes", "it counts the bytes a port sent")):
-        bad = cols[col] < 0
-        if bad.any():
-            raise refuse(col, f"{int(cols[col][bad][0])} is negative: {what}")
-    if not np.isfinite(u).all() or (u < 0).any():
-        raise refuse("utilization", "a utilisation that is not a finite number >= 0")
-    if (start < 0).any():
-        raise refuse("start_ps", "an interval starting before time 0")
-    if (end <= start).any():
-        raise refuse("end_ps", "an interval that ends at or before its start")
 
 
 def _agree(values: np.ndarray, want: float | None, what: str, error: ConfigError) -> None:

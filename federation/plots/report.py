@@ -20,7 +20,7 @@ import yaml
 
 from federation.plots import DEFAULT_SATURATION_MARGIN
 from federation.plots.data import REDUNDANT, ResultFolder, series_of
-from federation.plots.standard import Drawn, draw_all
+from federation.plots.standard import Drawn, draw_all, figure_paths
 from federation.results.model import PointResult
 
 CAPTIONS = {
@@ -37,6 +37,10 @@ CAPTIONS = {
     "latency_distribution": "Packet latency of the measured packets, per point.",
     "hops": "Router-to-router hops of the measured packets, per point.",
     "message_completion": "Completion time of the measured messages, per point.",
+    "link_classes": "Each traffic class's share of the busiest links over the run, one figure "
+                    "per point.",
+    "jobs": "Each closed-loop job's completion with the other jobs and alone, and its "
+            "slowdown.",
 }
 
 CSS = """
@@ -132,6 +136,14 @@ def folder_section(folder: ResultFolder, heading: bool) -> list[str]:
         f"{m.routers} routers, {m.nodes} nodes, links: "
         f"{_e(', '.join(f'{v} {k}' for k, v in m.links.items()))}; "
         f"hpc-federation {_e(r.federation_version)}, results schema {r.schema_version}.</p>")
+    machines: dict[str, list[int]] = {}
+    for p in r.points:
+        machines.setdefault(folder.machine_of(p).title, []).append(p.index)
+    if len(machines) > 1:  # a sweep over the machine: the summary above is its first point's
+        out.append("<p>The sweep runs several machines (above: the first point's): "
+                   + "; ".join(f"{_e(t)}: point{'s' if len(ix) > 1 else ''} "
+                               f"{_e(', '.join(map(str, ix)))}" for t, ix in machines.items())
+                   + ".</p>")
     out += ["<h3>Summary (measurement window)</h3>", summary_table(folder),
             "<p>Loads are fractions of NIC bandwidth; latencies in ns from creation at the source "
             "NIC to delivery (network latency: from leaving the NIC).</p>"]
@@ -155,9 +167,9 @@ def folder_section(folder: ResultFolder, heading: bool) -> list[str]:
 def _figures_html(drawn: Drawn) -> list[str]:
     out = []
     for kind, figs in drawn.figures.items():
-        for f in figs:
-            data = base64.b64encode(f.path.read_bytes()).decode("ascii")
-            alt = f.path.stem.replace("-", " ")
+        for path in (p for f in figs for p in figure_paths(f)):
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            alt = path.stem.replace("-", " ")
             out.append(f'<figure><img alt="{_e(alt)}" src="data:image/png;base64,{data}">'
                        f"<figcaption>{_e(CAPTIONS.get(kind, ''))}</figcaption></figure>")
     if drawn.skipped:

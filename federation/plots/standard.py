@@ -38,13 +38,31 @@ class Drawn:
 
     @property
     def paths(self) -> list[Path]:
-        return [f.path for figs in self.figures.values() for f in figs if f.path is not None]
+        """Every file drawn (a figure kind may write several: one per point)."""
+        return [p for figs in self.figures.values() for f in figs for p in figure_paths(f)]
+
+
+def figure_paths(fig: Any) -> list[Path]:
+    """The files of one drawn figure: its ``paths`` when it wrote several, else its ``path``."""
+    paths = getattr(fig, "paths", None)
+    if paths:
+        return list(paths)
+    return [fig.path] if fig.path is not None else []
 
 
 def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
              margin: float = DEFAULT_SATURATION_MARGIN,
              heatmap_limit: int = HEATMAP_MAX_ROUTERS) -> Drawn:
-    """Draw the standard figures of ``folders`` into ``out_dir`` as ``fmt`` files."""
+    """Draw the standard figures of ``folders`` into ``out_dir`` as ``fmt`` files
+    (matplotlib's warnings silenced: :func:`~federation.plots.style.quiet`)."""
+    from federation.plots.style import quiet
+
+    with quiet():
+        return _draw_all(folders, out_dir, fmt, margin, heatmap_limit)
+
+
+def _draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str, margin: float,
+              heatmap_limit: int) -> Drawn:
     from federation.plots import classes, curves, distributions, engines, jobs, links
 
     if not 0 <= margin < 1:
@@ -59,7 +77,12 @@ def draw_all(folders: list[ResultFolder], out_dir: Path, fmt: str = "png",
     else:
         drawn.skipped += [f"latency: {no_load}", f"throughput: {no_load}"]
     if len({s.engine for s in series}) > 1:
-        drawn.add("engines", engines.draw_engines(series, folders, out_dir, fmt, margin), "")
+        alone = engines.unmatched(series)
+        drawn.add("engines", engines.draw_engines(series, folders, out_dir, fmt, margin),
+                  engines.why_not_compared(alone))
+        if alone and "engines" in drawn.figures:
+            drawn.skipped.append("engines: left out of the comparison: "
+                                 + engines.why_not_compared(alone))
     drawn.add("utilisation", links.draw_utilisation(series, folders, out_dir, fmt),
               "no ports tables (outputs.ports was off)")
     if any(p.summary.jobs for s in series for p in s.points):

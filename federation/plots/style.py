@@ -7,7 +7,9 @@ the drawing modules import it, and only commands that draw import those.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,10 +67,20 @@ def save(fig: Figure, out_dir: Path, name: str, fmt: str) -> Path:
     """Write ``name.fmt`` into ``out_dir`` without run-dependent metadata; closes the figure."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.{fmt}"
-    with plt.rc_context(RC):
+    with plt.rc_context(RC), quiet():
         fig.savefig(path, format=fmt, metadata=_METADATA[fmt])
     plt.close(fig)
     return path
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """matplotlib's warnings silenced: a figure whose panels leave constrained layout no room
+    (many legend entries, an axis spanning 1e300) is still drawn, with the plain layout, and
+    the command's output stays one message per problem, with no Python source lines in it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def suptitle(fig: Figure, text: str) -> None:
@@ -76,9 +88,10 @@ def suptitle(fig: Figure, text: str) -> None:
     figure is clipped at both edges, not shrunk)."""
     import textwrap
 
-    chars = max(40, int(fig.get_figwidth() * 72 / (0.56 * RC["axes.titlesize"])))
+    size = RC["axes.titlesize"] + 1
+    chars = max(40, int(fig.get_figwidth() * 72 / (0.6 * size)))
     lines = [w for line in text.splitlines() for w in textwrap.wrap(line, chars)]
-    fig.suptitle("\n".join(lines), fontsize=RC["axes.titlesize"] + 1)
+    fig.suptitle("\n".join(lines), fontsize=size)
 
 
 def colours(n: int) -> list[Any]:
@@ -118,17 +131,23 @@ def legend_height(n: int) -> float:
     return 0.0 if n <= 5 else 0.3 + 0.2 * math.ceil(n / (2 if n <= 12 else 3))
 
 
+#: legend entries longer than this (characters) go below the figure: inside a panel they
+#: would run past its edge (series labelled with their folder and machine)
+LONG_LABEL = 45
+
+
 def legend(ax: Any, n: int, title: str | None = None, fig: Figure | None = None) -> None:
     """A legend that stays readable: inside the axes for a few entries; for many, below the
     figure when ``fig`` is given (beside the axes it would squeeze the panels), else beside."""
     if n == 0:
         return
-    if n <= 5:
+    handles, labels = ax.get_legend_handles_labels()
+    wide = max((len(lb) for lb in labels), default=0) > LONG_LABEL
+    if n <= 5 and not (wide and fig is not None):
         ax.legend(title=title, loc="best")
-    elif fig is not None:
-        handles, labels = ax.get_legend_handles_labels()
+    elif fig is not None:  # many entries, or entries too long for the axes
         fig.legend(handles, labels, title=title, loc="outside lower center",
-                   ncols=2 if n <= 12 else 3)
+                   ncols=1 if wide else 2 if n <= 12 else 3)
     else:
         ax.legend(title=title, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
