@@ -71,17 +71,25 @@ def check_document(r: RunResult, source: str) -> None:
                                       path=f"{where}.files.{kind}")
 
 
-def _too_large(x: Any, path: str) -> tuple[str, int] | None:
+def first_number(x: Any, path: str, bad: Callable[[float], bool]) -> tuple[str, Any] | None:
+    """The first number under ``x`` (a document's nested mappings and lists) for which
+    ``bad`` holds, and where it is (``path`` and the keys and indices to it); bools are not
+    numbers here."""
     stack: list[tuple[str, Any]] = [(path, x)]
     while stack:
         where, v = stack.pop()
-        if isinstance(v, int) and not isinstance(v, bool) and v > INT64_MAX:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and bad(v):
             return where, v
         if isinstance(v, dict):
             stack.extend((f"{where}.{k}", w) for k, w in v.items())
         elif isinstance(v, list):
             stack.extend((f"{where}[{i}]", w) for i, w in enumerate(v))
     return None
+
+
+def _too_large(x: Any, path: str) -> tuple[str, int] | None:
+    """The first integer under ``x`` beyond int64 (what no table column can hold)."""
+    return first_number(x, path, lambda v: isinstance(v, int) and v > INT64_MAX)
 
 
 def _latencies(p: PointResult) -> list[tuple[str, LatencyStats]]:

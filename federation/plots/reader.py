@@ -51,6 +51,7 @@ from federation.plots.checks import (
     check_link_series,
     check_loads,
     check_ports,
+    first_number,
 )
 from federation.plots.machines import PointMachine, point_machines
 from federation.results.model import RESULTS_SCHEMA_VERSION, PointResult, RunResult
@@ -218,16 +219,7 @@ def _read_results(folder: Path, doc_path: Path) -> RunResult:
 
 def _negative(x: Any, path: str) -> tuple[str, float] | None:
     """The first negative number under ``x`` (bools are not numbers here)."""
-    stack: list[tuple[str, Any]] = [(path, x)]
-    while stack:
-        where, v = stack.pop()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
-            return where, v
-        if isinstance(v, dict):
-            stack.extend((f"{where}.{k}", w) for k, w in v.items())
-        elif isinstance(v, list):
-            stack.extend((f"{where}[{i}]", w) for i, w in enumerate(v))
-    return None
+    return first_number(x, path, lambda v: v < 0)
 
 
 def _check_run(r: RunResult, source: str) -> None:
