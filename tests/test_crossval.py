@@ -105,6 +105,9 @@ def test_missing_engine_is_not_run_never_passed(tmp_path):
      "scenarios[0].experiment.workload.messages[0].size"),
     (lambda d: d["scenarios"][0]["experiment"]["workload"]["messages"][0].update(dst=999),
      "scenarios[0].experiment.workload.messages[0].dst"),
+    # the same figure twice: two checks, two passes (or one pass and one failure)
+    (lambda d: d["scenarios"][0]["metrics"].append(copy.deepcopy(d["scenarios"][0]["metrics"][0])),
+     "scenarios[0].metrics"),
 ])
 def test_bad_suite_is_one_error_naming_the_field(tmp_path, change, where):
     doc = suite([{"metric": "message_completion_ns", "message": 0,

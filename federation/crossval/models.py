@@ -125,6 +125,19 @@ class Scenario(DocumentModel):
         "relative to the suite file too)")
     metrics: list[MetricSpec] = Field(min_length=1)
 
+    @field_validator("metrics")
+    @classmethod
+    def _one_check_per_figure(cls, v: list[MetricSpec]) -> list[MetricSpec]:
+        """A figure listed twice would be checked twice, counted as two passes, perhaps with
+        two tolerances of which one would fail."""
+        seen: dict[str, int] = {}
+        for i, m in enumerate(v):
+            if m.label in seen:
+                raise ValueError(f"metrics[{i}] compares {m.label} again (metrics[{seen[m.label]}] "
+                                 "does): give each figure once, with one tolerance")
+            seen[m.label] = i
+        return v
+
 
 class Suite(DocumentModel):
     """A validation suite: scenarios x engines x metrics."""
