@@ -297,3 +297,21 @@ def test_means_are_rounded_like_the_other_figures():
     assert "sends per rank: min 0, mean 0.33, max 1" in lines
     assert "destinations per rank: min 0, mean 0.33, max 1" in lines
     assert "bytes sent per rank: min 0 B, mean 3 B, max 8 B" in lines
+
+
+@pytest.mark.parametrize("command", ["comm", "export"])
+def test_a_results_folder_is_named_as_one_not_read_as_a_trace(tmp_path, command):
+    """A ``federation run`` output folder was read as a DUMPI folder ("messages-0.parquet and
+    link_series-0.parquet both name rank 0"), its results.json as an experiment (fifteen
+    schema errors)."""
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "results.json").write_text(json.dumps({"error": None, "experiment": "x",
+                                                  "federation_version": "0.1.0",
+                                                  "points": []}))
+    (out / "messages-0.parquet").write_bytes(b"")
+    extra = ["--out", str(tmp_path / "x.goal")] if command == "export" else []
+    for target in (out, out / "results.json"):
+        line = one_error(run_cli(command, str(target), *extra, cwd=tmp_path))
+        assert f"{target}: is a federation run's results" in line, line
+    assert not (tmp_path / "x.goal").exists()

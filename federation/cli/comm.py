@@ -170,6 +170,23 @@ def _read_schedule(file: Path, fmt: str) -> tuple[RankPrograms, str]:
     return read_ti(file), f"{file} (ti)"
 
 
+def results_of_run(file: Path) -> str | None:
+    """What a ``federation run`` output ``file`` is (its folder, or its results.json), else
+    ``None``: read as a DUMPI folder or an experiment, one said that two tables named rank 0,
+    the other listed fifteen schema errors."""
+    if file.is_dir() and (file / "results.json").is_file():
+        return "a federation run's results folder"
+    if file.name == "results.json" and file.is_file():
+        try:
+            with open(file, encoding="utf-8", errors="replace") as f:
+                head = f.read(4096)
+        except OSError:
+            return None
+        if '"federation_version"' in head:  # (sorted keys: among the first)
+            return "a federation run's results document"
+    return None
+
+
 def is_experiment(file: Path) -> bool:
     return file.suffix.lower() in (".yaml", ".yml", ".json")
 
@@ -182,6 +199,11 @@ def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
     ``max_memory`` bytes, ``--max-memory`` as :func:`~federation.cli.run.memory_limit` reads
     it; ``None``: point 0), or a schedule file read whole (``--set``, ``--point`` and
     ``--job`` refused: they apply to experiment files only)."""
+    results = results_of_run(file)
+    if results is not None:
+        raise ConfigError(f"is {results}, not a program: give the experiment file it ran "
+                          "(its resolved points are in results.json's points[i].resolved) or a "
+                          "schedule", source=str(file))
     if is_experiment(file):
         return experiment_programs(file, overrides, index or 0, max_memory, job, command)
     if overrides:
