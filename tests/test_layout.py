@@ -38,13 +38,13 @@ LAYERS: list[tuple[str, ...]] = [
 
 #: the pipeline's modules: values and bounds below everything, then the stages, which never
 #: import each other, then the drivers that chain them (each may import those before it)
-PIPELINE_BASE = ("points", "bounds")
+PIPELINE_BASE = ("points", "rings", "bounds")
 PIPELINE_STAGES: dict[str, tuple[str, ...]] = {
     "load": ("load", "overrides"),
     "preflight": ("preflight",),
     "build": ("build", "tables_check"),
     "jobs": ("jobs",),
-    "traffic": ("traffic", "messages", "rank_programs", "routing_modes"),
+    "traffic": ("traffic", "messages", "rank_programs", "routing_modes", "traffic_memory"),
     "summary": ("summary", "job_figures"),
 }
 PIPELINE_DRIVERS = ("point", "distributed", "run")

@@ -214,7 +214,17 @@ def test_the_window_the_refusal_advises_fits_and_a_static_one_passes(tmp_path, c
                       LIMIT))
     advised = re.search(r"give a window of at most (\S+),", err)
     assert advised, err
-    for setting in (f"machine.qos.window={advised.group(1)}",
+    # that window's rings fit beside the network; beside this point's packets too (the
+    # rows a run holds, its kept tables: checked with the rings, never apart) they do not,
+    # and the point's refusal advises the window that fits beside them as well
+    r = cli(capsys, monkeypatch, tmp_path, "validate", "e.yaml", "--max-memory", LIMIT,
+            "--set", f"machine.qos.window={advised.group(1)}")
+    err = refusal(r)
+    assert err.startswith("error: e.yaml: machine.qos.window: a sliding window"), err
+    assert "with them this point (240 packets)" in err and "packets 0.0313 GiB" in err, err
+    beside = re.search(r"give a window of at most (\S+),", err)
+    assert beside, err
+    for setting in (f"machine.qos.window={beside.group(1)}",
                     "machine.qos.window_kind=static"):
         r = cli(capsys, monkeypatch, tmp_path, "validate", "e.yaml", "--max-memory", LIMIT,
                 "--set", setting)

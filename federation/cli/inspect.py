@@ -52,7 +52,9 @@ def validate(
 def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
     """Build a machine file's network after the memory check its topology's counts allow, and
     check its link classes (each named in ``links`` the network's, each buffer at least a
-    packet) and its figures against the engine's clock, as ``run`` does."""
+    packet) and its figures against the engine's clock, as ``run`` does.  A sliding QoS
+    window's rings are counted for packets of ``packet_size``: a machine file names no
+    workload (an experiment's point counts its workloads' smallest packet)."""
     from federation.errors import ConfigError
     from federation.pipeline.bounds import (
         check_machine_memory,
@@ -63,8 +65,9 @@ def checked_machine_network(rm: ResolvedMachine, limit: int) -> Network:
 
     known = check_machine_memory(rm, limit)
     net = checked_network(rm)  # as run checks it: a plugin's malformed network is refused
-    if known is None:
-        check_network_memory(net, rm.machine.router.vcs, limit, rm.source, "topology")
+    if known is None:  # counted once built, with a sliding QoS window's rings on its ports
+        check_network_memory(net, rm.machine.router.vcs, limit, rm.source, "topology",
+                             machine=rm, prefix="")
     # its link classes and figures, as run checks them (the stop window is the experiment's)
     resolve_links(rm.machine, rm.topology, net, rm.source)
     machine_clock(rm, list(net.link_classes),

@@ -23,6 +23,16 @@ NO_DEADLOCK_CHECK_HELP = (
     "whose cycles you mean to study, or compiled routings without a declared VC plan")
 
 
+#: ``--max-memory`` of every command whose memory refusal advises it (``run``, ``validate``,
+#: ``topology``, ``hops``, ``comm``, ``export``): one declaration, one help and one reading
+#: (:func:`memory_limit`), so that ``validate`` checks a point against the limit ``run``
+#: would run it under
+MaxMemory = Annotated[str | None, typer.Option(
+    "--max-memory", metavar="SIZE", help="refuse a machine or point estimated to need more "
+    "memory than this, e.g. 16GiB (default: $FEDERATION_MAX_MEMORY or 80% of physical "
+    "memory)")]
+
+
 @app.command()
 def run(
     file: Annotated[Path | None, typer.Argument(
@@ -34,9 +44,7 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="print results.json to stdout")] = False,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="replace an existing non-empty output directory whole")] = False,
-    max_memory: Annotated[str | None, typer.Option(
-        "--max-memory", help="refuse points estimated to need more memory than this, e.g. "
-        "16GiB (default: $FEDERATION_MAX_MEMORY or 80% of physical memory)")] = None,
+    max_memory: MaxMemory = None,
     plot: Annotated[bool, typer.Option(
         "--plot", help="draw the standard figures (PNG) into the output folder's plots/ at the "
         "end (see `federation plot`)")] = False,
@@ -64,7 +72,7 @@ def run(
     from federation.pipeline.run import run_experiment
 
     check_options(workers, scheduler, worker_timeout)  # before the file is read: usage first
-    limit = parse_max_memory(max_memory)
+    limit = memory_limit(max_memory)  # as validate reads it: usage before the file is read
     loaded = load_experiment(file, set_ or [])
     out_dir, out_source = output_folder(loaded, out)
 
@@ -130,15 +138,6 @@ def parse_max_memory(text: str | None) -> int | None:
     from federation.pipeline.bounds import parse_memory_limit
 
     return None if text is None else parse_memory_limit(text, "--max-memory")
-
-
-#: ``--max-memory`` of the commands that check without running (``validate``, ``topology``,
-#: ``hops``): one declaration, so that every command whose memory refusal advises
-#: ``--max-memory`` takes it, with the meaning it has on ``run``
-MaxMemory = Annotated[str | None, typer.Option(
-    "--max-memory", metavar="SIZE", help="as for 'run': refuse a machine or point estimated "
-    "to need more memory than this, e.g. 16GiB (default: $FEDERATION_MAX_MEMORY or 80% of "
-    "physical memory)")]
 
 
 def memory_limit(text: str | None) -> int:

@@ -6,9 +6,10 @@ compared with what the engine can represent (:mod:`federation.models.limits`), a
 a point needs is estimated from the topology's counts
 (:meth:`federation.plugin.components.Topology.size`) *before* the network, its route tables or
 its packets are allocated (a sliding QoS window's rings of sends, which grow with the run,
-at their bound: :func:`ring_memory`).  The preflight checks what the files say; the build
-checks the built network again (a topology that could not count before building; link
-classes known only then); the traffic stage checks the packets.  A refusal is one
+at their bound for the point's smallest packet: :mod:`.rings`).  The preflight checks what
+the files say; the build checks the built network again (a topology that could not count
+before building; link classes known only then); the traffic stage checks the packets (and
+the rings again for rank programs' packets, known once they are built).  A refusal is one
 :class:`~federation.errors.ConfigError` naming the file, the field and the limit
 (:func:`~federation.pipeline.points.figure_origin`).
 """
@@ -18,12 +19,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from federation.engine.qos import cap_bytes
-from federation.engine.qos_rings import RING_SLOT_BYTES, ring_entries, ring_peak_slots
+from federation.engine.qos_rings import RING_SLOT_BYTES
 from federation.errors import ConfigError, TopologyError
 from federation.models.limits import CLOCK_LIMIT, MAX_BANDWIDTH, TIME_LIMIT_PS, TIME_LIMIT_S
 from federation.models.units import PS_PER_S, format_rate, format_time, too_fast
@@ -36,6 +36,16 @@ from federation.pipeline.points import (
     refuse_figure,
     stop_path,
     topology_owner,
+)
+from federation.pipeline.rings import (  # the rings' figures, also read from here
+    RingMemory,  # noqa: F401 - ring_memory's value
+    RingSite,
+    Smallest,
+    longest_window,
+    machine_link_classes,
+    ps_floor,
+    ring_memory,
+    ring_site,
 )
 
 if TYPE_CHECKING:
@@ -420,12 +430,14 @@ def topology_size(rm: ResolvedMachine, prefix: str = "") -> TopologySize | None:
 
 
 def check_machine_memory(machine: ResolvedMachine, limit: int, prefix: str = "",
-                         smallest_packet: int | None = None) -> MemoryEstimate | None:
+                         smallest_packet: int | Smallest | None = None
+                         ) -> MemoryEstimate | None:
     """Estimate a machine's network and tables from :meth:`Topology.size` (no allocation),
-    and a sliding QoS window's rings (:func:`ring_memory`, for packets of at least
-    ``smallest_packet`` B, else ``packet_size``), and refuse them above ``limit``: the network
-    as ``topology``, the rings beside it as ``qos.window`` (:func:`check_ring_memory`);
-    ``None`` when the topology cannot say before building."""
+    and a sliding QoS window's rings (:func:`~federation.pipeline.rings.ring_memory`, for
+    packets of at least ``smallest_packet`` B, else ``packet_size``: a point's is
+    :func:`~federation.pipeline.rings.smallest_packet`), and refuse them above ``limit``:
+    the network as ``topology``, the rings beside it as ``qos.window``
+    (:func:`check_ring_memory`); ``None`` when the topology cannot say before building."""
     size = topology_size(machine, prefix)
     if size is None:
         return None
@@ -433,128 +445,101 @@ def check_machine_memory(machine: ResolvedMachine, limit: int, prefix: str = "",
     what = f"this machine ({size.routers} routers, {size.nodes} nodes, {size.cables} cables)"
     check_memory(est, limit, what, machine.source, f"{prefix}topology")
     ports = 2 * size.nodes + 2 * size.cables  # as estimate_network counts them
-    return check_ring_memory(est, RingSite(machine, ports, _link_classes(machine),
-                                           smallest_packet), limit, what, prefix)
+    site = ring_site(machine, ports, machine_link_classes(machine), smallest_packet)
+    return check_ring_memory(est, site, limit, what, prefix)
 
 
 def check_network_memory(network: Network, vcs: int, limit: int, source: str,
                          path: str | None, machine: ResolvedMachine | None = None,
-                         prefix: str = "") -> MemoryEstimate:
+                         prefix: str = "", smallest_packet: int | Smallest | None = None
+                         ) -> MemoryEstimate:
     """The same check on a built network (topologies whose size is unknown before building);
     with ``machine``, its sliding QoS window's rings on the network's ports too."""
     from federation.plugin.components import TopologySize
 
     size = TopologySize(network.n_routers, network.n_nodes, network.n_links, network.n_groups)
     est = estimate_network(size, vcs)
-    what = f"this machine ({size.routers} routers, {size.nodes} nodes, {size.cables} cables)"
-    check_memory(est, limit, what, source, path)
+    check_memory(est, limit, _machine_what(network), source, path)
     if machine is None:
         return est
-    site = RingSite(machine, int(network.ports.n_ports), list(network.link_classes))
-    return check_ring_memory(est, site, limit, what, prefix)
+    site = ring_site(machine, int(network.ports.n_ports), list(network.link_classes),
+                     smallest_packet)
+    return check_ring_memory(est, site, limit, _machine_what(network), prefix)
 
 
-# --------------------------------------------------------------------------- QoS rings
+def _machine_what(network: Network) -> str:
+    return (f"this machine ({network.n_routers} routers, {network.n_nodes} nodes, "
+            f"{network.n_links} cables)")
 
 
-@dataclass(frozen=True)
-class RingSite:
-    """Where a sliding QoS window keeps rings of sends: the machine, its ports (every port
-    has a ring per class: one layout, ``(o * C + c) * K``), its link classes (the router
-    outputs' speeds) and the smallest packet assumed (``None``: ``packet_size``)."""
-
-    machine: ResolvedMachine
-    ports: int
-    link_classes: list[str]
-    smallest: int | None = None
-
-
-@dataclass(frozen=True)
-class RingMemory:
-    """A sliding QoS window's rings of sends at their largest, and what binds them."""
-
-    bytes: int  #: the estimate's term: ring_peak_slots(slots) x 16 B x ports x classes
-    slots: int  #: K: the most sends a ring holds, plus the one written before the oldest goes
-    ports: int
-    classes: int
-    window_ps: int
-    smallest: int  #: the smallest packet assumed (B)
-    where: str  #: the ports that bind: ``link class 'local'`` or ``the NICs``
-    bandwidth: float  #: theirs (B/s)
-    name: str  #: the class that binds
-    cap: float
-    cap_bytes: int  #: its byte cap at those ports
+def built_ring_site(machine: ResolvedMachine, network: Network,
+                    smallest_packet: int | Smallest | None = None) -> RingSite:
+    """The rings' site of a built ``network`` as its estimate counted it: the topology's
+    counts and the link classes the files name when it could count before building
+    (:func:`check_machine_memory`), else the network's own ports and classes
+    (:func:`check_network_memory`)."""
+    size = topology_size(machine)
+    if size is None:
+        return ring_site(machine, int(network.ports.n_ports), list(network.link_classes),
+                         smallest_packet)
+    return ring_site(machine, 2 * size.nodes + 2 * size.cables, machine_link_classes(machine),
+                     smallest_packet)
 
 
-def _sliding(rm: ResolvedMachine) -> Any | None:
-    """The QoS policy's parameters when it keeps rings of sends (``window_kind: sliding``),
-    else ``None``; read by name: the policy is a plugin, above the pipeline."""
-    params = getattr(rm.qos, "params", None)
-    return params if getattr(params, "window_kind", None) == "sliding" else None
-
-
-def _link_classes(rm: ResolvedMachine) -> list[str]:
-    """The link classes the machine file and the topology's defaults name (before building:
-    an upper bound of the network's)."""
-    return list(dict.fromkeys(["terminal", *rm.topology.link_defaults, *rm.machine.links]))
-
-
-def ring_memory(site: RingSite, window_ps: int | None = None) -> RingMemory | None:
-    """The memory of a sliding window's rings of sends at ``site``; ``None`` when the QoS
-    policy keeps none (a static window counts with the loop's own counters).  A ring's
-    length is bounded exactly (:func:`~federation.engine.qos_rings.ring_entries`: the class's
-    byte cap over the smallest packet, and the sends a port starts in one window) with the
-    engine's figures: its byte caps (:func:`~federation.engine.qos.cap_bytes`), the ports'
-    ps per byte (each link class's at the router outputs; the NICs' with ``injection`` in
-    ``at``), the window in whole ps (``window_ps`` overrides it) and packets of at least
-    ``site.smallest`` B (default ``packet_size``; a message's last packet may be shorter).
-    Every port gets the slots of the longest ring, held twice while they grow
-    (:func:`~federation.engine.qos_rings.ring_peak_slots`)."""
-    rm = site.machine
-    p = _sliding(rm)
-    if p is None:
-        return None
-    machine, topo = rm.machine, rm.topology
-    W = window_ps or max(1, int(round(float(p.window) * PS_PER_S)))
-    s = max(1, int(site.smallest or machine.packet_size))
-    speeds = [(f"link class {c!r}", link_figure(machine, topo, c, "bandwidth")[0])
-              for c in site.link_classes]
-    if "injection" in getattr(p, "at", ()):
-        term, _ = link_figure(machine, topo, "terminal", "bandwidth")
-        speeds.append(("the NICs", float(machine.nic.bandwidth or term)))
-    best: tuple[int, str, float, Any, int] | None = None
-    for where, bw in speeds:
-        ser = PS_PER_S / bw
-        for c in p.classes:
-            held = int(cap_bytes(float(c.cap) * W, ser))
-            n = int(ring_entries(held, ser, W, s))
-            if best is None or n > best[0]:  # the first of equals binds
-                best = (n, where, bw, c, held)
-    if best is None:
-        return None
-    n, where, bw, c, held = best
-    C = len(p.classes)
-    return RingMemory(RING_SLOT_BYTES * site.ports * C * ring_peak_slots(n + 1), n + 1,
-                      site.ports, C, W, s, where, bw, str(c.name), float(c.cap), held)
+def with_rings(est: MemoryEstimate, network: Network, machine: ResolvedMachine, limit: int,
+               prefix: str = "", smallest_packet: int | Smallest | None = None
+               ) -> MemoryEstimate:
+    """``est``, a built ``network``'s estimate, with its sliding QoS window's rings for
+    packets of at least ``smallest_packet`` in place of those it had, refused as
+    :func:`check_ring_memory` refuses: for another point's workloads on the same build, or
+    rank programs once they are built."""
+    return check_ring_memory(replace(est, rings=0),
+                             built_ring_site(machine, network, smallest_packet), limit,
+                             _machine_what(network), prefix)
 
 
 def check_ring_memory(est: MemoryEstimate, site: RingSite, limit: int, what: str,
                       prefix: str = "") -> MemoryEstimate:
-    """``est`` with the rings' term (:func:`ring_memory`), refused as ``qos.window``
-    (``prefix``: where the machine sits in its file) when that passes ``limit``: the network
-    alone fits (checked first), so it is the window that does not, and the refusal says the
-    longest one that would."""
+    """``est`` with the rings' term (:func:`~federation.pipeline.rings.ring_memory`),
+    refused as ``qos.window`` (``prefix``: where the machine sits in its file) when that
+    passes ``limit``: the network alone fits (checked first), so it is the window that does
+    not, and the refusal says the longest one that would."""
     r = ring_memory(site)
     if r is None:
         return est
     out = replace(est, rings=r.bytes)
-    if out.total <= limit:
-        return out
-    longest = _longest_window(site, limit - est.total, r.window_ps)
-    fix = (f"give a window of at most {_ps_floor(longest)}" if longest else
-           "no sliding window fits beside the network")
-    size = "packet_size" if site.smallest is None else "the workloads' smallest"
-    raise ConfigError(
+    if out.total > limit:
+        raise _ring_refusal(est, site, limit, what, prefix)
+    return out
+
+
+def check_point_memory(est: MemoryEstimate, limit: int, what: str, source: str,
+                       path: str | None, site: RingSite, prefix: str = "") -> None:
+    """A point's whole estimate (the machine's, its QoS rings and its ``packets``) against
+    ``limit``, all of them together.  When it fits without the rings, which the machine's
+    check let through beside the network alone, the sliding window is refused as
+    ``qos.window`` with the longest one that fits beside this point's packets
+    (:func:`check_ring_memory`'s words); else as :func:`check_memory`, at ``path``."""
+    if est.total <= limit:
+        return
+    if est.rings and est.total - est.rings <= limit:
+        raise _ring_refusal(replace(est, rings=0), site, limit, what, prefix)
+    check_memory(est, limit, what, source, path)
+
+
+def _ring_refusal(est: MemoryEstimate, site: RingSite, limit: int, what: str,
+                  prefix: str) -> ConfigError:
+    """The refusal of a sliding window whose rings do not fit beside ``est``."""
+    r = ring_memory(site)
+    assert r is not None
+    out = replace(est, rings=r.bytes)
+    longest = longest_window(site, limit - est.total, r.window_ps)
+    beside = "the network" + (" and this point's packets" if est.packets else "")
+    fix = (f"give a window of at most {ps_floor(longest)}" if longest else
+           f"no sliding window fits beside {beside}")
+    size = site.why or ("packet_size" if site.smallest in (None, site.machine.machine.packet_size)
+                        else "the workloads' smallest")
+    return ConfigError(
         f"a sliding window (window_kind: sliding) of {format_time(r.window_ps / PS_PER_S)} "
         f"keeps each port's sends of the last window per class: up to {r.slots - 1} in a ring "
         f"(class {r.name!r}: cap {r.cap:g} at {r.where}, {format_rate(r.bandwidth)}, is "
@@ -564,35 +549,6 @@ def check_ring_memory(est: MemoryEstimate, site: RingSite, limit: int, what: str
         f"the limit of {gib(limit)} (--max-memory, or ${MAX_MEMORY_ENV}; default 80 % of "
         f"physical memory); {fix}, or window_kind: static (no rings), or raise --max-memory",
         source=site.machine.source, path=f"{prefix}qos.window")
-
-
-def _longest_window(site: RingSite, budget: int, above: int) -> int:
-    """The longest window (ps) below ``above`` whose rings take at most ``budget`` bytes, 0
-    if none does: the rings only grow with the window, so a bisection finds it."""
-
-    def fits(w: int) -> bool:
-        r = ring_memory(site, w)
-        return r is None or r.bytes <= budget
-
-    if not fits(1):
-        return 0
-    lo, hi = 1, above  # fits(lo), not fits(hi)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
-
-
-def _ps_floor(ps: int) -> str:
-    """``ps`` as a time to write in a file, rounded down to 4 significant digits (a window
-    advised as the longest that fits must not be printed longer than it is)."""
-    for unit, factor in (("s", 10**12), ("ms", 10**9), ("us", 10**6), ("ns", 10**3)):
-        if ps >= factor:
-            digits = max(0, 4 - len(str(ps // factor)))
-            whole = ps * 10**digits // factor
-            text = f"{whole / 10**digits:.{digits}f}".rstrip("0").rstrip(".")
-            return f"{text}{unit}"
-    return f"{ps}ps"
 
 
 def packets_memory(n_packets: int, kept: bool = False) -> int:

@@ -52,6 +52,7 @@ from federation.pipeline.points import (
     refuse_figure,
     topology_owner,
 )
+from federation.pipeline.rings import smallest_packet
 from federation.pipeline.tables_check import (
     check_point_routes,
     check_point_tables,
@@ -152,9 +153,10 @@ def build(point: ResolvedPoint, max_memory: int, estimate: MemoryEstimate | None
           deadlock_check: bool = True) -> Built:
     """Build the network, link figures and route tables of ``point`` and check them.
 
-    ``estimate`` is the preflight's estimate of the network and tables from the topology's
-    counts (:func:`federation.pipeline.preflight.check_point`, which refused them above
-    ``max_memory`` before anything was allocated); without one, the built network is checked.
+    ``estimate`` is the preflight's estimate of the network, tables and QoS rings from the
+    topology's counts (:func:`federation.pipeline.preflight.machine_estimate`, which refused
+    them above ``max_memory`` before anything was allocated); without one, the built network
+    is checked, with its rings for the point's smallest packet.
     ``deadlock_check`` proves the routing deadlock-free (:func:`prove_deadlock_free`; off:
     ``--no-deadlock-check``).
     """
@@ -163,8 +165,11 @@ def build(point: ResolvedPoint, max_memory: int, estimate: MemoryEstimate | None
     prefix = machine_prefix(point)
     est = estimate
     net = build_network(point)
-    if est is None:  # the topology could not tell before building: check what it built
-        est = check_network_memory(net, machine.router.vcs, max_memory, msrc, f"{prefix}topology")
+    if est is None:  # the topology could not tell before building: check what it built,
+        # and a sliding QoS window's rings on its ports, as the preflight does for the others
+        est = check_network_memory(net, machine.router.vcs, max_memory, msrc, f"{prefix}topology",
+                                   machine=point.machine, prefix=prefix,
+                                   smallest_packet=smallest_packet(point))
     check_clock(point, net)
     links = resolve_links(machine, point.machine.topology, net, msrc, prefix)
     nic_bw = float(machine.nic.bandwidth or links["terminal"].bandwidth)

@@ -20,9 +20,7 @@ from federation.errors import ConfigError, located
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.models.units import PS_PER_S, format_time, seconds_to_ps
 from federation.network import Network
-from federation.pipeline.bounds import PER_ROW, check_memory, packets_memory
 from federation.pipeline.points import (
-    MemoryEstimate,
     ResolvedJob,
     ResolvedPoint,
     in_job,
@@ -31,6 +29,12 @@ from federation.pipeline.points import (
     no_messages,
     point_jobs,
     window_field,
+)
+from federation.pipeline.traffic_memory import (
+    check_packets_memory,
+    expected_packets,
+    message_rate,
+    stop_field,
 )
 from federation.plugin.components import Engine, Messages, Workload, WorkloadContext
 
@@ -44,11 +48,6 @@ Batches = Callable[[], Iterator[tuple[int, Messages]]]
 def whole_batches(msgs: Messages, packet_size: int) -> Batches:
     """Messages generated whole, handed to the engine in time-ordered batches."""
     return lambda: time_batches(msgs, packet_size)
-
-
-def stop_field(point: ResolvedPoint) -> str:
-    name = "stop.messages" if point.experiment.stop.measure is None else "stop.measure"
-    return f"sweep.{name}" if name in point.sweep else name
 
 
 def check_messages(point: ResolvedPoint, n_nodes: int, msgs: Messages,
@@ -98,26 +97,6 @@ def check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
     return n_packets
 
 
-def check_packets_memory(point: ResolvedPoint, built: Built, n_packets: int,
-                         max_memory: int, kept: bool, whole: bool = True) -> None:
-    """Messages held whole (``whole``) and kept tables grow with the packet count; the
-    packet rows in existence (a few chunks plus what is in flight) do not."""
-    rows = 4 * CHUNK_PACKETS + 8 * built.network.n_nodes
-
-    def estimate(keep: bool) -> MemoryEstimate:
-        grows = packets_memory(n_packets, keep) - (0 if whole else packets_memory(n_packets))
-        return MemoryEstimate(built.memory.network, built.memory.tables,
-                              grows + rows * PER_ROW)
-
-    est = estimate(kept)
-    field = ("outputs.packets" if kept and estimate(False).total <= max_memory
-             else stop_field(point))
-    tables = (" with its packets and messages tables (outputs.packets, outputs.messages)"
-              if kept else "")
-    check_memory(est, max_memory, f"this point ({n_packets} packets){tables}", point.source,
-                 field)
-
-
 def streams(workload: Workload) -> bool:
     """Whether ``workload`` generates its messages batch by batch (:meth:`Workload.batches`)
     rather than whole."""
@@ -133,7 +112,6 @@ def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int
     would measure nothing (``alone``: the only traffic of the run; :func:`window_draw`) or
     its kept tables cannot be held.  With ``job`` and ``nodes`` the workload runs on the
     job's nodes, from the job's ``start``; the batches are in the machine's node numbers."""
-    start = job.start_ps if job is not None else 0
     m = built.network.n_nodes if nodes is None else int(nodes.shape[0])
     if horizon >= TIME_LIMIT_PS:
         raise ConfigError(f"stop.warmup + stop.measure reach past {CLOCK_LIMIT}",
@@ -143,11 +121,10 @@ def streamed(point: ResolvedPoint, built: Built, horizon: int, window: tuple[int
         next(batches(), None)
     except ConfigError as exc:
         raise located(exc, point.source) from None
-    rate = packet_rate(point, built, job, m)  # None: the workload states no load
     if alone:
         check_window(point, built, window,
                      [(job, m, window_draw(point, built, window, job, m, batches))])
-    n = int(rate * max(0, horizon - start) / PS_PER_S) if rate is not None else 0
+    n = expected_packets(point, built, horizon, job, m)  # 0: the workload states no load
     check_packets_memory(point, built, n, max_memory, kept, whole=False)
     return batches, n
 
@@ -233,34 +210,6 @@ def relocate(exc: ConfigError, point: ResolvedPoint, job: ResolvedJob | None,
              m: int) -> ConfigError:
     """A workload's refusal at the job's workload field (the one workload: as it is)."""
     return exc if job is None else in_job(exc, point, job, m)
-
-
-def message_rate(point: ResolvedPoint, built: Built | float,
-                 job: ResolvedJob | None = None) -> tuple[float, float, float] | None:
-    """``(load, message bytes, messages per second per node)`` of a workload that states
-    an offered load (``None`` for one that does not), on the built machine's NICs (or NICs
-    of the bandwidth ``built``)."""
-    nic_bw = built if isinstance(built, float) else built.nic_bandwidth
-    workload = job.workload if job is not None else point.workload
-    load = workload.offered_load()
-    if load is None:
-        return None
-    size = float(getattr(workload.params, "message_size", None)
-                 or point.machine.machine.packet_size)
-    return load, size, load * nic_bw / size
-
-
-def packet_rate(point: ResolvedPoint, built: Built, job: ResolvedJob | None = None,
-                n_nodes: int | None = None) -> float | None:
-    """Packets per second the workload's nodes (the whole machine, or ``n_nodes``) create,
-    for a workload with an offered load."""
-    rate = message_rate(point, built, job)
-    if rate is None:
-        return None
-    _, size, per_node = rate
-    packet = float(point.machine.machine.packet_size)
-    n = built.network.n_nodes if n_nodes is None else n_nodes
-    return per_node * n * max(1.0, size / packet)
 
 
 #: an open-loop job as the window check sees it: the job (``None``: the one workload), its

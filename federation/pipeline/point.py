@@ -28,7 +28,7 @@ from federation.engine.native import RawResult
 from federation.errors import ConfigError, FederationError, located
 from federation.network import Network
 from federation.network.deadlock import DeadlockProof
-from federation.pipeline.bounds import default_max_memory
+from federation.pipeline.bounds import default_max_memory, with_rings
 from federation.pipeline.build import (
     build,
     build_key,
@@ -37,7 +37,6 @@ from federation.pipeline.build import (
     resolve_links,
 )
 from federation.pipeline.jobs import order_ranks, place_jobs
-from federation.pipeline.messages import check_given_window
 from federation.pipeline.points import (
     Built,
     LoadedExperiment,
@@ -45,13 +44,15 @@ from federation.pipeline.points import (
     PreparedPoint,
     ResolvedPoint,
     in_point,
+    machine_prefix,
     point_jobs,
     point_label,
 )
 from federation.pipeline.preflight import check_point, machine_estimate
 from federation.pipeline.rank_programs import ProgramCache, program_key
+from federation.pipeline.rings import smallest_packet
 from federation.pipeline.summary import link_series_table, message_table, nic_table, summarize
-from federation.pipeline.traffic import prepare_traffic
+from federation.pipeline.traffic import check_given_traffic, prepare_traffic
 from federation.plugin.components import Engine
 from federation.plugin.registry import get_plugins
 from federation.programs.model import RankPrograms
@@ -319,6 +320,7 @@ class BuildCache:
         self.max_memory = max_memory
         self.deadlock_check = deadlock_check
         self._last: Built | None = None
+        self._smallest = 0  #: the smallest packet (B) the last build's rings were counted for
         self.programs = ProgramCache(max_memory)
         self.proofs: dict[str, tuple[str, DeadlockProof]] = {}
         self._orders: dict[str, Placed] = {}
@@ -344,17 +346,26 @@ class BuildCache:
 
     def get(self, point: ResolvedPoint) -> Built:
         """``point``'s built machine: the last one when the machine and routing are the same,
-        else the preflight's memory estimate then the build stage."""
+        else the preflight's memory estimate then the build stage.  Its estimate's QoS rings
+        are the point's (:func:`~federation.pipeline.rings.smallest_packet`): a point whose
+        workloads make smaller packets than those of the point it was built for gets its
+        rings counted, and refused, on the same build."""
         key = build_key(point)
+        smallest = smallest_packet(point)
         if self._last is None or self._last.key != key:
             self._last = None  # free the previous machine before building the next
             estimate = machine_estimate(point, self.max_memory)
             self._last = build(point, self.max_memory, estimate, self.deadlock_check)
+            self._smallest = smallest.bytes
         elif self.deadlock_check and self._last.deadlock is None:
             self._last = prove_deadlock_free(point, self._last)
         if self._last.deadlock is not None:
             self.proofs.setdefault(key, (point.routing.name, self._last.deadlock))
-        return self._last
+        if smallest.bytes == self._smallest:
+            return self._last
+        memory = with_rings(self._last.memory, self._last.network, point.machine,
+                            self.max_memory, machine_prefix(point), smallest)
+        return dataclasses.replace(self._last, memory=memory)
 
 
 def preflight(loaded: LoadedExperiment, max_memory: int,
@@ -364,9 +375,15 @@ def preflight(loaded: LoadedExperiment, max_memory: int,
     ``deadlock_check`` is false), the engine's own
     (:meth:`federation.plugin.components.Engine.check`: what an external engine cannot
     represent), a closed-loop point's rank programs, built and checked against its
-    machine and the clock (kept for the run), and the messages whose times the file gives
-    against the stop rule (the run would refuse them only once it generated them:
-    :func:`~federation.pipeline.messages.check_given_window`)."""
+    machine, the clock and ``max_memory`` (with the QoS rings their packets need; kept for
+    the run), and the open-loop traffic as the run will refuse it
+    (:func:`~federation.pipeline.traffic.check_given_traffic`): a measurement window no job
+    creates a message in, or a ``stop.messages`` more than the messages after the warm-up,
+    judged on the times the file gives (``Workload.message_times``) and on a streamed
+    (``synthetic``) job's messages drawn from the point's seed as the run draws them
+    (:func:`~federation.pipeline.messages.window_draw`, the run's own check); and packets
+    that do not fit ``max_memory`` where their count is known before the run (a streamed
+    job's expected count, a file's listed messages)."""
     cache = BuildCache(max_memory, deadlock_check)
     for i, point in enumerate(loaded.points):
         try:
@@ -375,7 +392,7 @@ def preflight(loaded: LoadedExperiment, max_memory: int,
             placed = place_jobs(point, built)
             check_open_jobs(point, built, placed)
             point.engine.check(point, built)  # what it cannot run at all comes first
-            check_given_window(point, built, placed)
+            check_given_traffic(point, built, placed, max_memory)
             cache.programs.check(point, built, placed)
             cache.ordered(point, built, placed)
         except FederationError as exc:

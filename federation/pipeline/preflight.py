@@ -24,6 +24,7 @@ from federation.pipeline.points import (
     point_jobs,
     stop_path,
 )
+from federation.pipeline.rings import smallest_packet
 
 
 def check_point(point: ResolvedPoint) -> None:
@@ -42,10 +43,15 @@ def check_point(point: ResolvedPoint) -> None:
 
 
 def machine_estimate(point: ResolvedPoint, max_memory: int) -> MemoryEstimate | None:
-    """The memory of ``point``'s network and tables from the topology's counts, refused above
-    ``max_memory`` before anything is allocated; ``None`` when the topology cannot count
-    before building (the build then checks the network it made)."""
-    return check_machine_memory(point.machine, max_memory, machine_prefix(point))
+    """The memory of ``point``'s network and tables from the topology's counts, and of a
+    sliding QoS window's rings for the smallest packet its workloads can make
+    (:func:`~federation.pipeline.rings.smallest_packet`: exact where the files state the
+    sizes, 1 B for a workload that does not; rank programs' packets are added once the
+    programs are built), refused above ``max_memory`` before anything is allocated; ``None``
+    when the topology cannot count before building (the build then checks the network it
+    made, with the same rings)."""
+    return check_machine_memory(point.machine, max_memory, machine_prefix(point),
+                                smallest_packet=smallest_packet(point))
 
 
 def check_message_count(point: ResolvedPoint) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,7 +32,7 @@ import numpy as np
 from federation.errors import ConfigError
 from federation.models.limits import TIME_LIMIT_PS
 from federation.models.units import clock_ps
-from federation.pipeline.bounds import check_memory
+from federation.pipeline.bounds import built_ring_site, check_point_memory, with_rings
 from federation.pipeline.points import (
     MemoryEstimate,
     Placed,
@@ -39,8 +40,10 @@ from federation.pipeline.points import (
     figure_origin,
     in_job,
     job_traffic_stream,
+    machine_prefix,
     point_jobs,
 )
+from federation.pipeline.rings import Smallest, program_smallest, smallest_packet
 from federation.programs.checks import MAX_MESSAGE_BYTES, MachineFigures, check_programs
 from federation.programs.model import RankPrograms
 from federation.programs.reading import OpBudget, limited_ops
@@ -124,8 +127,9 @@ def program_figures(point: ResolvedPoint, built: Built) -> ProgramFigures:
 
 
 def op_budget(built: Built, max_memory: int) -> OpBudget:
-    """The operations ``max_memory`` leaves room for beyond the machine."""
-    used = built.memory.network + built.memory.tables
+    """The operations ``max_memory`` leaves room for beyond the machine (its network, tables
+    and QoS rings)."""
+    used = built.memory.total
     spare = max(max_memory - used, 0)
     return OpBudget(spare // PROGRAM_BYTES_PER_OP,
                     f"--max-memory ({max_memory / 2**30:.3g} GiB, less "
@@ -159,11 +163,42 @@ def build_programs(point: ResolvedPoint, built: Built, max_memory: int,
                        path="workload", machine=machine_figures(point, built, m))
     except ConfigError as exc:
         raise in_job(exc, point, job, m) from None
-    est = MemoryEstimate(built.memory.network, built.memory.tables,
-                         PROGRAM_BYTES_PER_OP * progs.n_ops)
-    check_memory(est, max_memory, f"this point ({progs.n_ops} operations)", point.source,
-                 job.workload_field)
+    check_programs_memory(point, built, progs, max_memory, PROGRAM_BYTES_PER_OP * progs.n_ops,
+                          f"this point ({progs.n_ops} operations)", job.workload_field)
     return progs
+
+
+def programs_smallest(point: ResolvedPoint, progs: RankPrograms) -> Smallest:
+    """The smallest packet of ``point`` with rank programs ``progs``: theirs
+    (:func:`~federation.pipeline.rings.program_smallest`: a message's last packet, a
+    zero-byte message's 1 B, ``nic.control_bytes``) or its open-loop jobs'."""
+    s = program_smallest(progs, point.machine.machine)
+    given = smallest_packet(point)
+    return s if s is not None and s.bytes < given.bytes else given
+
+
+def programs_memory(point: ResolvedPoint, built: Built, progs: RankPrograms,
+                    max_memory: int) -> MemoryEstimate:
+    """``built``'s estimate with its sliding QoS window's rings counted for the packets of
+    ``progs`` too (:func:`programs_smallest`), which the estimate before the build could not
+    know; refused as ``qos.window`` when they pass ``max_memory`` beside the network."""
+    s = programs_smallest(point, progs)
+    if s.bytes >= smallest_packet(point).bytes:
+        return built.memory
+    return with_rings(built.memory, built.network, point.machine, max_memory,
+                      machine_prefix(point), s)
+
+
+def check_programs_memory(point: ResolvedPoint, built: Built, progs: RankPrograms,
+                          max_memory: int, held: int, what: str, path: str) -> MemoryEstimate:
+    """The estimate of a point with rank programs ``progs`` (their QoS rings,
+    :func:`programs_memory`) and ``held`` bytes of their state and other traffic, refused
+    above ``max_memory`` at ``path``, or as ``qos.window`` when it is the rings that do not
+    fit beside them (:func:`~federation.pipeline.bounds.check_point_memory`)."""
+    est = replace(programs_memory(point, built, progs, max_memory), packets=held)
+    site = built_ring_site(point.machine, built.network, programs_smallest(point, progs))
+    check_point_memory(est, max_memory, what, point.source, path, site, machine_prefix(point))
+    return est
 
 
 def nbytes(progs: RankPrograms) -> int:
@@ -255,7 +290,8 @@ class ProgramCache:
 
 
 __all__ = ["CACHE_SHARE", "PROGRAM_BYTES_PER_OP", "ProgramCache", "build_programs",
-           "machine_figures", "program_figures", "program_key"]
+           "check_programs_memory", "machine_figures", "program_figures", "program_key",
+           "programs_memory"]
 
 
 def intermediate_rule(point: ResolvedPoint, built: Built) -> str:

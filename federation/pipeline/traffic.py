@@ -13,6 +13,7 @@ May import: :mod:`.points`, :mod:`.bounds`, the other traffic modules (:mod:`.me
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,12 +24,12 @@ from federation.engine.traffic import OpenTraffic
 from federation.errors import ConfigError
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.models.units import PS_PER_S, format_time, seconds_to_ps
-from federation.pipeline.bounds import PER_ROW, MemoryEstimate, check_memory, packets_memory
+from federation.pipeline.bounds import PER_ROW, MemoryEstimate, packets_memory
 from federation.pipeline.messages import (
     Batches,
     WindowJob,
+    check_given_window,
     check_messages,
-    check_packets_memory,
     check_traffic,
     check_window,
     class_names,
@@ -38,7 +39,6 @@ from federation.pipeline.messages import (
     merged_batches,
     on_machine,
     relocate,
-    stop_field,
     streamed,
     streams,
     whole_batches,
@@ -60,11 +60,18 @@ from federation.pipeline.points import (
 )
 from federation.pipeline.rank_programs import (
     PROGRAM_BYTES_PER_OP,
+    check_programs_memory,
     job_nodes,
     program_figures,
 )
 from federation.pipeline.routing_modes import controller_state, with_modes
-from federation.plugin.components import Messages
+from federation.pipeline.traffic_memory import (
+    check_packets_memory,
+    expected_packets,
+    listed_packets,
+    stop_field,
+)
+from federation.plugin.components import Engine, Messages
 from federation.programs.model import SEND, RankPrograms, joined_modes, with_jobs
 
 
@@ -126,7 +133,8 @@ def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
         batches = whole_batches(msgs, packet)
     traffic, n_classes = open_traffic(point, built, batches, expected, rng_route)
     job_run = _job(point, built, traffic, window, rng_route, n_classes,
-                   _max_rows(built, max_memory, packets_memory(expected, kept)))
+                   _max_rows(replace(built.memory, packets=packets_memory(expected, kept)),
+                             max_memory))
     return PreparedPoint(point, net, job_run, window, built, placed)
 
 
@@ -186,8 +194,50 @@ def _prepare_open_jobs(point: ResolvedPoint, built: Built, max_memory: int,
     check_packets_memory(point, built, expected, max_memory, kept, whole=False)
     traffic, n_classes = open_traffic(point, built, merged_batches(parts), expected, rng_route)
     job_run = _job(point, built, traffic, window, rng_route, n_classes,
-                   _max_rows(built, max_memory, packets_memory(expected, kept)))
+                   _max_rows(replace(built.memory, packets=packets_memory(expected, kept)),
+                             max_memory))
     return PreparedPoint(point, built.network, job_run, window, built, placed)
+
+
+def check_given_traffic(point: ResolvedPoint, built: Built, placed: Placed,
+                        max_memory: int) -> None:
+    """The run's refusals of open-loop traffic before any point runs, in the run's order and
+    words: a window that measures nothing or a ``stop.messages`` the messages do not reach
+    (:func:`~federation.pipeline.messages.check_given_window`), and packets that do not fit
+    ``max_memory`` beside the machine's estimate (its QoS rings included), held whole or kept
+    for ``outputs.packets`` and ``outputs.messages``
+    (:func:`~federation.pipeline.traffic_memory.check_packets_memory`) wherever their count
+    is known without generating: a streamed job's expected count from its offered load over
+    its horizon, the run's own
+    (:func:`~federation.pipeline.traffic_memory.expected_packets`), and the messages a file
+    lists (:func:`~federation.pipeline.traffic_memory.listed_packets`).  A job that only
+    generating tells of (a workload generated whole, ``stop.messages``, a background beside
+    rank programs), or an engine that draws its traffic its own way, leaves its packets to
+    the run."""
+    stop = point.experiment.stop
+    jobs = point_jobs(point)
+    own_draws = type(point.engine).run_point is not Engine.run_point
+    if stop.measure is None or own_draws or any(j.closed_loop for j in jobs):
+        check_given_window(point, built, placed)
+        return
+    kept = bool(point.experiment.outputs.packets or point.experiment.outputs.messages)
+    horizon = seconds_to_ps(stop.warmup) + seconds_to_ps(stop.measure)
+    packet = int(point.machine.machine.packet_size)
+    counts: list[int | None] = []
+    for pj in placed.jobs:
+        if streams(pj.job.workload):
+            n = expected_packets(point, built, horizon, pj.job, int(pj.nodes.shape[0]))
+            if len(placed.jobs) > 1:  # the run checks each streamed job as it draws it
+                check_packets_memory(point, built, n, max_memory, kept, whole=False)
+            counts.append(n)
+        else:
+            counts.append(listed_packets(pj.job.workload, packet))
+    check_given_window(point, built, placed)
+    if any(n is None for n in counts):
+        return
+    whole = len(jobs) == 1 and not streams(jobs[0].workload)  # check_traffic's messages
+    check_packets_memory(point, built, sum(n or 0 for n in counts), max_memory, kept,
+                         whole=whole)
 
 
 def open_traffic(point: ResolvedPoint, built: Built, batches: Batches, expected: int,
@@ -253,10 +303,11 @@ def _job(point: ResolvedPoint, built: Built, traffic: OpenTraffic | None,
                      sample_known_ps=known_length_ps(point))
 
 
-def _max_rows(built: Built, max_memory: int, other: int) -> int:
-    """Packet rows a run may hold at once within ``max_memory`` (beyond the network, the
-    tables and ``other`` bytes): the engine stops a saturated run that needs more."""
-    spare = max_memory - built.memory.network - built.memory.tables - other
+def _max_rows(memory: MemoryEstimate, max_memory: int) -> int:
+    """Packet rows a run may hold at once within ``max_memory`` beyond ``memory`` (the
+    network, the tables, a sliding QoS window's rings and what else the point holds, as its
+    ``packets``): the engine stops a saturated run that needs more."""
+    spare = max_memory - memory.total
     return max(1 << 16, spare // PER_ROW)
 
 
@@ -278,13 +329,13 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
     n_bg = int(((background.size + packet - 1) // packet).sum())
     outputs = point.experiment.outputs
     bg_memory = packets_memory(n_bg, bool(outputs.packets or outputs.messages))
-    est = MemoryEstimate(built.memory.network, built.memory.tables,
-                         PROGRAM_BYTES_PER_OP * progs.n_ops + bg_memory)
     what = f"{progs.n_ops} operations" + (f", {n_bg} background packets" if n_bg else "")
     first = next(j for j in point_jobs(point) if j.closed_loop)
-    check_memory(est, max_memory, f"this point ({what})", point.source,
-                 "stop.measure" if bg_memory > PROGRAM_BYTES_PER_OP * progs.n_ops
-                 else first.workload_field)
+    est = check_programs_memory(point, built, progs, max_memory,
+                                PROGRAM_BYTES_PER_OP * progs.n_ops + bg_memory,
+                                f"this point ({what})",
+                                "stop.measure" if bg_memory > PROGRAM_BYTES_PER_OP * progs.n_ops
+                                else first.workload_field)
     opened, n_classes = None, int(point.machine.qos.n_classes())
     if any(not j.closed_loop for j in point_jobs(point)):
         opened, n_classes = open_traffic(point, built, whole_batches(background, packet), n_bg,
@@ -294,8 +345,8 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
     control = controller_state(point, net.n_nodes, packet)
     if control is not None:  # the controller's arrays ride in the programs' state
         traffic.prog = traffic.prog._replace(ctl_on=np.int64(1), ctl=control[1])
-    job = _job(point, built, opened, None, rng_route, n_classes,
-               _max_rows(built, max_memory, est.packets), traffic,
+    job = _job(point, built, opened, None, rng_route, n_classes, _max_rows(est, max_memory),
+               traffic,
                control[0] if control is not None else None)
     return PreparedPoint(point, net, job, None, built, placed, layout, programs_by_job)
 

@@ -377,7 +377,12 @@ class Workload(Component):
         generating tells.  The preflight refuses with them, in ``validate`` as in ``run``, a
         measurement window none of them falls in and a ``stop.messages`` they do not reach,
         which the run would otherwise find only once the machine is built and the messages
-        generated."""
+        generated.  A workload that streams (:meth:`batches`, the ``synthetic`` workload)
+        needs no times for that: with ``stop.measure`` the preflight draws its batches from
+        the point's seed as the run draws them
+        (:func:`federation.pipeline.messages.window_draw`, the run's own check), so its empty
+        window is refused by ``validate`` too.  Only a workload generated whole that gives no
+        times (``None``) leaves the check to the run."""
         return None
 
     def check(self, ctx: WorkloadContext) -> None:
