@@ -143,6 +143,34 @@ def one_error(r: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+def refused_alike(tmp_path: Path, text: str) -> str:
+    """``validate`` refuses experiment ``text`` with one line, and ``run`` with the same line,
+    writing nothing: a refusal made before the run is the run's own."""
+    (tmp_path / "e.yaml").write_text(text)
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)) == line
+    assert not (tmp_path / "o").exists()
+    return line
+
+
+@pytest.fixture
+def ring_growth(monkeypatch) -> list[int]:
+    """The slots per ring after each growth of a sliding window's rings in the runs of the
+    test (``native.grow_rings`` recorded)."""
+    import federation.engine.native as native
+
+    grow = native.grow_rings
+    slots: list[int] = []
+
+    def recorded(st):  # noqa: ANN001, ANN202
+        out = grow(st)
+        slots.append(int(out.ring_k[0]))
+        return out
+
+    monkeypatch.setattr(native, "grow_rings", recorded)
+    return slots
+
+
 def fake_distribution(site: Path, name: str, source: str) -> Path:
     """An installed distribution ``federation-NAME`` whose entry point ``NAME`` (group
     ``federation``) names the module ``federation_NAME`` holding ``source``: what pip would leave

@@ -14,19 +14,10 @@ of jobs that had created some (outside the window): each job's part is said inst
 from __future__ import annotations
 
 import pytest
-from conftest import one_error, run_cli
+from conftest import refused_alike, run_cli
 
 MACHINE = "machine: {topology: {kind: dragonfly, p: 2, a: 2, h: 1}}\n"  # 12 nodes
 HEAD = "no packet was generated in the measurement window [1us, 6us)"
-
-
-def refused_alike(tmp_path, text: str) -> str:
-    """``validate`` refuses with one line, and ``run`` with the same line, writing nothing."""
-    (tmp_path / "e.yaml").write_text(text)
-    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
-    assert one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)) == line
-    assert not (tmp_path / "o").exists()
-    return line
 
 
 def test_messages_all_before_the_window_are_refused_by_validate(tmp_path):

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import yaml
 
-import federation.engine.native as native
 from federation.cli import main
 from federation.engine import qos as Q
 from federation.engine.qos_rings import RING_SLOT_BYTES, grow_rings, ring_entries
@@ -103,16 +102,9 @@ def test_a_static_window_has_no_ring_term(tmp_path):
 # --------------------------------------------------------------------------- the engine
 
 
-def test_the_rings_grow_up_to_the_estimate_and_no_further(tmp_path, monkeypatch):
+def test_the_rings_grow_up_to_the_estimate_and_no_further(tmp_path, ring_growth):
     p = point(tmp_path, machine())
-    slots = []
-
-    def recorded(st):  # noqa: ANN001, ANN202
-        out = grow_rings(st)
-        slots.append(int(out.ring_k[0]))
-        return out
-
-    monkeypatch.setattr(native, "grow_rings", recorded)
+    slots = ring_growth
     prep = prepare(p)
     raw = p.engine.run(prep.job)
     assert raw.packets.delivered == 240

@@ -24,11 +24,10 @@ import typer.main
 import yaml
 from conftest import one_error, run_cli
 
-import federation.engine.native as native
 from federation.cli import main
 from federation.cli.app import app
 from federation.cli.run import MaxMemory
-from federation.engine.qos_rings import RING_SLOT_BYTES, grow_rings, ring_peak_slots
+from federation.engine.qos_rings import RING_SLOT_BYTES, ring_peak_slots
 from federation.errors import ConfigError
 from federation.pipeline import rank_programs, traffic
 from federation.pipeline.bounds import PER_ROW, packets_memory
@@ -162,19 +161,12 @@ def test_the_estimate_counts_the_rings_for_the_points_smallest_packet(tmp_path):
     assert whole.memory.rings == rings_for(m, tmp_path, None)
 
 
-def test_a_run_of_short_packets_stays_within_its_estimate(tmp_path, monkeypatch):
+def test_a_run_of_short_packets_stays_within_its_estimate(tmp_path, ring_growth):
     # 400 messages of 300 B from node 2 in class high (cap 0.4 of the NIC's 2 GB/s over
     # 100 us: 80000 B, 267 sends of 300 B, but 80 of packet_size): the NIC's ring grows past
     # the bound of packet_size, never past the estimate's
     p = load_point(tmp_path, listed(machine(), [300], copies=400))
-    slots = []
-
-    def recorded(st):  # noqa: ANN001, ANN202
-        out = grow_rings(st)
-        slots.append(int(out.ring_k[0]))
-        return out
-
-    monkeypatch.setattr(native, "grow_rings", recorded)
+    slots = ring_growth
     prep = prepare(p, max_memory=1 << 34)
     raw = p.engine.run(prep.job)
     assert raw.packets.delivered == 400

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import yaml
-from conftest import one_error, run_cli, simulate
+from conftest import refused_alike, simulate
 
 from federation.errors import ConfigError
 from federation.pipeline import messages, traffic
@@ -46,15 +46,6 @@ def preflight_error(tmp_path, d: dict) -> str | None:
     except ConfigError as exc:
         return str(exc)
     return None
-
-
-def refused_alike(tmp_path, text: str) -> str:
-    """``validate`` refuses with one line, ``run`` with the same line, writing nothing."""
-    (tmp_path / "e.yaml").write_text(text)
-    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
-    assert one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)) == line
-    assert not (tmp_path / "o").exists()
-    return line
 
 
 # ------------------------------------------------------------------------ defect 1: early
