@@ -59,8 +59,8 @@ TI = """0 init
 1 recv 0 0 16
 1 send 0 1 16 6
 1 sleep 0.000001
-0 sendRecv 8 1 8 1
-1 sendRecv 8 0 8 0
+0 sendRecv 8 1 8 1 6 6
+1 sendRecv 8 0 8 0 6 6
 0 finalize
 1 finalize
 """

@@ -104,9 +104,9 @@ STOI = {
                     stoi("source rank", "0.5e1", "5", "0", ".")),
     "wait destination": ("0 isend 1 0 8\n0 wait 0 1e1 0\n", 2, "wait",
                          stoi("destination rank", "1e1", "10", "1", "e")),
-    "sendRecv destination": ("0 sendRecv 8 1e1 8 1\n", 1, "sendRecv",
+    "sendRecv destination": ("0 sendRecv 8 1e1 8 1 6 6\n", 1, "sendRecv",
                              stoi("destination rank", "1e1", "10", "1", "e")),
-    "sendRecv source": ("0 sendRecv 8 1 8 1e1\n", 1, "sendRecv",
+    "sendRecv source": ("0 sendRecv 8 1 8 1e1 6 6\n", 1, "sendRecv",
                         stoi("source rank", "1e1", "10", "1", "e")),
     "no digit first": ("0 send .5e1 0 8\n", 1, "send",
                        "destination rank '.5e1' is 5 as a number, but an error to SimGrid, "
@@ -145,7 +145,7 @@ def test_integer_fields_std_stoi_reads_alike_still_load(tmp_path):
 COUNTS = {
     "send": ("0 send 1 0 3e9\n", "send", "count 3e9 is above 2147483647 (2**31 - 1): SimGrid "
                                          "passes a count to MPI as a C int"),
-    "sendRecv": ("0 sendRecv 8 1 2147483648 1\n", "sendRecv",
+    "sendRecv": ("0 sendRecv 8 1 2147483648 1 6 6\n", "sendRecv",
                  "count 2147483648 is above 2147483647 (2**31 - 1): SimGrid passes a count to "
                  "MPI as a C int"),
 }

@@ -68,8 +68,10 @@ def test_init_with_argument_makes_double_the_default(tmp_path):
 
 
 def test_sendrecv_and_sleep(tmp_path):
-    p = read_ti(write(tmp_path, "0 sendRecv 4 1 8 1\n0 sleep 1e-6\n"
-                                "1 sendRecv 8 0 4 0\n"))
+    """sendRecv with its six fields, as SimGrid 3.32 writes and replays it (datatype 6 is
+    MPI_BYTE)."""
+    p = read_ti(write(tmp_path, "0 sendRecv 4 1 8 1 6 6\n0 sleep 1e-6\n"
+                                "1 sendRecv 8 0 4 0 6 6\n"))
     assert p.op_kind.tolist() == [0, 1, 2, 0, 1]
     assert p.op_time_ps.tolist() == [0, 0, 1_000_000, 0, 0]
     assert edges(p)[:3] == [(0, 1, 1), (0, 2, 0), (1, 2, 0)]

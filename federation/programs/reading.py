@@ -108,7 +108,8 @@ def max_ops(given: int | None = None) -> int | None:
     return b.max_ops if given is None else min(given, b.max_ops)
 
 
-def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, list[str]]]:
+def text_lines(path: str | Path, what: str = "schedule",
+               newline: str | None = None) -> Iterator[tuple[int, list[str]]]:
     """The lines of a UTF-8 text file, streamed a block at a time: ``(number of the first
     line, lines)`` (without their line ends), each within :data:`MAX_LINE_CHARS`.  A
     missing, unreadable or non-regular file, undecodable bytes or an over-long line are
@@ -116,7 +117,13 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
     (as the YAML loader does; an editor may write one); one further on is refused
     (:func:`bom_inside`) once the lines before it have been yielded, so an earlier line's
     own fault is still reported first.  Blocks, not single lines, because a generator step
-    per line cost as much as reading the file."""
+    per line cost as much as reading the file.
+
+    ``newline`` is :func:`open`'s: by default (None) ``\\r\\n`` and a lone ``\\r`` both end a
+    line.  With ``""`` only ``\\n`` ends one and every ``\\r`` stays in the text (at the end
+    of a ``\\r\\n`` line, or inside one), for a format whose own reader splits at ``\\n``
+    only (SimGrid's ``std::getline``), so that the caller can read a ``\\r`` as that reader
+    does or refuse it: split here, a lone ``\\r`` made two lines of what is one there."""
     p = Path(path)
     src = str(p)
     try:
@@ -130,7 +137,7 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
     n = 0
     try:
         # utf-8-sig: a byte-order mark at the start is skipped (and only there)
-        with open(p, encoding="utf-8-sig") as f:
+        with open(p, encoding="utf-8-sig", newline=newline) as f:
             carry = ""
             while True:
                 # a block at a time, split in C: a readline per line cost twice as long
@@ -141,9 +148,9 @@ def text_lines(path: str | Path, what: str = "schedule") -> Iterator[tuple[int, 
                 # the first line holds the carry (up to a limit) and the block's start; the
                 # others lie inside the block, shorter than _BLOCK_CHARS <= MAX_LINE_CHARS
                 if lines and len(lines[0]) > MAX_LINE_CHARS:
-                    raise _too_long(n + 1, what, src)
+                    raise _too_long(n + 1, what, src, lines[0])
                 if len(carry) > MAX_LINE_CHARS:
-                    raise _too_long(n + len(lines) + 1, what, src)
+                    raise _too_long(n + len(lines) + 1, what, src, carry)
                 # one search of the block in C; a mark in the carry is found with its line
                 if BOM in text:
                     for i, line in enumerate(lines if block else [*lines, carry]):
@@ -178,6 +185,12 @@ def bom_inside(line: int, text: str, source: str | None) -> ConfigError:
                        "character: remove it (two files joined into one?)", source=source)
 
 
-def _too_long(line: int, what: str, src: str) -> ConfigError:
+def _too_long(line: int, what: str, src: str, text: str) -> ConfigError:
+    """The refusal of over-long line ``line`` (``text``, or its start).  A carriage return
+    inside it (not the ``\\r`` of a ``\\r\\n`` end) is named: read with ``newline=""``, a
+    file whose lines end in a lone ``\\r`` (classic Mac OS) is one long line, and "a binary
+    file?" would not say why."""
+    why = (f"it holds carriage returns without a line feed, which do not end a {what}'s "
+           "lines: end them with \\n" if "\r" in text.rstrip("\r") else "a binary file?")
     return ConfigError(f"line {line} is longer than {MAX_LINE_CHARS:,} characters: not a "
-                       f"{what} (a binary file?)", source=src)
+                       f"{what} ({why})", source=src)

@@ -11,6 +11,12 @@ checked against ``src/smpi/internals/smpi_replay.cpp``, ``src/xbt/xbt_replay.cpp
   separated by blanks and tabs (``boost::split``; nothing else separates fields there); empty
   lines and lines starting with ``#`` are skipped.  SimGrid gives a line to the rank whose
   name (``std::to_string(rank)``) its first field spells exactly, as text.
+* Lines end at ``\\n`` only (``std::getline``), then ``boost::trim`` takes C's blanks, ``\\r``
+  among them, off both ends: a ``\\r\\n`` line end reads as ``\\n`` does, but a lone ``\\r``
+  inside a line neither ends the line nor separates fields there (it stays in a field, or is
+  a field), so it is refused with its line and column.  A trace *list* is read by
+  ``smpi_deployment.cpp`` with ``std::getline`` and nothing trimmed: a ``\\r`` there is part
+  of the file's name to SimGrid, and is refused too.
 
 :func:`read_ti` takes either the list or a trace file itself (a file whose lines have one
 field each is a list).  Paths in a list are relative to the list's folder (never to the
@@ -39,7 +45,8 @@ Actions:
 ``wait <src> <dst> <tag>``             the oldest pending request of that key (3.20+); a
                                        bare ``wait`` (<= 3.19) takes the newest, as then
 ``waitall``                            every pending request of the rank
-``sendRecv <n> <dst> <m> <src> ...``   isend + irecv with tag 0, then wait for both
+``sendRecv <n> <dst> <m> <src> <t1>``  isend + irecv with tag 0, then wait for both;
+``<t2>``                               all six fields, as SimGrid 3.32 writes and needs them
 ``init``, ``finalize``, ``test``,      no operation (a test does not complete anything
 ``comm_size``, ``comm_split``,         here; the request stays pending for its wait)
 ``comm_dup``, ``location``
@@ -263,7 +270,9 @@ class _Reader:
         line number."""
         src = str(path)
         self.files.append(src)
-        for first, lines in text_lines(path, "trace"):
+        # '\n' only ends a line, as std::getline ends it: a '\r' stays in the line's text,
+        # trimmed off its ends (as boost::trim does) by split(), refused inside it
+        for first, lines in text_lines(path, "trace", newline=""):
             for n, raw in enumerate(lines, first):
                 fields = raw.split()
                 if not fields or fields[0].startswith("#"):
@@ -368,13 +377,12 @@ class _Reader:
                 st.take(h)
                 rb.wait(h)
         elif act == "sendRecv":
-            if len(args) not in (4, 6):
-                raise ConfigError("expected 'sendRecv <sendcount> <dst> <recvcount> <src> "
-                                  "[sendtype recvtype]'")
+            if len(args) != 6:
+                raise ConfigError(_sendrecv_fields(len(args), st.dtype))
             dst = self._peer(args[1], "destination rank")
             src = self._peer(args[3], "source rank")
-            s = rb.isend(dst, self._bytes(st, args[0], args[4] if len(args) == 6 else None))
-            q = rb.irecv(src, self._bytes(st, args[2], args[5] if len(args) == 6 else None))
+            s = rb.isend(dst, self._bytes(st, args[0], args[4]))
+            q = rb.irecv(src, self._bytes(st, args[2], args[5]))
             rb.wait(s, q)
         elif act == "init":
             st.dtype = MPI_DOUBLE if args else MPI_BYTE
@@ -418,11 +426,30 @@ class _Reader:
         st.rb.wait(h)
 
 
+def _sendrecv_fields(given: int, dtype: int) -> str:
+    """Why a ``sendRecv`` of ``given`` fields (after the action) is refused.  SimGrid 3.32,
+    the first to replay ``sendRecv`` (3.31 has no such action), needs six
+    (``CHECK_ACTION_PARAMS(action, 6, 0)`` in ``SendRecvParser::parse``) and throws on
+    fewer; its tracer always writes the two datatype ids.  The four-field form this reader
+    once took (counts in the rank's default datatype, ``dtype``) is not SimGrid's, so the
+    ids that keep its sizes are named; fields past the sixth SimGrid ignores."""
+    form = ("expected 'sendRecv <sendcount> <dst> <recvcount> <src> <sendtype> <recvtype>' "
+            f"(6 fields after the action), got {given}")
+    if given > 6:
+        return f"{form}: SimGrid ignores the fields past the sixth; remove them"
+    keep = (f"; append '{dtype} {dtype}' for counts in the rank's default datatype (id "
+            f"{dtype}, {DATATYPE_BYTES[dtype]} B)" if given == 4 else "")
+    return (f"{form}: SimGrid (3.32, the first version to replay sendRecv) needs all six, "
+            f"the two datatype ids included, and stops on fewer{keep}")
+
+
 def _blanks_only(src: str, n: int, raw: str) -> None:
     """Refuse line ``n`` if a character that ``str.split`` takes as a blank, but SimGrid
     does not (it splits at blanks and tabs, and trims C's isspace off the ends), stands
     inside it: SimGrid would keep it in a field (``0 send\\x0c1 0 8`` is an unknown action
-    there), this reader split the field in two."""
+    there), this reader split the field in two.  A carriage return is named as such: it
+    ends a line to Python's universal newlines, which split one line in two here that
+    SimGrid (``std::getline``, up to ``\\n``) reads as one."""
     body = raw.strip(_TRIM)
     m = _OTHER_BLANK.search(body)
     if m is None:
@@ -430,6 +457,12 @@ def _blanks_only(src: str, n: int, raw: str) -> None:
     ch = m.group()
     name = unicodedata.name(ch, "")
     column = len(raw) - len(raw.lstrip(_TRIM)) + m.start() + 1
+    if ch == "\r":
+        raise ConfigError(f"line {n}: a carriage return (U+000D) at column {column}, not "
+                          "followed by a line feed: SimGrid ends lines at line feeds only and "
+                          "splits fields at blanks and tabs only, so it reads the text after "
+                          "it as part of this line, not as a line of its own; end lines with "
+                          "\\n or \\r\\n", source=src)
     raise ConfigError(f"line {n}: the character U+{ord(ch):04X}{f' ({name})' if name else ''} "
                       f"at column {column}: SimGrid separates fields by blanks and tabs only, "
                       "so it would read it as part of a field, not between two; replace it by "
@@ -441,19 +474,40 @@ def _is_list(path: Path, max_files: int | None) -> list[Path] | None:
     than one field).  A list of more than ``max_files`` names is refused as soon as it gets
     there, and a name that is not a regular file (missing, or ``/dev/zero``) with its line."""
     names: list[Path] = []
-    for first, lines in text_lines(path, "trace"):
+    cr_blank = 0  # the first blank line holding a '\r', refused if this is a list
+    for first, lines in text_lines(path, "trace", newline=""):
         for n, raw in enumerate(lines, first):
             fields = raw.split()
             if not fields or fields[0].startswith("#"):
+                if not fields and not cr_blank and "\r" in raw:
+                    cr_blank = n
                 continue
             if len(fields) != 1:
                 return None
+            if "\r" in raw:
+                raise _cr_in_list(path, n, raw)
             names.append(_listed(path, n, fields[0]))
             if max_files is not None and len(names) > max_files and len(names) > 1:
                 raise ConfigError(f"line {n}: a trace list of more than {max_files} files "
                                   f"(one per rank), but the machine has {max_files} nodes",
                                   source=str(path))
+    if names and cr_blank:
+        raise _cr_in_list(path, cr_blank, "")
     return names
+
+
+def _cr_in_list(listing: Path, n: int, raw: str) -> ConfigError:
+    """The refusal of a ``\\r`` on line ``n`` of a trace list (in a name, or on a blank line
+    if ``raw`` is empty).  SimGrid reads a list with ``std::getline`` up to ``\\n`` and keeps
+    every non-empty line whole (``smpi_read_replay`` in ``smpi_deployment.cpp``, nothing
+    trimmed), so the ``\\r`` of a ``\\r\\n`` line end is part of the file name it opens:
+    this reader, splitting at blanks, would open a file SimGrid does not."""
+    what = (f"the trace file name {quoted(raw, 200)} holds" if raw
+            else "a blank line holds")
+    return ConfigError(f"line {n}: {what} a carriage return (a list with \\r\\n line ends?): "
+                       "SimGrid reads a trace list's lines whole, up to the line feed, so it "
+                       "would take the carriage return as part of a file name; end the list's "
+                       "lines with \\n", source=str(listing))
 
 
 def read_ti(path: str | Path, host_speed_flops: float = DEFAULT_HOST_SPEED,
