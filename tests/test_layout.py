@@ -38,9 +38,9 @@ LAYERS: list[tuple[str, ...]] = [
 
 #: the pipeline's modules: values and bounds below everything, then the stages, which never
 #: import each other, then the drivers that chain them (each may import those before it)
-PIPELINE_BASE = ("points", "rings", "bounds")
+PIPELINE_BASE = ("points", "mode_rules", "rings", "bounds")
 PIPELINE_STAGES: dict[str, tuple[str, ...]] = {
-    "load": ("load", "overrides"),
+    "load": ("load", "overrides", "inputs"),
     "preflight": ("preflight",),
     "build": ("build", "tables_check"),
     "jobs": ("jobs",),

@@ -32,18 +32,23 @@ JOB_HELP = ("the job of an experiment with jobs: (needed when several have close
 
 
 def experiment_programs(file: Path, overrides: list[str], index: int, max_memory: int,
-                        job_name: str | None = None,
-                        command: str = "comm summarises") -> tuple[RankPrograms, str]:
+                        job_name: str | None = None, command: str = "comm summarises",
+                        inputs: list[Path] | None = None) -> tuple[RankPrograms, str]:
     """Point ``index`` of an experiment: one closed-loop job's programs as ``run`` gives them
     to its engine, and a label.  The point is checked, built and placed as the preflight
     does (:func:`_placed_programs`), so a job's programs are its own ranks on its machine
     nodes (after its rank order and ``start``), never the workload spread over the whole
-    machine.  ``command`` ("export writes") names the command in refusals."""
+    machine.  ``command`` ("export writes") names the command in refusals; ``inputs`` is
+    given every file the experiment reads (:func:`~federation.pipeline.inputs.
+    experiment_inputs`), which the command's output may not replace."""
     from federation.errors import FederationError
+    from federation.pipeline.inputs import experiment_inputs
     from federation.pipeline.load import load_experiment
     from federation.pipeline.points import in_point
 
     loaded = load_experiment(file, overrides)
+    if inputs is not None:
+        inputs.extend(experiment_inputs(loaded))
     n = len(loaded.points)
     if not 0 <= index < n:
         raise ConfigError(f"the experiment has {n} point(s) (0 .. {n - 1}), not {index}",
@@ -192,20 +197,22 @@ def is_experiment(file: Path) -> bool:
 
 
 def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
-                  max_memory: int, job: str | None = None,
-                  command: str = "comm summarises") -> tuple[RankPrograms, str]:
+                  max_memory: int, job: str | None = None, command: str = "comm summarises",
+                  inputs: list[Path] | None = None) -> tuple[RankPrograms, str]:
     """The programs ``comm`` and ``export`` work on: one closed-loop job (``--job``) of point
     ``index`` of an experiment file (``--set`` applied, built and checked under
     ``max_memory`` bytes, ``--max-memory`` as :func:`~federation.cli.run.memory_limit` reads
     it; ``None``: point 0), or a schedule file read whole (``--set``, ``--point`` and
-    ``--job`` refused: they apply to experiment files only)."""
+    ``--job`` refused: they apply to experiment files only).  ``inputs`` is given the files
+    an experiment reads (see :func:`experiment_programs`)."""
     results = results_of_run(file)
     if results is not None:
         raise ConfigError(f"is {results}, not a program: give the experiment file it ran "
                           "(its resolved points are in results.json's points[i].resolved) or a "
                           "schedule", source=str(file))
     if is_experiment(file):
-        return experiment_programs(file, overrides, index or 0, max_memory, job, command)
+        return experiment_programs(file, overrides, index or 0, max_memory, job, command,
+                                   inputs)
     if overrides:
         raise ConfigError("--set applies to experiment files", source="--set")
     if index is not None:
@@ -257,9 +264,12 @@ def comm(
         check_not_input(plot, "--plot", files=[file], within=[file] if file.is_dir() else [])
         target = OutputFile(plot, source="--plot", overwrite=overwrite, make_parents=True)
     try:
-        progs, label = read_programs(file, set_ or [], point, fmt, limit, job)
+        inputs: list[Path] = []
+        progs, label = read_programs(file, set_ or [], point, fmt, limit, job, inputs=inputs)
         summary = communication(progs)
         if target is not None:
+            assert plot is not None
+            check_not_input(plot, "--plot", files=inputs)  # what the experiment reads too
             from federation.plots.comm import comm_figure
 
             data, _ = comm_figure(summary, plot, f"Communication matrix: {label}")

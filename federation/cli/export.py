@@ -66,8 +66,12 @@ def export(
     check_not_input(goal_file, "--out", files=[file], within=[file] if file.is_dir() else [])
     target = OutputFile(goal_file, source="--out", overwrite=overwrite, make_parents=True)
     try:
+        inputs: list[Path] = []
         progs, label = read_programs(file, set_ or [], point, fmt, limit, job,
-                                     "export writes")
+                                     "export writes", inputs)
+        # the files an experiment reads (its machine, program or trace files) are known now
+        check_not_input(goal_file, "--out", files=[p for p in inputs if not p.is_dir()],
+                        within=[p for p in inputs if p.is_dir()])
         t = progs.op_time_ps[progs.op_kind == COMPUTE]
         bad = t[t % unit_ps != 0]
         if bad.size:

@@ -111,7 +111,8 @@ def output_folder(loaded: LoadedExperiment, out: str | None) -> tuple[Path, str]
     """Where the run writes, and what to name in a refusal: ``--out``, else ``outputs.dir``
     (relative to the experiment file), else ``results/<name>`` (the experiment's ``name``, or
     the file's stem), each checked as a name every file system and reader takes
-    (:func:`federation.results.outputs.check_out_path`)."""
+    (:func:`federation.results.outputs.check_out_path`) and as no input of the experiment
+    (:func:`check_inputs`)."""
     from federation.results.outputs import check_name, check_out_path
 
     exp = loaded.experiment
@@ -130,7 +131,21 @@ def output_folder(loaded: LoadedExperiment, out: str | None) -> tuple[Path, str]
         out_dir = Path("results") / Path(loaded.source).stem
         out_source = f"{loaded.source} (its name gives the output folder; give --out)"
     check_out_path(out_dir, out_source)
+    check_inputs(loaded, out_dir, out_source)
     return out_dir, out_source
+
+
+def check_inputs(loaded: LoadedExperiment, out_dir: Path, out_source: str) -> None:
+    """Refuse an output folder that is, or holds, a file the experiment reads (the file
+    itself, a machine file, a program, trace or graph file: :func:`~federation.pipeline.inputs.
+    experiment_inputs`), before anything runs: the folder is replaced whole."""
+    from federation.pipeline.inputs import experiment_inputs
+    from federation.results.outputs import check_not_input
+
+    inputs = experiment_inputs(loaded)
+    folders = [p for p in inputs if p.is_dir()]  # a DUMPI trace
+    check_not_input(out_dir, out_source, files=[p for p in inputs if p not in folders],
+                    within=folders, whole=True)
 
 
 def parse_max_memory(text: str | None) -> int | None:

@@ -28,6 +28,11 @@ from federation.models.experiment import Experiment
 from federation.models.limits import MAX_SWEEP_POINTS
 from federation.models.machine import ComponentSpec, Machine
 from federation.models.units import format_time, seconds_to_ps
+from federation.pipeline.mode_rules import (
+    MAX_LISTED,
+    unreached_collective,
+    unreached_message,
+)
 from federation.pipeline.overrides import (  # noqa: F401 - parse_override, set_path: public here too
     Assigner,
     Override,
@@ -51,6 +56,7 @@ from federation.pipeline.points import (
     point_jobs,
     sweep_entry,
     sweep_label,
+    swept_message,
 )
 from federation.plugin.components import Workload
 from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
@@ -183,6 +189,7 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
         except ConfigError as exc:
             raise at.blame(exc) from None
         _check_link_samples(points[-1])
+    _check_collective_modes(points)
     notes += _unused_stop(points)
     return LoadedExperiment(experiment, source, points, notes)
 
@@ -325,6 +332,72 @@ def _check_link_samples(point: ResolvedPoint) -> None:
         f"{MAX_LINK_SAMPLES} a run may take (each sample stops the engine to read every "
         f"port's counters); give an interval of at least {shortest_interval(run)}",
         source=point.source, path=experiment_field(point, INTERVAL_FIELD))
+
+
+def _check_collective_modes(points: list[ResolvedPoint]) -> None:
+    """Refuse an entry of the experiment's ``collective_modes`` that no point of the sweep
+    runs: the entries are defaults for every point, so the preflight's check of one point
+    (``routing_modes.check_routing_modes``) passes a point without the collective when its
+    sweep varies the workloads, as another point may run it; only here are all the points
+    known.  Without this, ``sweep: {workload: [allreduce, barrier]}`` beside ``{alltoall:
+    ADAPTIVE_1}`` ran, the mode marking no message.
+
+    One point is left to the preflight, which says the same, after the checks it makes
+    first; so is an entry that names no collective or no mode of the routing (it refuses
+    the name).  Points that give the same reasons are one group; when every point gives the
+    same, the refusal is worded as for one point."""
+    if len(points) < 2:
+        return
+    from federation.programs.collectives import ALGORITHMS
+
+    source = points[0].source
+    for op in dict.fromkeys(op for p in points for op in p.experiment.collective_modes):
+        having = [(i, p) for i, p in enumerate(points) if op in p.experiment.collective_modes]
+        if op not in ALGORITHMS or any(p.experiment.collective_modes[op]
+                                       not in p.routing.modes() for _, p in having):
+            continue
+        groups: dict[tuple[str, ...], list[int]] = {}
+        rule = False
+        for i, p in having:
+            found = unreached_collective(p, op)
+            if found is None:
+                break
+            groups.setdefault(tuple(found[0]), []).append(i)
+            rule = rule or found[1]
+        else:
+            field = f"collective_modes.{op}"
+            path = sweep_entry(points[0].sweep, field) or field
+            if len(groups) == 1:
+                message = unreached_message(op, "; ".join(next(iter(groups))), rule)
+            else:
+                message = unreached_message(op, _point_groups(groups), rule,
+                                            f" in any of the sweep's {len(points)} points")
+            if path != field:
+                message = swept_message(path, field, message)
+            raise ConfigError(message, source=source, path=path)
+
+
+def _point_groups(groups: dict[tuple[str, ...], list[int]]) -> str:
+    """``sweep point 0: job 'a' runs allreduce; sweep points 1, 2: ...``: each group of
+    points with the reasons its jobs give, the groups past
+    :data:`~federation.pipeline.mode_rules.MAX_LISTED` counted."""
+    parts = [f"sweep point{'s' if len(ix) > 1 else ''} {_runs(ix)}: {', '.join(why)}"
+             for why, ix in groups.items()]
+    if len(parts) > MAX_LISTED:
+        rest = sum(len(ix) for ix in list(groups.values())[MAX_LISTED:])
+        parts[MAX_LISTED:] = [f"{rest} more points"]
+    return "; ".join(parts)
+
+
+def _runs(indices: list[int]) -> str:
+    """``0, 2, 4 to 9``: ascending point indices, each run of consecutive ones as its ends."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1][1:] = [i]
+        else:
+            runs.append([i])
+    return ", ".join(" to ".join(map(str, r)) for r in runs)
 
 
 def _unused_stop(points: list[ResolvedPoint]) -> list[str]:

@@ -529,3 +529,4 @@ def topology_owner(topology: Any) -> str:
     if builtin(topology):
         return f"topology {topology.name!r}"
     return f"topology {topology.name!r} (plugin {plugin_of(topology, 'topologies')!r})"
+

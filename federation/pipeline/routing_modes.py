@@ -31,59 +31,23 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from federation.errors import ConfigError
+from federation.pipeline.mode_rules import (
+    collective_modes_rule,
+    job_modes,
+    mode_collectives,
+    unreached_collective,
+    unreached_message,
+)
 from federation.programs.collectives import ALGORITHMS
 from federation.programs.model import SEND, RankPrograms
 
 if TYPE_CHECKING:
     from federation.pipeline.points import ResolvedJob, ResolvedPoint
-    from federation.plugin.components import Controller, Workload
+    from federation.plugin.components import Controller
 
 
 #: ``[3]`` after a field name in a sweep axis: a list position (``jobs[0].workload``)
 _POSITION = re.compile(r"\[(\d+)\]")
-#: jobs a refusal describes one by one (the rest are counted)
-MAX_LISTED = 4
-
-
-def job_modes(point: ResolvedPoint, job: ResolvedJob) -> tuple[str | None, dict[str, str],
-                                                                str, str]:
-    """The job's ``routing_mode`` and ``collective_modes`` (its own where it gives them, else
-    the experiment's) and the fields they came from."""
-    exp = point.experiment
-    mode, coll = exp.routing_mode, dict(exp.collective_modes)
-    mode_at, coll_at = "routing_mode", "collective_modes"
-    if exp.jobs is not None and job.field.startswith("jobs["):
-        j = exp.jobs[job.index]
-        if j.routing_mode is not None:
-            mode, mode_at = j.routing_mode, f"{job.field}.routing_mode"
-        if j.collective_modes is not None:
-            coll, coll_at = dict(j.collective_modes), f"{job.field}.collective_modes"
-    return mode, coll, mode_at, coll_at
-
-
-def mode_collectives(workload: Workload) -> list[str]:
-    """The collectives whose ``collective_modes`` entry applies to ``workload``'s sends: the
-    ``collective`` workload's ``op``, a workload that is one collective (``allreduce``); none
-    for any other.  A trace's or a skeleton's collectives are sends marked as a collective's
-    (``RankPrograms.op_coll``, for ``class_by``) but not by which collective, so no entry
-    can find them; they take the job's ``routing_mode``.  :func:`with_modes` applies the
-    entries and :func:`check_routing_modes` refuses one for another collective, by this one
-    rule."""
-    if workload.name == "collective":
-        return [str(getattr(workload.params, "op", ""))]
-    return [workload.name] if workload.name in ALGORITHMS else []
-
-
-def _rule() -> str:
-    """Which workloads ``collective_modes`` apply to (the installed kinds), for messages."""
-    from federation.plugin.registry import get_plugins
-
-    named = sorted(n for n in get_plugins().workloads.items if n in ALGORITHMS)
-    kinds = ", ".join(["collective (to its op)", *named[:-1]]) + \
-        (f" and {named[-1]}" if named else "")
-    return (f"collective_modes apply only to workloads of kind {kinds}: a skeleton's or a "
-            "program file's collectives are not told apart by collective and take "
-            "routing_mode")
 
 
 def _applies(point: ResolvedPoint, job: ResolvedJob, op: str, at: str) -> None:
@@ -94,9 +58,9 @@ def _applies(point: ResolvedPoint, job: ResolvedJob, op: str, at: str) -> None:
         return
     w = job.workload.name
     runs = f"runs {', '.join(has)}, not {op}" if has else "takes no collective_modes"
+    rule = "" if has else f"; {collective_modes_rule()}"
     raise ConfigError(f"job {job.name!r}: its workload {w!r} {runs}: the mode would apply to "
-                      "no message" + ("" if has else f"; {_rule()}"), source=point.source,
-                      path=at)
+                      f"no message{rule}", source=point.source, path=at)
 
 
 #: the fields of a workload's spec that decide which collectives its job's messages take
@@ -119,7 +83,7 @@ def sweep_varies_collectives(point: ResolvedPoint) -> bool:
     return False
 
 
-def _default_applies(point: ResolvedPoint, jobs: tuple[ResolvedJob, ...], op: str) -> None:
+def _default_applies(point: ResolvedPoint, op: str) -> None:
     """Refuse the experiment's ``collective_modes`` entry for ``op`` when no job that takes
     the experiment's entries (a job with its own ``collective_modes`` does not) runs ``op``:
     the entries are defaults for every job, like MPICH_GNI_A2A_ROUTING_MODE in the
@@ -128,30 +92,15 @@ def _default_applies(point: ResolvedPoint, jobs: tuple[ResolvedJob, ...], op: st
     The entries are defaults for every point of a sweep too: a sweep over the workloads
     (``jobs.bench.workload: [allreduce, alltoall, ...]`` beside ``{alltoall: ADAPTIVE_1}``)
     gives the alltoall mode to the points that run one, so a point whose sweep varies the
-    collectives is not refused for lacking ``op`` (this check sees one point; whether no
-    point at all runs ``op`` is the loader's to tell)."""
-    takers = {j.index for j in jobs if job_modes(point, j)[3] == "collective_modes"}
-    if any(op in mode_collectives(j.workload) for j in jobs if j.index in takers):
+    collectives is not refused for lacking ``op``; this check sees one point, and the loader,
+    which sees them all, refuses an entry no point of the sweep runs
+    (``load._check_collective_modes``)."""
+    found = unreached_collective(point, op)
+    if found is None or sweep_varies_collectives(point):
         return
-    if sweep_varies_collectives(point):
-        return
-    jobs_form = point.experiment.jobs is not None
-    why, rule = [], False
-    for j in jobs:
-        who = f"job {j.name!r}" if jobs_form else f"{j.field} {j.workload.name!r}"
-        has = mode_collectives(j.workload)
-        if j.index not in takers:
-            why.append(f"{who} gives its own collective_modes")
-        elif has:
-            why.append(f"{who} runs {', '.join(has)}")
-        else:
-            why.append(f"{who} takes no collective_modes")
-            rule = True
-    if len(why) > MAX_LISTED:
-        why[MAX_LISTED:] = [f"{len(why) - MAX_LISTED} more jobs"]
-    raise ConfigError(f"no workload of the experiment runs {op} ({'; '.join(why)}): the mode "
-                      "would apply to no message" + (f"; {_rule()}" if rule else ""),
-                      source=point.source, path=f"collective_modes.{op}")
+    why, rule = found
+    raise ConfigError(unreached_message(op, "; ".join(why), rule), source=point.source,
+                      path=f"collective_modes.{op}")
 
 
 def _named(point: ResolvedPoint, modes: list[str], name: str, at: str) -> None:
@@ -187,7 +136,7 @@ def check_routing_modes(point: ResolvedPoint) -> None:
     used = []
     for op, name in exp.collective_modes.items():
         _collective_entry(point, modes, op, name, f"collective_modes.{op}")
-        _default_applies(point, jobs, op)
+        _default_applies(point, op)
         used.append(f"collective_modes.{op}")
     for job in jobs:
         mode, coll, mode_at, coll_at = job_modes(point, job)

@@ -186,12 +186,18 @@ def is_results_name(name: str) -> bool:
 
 
 def check_not_input(out: Path, source: str, *, files: Iterable[Path] = (),
-                    results: Iterable[Path] = (), within: Iterable[Path] = ()) -> None:
+                    results: Iterable[Path] = (), within: Iterable[Path] = (),
+                    whole: bool = False) -> None:
     """Refuse an output that would replace what the command reads, comparing real paths
     (links and ``..`` resolved): one of ``files``; a results folder of ``results`` itself,
     or a file in it named as a results folder's own files are (:func:`is_results_name`; other
     names, such as ``report.html`` or ``plots``, are where the outputs go by default); or
-    anything inside a folder of ``within`` (an input with no outputs of its own inside)."""
+    anything inside a folder of ``within`` (an input with no outputs of its own inside).
+
+    ``whole``: ``out`` is a folder replaced whole (``run``'s), so one of ``files`` or
+    ``within`` inside it is refused too: ``--overwrite`` of a results folder the user had
+    put the experiment's machine file in removed the machine file with the old results."""
+    files, within = list(files), list(within)
     real = Path(os.path.realpath(out))
     for folder in results:
         where = Path(os.path.realpath(folder))
@@ -214,3 +220,9 @@ def check_not_input(out: Path, source: str, *, files: Iterable[Path] = (),
         if real == where or where in real.parents:
             raise ConfigError(f"{out} is inside {folder}, which this command reads; choose a "
                               "place outside it", source=source)
+    if whole:
+        for f in [*files, *within]:
+            if real in Path(os.path.realpath(f)).parents:
+                raise ConfigError(f"{out} holds {f}, which this command reads: the folder is "
+                                  "replaced whole (--overwrite), the input with it; choose "
+                                  "another place", source=source)
