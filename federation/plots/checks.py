@@ -12,11 +12,16 @@ table's column) and the limit:
   and accepted loads within the bytes it injected and delivered, and the accepted load within
   what its machine's terminal links can deliver in its measurement window.
 * ports table: port numbers below the machine's port count, routers of the point's own
-  machine, link classes of the machine, and (engines that count busy time: native, SimGrid)
-  a window utilisation of at most 1.
+  machine, link classes of the machine, every row stating its port as the machine wires it
+  (:mod:`federation.plots.wiring`: native and SimGrid list each port once, SST each
+  ``(router, port)`` of merlin's), and a window utilisation the link can reach: at most 1
+  for the engines that count busy time (native, SimGrid); for SST, whose figure is the bytes
+  a port sent in the window over what its link carries in it, no more than the link can start
+  sending in the window (:func:`check_sst_utilisation`).
 * link series: classes below the point's traffic classes, each (port, class, interval)
-  once, intervals in order, the utilisation the bytes give over the interval at the link's
-  bandwidth, and no more bytes than the link can start sending in the interval.
+  once, intervals in order, ports stated as wired, the utilisation the bytes give over the
+  interval at the link's bandwidth, and no more bytes than the link can start sending in the
+  interval.
 """
 
 from __future__ import annotations
@@ -28,7 +33,16 @@ from typing import Any
 import numpy as np
 
 from federation.errors import ConfigError
+from federation.models.units import seconds_to_ps
 from federation.plots.machines import PointMachine, rounding_factor
+from federation.plots.wiring import (
+    GLOBAL_PORT_ENGINES,
+    Refuse,
+    check_global_ports,
+    check_sst_ports,
+    sst_ports,
+    wiring_of,
+)
 from federation.results.model import LatencyStats, PointResult, RunResult
 
 #: the largest integer the engine counts in (int64)
@@ -40,8 +54,6 @@ NATIVE_FILES = frozenset({"packets", "ports", "messages", "nics", "link_series"}
 BUSY_TIME_ENGINES = frozenset({"native", "simgrid"})
 #: relative slack of the comparisons of floating-point figures
 REL = 1e-9
-
-Refuse = Callable[[str, str], ConfigError]
 
 
 # ----------------------------------------------------------------------- results.json
@@ -195,11 +207,13 @@ def describe_bad(values: np.ndarray) -> str | None:
 
 
 def check_ports(cols: dict[str, np.ndarray], p: PointResult, m: PointMachine,
-                refuse: Refuse) -> None:
+                refuse: Refuse, results: str = "") -> None:
     """A ports table's port numbers, routers, link classes and utilisations in range, each
-    port once, and the point's busiest links in it.  The heatmap orders a router's ports by
-    their number and places the k-th of a class in column k, so a negative or repeated port
-    would shift its columns: a figure that looks right and is not."""
+    port once and as the machine wires it, and the point's busiest links in it.  The heatmap
+    orders a router's ports by their number and places the k-th of a class in column k, so a
+    negative, repeated or permuted port would shift its columns: a figure that looks right and
+    is not.  ``results``: the folder's ``results.json`` (where the machine's relative paths
+    are resolved from, when it is rebuilt)."""
     u, r, port = cols["utilization_window"], cols["router"], cols["port"]
     if (port < 0).any():
         raise refuse("port", f"{int(port[port < 0][0])} is negative: ports are numbered from 0")
@@ -234,6 +248,9 @@ def check_ports(cols: dict[str, np.ndarray], p: PointResult, m: PointMachine,
         rr, pp = (int(x) for x in pairs[0][:, twice[0]])
         raise refuse("port", f"port {pp} of router {rr} has {int(pairs[1][twice[0]])} rows; "
                      "a ports table has one row per port")
+    _check_wiring(cols, p, m, refuse, results, complete=True)
+    if p.engine == "sst":  # once each row's link class is known right
+        check_sst_utilisation(cols, p, m, refuse)
     for lk in p.summary.busiest_links:
         row = np.flatnonzero(port == lk.port)
         if row.size != 1 or not math.isclose(float(u[row[0]]), lk.utilization_window,
@@ -243,13 +260,85 @@ def check_ports(cols: dict[str, np.ndarray], p: PointResult, m: PointMachine,
                          "this table disagrees: not this point's table")
 
 
+def _check_wiring(cols: dict[str, np.ndarray], p: PointResult, m: PointMachine,
+                  refuse: Refuse, results: str, complete: bool) -> None:
+    """The table's ports as the point's machine wires them (when it can be rebuilt here)."""
+    if p.engine not in GLOBAL_PORT_ENGINES and p.engine != "sst":
+        return  # another engine's plugin: its port numbering is its own
+    w = wiring_of(m, results)
+    if w is None:
+        return
+    if p.engine in GLOBAL_PORT_ENGINES:
+        check_global_ports(cols, w, m, refuse, complete)
+        return
+    sp = sst_ports(w, p.routing)
+    if sp is not None:
+        check_sst_ports(cols, sp, m, refuse)
+
+
+def check_sst_utilisation(cols: dict[str, np.ndarray], p: PointResult, m: PointMachine,
+                          refuse: Refuse) -> None:
+    """An SST port's window utilisation is the bytes it sent in the measurement window over
+    what its link carries in it (``bytes / (bandwidth x window)``, ``adapters/sst/results.py``),
+    so it is bounded as the native link series are: a port cannot start more bytes in the
+    window than its link's bandwidth over it allows (the rounding of a packet's time to whole
+    picoseconds allowed for, as :func:`~federation.plots.machines.rounding_factor` bounds it)
+    and one packet begun at its end; a port without a cable (``unconnected``) sends nothing.
+    With ``bytes_window`` in the table, the utilisation must be what those bytes give.
+
+    Only for open-loop points with a measurement window (``stop.measure``) and a known
+    machine: a rank-program point's statistics cover the whole run, which the adapter does not
+    report as a window (it writes no utilisation there, 0), so there is nothing to bound."""
+    stop = p.resolved.get("stop")
+    measure = stop.get("measure") if isinstance(stop, dict) else None
+    if (p.summary.programs is not None or m.packet_size is None or not m.bandwidth
+            or isinstance(measure, bool) or not isinstance(measure, (int, float))
+            or not math.isfinite(measure) or not measure > 0):
+        return
+    window_s = seconds_to_ps(float(measure)) / 1e12
+    if window_s <= 0:
+        return
+    u, lc = cols["utilization_window"], cols["link_class"].astype(object)
+    bw = np.array([m.bandwidth.get(c, np.nan) for c in lc.tolist()], dtype=np.float64)
+    idle = lc == "unconnected"
+    bad = idle & (u != 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise refuse("utilization_window", f"{u[i]:g} on port {int(cols['port'][i])} of router "
+                     f"{int(cols['router'][i])}, which has no cable (unconnected): it sends "
+                     "nothing (sst engine)")
+    known = ~idle & np.isfinite(bw) & (bw > 0)
+    factor = {b: rounding_factor(b, m.packet_size) for b in np.unique(bw[known]).tolist()}
+    limit = np.full(u.shape, np.inf)
+    limit[known] = (np.array([factor[b] for b in bw[known].tolist()])
+                    + m.packet_size / (bw[known] * window_s)) * (1 + REL)
+    over = u > limit
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
+        raise refuse("utilization_window", f"{u[i]:g} on port {int(cols['port'][i])} of router "
+                     f"{int(cols['router'][i])} ({lc[i]}), more than its link can carry: at "
+                     f"most {limit[i]:.6g} ({bw[i]:g} B/s over the {measure:g} s measurement "
+                     f"window, and one {m.packet_size} B packet begun at its end; sst engine)")
+    if "bytes_window" not in cols:
+        return
+    nbytes = cols["bytes_window"]
+    want = np.where(known, nbytes / np.where(known, bw, 1.0) / window_s, u)
+    bad = known & ~np.isclose(u, want, rtol=REL, atol=0.0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise refuse("utilization_window", f"{u[i]:g} on port {int(cols['port'][i])} of router "
+                     f"{int(cols['router'][i])}, but its {int(nbytes[i])} bytes_window over the "
+                     f"{measure:g} s window at its link's {bw[i]:g} B/s are {want[i]:.6g} (sst "
+                     "engine)")
+
+
 def n_classes(p: PointResult) -> int:
     """The point's traffic classes: ``summary.classes`` with several, else 1."""
     return max(len(p.summary.classes or []), 1)
 
 
 def check_link_series(cols: dict[str, np.ndarray], p: PointResult, m: PointMachine,
-                      refuse: Refuse) -> None:
+                      refuse: Refuse, results: str = "") -> None:
     """A link series' ports, classes, byte counts and intervals in range, each (port, class,
     interval) once, and its utilisations the ones its bytes give (each refusal names its own
     column): the class-share figure sums bytes per port, gives each class a series and places
@@ -296,6 +385,7 @@ def check_link_series(cols: dict[str, np.ndarray], p: PointResult, m: PointMachi
         raise refuse("port", f"port {pp}, class {cc}, interval ending at {int(ends[k])} ps "
                      f"has {int(counts[twice[0]])} rows; a link series has one per port, "
                      "class and interval")
+    _check_wiring(cols, p, m, refuse, results, complete=False)
     _check_series_bandwidth(cols, m, inverse, refuse)
 
 

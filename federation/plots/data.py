@@ -25,13 +25,14 @@ from federation.plots.reader import (  # noqa: F401 - the folder reader, re-expo
     load_folders,
     read_table,
 )
+from federation.plots.sweeps import OUTPUTS as SWEPT_OUTPUTS
 from federation.results.model import PointResult
 
 #: Swept keys that already show as a series' routing or engine part of its label.
 REDUNDANT = frozenset({"routing.algorithm", "engine.kind"})
 #: Swept keys under this prefix choose what a run writes, not what it simulates: they define
 #: no series (a sweep over ``outputs.packets`` runs the same experiment twice).
-OUTPUTS = "outputs."
+OUTPUTS = SWEPT_OUTPUTS
 
 
 def defines_series(key: str) -> bool:

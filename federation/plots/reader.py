@@ -27,6 +27,11 @@ the file and the field, anything the figures could not draw truthfully:
   engine counts (:mod:`federation.plots.checks`: percentiles in order, utilisations a link can
   reach, classes the point has, one row per port and interval, ``status`` agreeing with the
   missing points).
+* the ports of the ports and link-series tables, and the summary's busiest links, stated as
+  the point's machine wires them (:mod:`federation.plots.wiring`: a permuted router or port
+  column, or a table of another machine of the same size, is refused).
+* a load listed twice in one series: the runner runs it as the same simulation, so two such
+  points that measured different figures are refused (:mod:`federation.plots.sweeps`).
 
 Only the columns the figures read are loaded, so a folder with large packets tables costs a
 fraction of its size in memory.  Nothing here imports matplotlib.
@@ -54,10 +59,9 @@ from federation.plots.checks import (
     first_number,
 )
 from federation.plots.machines import PointMachine, point_machines
+from federation.plots.sweeps import LOAD_KEY, check_repeated_loads
+from federation.plots.wiring import check_busiest_links
 from federation.results.model import RESULTS_SCHEMA_VERSION, PointResult, RunResult
-
-#: The swept key that is the x axis of the load figures; every other swept key makes a series.
-LOAD_KEY = "workload.load"
 
 #: Per table, the columns the figures read and their kind: ``int`` (any integer type), ``number``
 #: (integer or floating point), ``bool``, ``str``.  Every table has ``point`` (the writer's).
@@ -73,9 +77,16 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
                     "bytes": "int", "utilization": "number"},
 }
 #: columns read when the table has them: the messages' ``job`` (per-job distributions)
+#: the ports' wiring (checked against the machine's) and SST's window bytes (its utilisation's)
 OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"messages": {"job": "str"},
                                                "link_series": {"link_class": "str",
-                                                               "router": "int"}}
+                                                               "router": "int"},
+                                               "ports": {"node": "int", "peer_router": "int",
+                                                         "local_port": "int",
+                                                         "bytes_window": "int"}}
+#: optional columns read only to be checked (the figures do not draw them)
+CHECKED_ONLY: dict[str, tuple[str, ...]] = {"ports": ("node", "peer_router", "local_port",
+                                                      "bytes_window")}
 TABLE_SUFFIXES = (".parquet", ".csv")
 _NUMPY = {"int": np.int64, "number": np.float64, "bool": np.bool_, "str": object}
 
@@ -122,7 +133,10 @@ class ResultFolder:
                 raise ConfigError(f"point {point.index} has no {name} table (outputs.{name} was "
                                   "off)", source=str(self.path))
             cols = read_table(self.path / f, name)
-            check_table(cols, name, point, self.machine_of(point), str(self.path / f))
+            check_table(cols, name, point, self.machine_of(point), str(self.path / f),
+                        str(self.path / "results.json"))
+            for col in CHECKED_ONLY.get(name, ()):  # read for the checks, not kept
+                cols.pop(col, None)
             self._tables[key] = cols
         return self._tables[key]
 
@@ -171,6 +185,7 @@ def load_folder(path: str | Path, tables: bool = True) -> ResultFolder:
     machines = point_machines(result, str(doc_path))
     for i, pt in enumerate(result.points):
         check_loads(pt, machines[pt.index], str(doc_path), f"points[{i}]")
+        check_busiest_links(pt, machines[pt.index], str(doc_path), f"points[{i}]")
     folder = ResultFolder(p, result, performance=_read_performance(p, len(result.points)),
                           machines=machines)
     if tables:
@@ -260,6 +275,7 @@ def _check_run(r: RunResult, source: str) -> None:
         raise ConfigError(f"the run says it is complete but lists missing points "
                           f"{sorted(missing)}", source=source, path="status")
     check_document(r, source)
+    check_repeated_loads(r, source)
 
 
 def _inside(folder: Path, entry: str, source: str, path: str) -> Path:
@@ -427,9 +443,12 @@ def _check_names(names: list[str], want: dict[str, str], name: str, source: str)
 
 
 def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult,
-                machine: PointMachine, source: str) -> None:
+                machine: PointMachine, source: str, results: str = "") -> None:
     """Values in range, and the table belonging to ``point`` (see the module docstring);
-    ``machine``: the point's own."""
+    ``machine``: the point's own; ``results``: the folder's ``results.json``, where the
+    machine is rebuilt from to check the ports' wiring (by default beside the table)."""
+    results = results or str(Path(source).parent / "results.json")
+
     def refuse(col: str, msg: str) -> ConfigError:
         return ConfigError(msg, source=source, path=col)
 
@@ -457,9 +476,9 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult,
                                        s.latency_ns.mean), ("hops", hops, s.mean_hops)):
                 _agree(values, want, "mean", refuse(col, ""))
     elif name == "ports":
-        check_ports(cols, point, machine, refuse)
+        check_ports(cols, point, machine, refuse, results)
     elif name == "link_series":
-        check_link_series(cols, point, machine, refuse)
+        check_link_series(cols, point, machine, refuse, results)
     else:
         done = cols["measured"] & (cols["completed_ps"] >= 0)
         c = cols["completion_ps"][done]
