@@ -12,6 +12,17 @@ sources):
 * ``sendRecv``: ``SendRecvParser::parse`` (``smpi_replay.cpp``) requires six fields after the
   action (``CHECK_ACTION_PARAMS(action, 6, 0)``: counts, peers and both datatype ids); the
   four-field form this reader took is refused.
+* the last line: ``read_and_trim_line`` (``xbt_replay.cpp``) reads a line with
+  ``std::getline``; when that meets the end of the file (no ``\\n`` after the line), both
+  ``ReplayReader::get`` (per-rank files: ``return not fs.eof()``) and ``get_action`` (one
+  shared file: ``if (action_fs.eof()) break``) stop without replaying it.  An action line
+  there is refused; a comment or blanks there, or nothing after the last ``\\n``, are
+  read alike by both.
+* trace lists: ``smpi_read_replay`` (``smpi_deployment.cpp``) keeps every non-empty line
+  verbatim as a file name, so a ``#`` line, a line of blanks and blanks around a name
+  (skipped or trimmed here before) are refused; empty lines are skipped by both.
+
+(Each case was also run through the installed ``libsimgrid.so.3.32``'s ``replay_runner``.)
 """
 
 from __future__ import annotations
@@ -173,3 +184,146 @@ def test_the_four_field_sendrecv_is_refused_by_the_cli_without_a_traceback(tmp_p
     write(tmp_path, b"0 sendRecv 8 1 8 1\n1 sendRecv 8 0 8 0\n")
     line = one_error(run_cli("comm", "t.txt", "--format", "ti", cwd=tmp_path))
     assert "t.txt: line 1 (rank 0, sendRecv): " + SENDRECV_FORM.format(given=4) in line
+
+
+# --------------------------------------------------------------------------- the last line
+
+
+def no_line_feed(line: int) -> str:
+    return (f"line {line}: the last line of the trace has no line feed at its end: SimGrid "
+            "stops reading at the end of the file without replaying the line it read there, "
+            "so it would not replay this line (this reader would); end the file with a line "
+            "feed (\\n)")
+
+
+UNTERMINATED = {
+    # SimGrid 3.32 replays only '0 compute 1' of these (checked with its replay_runner)
+    "after other lines": (b"0 compute 1\n0 compute 2", 2),
+    "the only line": (b"0 compute 1", 1),
+    "after a CRLF line, ending in a carriage return": (b"0 compute 1\r\n0 compute 2\r", 2),
+    "after comments and blank lines": (b"0 compute 1\n# c\n\n  \n0 compute 2", 5),
+    "blanks after the action": (b"0 compute 1\n0 compute 2 \t", 2),
+    # SimGrid never reads it, so this reader's own objection to it is not the reason
+    "an unknown action": (b"0 compute 1\n0 frobnicate", 2),
+    "another rank's line": (b"0 compute 1\n1 compute 2", 2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNTERMINATED))
+def test_a_last_action_line_without_its_line_feed_is_refused(tmp_path, case):
+    data, line = UNTERMINATED[case]
+    f = write(tmp_path, data)
+    assert refusal(f) == (str(f), no_line_feed(line))
+
+
+def test_a_last_line_without_its_line_feed_is_refused_after_an_earlier_lines_fault(tmp_path):
+    """The lines before it are read first: their own fault is the one reported."""
+    f = write(tmp_path, b"0 frobnicate\n0 compute 2")
+    assert refusal(f) == (str(f), "line 1 (rank 0, frobnicate): unknown action 'frobnicate'")
+
+
+def test_a_per_rank_file_without_its_last_line_feed_is_refused_by_name(tmp_path):
+    """``ReplayReader::get`` (each rank's own file) drops the line as the shared reader does."""
+    write(tmp_path, b"0 send 1 0 8\n", "r0.txt")
+    r1 = write(tmp_path, b"1 init\n1 recv 0 0 8", "r1.txt")
+    lst = write(tmp_path, b"r0.txt\nr1.txt\n", "list.txt")
+    assert refusal(lst) == (str(r1), no_line_feed(2))
+
+
+def test_a_shared_file_named_by_a_one_line_list_without_its_last_line_feed(tmp_path):
+    """One name: the file every rank shares (``get_action``), which drops the line too."""
+    t = write(tmp_path, b"0 send 1 0 8\n1 recv 0 0 8", "shared.txt")
+    lst = write(tmp_path, b"shared.txt\n", "list.txt")
+    assert refusal(lst) == (str(t), no_line_feed(2))
+
+
+TERMINATED = {
+    # what SimGrid reads as this reader does: the last action line ends in '\n'
+    "a line feed, then nothing": b"0 compute 1\n0 compute 2\n",
+    "CRLF line ends": b"0 compute 1\r\n0 compute 2\r\n",
+    "an unterminated comment": b"0 compute 1\n0 compute 2\n# end",
+    "an unterminated indented comment": b"0 compute 1\n0 compute 2\n  # end",
+    "unterminated blanks": b"0 compute 1\n0 compute 2\n \t ",
+    "an unterminated carriage return": b"0 compute 1\n0 compute 2\n\r",
+    "empty lines": b"0 compute 1\n0 compute 2\n\n\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(TERMINATED))
+def test_a_trace_whose_last_action_line_ends_in_a_line_feed_is_read(tmp_path, case):
+    f = write(tmp_path, TERMINATED[case])
+    p = read_ti(f)
+    assert p.op_time_ps.tolist() == [10**3, 2 * 10**3]
+    assert p.op_line.tolist() == [1, 2]
+
+
+def test_a_missing_last_line_feed_is_refused_by_the_cli_without_a_traceback(tmp_path):
+    write(tmp_path, b"0 send 1 0 8\n1 recv 0 0 8")
+    line = one_error(run_cli("comm", "t.txt", "--format", "ti", cwd=tmp_path))
+    assert "t.txt: line 2: the last line of the trace has no line feed at its end" in line
+
+
+# --------------------------------------------------------------------------- trace lists
+
+
+def padded(line: int, name: str) -> str:
+    return (f"line {line}: the trace file name {name} has blanks at its start or end: SimGrid "
+            "takes a trace list's lines whole, nothing trimmed, so it would open a file whose "
+            "name holds them; remove them")
+
+
+def odd(line: int, text: str, what: str) -> str:
+    return (f"line {line}: {text} in a trace list is {what}: SimGrid skips only empty lines "
+            "of a list and reads every other line as a trace file's name, so it would take "
+            "this one for a rank's trace (the files after it each going to the next rank); "
+            "remove the line or leave it empty")
+
+
+LIST_LINES = {
+    # SimGrid's smpi_read_replay keeps each of these lines whole, as a file name
+    "a leading blank": (b" r0.txt\nr1.txt\n", padded(1, "' r0.txt'")),
+    "a trailing blank": (b"r0.txt\nr1.txt \n", padded(2, "'r1.txt '")),
+    "a trailing tab on the only name": (b"r0.txt\t\n", padded(1, "'r0.txt\\t'")),
+    "a '#' line": (b"# ranks 0 and 1\nr0.txt\nr1.txt\n",
+                   odd(1, "'# ranks 0 and 1'", "a '#' line")),
+    "a '#' line after the names": (b"r0.txt\nr1.txt\n#end\n", odd(3, "'#end'", "a '#' line")),
+    "a line of blanks": (b"r0.txt\n \nr1.txt\n", odd(2, "' '", "blanks only, not empty")),
+    "a tab after the last name": (b"r0.txt\nr1.txt\n\t", odd(3, "'\\t'",
+                                                             "blanks only, not empty")),
+    "a one-name list with a comment": (b"r0.txt\n# shared\n",
+                                       odd(2, "'# shared'", "a '#' line")),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIST_LINES))
+def test_a_list_line_simgrid_reads_as_a_file_name_is_refused(tmp_path, case):
+    data, message = LIST_LINES[case]
+    write(tmp_path, b"0 send 1 0 8\n", "r0.txt")
+    write(tmp_path, b"1 recv 0 0 8\n", "r1.txt")
+    lst = write(tmp_path, data, "list.txt")
+    assert refusal(lst) == (str(lst), message)
+
+
+@pytest.mark.parametrize("data", [b"r0.txt\n\nr1.txt\n\n\n", b"\nr0.txt\nr1.txt"],
+                         ids=["empty lines", "no line feed after the last name"])
+def test_list_lines_simgrid_reads_alike_are_read(tmp_path, data):
+    """Empty lines SimGrid skips (``if (not str.empty())``); a last name without its line
+    feed it keeps (``std::getline`` sets only eof there, and the loop body runs)."""
+    write(tmp_path, b"0 send 1 0 8\n", "r0.txt")
+    write(tmp_path, b"1 recv 0 0 8\n", "r1.txt")
+    p = read_ti(write(tmp_path, data, "list.txt"))
+    assert p.n_ranks == 2 and p.op_bytes.tolist() == [8, 8]
+
+
+def test_comments_and_blank_lines_in_a_trace_are_still_skipped(tmp_path):
+    """A file with a line of two fields or more is a trace, where SimGrid skips them."""
+    f = write(tmp_path, b"# SimGrid trace\n \n\t\n0 send 1 0 8\n  # c\n1 recv 0 0 8\n")
+    assert read_ti(f).op_line.tolist() == [4, 6]
+
+
+def test_a_list_line_simgrid_reads_as_a_name_is_refused_by_the_cli(tmp_path):
+    write(tmp_path, b"0 send 1 0 8\n", "r0.txt")
+    write(tmp_path, b"1 recv 0 0 8\n", "r1.txt")
+    write(tmp_path, b"# two ranks\nr0.txt\nr1.txt\n", "list.txt")
+    line = one_error(run_cli("comm", "list.txt", "--format", "ti", cwd=tmp_path))
+    assert "list.txt: line 1: '# two ranks' in a trace list is a '#' line" in line

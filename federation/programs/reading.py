@@ -25,7 +25,7 @@ an escape, and the files pasted together that usually put it there need fixing a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -108,8 +108,9 @@ def max_ops(given: int | None = None) -> int | None:
     return b.max_ops if given is None else min(given, b.max_ops)
 
 
-def text_lines(path: str | Path, what: str = "schedule",
-               newline: str | None = None) -> Iterator[tuple[int, list[str]]]:
+def text_lines(path: str | Path, what: str = "schedule", newline: str | None = None,
+               unterminated: Callable[[int, str], None] | None = None,
+               ) -> Iterator[tuple[int, list[str]]]:
     """The lines of a UTF-8 text file, streamed a block at a time: ``(number of the first
     line, lines)`` (without their line ends), each within :data:`MAX_LINE_CHARS`.  A
     missing, unreadable or non-regular file, undecodable bytes or an over-long line are
@@ -123,7 +124,14 @@ def text_lines(path: str | Path, what: str = "schedule",
     line.  With ``""`` only ``\\n`` ends one and every ``\\r`` stays in the text (at the end
     of a ``\\r\\n`` line, or inside one), for a format whose own reader splits at ``\\n``
     only (SimGrid's ``std::getline``), so that the caller can read a ``\\r`` as that reader
-    does or refuse it: split here, a lone ``\\r`` made two lines of what is one there."""
+    does or refuse it: split here, a lone ``\\r`` made two lines of what is one there.
+
+    ``unterminated``, if given, is called with the number and text of the file's last line
+    when no ``\\n`` ends it (a file ending in ``\\n`` has no such line), after every line
+    before it has been yielded and before that line is: a format whose own reader drops
+    such a line (SimGrid's replay stops at end of file without handling the line it read
+    there) can refuse it there, with its line, before replaying it, and only after an
+    earlier line's own fault."""
     p = Path(path)
     src = str(p)
     try:
@@ -159,6 +167,12 @@ def text_lines(path: str | Path, what: str = "schedule",
                                 yield n + 1, lines[:i]
                             raise bom_inside(n + 1 + i, line, src)
                 if not block:
+                    if carry and unterminated is not None:
+                        if lines:
+                            yield n + 1, lines
+                            n += len(lines)
+                        unterminated(n + 1, carry)
+                        lines = []
                     if carry:
                         lines.append(carry)
                     if lines:

@@ -1,8 +1,8 @@
 """SimGrid time-independent (TI) traces to rank programs.
 
 What SimGrid writes (``smpirun -trace-ti --cfg=tracing/filename:T``, SimGrid 3.20 and later;
-checked against ``src/smpi/internals/smpi_replay.cpp``, ``src/xbt/xbt_replay.cpp`` and
-``src/instr/instr_private.hpp``):
+checked against ``src/smpi/internals/smpi_replay.cpp``, ``src/xbt/xbt_replay.cpp``,
+``src/smpi/internals/smpi_deployment.cpp`` and ``src/instr/instr_private.hpp``):
 
 * ``T`` is a *list* of trace files, one per line (``T_files/<id>_rank-<n>.txt``); rank i
   reads the i-th.  With ``tracing/smpi/format/ti-one-file`` (or by hand) the list has one line:
@@ -14,15 +14,24 @@ checked against ``src/smpi/internals/smpi_replay.cpp``, ``src/xbt/xbt_replay.cpp
 * Lines end at ``\\n`` only (``std::getline``), then ``boost::trim`` takes C's blanks, ``\\r``
   among them, off both ends: a ``\\r\\n`` line end reads as ``\\n`` does, but a lone ``\\r``
   inside a line neither ends the line nor separates fields there (it stays in a field, or is
-  a field), so it is refused with its line and column.  A trace *list* is read by
-  ``smpi_deployment.cpp`` with ``std::getline`` and nothing trimmed: a ``\\r`` there is part
-  of the file's name to SimGrid, and is refused too.
+  a field), so it is refused with its line and column.
+* A trace's last line needs its ``\\n``: when ``std::getline`` meets the end of the file
+  (a last line without one), the replay stops without handling the line it read
+  (``ReplayReader::get`` returns ``not fs.eof()`` for a rank's own file, ``get_action``
+  breaks on ``eof()`` for a shared one), so SimGrid drops it silently.  Such a line is
+  refused when it is an action line; a comment or blanks there are skipped by both alike.
+* A trace *list* is read by ``smpi_read_replay`` (``smpi_deployment.cpp``) with
+  ``std::getline``, every non-empty line kept whole as a file name, nothing trimmed: a
+  ``\\r``, blanks at a name's ends, a line of blanks and a ``#`` line are all names to
+  SimGrid (where this reader trimmed or skipped them), so each is refused with the list's
+  line.  Only empty lines are skipped by both; a last name without its ``\\n`` is read by
+  both.
 
 :func:`read_ti` takes either the list or a trace file itself (a file whose lines have one
-field each is a list).  Paths in a list are relative to the list's folder (never to the
-current directory); absolute ones are taken as given.  Numbers are ASCII and never negative,
-each field read as SimGrid reads it, and refused, naming the line and the field, where this
-reader and SimGrid would read it differently:
+field each, blank and ``#`` lines aside, is a list).  Paths in a list are relative to the
+list's folder (never to the current directory); absolute ones are taken as given.  Numbers
+are ASCII and never negative, each field read as SimGrid reads it, and refused, naming the
+line and the field, where this reader and SimGrid would read it differently:
 
 * a line's rank is text to SimGrid: ``0``, ``1``, ... exactly (``+0`` or ``01`` is no rank's);
 * a peer rank, a tag and the three fields of ``wait`` go through ``std::stoi``, which reads a
@@ -271,8 +280,13 @@ class _Reader:
         src = str(path)
         self.files.append(src)
         # '\n' only ends a line, as std::getline ends it: a '\r' stays in the line's text,
-        # trimmed off its ends (as boost::trim does) by split(), refused inside it
-        for first, lines in text_lines(path, "trace", newline=""):
+        # trimmed off its ends (as boost::trim does) by split(), refused inside it; a last
+        # line without its '\n' SimGrid does not replay, so it is refused before it is read
+        def last(n: int, raw: str) -> None:
+            _unterminated(src, n, raw)
+
+        _no_leading_bom(path, "its first line's rank field, so it would not replay that line")
+        for first, lines in text_lines(path, "trace", newline="", unterminated=last):
             for n, raw in enumerate(lines, first):
                 fields = raw.split()
                 if not fields or fields[0].startswith("#"):
@@ -469,31 +483,106 @@ def _blanks_only(src: str, n: int, raw: str) -> None:
                       "a blank", source=src)
 
 
+def _no_leading_bom(path: Path, part: str) -> None:
+    """Refuse a trace or trace list that starts with a UTF-8 byte-order mark.  The other
+    formats' readers skip one there, as editors write it; SimGrid does not
+    (``std::getline`` on a byte stream): the mark's three bytes are part of ``part`` to it,
+    so its replay and this reader's would differ (a first line ``\ufeff0 compute 1`` is no
+    rank's there).  Files that are not regular are left to :func:`text_lines` to refuse."""
+    try:
+        if not path.is_file():
+            return
+        with open(path, "rb") as f:
+            head = f.read(len(BOM_BYTES))
+    except OSError:
+        return  # text_lines names the fault
+    if head == BOM_BYTES:
+        raise ConfigError("line 1: the file starts with a byte-order mark (U+FEFF), which "
+                          f"SimGrid does not skip: it reads the mark as part of {part}; "
+                          "save the file as UTF-8 without it", source=str(path))
+
+
+#: UTF-8's byte-order mark
+BOM_BYTES = b"\xef\xbb\xbf"
+
+
+def _unterminated(src: str, n: int, raw: str) -> None:
+    """Refuse line ``n`` (``raw``), the last of trace ``src``, which no line feed ends, if
+    it is an action line (a blank or ``#`` line is skipped by both readers alike).  SimGrid
+    drops it: ``read_and_trim_line`` (``xbt_replay.cpp``) reads it with ``std::getline``,
+    which meets the end of the file there, and both the per-rank reader
+    (``ReplayReader::get`` returns ``not fs.eof()``) and the shared one-file reader
+    (``get_action``: ``if (action_fs.eof()) break``) stop without handling it, silently:
+    its operations would be in this reader's programs and not in SimGrid's replay."""
+    fields = raw.split()
+    if not fields or fields[0].startswith("#"):
+        return
+    raise ConfigError(f"line {n}: the last line of the trace has no line feed at its end: "
+                      "SimGrid stops reading at the end of the file without replaying the "
+                      "line it read there, so it would not replay this line (this reader "
+                      "would); end the file with a line feed (\\n)", source=src)
+
+
 def _is_list(path: Path, max_files: int | None) -> list[Path] | None:
     """The files of a trace list, or None when ``path`` is a trace itself (a line with more
-    than one field).  A list of more than ``max_files`` names is refused as soon as it gets
-    there, and a name that is not a regular file (missing, or ``/dev/zero``) with its line."""
+    than one field; blank and ``#`` lines do not count).  A list of more than ``max_files``
+    names is refused as soon as it gets there, and a name that is not a regular file
+    (missing, or ``/dev/zero``), or that SimGrid reads otherwise (``\\r``, blanks at its
+    ends), with its line.  SimGrid (``smpi_read_replay``) takes a list's lines verbatim and
+    skips only empty ones, so a blank line that is not empty and a ``#`` line are file names
+    there: fine in a trace, they are refused once the file is known to be a list (at its
+    end), the first of them with its line."""
+    _no_leading_bom(path, "the first line (a trace's first rank field, a list's first name)")
     names: list[Path] = []
-    cr_blank = 0  # the first blank line holding a '\r', refused if this is a list
+    odd, odd_raw = 0, ""  # the first line blank but not empty, or '#': refused in a list
     for first, lines in text_lines(path, "trace", newline=""):
         for n, raw in enumerate(lines, first):
             fields = raw.split()
             if not fields or fields[0].startswith("#"):
-                if not fields and not cr_blank and "\r" in raw:
-                    cr_blank = n
+                if raw and not odd:
+                    odd, odd_raw = n, raw
                 continue
             if len(fields) != 1:
                 return None
             if "\r" in raw:
                 raise _cr_in_list(path, n, raw)
+            if raw != fields[0]:
+                raise _padded_in_list(path, n, raw)
             names.append(_listed(path, n, fields[0]))
             if max_files is not None and len(names) > max_files and len(names) > 1:
                 raise ConfigError(f"line {n}: a trace list of more than {max_files} files "
                                   f"(one per rank), but the machine has {max_files} nodes",
                                   source=str(path))
-    if names and cr_blank:
-        raise _cr_in_list(path, cr_blank, "")
+    if names and odd:
+        raise _odd_in_list(path, odd, odd_raw)
     return names
+
+
+def _padded_in_list(listing: Path, n: int, raw: str) -> ConfigError:
+    """The refusal of a trace file name with blanks at its start or end (line ``n``,
+    ``raw``).  SimGrid opens the list's line as it stands (``smpi_read_replay`` trims
+    nothing), a file other than the one this reader, splitting at blanks, would open."""
+    return ConfigError(f"line {n}: the trace file name {quoted(raw, 200)} has blanks at its "
+                       "start or end: SimGrid takes a trace list's lines whole, nothing "
+                       "trimmed, so it would open a file whose name holds them; remove them",
+                       source=str(listing))
+
+
+def _odd_in_list(listing: Path, n: int, raw: str) -> ConfigError:
+    """The refusal of line ``n`` (``raw``) of a trace list: blank but not empty, or a ``#``
+    line.  SimGrid keeps every non-empty line of a list as a file name
+    (``smpi_read_replay``: ``if (not str.empty())``), so it would open this line as a
+    rank's trace, give the files after it to the ranks after theirs, and with one name
+    besides it read one trace per rank rather than one shared by all; this reader skipped
+    the line."""
+    if "\r" in raw and not raw.split():
+        return _cr_in_list(listing, n, "")
+    what = "a '#' line" if raw.split() else "blanks only, not empty"
+    return ConfigError(f"line {n}: {quoted(raw, 80)} in a trace list is {what}: SimGrid skips "
+                       "only empty lines of a list and reads every other line as a trace "
+                       "file's name, so it would take this one for a rank's trace (the files "
+                       "after it each going to the next rank); remove the line or leave it "
+                       "empty", source=str(listing))
 
 
 def _cr_in_list(listing: Path, n: int, raw: str) -> ConfigError:
