@@ -268,3 +268,18 @@ def test_check_not_input_of_a_folder_replaced_whole(tmp_path):
     check_not_input(tmp_path / "out", "--out", files=[tmp_path / "out/sub/m.yaml"])
     check_not_input(tmp_path / "other", "--out", files=[tmp_path / "out/sub/m.yaml"],
                     whole=True)
+
+
+@pytest.mark.parametrize("command", ["config", "run"])
+def test_sst_commands_never_replace_a_folder_holding_the_machine_file(results, command):
+    """``federation sst config`` and ``sst run`` replace their folder whole too: a results
+    folder (``r``, which ``--overwrite`` may replace) that holds the machine file is refused
+    before anything is written (old: ``sst config`` replaced it, the machine file with it)."""
+    shutil.copy(results / "m.yaml", results / "r" / "m.yaml")
+    write(results, {"machine": "r/m.yaml", **OPEN_LOOP}, "e2.yaml")
+    before = snapshot(results)
+    line = one_error(run_cli("sst", command, "e2.yaml", "--out", "r", "--overwrite",
+                             cwd=results))
+    assert line == ("error: --out: r holds r/m.yaml, which this command reads: the folder is "
+                    "replaced whole (--overwrite), the input with it; choose another place")
+    assert snapshot(results) == before

@@ -113,6 +113,7 @@ def output_folder(loaded: LoadedExperiment, out: str | None) -> tuple[Path, str]
     the file's stem), each checked as a name every file system and reader takes
     (:func:`federation.results.outputs.check_out_path`) and as no input of the experiment
     (:func:`check_inputs`)."""
+    from federation.pipeline.inputs import check_inputs
     from federation.results.outputs import check_name, check_out_path
 
     exp = loaded.experiment
@@ -133,19 +134,6 @@ def output_folder(loaded: LoadedExperiment, out: str | None) -> tuple[Path, str]
     check_out_path(out_dir, out_source)
     check_inputs(loaded, out_dir, out_source)
     return out_dir, out_source
-
-
-def check_inputs(loaded: LoadedExperiment, out_dir: Path, out_source: str) -> None:
-    """Refuse an output folder that is, or holds, a file the experiment reads (the file
-    itself, a machine file, a program, trace or graph file: :func:`~federation.pipeline.inputs.
-    experiment_inputs`), before anything runs: the folder is replaced whole."""
-    from federation.pipeline.inputs import experiment_inputs
-    from federation.results.outputs import check_not_input
-
-    inputs = experiment_inputs(loaded)
-    folders = [p for p in inputs if p.is_dir()]  # a DUMPI trace
-    check_not_input(out_dir, out_source, files=[p for p in inputs if p not in folders],
-                    within=folders, whole=True)
 
 
 def parse_max_memory(text: str | None) -> int | None:

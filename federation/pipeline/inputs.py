@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from federation.models.base import DocumentPath
 from federation.pipeline.points import LoadedExperiment, point_jobs
+from federation.results.destinations import check_not_input
 
 
 def experiment_inputs(loaded: LoadedExperiment) -> list[Path]:
@@ -87,3 +88,13 @@ def _may_hold(annotation: Any, seen: frozenset[Any]) -> bool:
                                                                  seen | {annotation})
             for f in annotation.model_fields.values())
     return any(_may_hold_path(a, seen) for a in get_args(annotation))
+
+
+def check_inputs(loaded: LoadedExperiment, out_dir: Path, out_source: str) -> None:
+    """Refuse an output folder that is, or holds, a file the experiment reads (the file
+    itself, a machine file, a program, trace or graph file: :func:`~federation.pipeline.inputs.
+    experiment_inputs`), before anything runs: the folder is replaced whole."""
+    inputs = experiment_inputs(loaded)
+    folders = [p for p in inputs if p.is_dir()]  # a DUMPI trace
+    check_not_input(out_dir, out_source, files=[p for p in inputs if p not in folders],
+                    within=folders, whole=True)

@@ -88,9 +88,11 @@ def federation_add_commands(app: Any) -> None:
     ) -> None:
         """Write the SST configuration of every point (no SST needed)."""
         from federation.adapters.sst.run import write_configs
+        from federation.pipeline.inputs import check_inputs
         from federation.pipeline.load import load_experiment
 
         loaded = load_experiment(file, set_ or [])
+        check_inputs(loaded, out, "--out")  # the folder is replaced whole
         paths = write_configs(loaded, out, overwrite)
         loaded.print_notes()  # once written: a refusal stays one line
         for p in paths:
@@ -107,10 +109,12 @@ def federation_add_commands(app: Any) -> None:
         (the file's own sst options, else sst's defaults): results.json (engine sst) and
         per-point files; a stopped or failing sweep keeps its finished points."""
         from federation.adapters.sst.run import run_experiment
+        from federation.pipeline.inputs import check_inputs
         from federation.pipeline.load import load_experiment
 
         # engine.kind=sst keeps an sst engine's own options and gives another engine sst's
         loaded = load_experiment(file, ["engine.kind=sst", *(set_ or [])])
+        check_inputs(loaded, out, "--out")  # the folder is replaced whole
         placed: list[Path] = []
         run_experiment(loaded, out, overwrite, placed=placed.append,
                        checked=loaded.print_notes)
