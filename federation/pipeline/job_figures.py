@@ -72,6 +72,9 @@ def job_summaries(prep: PreparedPoint, raw: RawResult) -> list[JobSummary] | Non
             fields.update(closed_figures(prep, raw, pj))
         else:
             fields.update(table.get(job.index, {}))
+        gen, got = fields.get("packets_generated"), fields.get("packets_delivered")
+        if "packets_undelivered" not in fields and gen is not None and got is not None:
+            fields["packets_undelivered"] = gen - got  # as the point's (docs/programs.md)
         if (everyone[pj.nodes] == job.index).all():
             fields.update(link_figures(prep, raw, pj))
             fields["nics"] = job_nic_counters(raw, pj.nodes)
@@ -81,7 +84,9 @@ def job_summaries(prep: PreparedPoint, raw: RawResult) -> list[JobSummary] | Non
 
 def link_figures(prep: PreparedPoint, raw: RawResult, pj: PlacedJob) -> dict:
     """Its nodes' NIC (injection) and terminal (ejection) ports: all their traffic is the
-    job's when no other job holds them."""
+    job's when no other job holds them.  Port figures, as the ports table's: bytes count as
+    a packet starts on the link, so a packet still on its terminal link when a rank-program
+    run ends is in ``ejection_bytes`` but not in the job's ``bytes_delivered``."""
     pt = prep.network.ports
     w0, w1 = raw.window
     nic = pt.nic_port[pj.nodes]
@@ -230,6 +235,8 @@ def from_tables(prep: PreparedPoint, raw: RawResult, jobs: list[PlacedJob],
         store.close()
         out[j] = dict(
             packets_generated=a["n"] if drains else None, packets_delivered=a["got"],
+            # the table holds the packets created by the end that were not delivered too
+            packets_undelivered=a["n"] - a["got"],
             bytes_injected=a["nbytes"] if drains else None, bytes_delivered=a["got_bytes"],
             latency_ns=lat, mean_hops=a["hops"] / a["measured"] if a["measured"] else None,
             message_completion_ns_mean=mct[j][1], message_completion_ns=mct[j][0])

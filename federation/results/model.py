@@ -155,16 +155,27 @@ class JobSummary(FederationModel):
         "figures come from the kept tables")
     packets_generated: int | None = None
     packets_delivered: int | None = None
+    packets_undelivered: int | None = Field(
+        None, description="its packets created by the run's end but not delivered: still in "
+        "flight or waiting at its NICs when a rank-program run ended (an open-loop job beside "
+        "closed-loop ones); they are left out of its delivered, latency and hops figures. "
+        "packets_generated - packets_delivered where both are given, as for the point; 0 "
+        "when the run delivered everything; null when its packet figures are")
     bytes_injected: int | None = None
     bytes_delivered: int | None = None
     latency_ns: LatencyStats | None = None
     mean_hops: float | None = None
     injection_bytes: int | None = Field(
-        None, description="bytes its nodes' NICs sent over the whole run")
+        None, description="bytes its nodes' NIC (injection) ports sent over the whole run, "
+        "counted as each packet starts on the link (the ports table's bytes of those ports)")
     injection_utilization: Spread | None = Field(
         None, description="its NICs' utilisation in the window")
     ejection_bytes: int | None = Field(
-        None, description="bytes delivered into its nodes over the whole run")
+        None, description="bytes its nodes' terminal (ejection) ports sent into them over "
+        "the whole run, counted as each packet starts on the link (the ports table's bytes "
+        "of those ports, as injection_bytes): a packet still on that link when the run "
+        "ended counts, so this exceeds bytes_delivered by such packets (see "
+        "packets_undelivered)")
     nics: NicCounters | None = Field(
         None, description="its nodes' NIC counters in the window (null when other jobs share "
         "its nodes)")

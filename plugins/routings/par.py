@@ -5,8 +5,10 @@ every router of its source group, until it commits, the router compares the occu
 minimal path's next port (``q_min``: bytes sent on it whose credit has not returned, all VCs)
 with that of the Valiant path's next port (``q_val``) and commits to the Valiant path when
 ``q_min > 2 * q_val + bias``; otherwise the packet takes one minimal hop and the next router of
-the source group decides again.  Leaving the source group minimally ends the choice.  So a
-packet whose source router looks idle but whose group's global link is congested can still
+the source group decides again.  Leaving the source group minimally ends the choice: the hop
+that leaves it clears the packet's intermediate, so a minimal packet's ``via_group`` is -1 in
+the packets table (also when that hop reaches its destination router, which routes nothing).
+So a packet whose source router looks idle but whose group's global link is congested can still
 divert at the router that owns that link, which UGAL-L at the source cannot (Jiang, Kim,
 Dally, ISCA 2009, "Indirect adaptive routing on large scale interconnection networks"; CODES
 dragonfly PAR, digest codes-torus-dragonfly.md §2; megafly PAR, digest megafly-qos.md §2).
@@ -30,6 +32,7 @@ from federation.engine.api import (
     P_PHASE,
     P_VIA,
     get_field,
+    peer_router,
     pkt_src_router,
     set_field,
 )
@@ -62,6 +65,8 @@ def route(sim, tables, r, ip, pk):
             set_field(sim, pk, F_USER0, 1)  # committed to the Valiant path
             turn_nonminimal(sim, pk)
         else:  # one more minimal hop; the next router decides again
+            if rgroup[peer_router(sim, om)] != rgroup[r]:
+                ps[pk, P_VIA] = -1  # this hop leaves the source group: minimal for good
             return om, vc_rule(sim, tables, pk, om)
     elif undecided:
         ps[pk, P_VIA] = -1  # left the source group minimally: the choice is over

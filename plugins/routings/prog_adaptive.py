@@ -33,6 +33,7 @@ from federation.engine.api import (
     P_VIA,
     congestion,
     get_field,
+    peer_router,
     pkt_src_router,
     set_field,
 )
@@ -81,6 +82,8 @@ def route(sim, tables, r, ip, pk):
     if best < 0 or on < 0:
         return np.int64(-1), np.int64(0)
     if best_score <= cfg[0] or best_score <= 2 * congestion(sim, on, size):
+        if rgroup[peer_router(sim, best)] != rgroup[r]:
+            ps[pk, P_VIA] = -1  # this hop leaves the source group: minimal for good
         return best, vc_rule(sim, base, pk, best)
     set_field(sim, pk, F_USER0, 1)  # committed
     turn_nonminimal(sim, pk)
