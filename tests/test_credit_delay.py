@@ -80,8 +80,12 @@ def test_on_the_quickstart_machine_zero_delay_is_bit_for_bit_and_a_delay_mislead
             "workload": {"kind": "synthetic", "pattern": "group_shift", "load": 0.3},
             "stop": {"warmup": "0.5us", "measure": "1us"}, "seed": 5})
         out[delay] = (s, pk)
-    (s0, p0), (s1, p1), (s2, _) = out[None], out["0ns"], out["200ns"]
+    (s0, p0), (s1, p1), (_, p2) = out[None], out["0ns"], out["200ns"]
     for k in p0:
         assert np.array_equal(p0[k], p1[k]), k
     assert s0.nonminimal_fraction == s1.nonminimal_fraction
-    assert s2.nonminimal_fraction != s0.nonminimal_fraction
+    # the same packets (the traffic does not depend on the delay), others non-minimal (their
+    # fraction may tie: 90 of 211 at either delay with this seed)
+    assert np.array_equal(p2["packet"], p0["packet"])
+    assert np.array_equal(p2["created_ps"], p0["created_ps"])
+    assert not np.array_equal(p2["minimal"], p0["minimal"])

@@ -103,13 +103,26 @@ class TrafficPattern(Component):
     :meth:`check` refuses, before anything runs, a job the pattern cannot serve (a size that
     is not a power of two, no grid, a single node), with a ``ConfigError`` whose path is
     relative to the pattern (``offset``; empty for the pattern itself).  :meth:`start` returns
-    the function that draws destinations batch after batch, in creation order; a stateless
-    pattern implements :meth:`destinations` only."""
+    the function that draws destinations batch after batch; a stateless pattern implements
+    :meth:`destinations` only."""
 
     def check(self, ctx: PatternContext) -> None:
         if ctx.n_nodes < 2:
             raise ConfigError(f"pattern {self.name!r} needs at least 2 nodes (a node does not "
                               f"send to itself); the job has {ctx.n_nodes}")
+
+    #: :meth:`numbers_messages` of a pattern that says it once for all its instances
+    numbered: ClassVar[bool] = True
+
+    def numbers_messages(self) -> bool:
+        """Whether a message's destination depends on its place among its node's messages
+        (``all_to_all`` and ``random_permutation`` with ``rotate_bytes`` number them): the
+        workload then hands :meth:`start`'s drawer each node's messages in creation order,
+        sorting a batch whose process draws times out of order (Poisson, on/off).  True
+        unless a pattern says otherwise; one whose draw for a message depends on no message
+        before it (a fixed mapping, independent draws) returns False and is spared the
+        sort (its draws are paired with the times as the process drew them)."""
+        return self.numbered
 
     def start(self, ctx: PatternContext, rng: np.random.Generator) -> Destinations:
         """The destination drawer of one run (called once per generation, before any batch;

@@ -33,6 +33,8 @@ class UniformParams(Params):
 class Uniform(TrafficPattern):
     """Uniform over the job's other nodes."""
 
+    numbered = False  # each message's draw is its own: never sorted into creation order
+
     name = "uniform"
     Params = UniformParams
     params: UniformParams
@@ -52,6 +54,8 @@ class Uniform(TrafficPattern):
 
 class GroupShift(TrafficPattern):
     """Uniform over the nodes of the next group the job occupies."""
+
+    numbered = False  # each message's draw is its own: never sorted into creation order
 
     name = "group_shift"
 
@@ -95,6 +99,8 @@ class ShiftParams(Params):
 class Shift(TrafficPattern):
     """Node ``i`` to ``i + offset`` mod ``n``."""
 
+    numbered = False  # each message's draw is its own: never sorted into creation order
+
     name = "shift"
     Params = ShiftParams
     params: ShiftParams
@@ -137,6 +143,8 @@ def power_of_two(n: int) -> bool:
 class BitComplement(TrafficPattern):
     """Node ``i`` to ``(n - 1) xor i``."""
 
+    numbered = False  # each message's draw is its own: never sorted into creation order
+
     name = "bit_complement"
 
     def check(self, ctx: PatternContext) -> None:
@@ -152,6 +160,8 @@ class BitComplement(TrafficPattern):
 
 class Transpose(TrafficPattern):
     """The two halves of the node number's bits swapped."""
+
+    numbered = False  # each message's draw is its own: never sorted into creation order
 
     name = "transpose"
 

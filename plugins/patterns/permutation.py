@@ -58,6 +58,9 @@ class RandomPermutation(TrafficPattern):
     Params = PermutationParams
     params: PermutationParams
 
+    def numbers_messages(self) -> bool:
+        return self.params.rotate_bytes is not None  # it counts the bytes a node sent
+
     def start(self, ctx: PatternContext, rng: np.random.Generator):  # noqa: ANN201
         n = ctx.n_nodes
         own = np.random.default_rng(int(rng.integers(0, 2**63)))

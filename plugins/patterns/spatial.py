@@ -29,6 +29,8 @@ class GridParams(Params):
 class NearestNeighbor(TrafficPattern):
     """To a uniformly chosen grid neighbour."""
 
+    numbered = False  # each message's draw is its own: never sorted into creation order
+
     name = "nearest_neighbor"
     Params = GridParams
     params: GridParams
@@ -89,6 +91,8 @@ class HopParams(Params):
 
 class FixedHopPairs(TrafficPattern):
     """To one partner at exactly ``hops`` router hops, drawn once."""
+
+    numbered = False  # each message's draw is its own: never sorted into creation order
 
     name = "fixed_hop_pairs"
     Params = HopParams

@@ -33,6 +33,8 @@ class HotspotParams(Params):
 class Hotspot(TrafficPattern):
     """A fraction of the messages to a set of hot nodes, the rest uniform."""
 
+    numbered = False  # each message's draw is its own: never sorted into creation order
+
     name = "hotspot"
     Params = HotspotParams
     params: HotspotParams
@@ -60,6 +62,8 @@ class IncastParams(Params):
 
 class Incast(TrafficPattern):
     """Every node to one node."""
+
+    numbered = False  # each message's draw is its own: never sorted into creation order
 
     name = "incast"
     Params = IncastParams

@@ -137,7 +137,7 @@ class Synthetic(Workload):
     def _check_whole(self, ctx: WorkloadContext) -> None:
         """The messages over ``ctx.horizon_ps``, held whole, within the limit."""
         _, slot_ps = self._size(ctx)
-        expected = ctx.network.n_nodes * (ctx.horizon_ps // slot_ps) * self.params.load
+        expected = ctx.network.n_nodes * ctx.horizon_ps / slot_ps * self.params.load
         if expected > MAX_MESSAGES:
             field = "stop.measure" if ctx.experiment.stop.measure is not None else "stop.messages"
             raise ConfigError(
@@ -149,7 +149,7 @@ class Synthetic(Workload):
         """Every message at once (a background, or ``stop.messages``): the batches joined."""
         self._check_whole(ctx)
         parts = [m for _, m in self.batches(ctx, 1 << 20)]
-        if not parts:  # a horizon shorter than one message's slot: nothing is sent
+        if not parts:  # a horizon of 0 ps: nothing is sent
             return Messages(time_ps=np.zeros(0, np.int64), src=np.zeros(0, np.int32),
                             dst=np.zeros(0, np.int32), size=np.zeros(0, np.int64))
         return Messages(*(np.concatenate([getattr(m, f) for m in parts])
@@ -160,34 +160,43 @@ class Synthetic(Workload):
         """The process's arrivals, drawn a span of slots at a time (a process restarted at a
         span's edge is the same process, so spans only bound memory), each given its
         destination by the pattern.  The process draws what it needs once (Bernoulli: each
-        node's phase within the slot) first, then the pattern (a fixed mapping)."""
+        node's phase within the slot) first, then the pattern (a fixed mapping).
+
+        The spans cover the whole horizon: whole spans of slots up to the last slot edge
+        before it, then the remainder up to the horizon itself (drawn last, so the messages
+        before it do not depend on whether the horizon falls on a slot edge)."""
         self._check_parts(ctx)
         n = ctx.network.n_nodes
         size, slot_ps = self._size(ctx)
-        n_slots = int(ctx.horizon_ps // slot_ps)
         per_slot = n * self.params.load * -(-size // int(ctx.machine.packet_size))
         span = max(1, int(target_packets / max(per_slot, 1e-12)))
         pctx, ictx = self._contexts(ctx)
         arrivals = self.injection.start(ictx)
         destinations = self.pattern.start(pctx, ctx.rng)
-        return self._spans(ctx, arrivals, destinations, slot_ps, n_slots, span, size)
+        return self._spans(ctx, arrivals, destinations,
+                           span_edges(int(ctx.horizon_ps), slot_ps, span), size,
+                           self.pattern.numbers_messages())
 
     def _spans(self, ctx: WorkloadContext, arrivals, destinations,  # noqa: ANN001
-               slot_ps: int, n_slots: int, span: int, size: int
+               edges: Iterator[tuple[int, int, bool]], size: int, ordered: bool
                ) -> Iterator[tuple[int, Messages]]:
-        for s0 in range(0, n_slots, span):
-            s1 = min(n_slots, s0 + span)
+        for a_ps, b_ps, last in edges:
             # made by a method: this generator holds no arrays of a batch while it waits
-            yield ((s1 * slot_ps if s1 < n_slots else TIME_LIMIT_PS),
-                   self._span(ctx, arrivals, destinations, s0 * slot_ps, s1 * slot_ps, size))
+            yield ((TIME_LIMIT_PS if last else b_ps),
+                   self._span(ctx, arrivals, destinations, a_ps, b_ps, size, ordered))
 
     @staticmethod
     def _span(ctx: WorkloadContext, arrivals, destinations,  # noqa: ANN001
-              a_ps: int, b_ps: int, size: int) -> Messages:
-        """The messages created in ``[a_ps, b_ps)``, sorted."""
+              a_ps: int, b_ps: int, size: int, ordered: bool) -> Messages:
+        """The messages created in ``[a_ps, b_ps)``, sorted.  A pattern that numbers a
+        node's messages (``ordered``: ``all_to_all``, ``random_permutation`` with
+        ``rotate_bytes``; ``TrafficPattern.numbers_messages``) is handed each node's
+        arrivals in creation order; the others as the process drew them."""
         src, t = arrivals(a_ps, b_ps)
         keep = t < ctx.horizon_ps
         src, t = src[keep], t[keep]
+        if ordered:
+            src, t = creation_order(src, t)
         dst = np.asarray(destinations(src))
         sends = dst >= 0  # a pattern may leave a node silent (incast's target)
         if not sends.all():
@@ -195,6 +204,36 @@ class Synthetic(Workload):
         msgs = Messages(time_ps=t.astype(np.int64), src=src.astype(np.int32),
                         dst=dst.astype(np.int32), size=np.full(src.shape[0], size, dtype=np.int64))
         return msgs.sorted()
+
+
+def span_edges(horizon_ps: int, slot_ps: int, span: int) -> Iterator[tuple[int, int, bool]]:
+    """The spans ``[a, b)`` (ps) the traffic before ``horizon_ps`` is drawn in, and whether
+    each is the last: ``span`` slots at a time up to the last slot edge at or before the
+    horizon, then the rest of the last, partial slot (a horizon shorter than a slot: that part
+    alone).  Lazy: a long run at a small span has very many."""
+    n_slots = horizon_ps // slot_ps
+    tail = horizon_ps > n_slots * slot_ps
+    for s0 in range(0, n_slots, span):
+        s1 = min(n_slots, s0 + span)
+        yield s0 * slot_ps, s1 * slot_ps, s1 == n_slots and not tail
+    if tail:
+        yield n_slots * slot_ps, horizon_ps, True
+
+
+def creation_order(src: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The arrivals ``(src, t)`` with each node's times put in creation order over the
+    positions its arrivals hold: the sources stay where they are (so a pattern drawing per
+    message draws as before), and a node's k-th entry is its k-th message in time (ties in
+    the order drawn).  Arrivals already so ordered (Bernoulli's, periodic's) are unchanged."""
+    if src.size < 2:
+        return src, t
+    by_time = np.lexsort((t, src))  # by node, then time; stable
+    by_node = np.argsort(src, kind="stable")  # by node, then position
+    if np.array_equal(by_time, by_node):
+        return src, t
+    out = np.empty_like(t)
+    out[by_node] = t[by_time]
+    return src, out
 
 
 @hookimpl
