@@ -231,3 +231,14 @@ def from_almost_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(native, "_initial_state", smallest_state)
     monkeypatch.setattr(program_arrays, "row_pool", smallest_pool)
+
+
+def validated(path: Path, overrides: list[str] | None = None):  # noqa: ANN201
+    """``federation validate`` in process: the loaded experiment after its preflight."""
+    from federation.pipeline.bounds import default_max_memory
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.point import preflight
+
+    loaded = load_experiment(path, overrides)
+    preflight(loaded, default_max_memory())
+    return loaded

@@ -23,6 +23,7 @@ import mode_probe
 import pytest
 import yaml
 from conftest import fake_distribution, one_error, run_cli
+from conftest import validated as validate
 
 from federation.errors import ConfigError
 
@@ -53,17 +54,6 @@ def write(tmp_path: Path, doc: dict, name: str = "exp.yaml") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(doc))
     return path
-
-
-def validate(path: Path, overrides: list[str] | None = None):
-    """``federation validate`` in process: the loaded experiment after its preflight."""
-    from federation.pipeline.bounds import default_max_memory
-    from federation.pipeline.load import load_experiment
-    from federation.pipeline.point import preflight
-
-    loaded = load_experiment(path, overrides)
-    preflight(loaded, default_max_memory())
-    return loaded
 
 
 def refusal(tmp_path: Path, doc: dict) -> ConfigError:

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import one_error, run_cli
+from conftest import validated as validate
 
 from federation.errors import ConfigError
 from federation.results.outputs import check_not_input
@@ -53,17 +54,6 @@ def write(tmp_path: Path, doc: dict, name: str = "e.yaml") -> Path:
     path = tmp_path / name
     path.write_text(yaml.safe_dump(doc))
     return path
-
-
-def validate(path: Path, overrides: list[str] | None = None):
-    """``federation validate`` in process: the loaded experiment after its preflight."""
-    from federation.pipeline.bounds import default_max_memory
-    from federation.pipeline.load import load_experiment
-    from federation.pipeline.point import preflight
-
-    loaded = load_experiment(path, overrides)
-    preflight(loaded, default_max_memory())
-    return loaded
 
 
 def refusal(tmp_path: Path, doc: dict, overrides: list[str] | None = None) -> ConfigError:
