@@ -158,3 +158,59 @@ def test_lone_sends_of_several_classes_settle_to_the_walk(data) -> None:  # noqa
     for s in (lazy, loaded):
         assert s.wsnap.reshape(-1, C)[node].tolist() == counters.reshape(-1, C)[o].tolist()
         assert s.wrun[2 * node] == -1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_router_ports_lone_sends_settle_to_the_walk(data) -> None:  # noqa: ANN001
+    """At a router output, ``weighted_round_robin`` records a run of lone sends of one class
+    (``wrr_port_lone``) and settles it at the port's next pick among classes
+    (``wrr_port_settle``): every pick must be the walk's, and the row after settling the
+    one that stepping every send (``wrr_pick``) leaves, whatever the order of lone sends,
+    picks among classes, classes and sizes."""
+    C = data.draw(st.integers(2, 4), label="classes")
+    weight = data.draw(st.lists(st.integers(1, 8), min_size=C, max_size=C), label="weight")
+    sizes = st.integers(1, 5000)
+    steps = data.draw(st.lists(st.one_of(
+        st.tuples(st.just(1), st.integers(0, C - 1), sizes),
+        st.tuples(st.just(2), st.sets(st.integers(0, C - 1), min_size=2),
+                  st.lists(sizes, min_size=C, max_size=C))), min_size=1, max_size=16),
+        label="steps")
+    deficit = data.draw(st.lists(st.integers(0, 3000), min_size=C, max_size=C), label="deficit")
+    rr = data.draw(st.integers(0, C - 1), label="rr")
+    ports, o = 4, 2
+    walk, lazy = (Q.new_state(Q.K_WRR, ports, C, weights=weight) for _ in range(2))
+    R = int(walk.wrow)
+    for s in (walk, lazy):
+        s.deficit[o * R:o * R + C] = deficit
+        s.deficit[o * R + C] = rr
+    counters = np.zeros(ports * C, dtype=np.int64)
+    counters[o * C:(o + 1) * C] = 11  # bytes sent before
+    sim = FakeSim(np.int64(C), counters, np.zeros(ports, dtype=np.int64))
+
+    def row(s: Q.QosState) -> list[int]:
+        return s.deficit[o * R:o * R + C + 1].tolist()
+
+    with pytest.MonkeyPatch.context() as mp:  # the parts as Python (no wrapper to call them)
+        for name in ("sent", "wrr_settle", "wrr_pick", "wrr_port_lone", "wrr_port_settle"):
+            mp.setattr(Q, name, getattr(Q, name).py_func)
+        for step in steps:
+            if step[0] == 1:
+                _, c, size = step
+                walk.size[c] = size
+                assert Q.wrr_pick(walk, o, 1, c) == c
+                Q.wrr_port_lone(sim, lazy, o, c, size)
+            else:
+                _, has, size_of = step
+                for s in (walk, lazy):
+                    for k in range(C):
+                        s.first[k] = 0 if k in has else -1
+                        s.size[k] = size_of[k]
+                Q.wrr_port_settle(sim, lazy, o)
+                c = Q.wrr_pick(walk, o, len(has), max(has))
+                assert Q.wrr_pick(lazy, o, len(has), max(has)) == c
+                assert row(lazy) == row(walk)
+                size = size_of[c]
+            counters[o * C + c] += size  # the loop counts the send as it leaves
+        Q.wrr_port_settle(sim, lazy, o)
+    assert row(lazy) == row(walk)

@@ -47,7 +47,7 @@ class QosState(NamedTuple):
     rr: np.ndarray  #: int64[P] bandwidth_caps' round-robin pointer: the class served last
     deficit: np.ndarray  #: int64[P*R] weighted_round_robin: per port its classes' deficits,
     #: then its pointer (the class served last), in a row of ``wrow`` (:func:`wrr_row`)
-    wrow: np.int64  #: R, the power of two >= C + 1 (a row never straddles a cache line)
+    wrow: np.int64  #: R, the power of two >= C + 2 (a row never straddles a cache line)
     first: np.ndarray  #: int64[C] scratch: each class's oldest sendable request
     first_prev: np.ndarray  #: int64[C] scratch: the request before it
     ring_t: np.ndarray  #: int64[P*C*K] sliding: send times
@@ -104,9 +104,10 @@ def new_state(kind: int, n_ports: int, n_classes: int, window_ps: int = 1,
 
 
 def wrr_row(n_classes: int) -> int:
-    """Slots of a port's ``weighted_round_robin`` row: its ``n_classes`` deficits and its
-    pointer, rounded up to a power of two (4 for two classes: 32 bytes, two ports a line)."""
-    return 1 << int(n_classes).bit_length()
+    """Slots of a port's ``weighted_round_robin`` row: its ``n_classes`` deficits, its
+    pointer and the start of a run of lone sends (:func:`federation.engine.qos.wrr_port_lone`),
+    rounded up to a power of two (4 for two classes: 32 bytes, two ports a line)."""
+    return 1 << (int(n_classes) + 1).bit_length()
 
 
 def reset_nic_ptrs(st: tuple, nic_first: np.ndarray, cls: np.ndarray) -> None:
