@@ -44,8 +44,11 @@ sends while its deficit covers its oldest sendable packet; else the pointer move
 next class's deficit grows by ``weight x QUANTUM`` bytes; a class with nothing sendable loses
 its deficit.  Byte shares of saturating classes converge to the weights.  A port's deficits
 and its pointer share one row (``deficit[o * R : (o + 1) * R]``, ``R = QosState.wrow``: the
-classes' deficits, then the pointer), so that the arbitration of a port with one candidate
-class, nine in ten, reads one cache line of the policy's state, not two.
+classes' deficits, the pointer, then the start of a run of lone sends), so that the
+arbitration of a port with one candidate class, nine in ten, reads one cache line of the
+policy's state, not two; and such an arbitration steps nothing while the class stays the
+same: a run of lone sends of one class is recorded and settled in one step at the port's next
+pick among classes (:func:`wrr_port_lone`, :func:`wrr_port_settle`).
 """
 
 from __future__ import annotations
