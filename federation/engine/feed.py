@@ -424,6 +424,7 @@ def undelivered(sim: Sim) -> np.ndarray:
     out[:, REC_VIA] = ps[rows, A.P_VIA]
     out[:, REC_CLASS] = ps[rows, A.P_CLASS]
     out[:, REC_FLOW] = -1
+    out[out[:, REC_INJECT] < 0, REC_VIA] = -1  # a NIC's head not yet sent: no route taken
     # the feed past each NIC's pointer, less the heads that already have rows
     slots, node = backlog(sim)
     head_born = (sim.nic_orow[node] >= 0) & (slots == sim.nic_ptr[node])
@@ -431,11 +432,14 @@ def undelivered(sim: Sim) -> np.ndarray:
     f = sim.feed[slots]
     wait = np.zeros((slots.size, REC_COLS), dtype=np.int64)
     for rc, fc in ((REC_ID, F_ID), (REC_MSG, F_MSG), (REC_DST, F_DST), (REC_SIZE, F_SIZE),
-                   (REC_CREATED, F_TIME), (REC_VIA, F_VIA), (REC_CLASS, F_CLS)):
+                   (REC_CREATED, F_TIME), (REC_CLASS, F_CLS)):
         wait[:, rc] = f[:, fc]
     wait[:, REC_CLASS] &= CLASS_MASK  # without the links of classes at injection
     wait[:, REC_SRC] = node
     wait[:, REC_INJECT] = -1
+    # never injected: no route taken, so no intermediate (the feed's drawn one, F_VIA, would
+    # read as a detour in the packets table), and minimal as every unrouted packet is
+    wait[:, REC_VIA] = -1
     wait[:, REC_MINIMAL] = 1
     wait[:, REC_FLOW] = -1
     out = np.concatenate([out, wait])
