@@ -7,6 +7,8 @@
 2. A job's ``ejection_bytes`` is a port figure (bytes as they start on its terminal links),
    so a packet still on the link when a rank-program run ends counts there but not in
    ``bytes_delivered``; the packets left undelivered are counted (``packets_undelivered``).
+3. A packet a rank-program run ended with that never left its NIC took no route: its
+   ``via_group`` is -1 (the feed's drawn intermediate was written, a detour to a reader).
 """
 
 from __future__ import annotations
@@ -163,3 +165,24 @@ def test_open_loop_run_leaves_nothing_undelivered(tmp_path):
     for j in point.summary.jobs:
         assert j.packets_undelivered == 0
         assert j.ejection_bytes == j.bytes_delivered
+
+
+def test_packets_that_never_left_their_nic_name_no_intermediate(tmp_path):
+    """A background cut off by the end of a rank-program run under valiant: its packets still
+    waiting at their NICs took no route, so they name no intermediate group (the feed's drawn
+    one read as a detour) and count as minimal; the ones in the network keep their route's."""
+    doc = {**MIX, "name": "cut",
+           "machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
+                       "router": {"vcs": 4}},
+           "routing": {"algorithm": "valiant"}}
+    doc["jobs"] = [doc["jobs"][0], {**doc["jobs"][1], "workload": {
+        "kind": "synthetic", "load": 0.95, "pattern": "uniform"}}]
+    _, out = run(tmp_path, doc)
+    pk = table(out, "packets")
+    left = np.array(pk["delivered_ps"]) < 0
+    never = left & (np.array(pk["injected_ps"]) < 0)
+    assert never.any() and (left & ~never).any()  # the case needs both kinds
+    assert (np.array(pk["via_group"])[never] == -1).all()
+    assert np.array(pk["minimal"])[never].all()
+    moved = ~never & ~np.array(pk["minimal"])  # detoured packets that left their NIC
+    assert (np.array(pk["via_group"])[moved] >= 0).all()
