@@ -58,7 +58,7 @@ def prepare_point(bench: Any, spec: dict[str, Any], plugins: Any = None) -> tupl
 
     qos = spec.get("qos")
     bench.QOS_BY[0] = spec.get("by", "src")
-    bench.QOS_AT[:] = [spec["at"]] if spec.get("at") else []
+    bench.QOS_AT[:] = spec["at"].split(",") if spec.get("at") else []
     bench.VCS[0] = 0 if qos else spec.get("vcs", 0)
     scenario = spec.get("scenario", "codes")
     doc = bench.experiment(scenario, spec.get("load", 0.5), "minimal",
