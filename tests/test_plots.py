@@ -135,7 +135,9 @@ def test_saturation_mark_is_the_first_load_where_accepted_falls_below_offered(
                      < p["summary"]["offered_load"] * (1 - margin)), None)
     (curve,) = load_curves(series_of(load_folders([runs["qs"]])), margin)
     assert curve.saturation_load == expected
-    if margin == 0.05:  # the quickstart saturates below 0.9 with minimal routing
+    if margin == 0.2:  # the quickstart saturates below 0.9 with minimal routing (0.75 of
+        # offered is accepted there; at 0.5, 0.95 in this 3 us window, whose last packets are
+        # created up to its end and cannot all arrive in it: 0.05 would mark 0.5)
         assert expected == pts[-1]["summary"]["offered_load"]
     if margin == 0.99:
         assert curve.saturation_load is None
