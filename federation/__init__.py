@@ -9,37 +9,41 @@ from __future__ import annotations
 
 import pluggy
 
+from federation import _gc
 from federation._version import __version__
 
 #: Marker for hook implementations in plugins: ``@federation.hookimpl``.
 hookimpl = pluggy.HookimplMarker("federation")
 
-from federation import _moved  # noqa: E402
+# the collector off while the package imports (federation._gc: start-up makes objects, not
+# garbage)
+with _gc.paused():
+    from federation import _moved  # noqa: E402
 
-_moved.install()  # the import paths of release 0.1, for one release (see federation._moved)
+    _moved.install()  # the import paths of release 0.1, for one release (see federation._moved)
 
-from federation.errors import FederationError  # noqa: E402
-from federation.models.base import DocumentPath, Params  # noqa: E402
-from federation.network import Network, NetworkBuilder  # noqa: E402
-from federation.plugin.components import (  # noqa: E402
-    Engine,
-    LinkDefaults,
-    Messages,
-    QosPolicy,
-    RouteTables,
-    Routing,
-    Topology,
-    Workload,
-    WorkloadContext,
-)
-from federation.plugin.jobs import (  # noqa: E402
-    InjectionContext,
-    InjectionProcess,
-    PatternContext,
-    Placement,
-    PlacementContext,
-    TrafficPattern,
-)
+    from federation.errors import FederationError  # noqa: E402
+    from federation.models.base import DocumentPath, Params  # noqa: E402
+    from federation.network import Network, NetworkBuilder  # noqa: E402
+    from federation.plugin.components import (  # noqa: E402
+        Engine,
+        LinkDefaults,
+        Messages,
+        QosPolicy,
+        RouteTables,
+        Routing,
+        Topology,
+        Workload,
+        WorkloadContext,
+    )
+    from federation.plugin.jobs import (  # noqa: E402
+        InjectionContext,
+        InjectionProcess,
+        PatternContext,
+        Placement,
+        PlacementContext,
+        TrafficPattern,
+    )
 
 __all__ = [
     "DocumentPath",

@@ -100,4 +100,18 @@ def _shown(name: object) -> str:
 
 
 def entry() -> None:  # pragma: no cover - thin wrapper for the console script
+    """The console script: :func:`main` after a start-up without the cyclic collector, whose
+    objects are then frozen out of its way (:mod:`federation._gc`; in-process callers of
+    :func:`main`, such as tests, keep the collector as it is)."""
+    from federation import _gc
+
+    with _gc.paused():
+        _register_commands()
+        from federation.plugin.registry import get_plugins
+
+        try:
+            get_plugins()
+        except FederationError:
+            pass  # main() reports it where a command needs the plugins
+    _gc.freeze_startup()
     sys.exit(main())

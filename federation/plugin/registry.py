@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeVar
 
 import pluggy
 
+from federation import _gc
 from federation.errors import PluginError
 from federation.models.base import Params
 from federation.plugin import hookspecs
@@ -173,7 +174,8 @@ class FederationPlugins:
         self.injections: ComponentRegistry[InjectionProcess] = ComponentRegistry(
             "injection process", InjectionProcess)
         self.info: dict[str, PluginInfo] = {}
-        self._load(load_entrypoints)
+        with _gc.paused():  # importing plugins makes objects, not garbage (federation._gc)
+            self._load(load_entrypoints)
 
     # ------------------------------------------------------------------ loading
     def _load(self, load_entrypoints: bool) -> None:
