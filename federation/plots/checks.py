@@ -176,14 +176,26 @@ def check_loads(p: PointResult, m: PointMachine, source: str, where: str) -> Non
                 f"{load:g} of the NICs' bandwidth is {load * capacity:.6g} bytes over the "
                 f"{window_ps + 1} ps window on {m.nodes} nodes, more than the point's "
                 f"{what} ({total})", source=source, path=f"{where}.summary.{field}")
-    limit = (term / nic * rounding_factor(term, m.packet_size)
-             + m.packet_size / (nic * window_ps / 1e12))
+    limit = float(link_limit(term, window_ps / 1e12, m.packet_size)) / (nic * window_ps / 1e12)
     if _above(s.accepted_load, limit):
         raise ConfigError(
             f"{s.accepted_load:g} is more than the machine's terminal links can deliver in "
             f"the {window_ps + 1} ps window: at most {limit:.6g} of the NICs' bandwidth "
             f"(terminal links at {term:g} B/s, NICs at {nic:g} B/s, one {m.packet_size} B "
             "packet more per node)", source=source, path=f"{where}.summary.accepted_load")
+
+
+def link_limit(bandwidth: np.ndarray | float, span_s: np.ndarray | float,
+               packet: int) -> np.ndarray:
+    """The most bytes a port can start in ``span_s`` seconds on a link of ``bandwidth`` B/s
+    (element-wise): the bandwidth over the span, the engine's rounding of a packet's time to
+    whole picoseconds allowed for (:func:`~federation.plots.machines.rounding_factor`), and
+    one ``packet`` begun at its end.  The one bound of the loads, the SST utilisations and
+    the link series."""
+    bw = np.asarray(bandwidth, dtype=np.float64)
+    values, inverse = np.unique(bw, return_inverse=True)
+    factor = np.array([rounding_factor(b, packet) for b in values.tolist()])
+    return bw * span_s * factor[inverse.reshape(bw.shape)] + packet
 
 
 # ----------------------------------------------------------------------------- tables
@@ -308,10 +320,9 @@ def check_sst_utilisation(cols: dict[str, np.ndarray], p: PointResult, m: PointM
                      f"{int(cols['router'][i])}, which has no cable (unconnected): it sends "
                      "nothing (sst engine)")
     known = ~idle & np.isfinite(bw) & (bw > 0)
-    factor = {b: rounding_factor(b, m.packet_size) for b in np.unique(bw[known]).tolist()}
     limit = np.full(u.shape, np.inf)
-    limit[known] = (np.array([factor[b] for b in bw[known].tolist()])
-                    + m.packet_size / (bw[known] * window_s)) * (1 + REL)
+    limit[known] = (link_limit(bw[known], window_s, m.packet_size) / (bw[known] * window_s)
+                    * (1 + REL))
     over = u > limit
     if over.any():
         i = int(np.flatnonzero(over)[0])
@@ -423,9 +434,7 @@ def _check_series_bandwidth(cols: dict[str, np.ndarray], m: PointMachine, invers
     slow = np.fmin(bw, other)
     group = np.unique(np.stack([port, inverse]), axis=1, return_inverse=True)[1].ravel()
     total = np.bincount(group, weights=nbytes.astype(np.float64))
-    factor = {b: rounding_factor(b, m.packet_size) for b in np.unique(slow).tolist()}
-    limit = (slow * span_s * np.array([factor[b] for b in slow.tolist()])
-             + m.packet_size) * (1 + REL)
+    limit = link_limit(slow, span_s, m.packet_size) * (1 + REL)
     over = total[group] > limit
     if over.any():
         i = int(np.flatnonzero(over)[0])
