@@ -85,6 +85,8 @@ def test_refusals_name_the_field(params, path, words):
     ({"op": "gather", "algorithm": "ring"}, "no algorithm 'ring'"),
     ({"op": "allreduce", "size_max": 100}, "size_max is for alltoallv"),
     ({"op": "scan"}, "Input should be"),
+    # the library's 0-byte collective sends nothing; the workload's size is at least 1 B
+    ({"op": "allreduce", "size": "0B"}, "at least 1"),
 ])
 def test_schema_refusals(params, words):
     with pytest.raises(ValueError, match=words):

@@ -58,7 +58,8 @@ class CollectiveParams(Params):
                            "(MPICH 3.3's choice by size and ranks)")
     size: ByteCount = Field(8.0, description="bytes: the buffer (bcast, reduce, allreduce), "
                             "each rank's block (allgather, scatter, gather), the block for "
-                            "each destination (alltoall, alltoallv); barrier: ignored")
+                            "each destination (alltoall, alltoallv); at least 1 B (a 0-byte "
+                            "collective sends nothing: leave it out); barrier: ignored")
     size_max: ByteCount | None = Field(None, description="alltoallv: each pair's size drawn "
                                        "uniformly from size .. size_max (seeded)")
     ranks: int | None = Field(None, ge=1, description="ranks (rank i on node i); default: "
