@@ -41,21 +41,27 @@ def test_importing_the_package_and_plugins_leaves_the_collector_on() -> None:
     assert out == ["True", "0"]  # a library user's process: nothing frozen
 
 
-def test_the_console_script_runs_its_command_with_the_collector_on(monkeypatch) -> None:
+@pytest.mark.parametrize("freeze", [True, False])
+def test_a_command_runs_with_the_collector_on(monkeypatch, freeze: bool) -> None:
+    """The console script (``main(freeze=True)``) runs its command with start-up's objects
+    frozen; an in-process caller's collector is left as it was, nothing frozen."""
     import federation.cli as cli
 
+    real = cli.app
     seen: list[tuple[bool, int]] = []
 
-    def main(argv: list[str] | None = None) -> int:
-        seen.append((gc.isenabled(), gc.get_freeze_count()))
-        return 0
+    class App:  # the real application (plugins add commands to it), but not run
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
 
-    monkeypatch.setattr(cli, "main", main)
+        def __call__(self, args: list[str] | None = None, standalone_mode: bool = True) -> None:
+            seen.append((gc.isenabled(), gc.get_freeze_count()))
+            raise SystemExit(0)
+
+    monkeypatch.setattr(cli, "app", App())
     assert gc.get_freeze_count() == 0
     try:
-        with pytest.raises(SystemExit) as exc:
-            cli.entry()
+        assert cli.main(["plugins"], freeze=freeze) == 0
     finally:
         gc.unfreeze()
-    assert exc.value.code == 0
-    assert seen and seen[0][0] is True and seen[0][1] > 0  # start-up's objects frozen
+    assert seen == [(True, seen[0][1])] and (seen[0][1] > 0) is freeze

@@ -39,25 +39,34 @@ def error(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, freeze: bool = False) -> int:
     """Console-script entry point; returns the exit status.
+
+    Start-up (the commands' modules, the plugins) runs without the cyclic collector
+    (:mod:`federation._gc`); with ``freeze`` (the console script) what it made is then frozen
+    out of the collector's way for the rest of the process.  In-process callers (tests) keep
+    their collector as it is.
 
     SIGINT, SIGTERM and SIGHUP stop every command the same way (:mod:`federation.interrupts`):
     cleanup runs, a run keeps its finished points, and the exit status is 128 + the signal's
     number.  An ``OSError`` naming a file that no command turned into a message of its own (a
     name too long for the file system, a file that cannot be read) is printed as one line
     naming the file, exit 2: it is about the user's files, not a bug."""
-    from federation import interrupts
+    from federation import _gc, interrupts
 
-    _register_commands()
+    with _gc.paused():
+        _register_commands()
     try:
         with interrupts.handling(to_the_end=True):
             from federation.plugin.registry import get_plugins
 
-            try:
-                get_plugins().add_commands(app)
-            except FederationError:
-                pass  # reported by the command that needs the plugins
+            with _gc.paused():
+                try:
+                    get_plugins().add_commands(app)
+                except FederationError:
+                    pass  # reported by the command that needs the plugins
+            if freeze:
+                _gc.freeze_startup()
             app(args=argv, standalone_mode=True)
     except FederationError as exc:
         error(str(exc))
@@ -100,18 +109,4 @@ def _shown(name: object) -> str:
 
 
 def entry() -> None:  # pragma: no cover - thin wrapper for the console script
-    """The console script: :func:`main` after a start-up without the cyclic collector, whose
-    objects are then frozen out of its way (:mod:`federation._gc`; in-process callers of
-    :func:`main`, such as tests, keep the collector as it is)."""
-    from federation import _gc
-
-    with _gc.paused():
-        _register_commands()
-        from federation.plugin.registry import get_plugins
-
-        try:
-            get_plugins()
-        except FederationError:
-            pass  # main() reports it where a command needs the plugins
-    _gc.freeze_startup()
-    sys.exit(main())
+    sys.exit(main(freeze=True))
