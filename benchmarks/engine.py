@@ -38,7 +38,10 @@ BookSim2 end to end, on ``booksim2`` >= 3x, peak RSS <= 1.5x BookSim2's.
 cycles and one ``federation run`` process of the same experiment (after an untimed one that
 loads or compiles its loop), and prints both processes' wall time, processor time (user plus
 system) and peak resident memory and their ratios.  ``--sst`` does the same with SST merlin
-(``engine: sst``) where ``sst`` is on PATH.
+(``engine: sst``) where ``sst`` is on PATH.  ``--sweep`` adds every load in one ``federation
+run`` (a sweep over ``workload.load``) against the sum of BookSim's runs of the same loads:
+on the 72-node ``booksim2`` a single point is mostly Python's start-up, and a latency-load curve
+is what a user runs.
 
 ``--qos strict_priority|bandwidth_caps|weighted_round_robin`` runs every point with two
 traffic classes, by source-node parity (even nodes: class 0), each in its own VCs
@@ -47,7 +50,7 @@ over 1 us static windows, or weights 3 / 1.  Issue 22's targets: without QoS as 
 (>= 0.97 of main's packet-hops/s), two classes at most 15 % more time per packet-hop.
 
     python benchmarks/engine.py [--scenario codes booksim] [--loads 0.1 0.5] [--routing ugal]
-        [--booksim /path/to/booksim] [--sst] [--router-model booksim_iq]
+        [--booksim /path/to/booksim [--sweep]] [--sst] [--router-model booksim_iq]
         [--credit-delay 20ns] [--qos bandwidth_caps]
 """
 
@@ -357,6 +360,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--booksim", metavar="PATH",
                     help="a BookSim2 binary: run it on the booksim scenarios beside "
                     "`federation run`, process against process")
+    ap.add_argument("--sweep", action="store_true",
+                    help="with --booksim: also every load in one `federation run` (a sweep), "
+                    "against the sum of BookSim's runs (a single p=2 point measures Python's "
+                    "start-up; a latency-load curve is what a user runs)")
     ap.add_argument("--sst", action="store_true",
                     help="also run SST merlin (engine: sst) where `sst` is on PATH")
     ap.add_argument("--qos", choices=list(QOS),
@@ -439,8 +446,10 @@ def compare(args: argparse.Namespace, scenario: str) -> None:
         print(f"\n{scenario}, whole processes: {'load':>5} {'who':>8} {'wall s':>8} "
               f"{'cpu s':>7} {'RSS MB':>7} {'lat ns':>9} {'x faster':>9} {'x cpu':>6} "
               f"{'RSS ratio':>9}")
+    booksim_s: list[tuple[float, float]] = []
     for load in args.loads or loads:
         rows = external(args, scenario, load)
+        booksim_s += [(r["wall_s"], r["cpu_s"]) for r in rows if r["who"] == "booksim"]
         ours = rows[0]
         for r in rows:
             r.update({"scenario": scenario, "load": load,
@@ -455,6 +464,39 @@ def compare(args: argparse.Namespace, scenario: str) -> None:
                       f"{r['wall_s']:>8.2f} {r['cpu_s']:>7.2f} {r['rss_mb']:>7.1f} {lat} "
                       f"{r['speedup']:>9.2f} {r['cpu_speedup'] or 0:>6.2f} "
                       f"{r['rss_ratio']:>9.2f}", flush=True)
+    if args.sweep and booksim_s:
+        sweep_row(args, scenario, args.loads or loads, booksim_s)
+
+
+def sweep_row(args: argparse.Namespace, scenario: str, loads: list[float],
+              booksim_s: list[tuple[float, float]]) -> None:
+    """Every load in one ``federation run`` process (a sweep over ``workload.load``) against
+    the sum of BookSim's runs of the same points (``booksim_s``: wall and processor seconds)."""
+    _, _, _, warmup, measure, _ = SCENARIOS[scenario]
+    doc = experiment(scenario, loads[0], args.routing, args.warmup or warmup,
+                     args.measure or measure, args.seed, _router(args))
+    doc["sweep"] = {"workload.load": list(loads)}
+    federation = str(Path(sys.executable).parent / "federation")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "sweep.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        argv = [federation, "run", str(path), "--out", f"{d}/out", "--overwrite", "--json",
+                *([] if proved(doc) else ["--no-deadlock-check"])]
+        subprocess.run(argv, capture_output=True, check=True, env=env)  # loads the loop
+        c = bs.timed_child(argv, env=env)
+    wall, cpu = sum(w for w, _ in booksim_s), sum(c for _, c in booksim_s)
+    row = {"scenario": scenario, "who": "sweep", "loads": list(loads), "wall_s": c.wall_s,
+           "cpu_s": c.cpu_s, "rss_mb": c.rss_mb, "booksim_wall_s": wall, "booksim_cpu_s": cpu,
+           "speedup": wall / c.wall_s, "cpu_speedup": cpu / c.cpu_s if c.cpu_s else None,
+           "ok": c.code == 0}
+    if args.json:
+        print(json.dumps(row), flush=True)
+    else:
+        print(f"{scenario}, every load in one process: {c.wall_s:.2f} s wall, {c.cpu_s:.2f} s "
+              f"processor ({'ok' if c.code == 0 else f'exit {c.code}'}); BookSim's runs "
+              f"{wall:.2f} / {cpu:.2f} s: x{wall / c.wall_s:.2f} wall, "
+              f"x{cpu / c.cpu_s if c.cpu_s else 0:.2f} processor", flush=True)
 
 
 if __name__ == "__main__":
