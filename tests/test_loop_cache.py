@@ -78,3 +78,29 @@ def test_two_processes_that_cannot_lock_each_compile_and_both_work(tmp_path):
     assert c.returncode == 0, err[-2000:]
     assert out.split() == ["30"]
     assert not (tmp_path / "c").exists()  # make() was not called
+
+
+def test_the_loop_is_made_for_numbas_processor_setting(monkeypatch):
+    """The loop's object code follows numba's ``NUMBA_CPU_NAME`` / ``NUMBA_CPU_FEATURES`` as
+    numba reads them (``generic`` alone: no features, code valgrind can run), and the setting
+    is part of the cache key, so a generic build is never loaded for the host's or back."""
+    from federation.engine import native_code
+
+    def key() -> str:
+        native_code.host.cache_clear()
+        return native_code.host()
+
+    monkeypatch.delenv("NUMBA_CPU_NAME", raising=False)
+    monkeypatch.delenv("NUMBA_CPU_FEATURES", raising=False)
+    try:
+        assert native_code.target_cpu() == (None, None)
+        own = key()
+        monkeypatch.setenv("NUMBA_CPU_NAME", "generic")
+        assert native_code.target_cpu() == ("generic", "")
+        generic = key()
+        monkeypatch.setenv("NUMBA_CPU_NAME", "znver3")
+        monkeypatch.setenv("NUMBA_CPU_FEATURES", "+avx2")
+        assert native_code.target_cpu() == ("znver3", "+avx2")
+        assert len({own, generic, key()}) == 3
+    finally:
+        native_code.host.cache_clear()

@@ -56,6 +56,29 @@ def test_zero_load_latency_is_booksims(tmp_path):
     assert got == [((1 + 1) + (10 + 1) + (1 + 1) + 2) * NS]
 
 
+def test_the_default_cycle_sends_a_packet_a_cycle_on_the_fastest_link(tmp_path):
+    """``router.cycle`` defaults to one packet on the fastest link, rounded to whole ps; that
+    link then takes exactly one cycle a packet.  (Before stop 47, 512 B at 5.25 GiB/s, 90,826.4
+    ps rounded down to 90,826, took two cycles: half the bandwidth, the first packet at 5
+    cycles.)"""
+    link = {"bandwidth": "5.25GiB/s", "latency": "1ns"}
+    doc = {"machine": {"topology": {"kind": "dragonfly", "p": 4, "a": 2, "h": 1},
+                       "links": {c: link for c in ("terminal", "local", "global")},
+                       "router": {"model": "booksim_iq", "vcs": 3}, "packet_size": "512B"},
+           "workload": {"kind": "messages",
+                        "messages": [{"at": "0ns", "src": 1, "dst": 0, "size": "5KiB"}]},
+           "stop": {"warmup": "0ns", "measure": "2us"},
+           "outputs": {"packets": True, "messages": False}}
+    _, _, _, packets, _ = simulate(tmp_path, doc)
+    cycle = round(512 * 1e12 / (5.25 * 2**30))
+    assert cycle == 90826
+    got = np.sort(packets["delivered_ps"])
+    assert len(got) == 10
+    # two channels of one cycle each (their 1 ns latency is 0 cycles) and one router cycle
+    assert got[0] == 3 * cycle
+    assert (np.diff(got) == cycle).all()  # the terminal link: a packet a cycle
+
+
 def test_two_inputs_one_output_one_waits_a_cycle(tmp_path):
     # two NICs of router 0 send to one node of it in the same cycle: they arrive together,
     # and the output port (one packet per cycle) takes one, then the other

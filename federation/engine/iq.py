@@ -87,7 +87,7 @@ class IQ(NamedTuple):
     cfg: np.ndarray  #: int64[N_CFG]
     speedup: np.float64
     lat: np.ndarray  #: int64[P] link latency in cycles (out of each port)
-    flit_ps: np.ndarray  #: float64[P] ps per byte / cycle: cycles a byte holds the link
+    ser_ps: np.ndarray  #: float64[P] ps per byte of the link out of each port
     link_free: np.ndarray  #: int64[P] first cycle the port's link can send again
     credit_next: np.ndarray  #: int64[P] first cycle the input port can send a credit again
     in_head: np.ndarray  #: int64[P] packets on the way to this input port (FIFO), -1 none
@@ -145,7 +145,7 @@ def new_iq(cycle_ps: int, speedup: float, credit_delay_ps: float, port_lat: np.n
     pout[:, 0] = -1
     return IQ(cfg=cfg, speedup=np.float64(speedup),
               lat=np.round(port_lat / cycle_ps).astype(i64),
-              flit_ps=(port_ser / cycle_ps).astype(np.float64),
+              ser_ps=port_ser.astype(np.float64),
               link_free=full(P, 0), credit_next=full(P, 0), in_head=full(P, -1),
               in_tail=full(P, -1), oq_head=full(P, -1), oq_tail=full(P, -1),
               swi_ptr=full(P, 0), swo_ptr=full(P, 0), sw_off=full(P, 0), sw_out=full(P, -1),
@@ -218,9 +218,14 @@ def step_range(iq, t):
 
 @part
 def flits(iq, o, size):
-    """Cycles packet of ``size`` bytes holds the link of port ``o``."""
-    f = np.int64(np.ceil(size * iq.flit_ps[o] - 1e-9))
-    return max(f, np.int64(1))
+    """Cycles a packet of ``size`` bytes holds the link of port ``o``: its serialisation in
+    whole picoseconds (rounded as the default router rounds it) over the cycle, rounded up.
+    (Before stop 47 the exact serialisation was divided by the cycle, itself rounded to whole
+    picoseconds: the default cycle, one packet on the fastest link, then made that link take
+    two cycles a packet whenever its packet time had a fraction below half a picosecond.)"""
+    ser = np.int64(size * iq.ser_ps[o] + 0.5)
+    c = iq.cfg[C_CYCLE]
+    return max((ser + c - 1) // c, np.int64(1))
 
 
 @part

@@ -228,10 +228,24 @@ def _pic_object(library: Any) -> bytes:
 
     module = llvm.parse_bitcode(library._final_module.as_bitcode())
     target = llvm.Target.from_triple(llvm.get_process_triple())
+    cpu, features = target_cpu()
     machine = target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        cpu=cpu or llvm.get_host_cpu_name(),
+        features=llvm.get_host_cpu_features().flatten() if features is None else features,
         opt=3, reloc="pic", codemodel="default")
     return bytes(machine.emit_object(module))
+
+
+def target_cpu() -> tuple[str | None, str | None]:
+    """The processor name and features the loop's object code is made for, as numba chooses
+    its own (``NUMBA_CPU_NAME``, ``NUMBA_CPU_FEATURES``; ``None``: the host's): the name
+    ``generic`` without features makes code any x86-64 runs, valgrind included, which knows
+    no AVX-512 (docs/architecture.md, "Profiling the loop")."""
+    name = os.environ.get("NUMBA_CPU_NAME") or None
+    features = os.environ.get("NUMBA_CPU_FEATURES")
+    if features is None and name is not None and name.lower() == "generic":
+        features = ""
+    return name, features
 
 
 # ------------------------------------------------------------------------------ loading
@@ -279,7 +293,8 @@ def host() -> str:
     packages' metadata and the processor: importing llvmlite's binding costs 40 MB)."""
     from importlib.metadata import version
 
-    return json.dumps([_cpu(), version("llvmlite"), version("numba"), platform.machine()])
+    return json.dumps([_cpu(), target_cpu(), version("llvmlite"), version("numba"),
+                       platform.machine()])
 
 
 def _cpu() -> str:
