@@ -131,3 +131,17 @@ def test_a_routing_parameter_merlin_does_not_take_is_refused(tmp_path, routing, 
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
     r = run_cli("sst", "config", "e.yaml", "--out", "cfg", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_an_injection_process_other_than_bernoulli_is_refused_saying_what_merlin_does(
+        tmp_path):
+    """merlin.offered_load sends at fixed intervals from time 0 (``next_time +=
+    send_interval``); the refusal said "its own Bernoulli process" while the header said fixed
+    intervals."""
+    e = experiment(tmp_path, {}, {**OPEN, "injection": {"kind": "periodic"}})
+    assert one_error(run_cli("sst", "config", e, "--out", "cfg", cwd=tmp_path)) == (
+        "error: e.yaml: workload.injection: engine sst: injection 'periodic': "
+        "merlin.offered_load sends at fixed intervals from time 0 (packet time / load); this "
+        "adapter maps only the default 'bernoulli' to it, with the difference stated in the "
+        "configuration's notes")
+    assert not (tmp_path / "cfg").exists()

@@ -255,8 +255,10 @@ def _check_workload(point: ResolvedPoint, wl: Any, where: str) -> None:
                       document="experiment")
     if wl.params.injection.kind != "bernoulli":
         raise Refusal(f"{where}.injection", f"injection {wl.params.injection.kind!r}: "
-                      "merlin.offered_load injects by its own Bernoulli process; only "
-                      "'bernoulli' maps", document="experiment")
+                      "merlin.offered_load sends at fixed intervals from time 0 (packet time "
+                      "/ load); this adapter maps only the default 'bernoulli' to it, with "
+                      "the difference stated in the configuration's notes",
+                      document="experiment")
     ms = wl.params.message_size
     if ms is not None and int(ms) != int(machine.packet_size):
         raise Refusal(f"{where}.message_size", f"message_size {int(ms)} B differs from "
