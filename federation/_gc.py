@@ -2,8 +2,8 @@
 
 Importing the framework and its plugins creates tens of thousands of objects (pydantic models,
 dataclasses, functions) and almost no garbage.  CPython counts allocations, not garbage, so
-start-up triggers several collections, each walking every object made so far: about 0.1 s of
-a 0.6 s ``federation run`` on a small machine (BookSim's 72-node dragonfly, stop 47).
+start-up triggers several collections, each walking every object made so far: about 0.09 s of
+a 0.67 s ``federation run`` on a small machine (BookSim's 72-node dragonfly, stop 47).
 :func:`paused` turns the collector off for such a stretch and restores it as it was;
 :func:`freeze_startup` (the console script only) moves what start-up made out of the
 collector's way for the rest of the process, since modules, classes and models live as long.
