@@ -230,6 +230,29 @@ def test_list_positions_as_error_messages_write_them(tmp_path):
     assert "given twice" in _refused(e, "jobs[0].seed=1", "jobs.0.seed=2")
 
 
+def test_a_job_given_by_name_and_by_position_is_one_key(tmp_path):
+    """A job named ``b`` at position 1: ``jobs.b.x``, ``jobs.1.x`` and ``jobs[1].x`` are one
+    field.  Before stop 47 they were compared as text: ``--set jobs.1.workload.load=0.4``
+    against a file sweeping ``jobs.b.workload.load`` kept the axis, so the point labelled 0.1
+    ran at 0.4; a file sweeping both spellings, and two overrides, one in each, passed."""
+    e = _jobs_file(tmp_path)
+    text = e.read_text()
+    e.write_text(text + "sweep: {jobs.b.workload.load: [0.1, 0.4]}\n")
+    loaded = load_experiment(e, ["jobs.1.workload.load=0.5"])
+    assert [p.jobs[1].workload.params.load for p in loaded.points] == [0.5]
+    assert [p.sweep for p in loaded.points] == [{}]
+    assert loaded.notes == ["--set jobs.1.workload.load=0.5 replaces the sweep over "
+                            f"jobs.b.workload.load (2 values) in {e}: every point has "
+                            "jobs.b.workload.load = 0.5"]
+    # the command line's axis replaces the file's, whichever spelling each uses
+    loaded = load_experiment(e, ["sweep.jobs[1].workload.load=[0.25]"])
+    assert [(p.sweep, p.jobs[1].workload.params.load) for p in loaded.points] == [
+        ({"jobs.1.workload.load": 0.25}, 0.25)]
+    assert "given twice" in _refused(e, "jobs.1.workload.load=0.4", "jobs.b.workload.load=0.3")
+    e.write_text(text + "sweep: {jobs.b.workload.load: [0.1], jobs.1.workload.load: [0.7]}\n")
+    assert "are the same axis (jobs.1.workload.load)" in _refused(e)
+
+
 @pytest.mark.parametrize("key", ["jobs[0.workload.load", "[0].x", "jobs[a].x", "jobs[0]x",
                                  "jobs]0[.x"])
 def test_malformed_list_positions_say_how_to_write_one(tmp_path, key):

@@ -150,7 +150,7 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
             source=source,
         )
     sets = [parse_override(o) for o in overrides or []]
-    check_conflicts(sets)
+    check_conflicts(sets, doc)
     try:
         return _load(doc, p, sets, plugins)
     except ConfigError as exc:

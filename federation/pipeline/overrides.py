@@ -113,21 +113,35 @@ def gives(key: str, value: Any, path: str) -> bool:
     return True
 
 
-def check_conflicts(sets: list[Override]) -> None:
-    """Refuse two overrides that give the same value (see the module docstring)."""
+def check_conflicts(sets: list[Override], doc: dict[str, Any] | None = None) -> None:
+    """Refuse two overrides that give the same value (see the module docstring).  A list item
+    given by name is the item at its position in ``doc`` (the file as read):
+    ``jobs.bg.workload.load`` and ``jobs.1.workload.load`` are one key when job 1 is ``bg``."""
     for i, a in enumerate(sets):
         for b in sets[i + 1:]:
-            if a.key == b.key:
-                raise ConfigError(f"{a.key} is given twice ({a} and {b}); give it once",
-                                  source=SOURCE)
-            for x, y in ((a, b), (b, a)):
-                if gives(x.key, x.value, y.key):
-                    raise ConfigError(f"{x} and {y} both give {y.key}; give it once",
-                                      source=SOURCE)
+            ka, kb = canonical(a.key, doc), canonical(b.key, doc)
+            if ka == kb:
+                raise ConfigError(f"{a.written or a.key} is given twice ({a} and {b}); give "
+                                  "it once", source=SOURCE)
+            for (x, kx), (y, ky) in (((a, ka), (b, kb)), ((b, kb), (a, ka))):
+                if gives(kx, x.value, ky):
+                    raise ConfigError(f"{x} and {y} both give {y.written or y.key}; give it "
+                                      "once", source=SOURCE)
+
+
+def canonical(key: str, doc: dict[str, Any] | None) -> str:
+    """``key`` (dotted) with list items given by name at their position in ``doc``, the axis
+    of a ``sweep.`` key too: the form in which two spellings of one field compare equal."""
+    key = dotted(key)
+    if key.startswith("sweep."):
+        return "sweep." + positional(key[len("sweep."):], doc)
+    return positional(key, doc)
 
 
 def apply_sweep_overrides(doc: dict[str, Any], sets: list[Override]) -> set[str]:
-    """Write the ``sweep`` overrides into ``doc``; returns the axes the command line gave."""
+    """Write the ``sweep`` overrides into ``doc``; returns the axes the command line gave.
+    A file axis that is the same field under another spelling (``jobs[0]``, or the job's
+    name for its position) is replaced, not kept beside it."""
     given: set[str] = set()
     for o in sets:
         if o.key == "sweep":
@@ -141,8 +155,9 @@ def apply_sweep_overrides(doc: dict[str, Any], sets: list[Override]) -> set[str]
             if not isinstance(sweep, dict):
                 raise ConfigError(f"cannot set {o.key}: the file's sweep is not a mapping",
                                   source=SOURCE)
-            for axis in [a for a in sweep if a != o.axis and dotted(str(a)) == o.axis]:
-                del sweep[axis]  # the file's spelling of the same axis (jobs[0]...)
+            same = canonical(o.axis, doc)
+            for axis in [a for a in sweep if a != o.axis and canonical(str(a), doc) == same]:
+                del sweep[axis]  # the file's spelling of the same axis (jobs[0], a name)
             sweep[o.axis] = o.value
             given.add(o.axis)
     return given
@@ -155,10 +170,11 @@ def drop_overridden_axes(doc: dict[str, Any], sets: list[Override], given: set[s
     sweep = doc.get("sweep")
     if not isinstance(sweep, dict):
         return []
-    check_axes(sweep, given, source)
+    check_axes(sweep, given, source, doc)
     notes = []
     for axis in list(sweep):
-        o = next((o for o in sets if gives(o.key, o.value, dotted(str(axis)))), None)
+        key = canonical(str(axis), doc)
+        o = next((o for o in sets if gives(canonical(o.key, doc), o.value, key)), None)
         if o is None:
             continue
         if axis in given:
@@ -167,14 +183,16 @@ def drop_overridden_axes(doc: dict[str, Any], sets: list[Override], given: set[s
         values = sweep.pop(axis)
         n = f"{len(values)} values" if isinstance(values, list) else "its values"
         notes.append(f"{o} replaces the sweep over {axis} ({n}) in {source}: every point "
-                     f"has {axis} = {_text(_value_at(o, dotted(str(axis))))}")
+                     f"has {axis} = {_text(_value_at(o, key, doc))}")
     return notes
 
 
-def check_axes(sweep: dict[Any, Any], given: set[str], source: str) -> None:
+def check_axes(sweep: dict[Any, Any], given: set[str], source: str,
+               doc: dict[str, Any] | None = None) -> None:
     """Refuse a sweep key whose list position is not ``.3`` or ``[3]`` after a field name,
-    and one axis written twice (``jobs.0.x`` and ``jobs[0].x``: which values would the
-    points take?), naming the file's entry (``--set`` when the command line gave both)."""
+    and one axis written twice (``jobs.0.x``, ``jobs[0].x`` and, when job 0 is ``fg``,
+    ``jobs.fg.x``: which values would the points take?), naming the file's entry (``--set``
+    when the command line gave both)."""
     seen: dict[str, str] = {}
     for axis in map(str, sweep):
         at = SOURCE if axis in given else source
@@ -183,6 +201,7 @@ def check_axes(sweep: dict[Any, Any], given: set[str], source: str) -> None:
             raise ConfigError("a list position is a whole number after a field name: write "
                               "jobs.0.workload.load (or jobs[0].workload.load)", source=at,
                               path=f"sweep.{axis}")
+        key = canonical(key, doc)
         if key in seen:
             both = SOURCE if seen[key] in given and axis in given else source
             raise ConfigError(f"{seen[key]!r} and {axis!r} are the same axis ({key}); give it "
@@ -190,10 +209,11 @@ def check_axes(sweep: dict[Any, Any], given: set[str], source: str) -> None:
         seen[key] = axis
 
 
-def _value_at(o: Override, path: str) -> Any:
-    """The value override ``o`` gives at ``path`` (which it gives: see :func:`gives`)."""
+def _value_at(o: Override, path: str, doc: dict[str, Any] | None = None) -> Any:
+    """The value override ``o`` gives at ``path`` (which it gives: see :func:`gives`; both
+    in :func:`canonical` form)."""
     cur = o.value
-    for part in path[len(o.key):].split(".")[1:]:
+    for part in path[len(canonical(o.key, doc)):].split(".")[1:]:
         cur = cur[part]
     return cur
 
