@@ -22,7 +22,7 @@ SOURCES = {"federation": "federation", "plugins": "federation.plugins",
 #: layer of each top-level part of the package, lowest first; a module may import its own
 #: part and any part of a lower layer, never a higher one or a sibling of its layer
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "interrupts", "_version", "schemas"),
+    ("errors", "interrupts", "_version", "_gc", "schemas"),
     ("models",),
     ("results", "network", "programs"),
     ("plugin",),
