@@ -453,3 +453,40 @@ def test_names_are_text_never_mathtext(runs, tmp_path):
                                                                       "$\\valiant$"]
     for p in drawn.paths:
         _decodes(p)
+
+
+def test_program_completion_figure_is_the_programs_summary(tmp_path):
+    """Fuzz 47, defect 2: beside a ``background``, a rank-program run's completion figure
+    pooled the background's messages with the programs', so its labels (162 samples, median
+    1761.9 ns) were not the summary's ``programs.message_completion_ns`` (132, 1915.7 ns).
+    The point's sample is the programs' messages, its figures the summary's exactly; the
+    background's is drawn apart, and the two pooled give the point's mean completion."""
+    from federation.plots.data import load_folder, series_of
+    from federation.plots.distributions import draw_message_completion, spread_label
+
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: torus, dims: [2, 4]}}\n"
+        "routing: {algorithm: minimal}\n"
+        "workload: {kind: collective, op: alltoall, size: 4KiB, ranks: 8, algorithm: auto}\n"
+        "background: {kind: synthetic, pattern: uniform, load: 0.2}\n"
+        "stop: {warmup: 0us, measure: 2us}\n")
+    r = run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    summary = _doc(tmp_path / "o")["points"][0]["summary"]
+    want = summary["programs"]["message_completion_ns"]
+    folder = load_folder(tmp_path / "o")
+    (series,) = series_of([folder])
+    fig = draw_message_completion(series, [folder], tmp_path / "figs", "png", "mc")
+    _decodes(fig.path)
+    programs, background = fig.dists
+    assert not programs.background and background.background
+    assert programs.job is background.job is None
+    got = programs.stats.model_dump(mode="json")
+    assert (got["samples"], got["median"], got["qcd"]) == (want["samples"], want["median"],
+                                                           want["qcd"])
+    assert got == want
+    assert programs.values.size == want["samples"] == summary["programs"]["messages"]
+    assert f"median {want['median']:.4g}" in spread_label(programs)
+    assert background.values.size > 0 and background.label.endswith(", background")
+    pooled = np.concatenate([programs.values, background.values])
+    assert np.isclose(pooled.mean(), summary["message_completion_ns_mean"], rtol=1e-9)

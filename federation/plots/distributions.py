@@ -39,6 +39,8 @@ class Distribution:
     values: np.ndarray
     job: str | None = None
     stats: Variability | None = None
+    #: the background's messages of a rank-program run (drawn apart from the programs')
+    background: bool = False
 
 
 @dataclass
@@ -141,26 +143,41 @@ def draw_hops(s: Series, folders: list[ResultFolder], out_dir: Path, fmt: str,
 
 def completion_samples(s: Series) -> list[Distribution]:
     """Per point (and per job when its messages table names several), the completion times
-    of its measured messages, with their variability figures (the summary's, recomputed)."""
+    of its measured messages, with their variability figures (the summary's, recomputed).
+
+    A rank-program run's table holds the background's messages beside the programs' (its
+    ``background`` column): the point's sample is the programs' alone, the messages the
+    summary's ``programs.message_completion_ns`` counts, and the background's is a sample of
+    its own.  Pooled, the labels were neither figure."""
     dists = []
     for p in s.points:
         if not s.folder.has_table(p, "messages"):
             continue
         t = s.folder.table(p, "messages")
-        ok = t["measured"].astype(bool) & (t["completed_ps"] >= 0)
-        groups: list[tuple[str | None, np.ndarray]] = [(None, ok)]
-        if "job" in t:
-            job = np.asarray(t["job"], dtype=object)
-            names = sorted({str(x) for x in job[ok]} - {""})
-            if len(names) > 1:
-                groups = [(name, ok & (job == name)) for name in names]
-        for name, sel in groups:
+        for name, background, sel in completion_groups(t):
             ps = np.asarray(t["completion_ps"])[sel]
             if ps.size:
-                label = s.load_label(p) + (f", {name}" if name else "")
+                label = (s.load_label(p) + (f", {name}" if name else "")
+                         + (", background" if background else ""))
                 dists.append(Distribution(p.index, label, np.sort(ps / 1e3), name,
-                                          variability(ps, per_unit=1e3)))
+                                          variability(ps, per_unit=1e3), background))
     return dists
+
+
+def completion_groups(t: dict[str, np.ndarray]) -> list[tuple[str | None, bool, np.ndarray]]:
+    """The samples of a messages table, as ``(job, background, rows)``: one per job when it
+    names several (as the summary's jobs count them: a closed-loop job's rows are its
+    programs', an open-loop job's background rows from its nodes), else the programs' (or
+    the open-loop run's) measured messages and, apart, the background's."""
+    ok = t["measured"].astype(bool) & (t["completed_ps"] >= 0)
+    if "job" in t:
+        job = np.asarray(t["job"], dtype=object)
+        names = sorted({str(x) for x in job[ok]} - {""})
+        if len(names) > 1:
+            return [(name, False, ok & (job == name)) for name in names]
+    bg = (np.asarray(t["background"], dtype=bool) if "background" in t
+          else np.zeros(ok.shape, dtype=bool))
+    return [(None, False, ok & ~bg), (None, True, ok & bg)]
 
 
 def spread_label(d: Distribution) -> str:

@@ -76,9 +76,10 @@ TABLE_COLUMNS: dict[str, dict[str, str]] = {
                     "class": "int",
                     "bytes": "int", "utilization": "number"},
 }
-#: columns read when the table has them: the messages' ``job`` (per-job distributions)
+#: columns read when the table has them: the messages' ``job`` (per-job distributions) and
+#: ``background`` (a rank-program run's background messages, drawn apart from the programs'),
 #: the ports' wiring (checked against the machine's) and SST's window bytes (its utilisation's)
-OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"messages": {"job": "str"},
+OPTIONAL_COLUMNS: dict[str, dict[str, str]] = {"messages": {"job": "str", "background": "bool"},
                                                "link_series": {"link_class": "str",
                                                                "router": "int"},
                                                "ports": {"node": "int", "peer_router": "int",
@@ -368,7 +369,8 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
                 # (refused as NaN where a figure is read), "NA" as the string it is
                 table = pcsv.read_csv(_rewound(f), read_options=threads,
                                       convert_options=pcsv.ConvertOptions(
-                                          include_columns=list(want), null_values=[""]))
+                                          include_columns=list(want), null_values=[""],
+                                          column_types=_text_columns(want)))
             else:
                 import pyarrow.parquet as pq
 
@@ -394,6 +396,19 @@ def read_table(path: Path, name: str) -> dict[str, np.ndarray]:
                               source=source, path=col)
         out[col] = c.to_numpy(zero_copy_only=False).astype(_NUMPY[kind], copy=False)
     return out
+
+
+def _text_columns(want: dict[str, str]) -> dict[str, Any]:
+    """The columns of ``want`` declared text, typed as strings for pyarrow's CSV reader.
+
+    A CSV cell carries no type: left to infer, pyarrow reads a job named ``"10"`` or
+    ``"true"``, or a link class named ``"10"``, as an integer or a boolean (the writer's quotes
+    do not stop it), and the column is refused as not text although its Parquet twin reads
+    fine.  Declared text, it is read as written.  Text cells are never missing: an empty one
+    is the empty string, as the writer writes it (the ``job`` of rows no single job owns)."""
+    import pyarrow as pa
+
+    return {col: pa.string() for col, kind in want.items() if kind == "str"}
 
 
 @contextmanager
