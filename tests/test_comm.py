@@ -105,7 +105,28 @@ def test_command_on_a_goal_schedule(tmp_path):
     assert "s.goal (goal)" in r.stdout and "2 ranks, 2 operations, 1 messages, 64 B" in r.stdout
 
 
+def test_a_goal_schedule_in_another_calc_unit(tmp_path):
+    """``export --calc-unit 1ps`` writes calc in picoseconds; ``comm`` read every GOAL file in
+    LogGOPSim's nanoseconds, a thousand times the compute, and had no way to say otherwise."""
+    (tmp_path / "s.goal").write_text("num_ranks 2\nrank 0 {\nl1: calc 2500\n"
+                                     "l2: send 64b to 1\nl2 requires l1\n}\n"
+                                     "rank 1 {\nl1: recv 64b from 0\n}\n")
+
+    def compute(*args: str) -> int:
+        r = run_cli("comm", "s.goal", "--json", *args, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["compute_ps"]
+
+    assert compute() == 2_500_000  # 2,500 ns
+    assert compute("--calc-unit", "1ps") == 2_500
+    assert compute("--calc-unit", "10ns") == 25_000_000
+    for args, words in ((["--calc-unit", "0.5ps"], "not a whole number of picoseconds"),
+                        (["--format", "ti", "--calc-unit", "1ps"], "applies to GOAL schedules")):
+        assert words in one_error(run_cli("comm", "s.goal", *args, cwd=tmp_path))
+
+
 @pytest.mark.parametrize("args,words", [
+    (["e.yaml", "--calc-unit", "1ps"], "--calc-unit: applies to GOAL schedules"),
     (["e.yaml", "--point", "3"], "--point: the experiment has 1 point(s)"),
     (["e.yaml", "--format", "otf2"], "--format: must be one of auto, goal, ti, dumpi"),
     (["e.yaml", "--plot", "x.jpg"], "--plot: the file name must end in .png, .svg or .pdf"),

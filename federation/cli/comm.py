@@ -129,10 +129,27 @@ def _placed_programs(point: ResolvedPoint, job: ResolvedJob, max_memory: int) ->
     return merged
 
 
-def schedule_programs(file: Path, fmt: str) -> tuple[RankPrograms, str]:
+def calc_unit_ps(text: str) -> int:
+    """``--calc-unit`` in whole picoseconds (at least 1): the time of one GOAL ``calc`` unit."""
+    from federation.models.units import PS_PER_S, parse_time
+
+    try:
+        unit_s = parse_time(text)
+    except ValueError as e:
+        raise ConfigError(str(e), source="--calc-unit") from None
+    unit_ps = round(unit_s * PS_PER_S)
+    if unit_ps < 1 or abs(unit_ps - unit_s * PS_PER_S) > 1e-6 * unit_ps:
+        raise ConfigError(f"{text} is not a whole number of picoseconds (at least 1ps)",
+                          source="--calc-unit")
+    return unit_ps
+
+
+def schedule_programs(file: Path, fmt: str,
+                      calc_unit: int | None = None) -> tuple[RankPrograms, str]:
     """A schedule file read whole (its own rank count, rank i on node i), with the static
-    checks an experiment's programs get (:func:`check_schedule`)."""
-    progs, label = _read_schedule(file, fmt)
+    checks an experiment's programs get (:func:`check_schedule`); ``calc_unit`` ps per GOAL
+    ``calc`` unit (``None``: LogGOPSim's nanosecond)."""
+    progs, label = _read_schedule(file, fmt, calc_unit)
     check_schedule(progs, str(file))
     return progs, label
 
@@ -155,13 +172,18 @@ def check_schedule(progs: RankPrograms, source: str) -> None:
         raise ConfigError(exc.message, source=exc.source) from None
 
 
-def _read_schedule(file: Path, fmt: str) -> tuple[RankPrograms, str]:
-    """A schedule file read whole in format ``fmt`` (``auto``: by its name), and a label."""
+def _read_schedule(file: Path, fmt: str,
+                   calc_unit: int | None = None) -> tuple[RankPrograms, str]:
+    """A schedule file read whole in format ``fmt`` (``auto``: by its name), and a label.
+    ``calc_unit`` (a GOAL schedule's unit) is refused for the other formats."""
     if fmt == "auto":
         if file.is_dir() or file.name.endswith(".dumpi.txt"):
             fmt = "dumpi"
         else:
             fmt = "goal" if file.suffix.lower() == ".goal" else "ti"
+    if calc_unit is not None and fmt != "goal":
+        raise ConfigError(f"applies to GOAL schedules; {file} is read as {fmt}",
+                          source="--calc-unit")
     if fmt == "dumpi":
         from federation.programs.dumpi import read_dumpi
 
@@ -169,7 +191,9 @@ def _read_schedule(file: Path, fmt: str) -> tuple[RankPrograms, str]:
     if fmt == "goal":
         from federation.programs.goal import read_goal
 
-        return read_goal(file), f"{file} (goal)"
+        if calc_unit is None:
+            return read_goal(file), f"{file} (goal)"
+        return read_goal(file, calc_unit), f"{file} (goal, calc unit {calc_unit} ps)"
     from federation.programs.ti import read_ti
 
     return read_ti(file), f"{file} (ti)"
@@ -198,19 +222,24 @@ def is_experiment(file: Path) -> bool:
 
 def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
                   max_memory: int, job: str | None = None, command: str = "comm summarises",
-                  inputs: list[Path] | None = None) -> tuple[RankPrograms, str]:
+                  inputs: list[Path] | None = None,
+                  calc_unit: int | None = None) -> tuple[RankPrograms, str]:
     """The programs ``comm`` and ``export`` work on: one closed-loop job (``--job``) of point
     ``index`` of an experiment file (``--set`` applied, built and checked under
     ``max_memory`` bytes, ``--max-memory`` as :func:`~federation.cli.run.memory_limit` reads
     it; ``None``: point 0), or a schedule file read whole (``--set``, ``--point`` and
     ``--job`` refused: they apply to experiment files only).  ``inputs`` is given the files
-    an experiment reads (see :func:`experiment_programs`)."""
+    an experiment reads (see :func:`experiment_programs`).  ``calc_unit``: a GOAL
+    schedule's ps per ``calc`` (an experiment's ``workload.calc_unit`` says its own)."""
     results = results_of_run(file)
     if results is not None:
         raise ConfigError(f"is {results}, not a program: give the experiment file it ran "
                           "(its resolved points are in results.json's points[i].resolved) or a "
                           "schedule", source=str(file))
     if is_experiment(file):
+        if calc_unit is not None:
+            raise ConfigError("applies to GOAL schedules; an experiment's program_file "
+                              "workload gives its own calc_unit", source="--calc-unit")
         return experiment_programs(file, overrides, index or 0, max_memory, job, command,
                                    inputs)
     if overrides:
@@ -219,7 +248,7 @@ def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
         raise ConfigError("--point applies to experiment files", source="--point")
     if job is not None:
         raise ConfigError("--job applies to experiment files", source="--job")
-    return schedule_programs(file, fmt)
+    return schedule_programs(file, fmt, calc_unit)
 
 
 @app.command()
@@ -240,6 +269,9 @@ def comm(
     fmt: Annotated[str, typer.Option(
         "--format", help="schedule format: auto (.goal: GOAL, a folder or .dumpi.txt: DUMPI, "
         "else TI), goal, ti, dumpi")] = "auto",
+    calc_unit: Annotated[str | None, typer.Option(
+        "--calc-unit", help="a GOAL schedule's time of one 'calc' unit (default 1ns, "
+        "LogGOPSim's; give what 'export --calc-unit' wrote)")] = None,
     max_memory: MaxMemory = None,
 ) -> None:
     """Summarise what a program communicates without simulating it: messages, bytes,
@@ -254,6 +286,7 @@ def comm(
     if fmt not in SCHEDULE_FORMATS:
         raise ConfigError(f"must be one of {', '.join(SCHEDULE_FORMATS)}, got {fmt!r}",
                           source="--format")
+    unit = calc_unit_ps(calc_unit) if calc_unit is not None else None
     target = None
     if plot is not None:
         from federation.plots.style import FORMATS
@@ -265,7 +298,8 @@ def comm(
         target = OutputFile(plot, source="--plot", overwrite=overwrite, make_parents=True)
     try:
         inputs: list[Path] = []
-        progs, label = read_programs(file, set_ or [], point, fmt, limit, job, inputs=inputs)
+        progs, label = read_programs(file, set_ or [], point, fmt, limit, job, inputs=inputs,
+                                     calc_unit=unit)
         summary = communication(progs)
         if target is not None:
             assert plot is not None

@@ -43,9 +43,8 @@ def export(
     """Write a program (an experiment's workload, or a schedule) as a GOAL schedule."""
     import numpy as np
 
-    from federation.cli.comm import SCHEDULE_FORMATS, read_programs
+    from federation.cli.comm import SCHEDULE_FORMATS, calc_unit_ps, read_programs
     from federation.cli.run import memory_limit
-    from federation.models.units import PS_PER_S, parse_time
     from federation.programs.goal import format_goal
     from federation.programs.model import COMPUTE
     from federation.results.outputs import OutputFile, check_not_input
@@ -54,14 +53,7 @@ def export(
     if fmt not in SCHEDULE_FORMATS:
         raise ConfigError(f"must be one of {', '.join(SCHEDULE_FORMATS)}, got {fmt!r}",
                           source="--format")
-    try:
-        unit_s = parse_time(calc_unit)
-    except ValueError as e:
-        raise ConfigError(str(e), source="--calc-unit") from None
-    unit_ps = round(unit_s * PS_PER_S)
-    if unit_ps < 1 or abs(unit_ps - unit_s * PS_PER_S) > 1e-6 * unit_ps:
-        raise ConfigError(f"{calc_unit} is not a whole number of picoseconds (at least 1ps)",
-                          source="--calc-unit")
+    unit_ps = calc_unit_ps(calc_unit)
     goal_file = out_path(out, "the GOAL file to write", folder=False)
     check_not_input(goal_file, "--out", files=[file], within=[file] if file.is_dir() else [])
     target = OutputFile(goal_file, source="--out", overwrite=overwrite, make_parents=True)
