@@ -490,3 +490,15 @@ def test_program_completion_figure_is_the_programs_summary(tmp_path):
     assert background.values.size > 0 and background.label.endswith(", background")
     pooled = np.concatenate([programs.values, background.values])
     assert np.isclose(pooled.mean(), summary["message_completion_ns_mean"], rtol=1e-9)
+    # a rank-program run's messages table is checked against the programs' summary now that
+    # the figure tells them from the background: one program row gone is another table
+    t = pq.read_table(tmp_path / "o" / "messages-0.parquet")
+    bg = np.asarray(t.column("background").to_pylist(), dtype=bool)
+    keep = np.ones(t.num_rows, dtype=bool)
+    keep[np.flatnonzero(~bg)[-1]] = False
+    pq.write_table(t.filter(keep), tmp_path / "o" / "messages-0.parquet")
+    line = one_error(run_cli("plot", "o", "--out", "figs2", cwd=tmp_path))
+    assert line.startswith(f"error: o/messages-0.parquet: completion_ps: the programs' "
+                           f"completed messages are {want['samples'] - 1} (max ")
+    assert line.endswith(f"but the point's summary counts {want['samples']} (max "
+                         f"{want['max']:g} ns): not this point's table")

@@ -502,6 +502,17 @@ def check_table(cols: dict[str, np.ndarray], name: str, point: PointResult,
         if s.programs is None:
             _agree(c / 1e3, s.message_completion_ns_mean, "mean completion",
                    refuse("completion_ps", ""))
+        elif "background" in cols:  # the programs' completed messages: the summary's sample
+            mine = cols["completion_ps"][done & ~cols["background"].astype(bool)] / 1e3
+            v = s.programs.message_completion_ns
+            n, top = (v.samples, v.max) if v is not None else (0, None)
+            if mine.size != n or (n and not math.isclose(float(mine.max()), float(top),
+                                                         rel_tol=1e-9, abs_tol=1e-9)):
+                got = f"{mine.size} (max {float(mine.max()):g} ns)" if mine.size else "0"
+                raise refuse("completion_ps", f"the programs' completed messages are {got}, "
+                             f"but the point's summary counts {n}"
+                             + (f" (max {float(top):g} ns)" if n else "")
+                             + ": not this point's table")
 
 
 def _agree(values: np.ndarray, want: float | None, what: str, error: ConfigError) -> None:
