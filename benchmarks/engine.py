@@ -296,34 +296,38 @@ def _ns(text: str) -> int:
     return int(round(parse_time(text) * 1e9))
 
 
+def federation_run(doc: dict[str, Any], d: str, warm: bool = True) -> bs.Child:
+    """One timed ``federation run`` process of ``doc``, written into the folder ``d``; with
+    ``warm``, after an untimed one that loads or compiles its loop and writes the bytecode.
+    Both run as a user's Python runs them: with its modules' bytecode cached (a shell that
+    sets PYTHONDONTWRITEBYTECODE, as this project's sandboxes do, has every process compile
+    some 180 modules again: 0.6 s of a 1.8 s booksim2 point on stop 38's host)."""
+    path = Path(d) / "experiment.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    argv = [str(Path(sys.executable).parent / "federation"), "run", str(path), "--out",
+            f"{d}/out", "--overwrite", "--json",
+            *([] if proved(doc) else ["--no-deadlock-check"])]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    if warm:
+        subprocess.run(argv, capture_output=True, check=True, env=env)
+    return bs.timed_child(argv, env=env)
+
+
 def external(args: argparse.Namespace, scenario: str, load: float) -> list[dict[str, Any]]:
     """``federation run``, BookSim2 and SST merlin on one point, each a process of its own."""
     _, _, _, warmup, measure, _ = SCENARIOS[scenario]
     warmup, measure = args.warmup or warmup, args.measure or measure
     doc = experiment(scenario, load, args.routing, warmup, measure, args.seed, _router(args))
     out: list[dict[str, Any]] = []
-    federation = str(Path(sys.executable).parent / "federation")
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "point.yaml"
-        path.write_text(yaml.safe_dump(doc))
-        argv = [federation, "run", str(path), "--out", f"{d}/out", "--overwrite", "--json",
-                *([] if proved(doc) else ["--no-deadlock-check"])]
-        # as a user's Python runs it: with its modules' bytecode cached (a shell that sets
-        # PYTHONDONTWRITEBYTECODE, as this project's sandboxes do, has every process compile
-        # some 180 modules again: 0.6 s of a 1.8 s booksim2 point on stop 38's host)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        # the first run loads or compiles the loop and writes the bytecode
-        subprocess.run(argv, capture_output=True, check=True, env=env)
-        c = bs.timed_child(argv, env=env)
+        c = federation_run(doc, d)
         lat = None
         if c.code == 0:
             lat = json.loads(c.out)["points"][0]["summary"]["latency_ns"]["mean"]
         out.append({"who": "native", "wall_s": c.wall_s, "cpu_s": c.cpu_s, "rss_mb": c.rss_mb,
                     "latency": lat})
         if args.sst and shutil.which("sst"):
-            sdoc = {**doc, "engine": {"kind": "sst"}}
-            path.write_text(yaml.safe_dump(sdoc))
-            c = bs.timed_child(argv, env=env)
+            c = federation_run({**doc, "engine": {"kind": "sst"}}, d, warm=False)
             lat = (json.loads(c.out)["points"][0]["summary"]["latency_ns"]["mean"]
                    if c.code == 0 else None)
             out.append({"who": "sst", "wall_s": c.wall_s, "cpu_s": c.cpu_s, "rss_mb": c.rss_mb,
@@ -476,16 +480,9 @@ def sweep_row(args: argparse.Namespace, scenario: str, loads: list[float],
     doc = experiment(scenario, loads[0], args.routing, args.warmup or warmup,
                      args.measure or measure, args.seed, _router(args))
     doc["sweep"] = {"workload.load": list(loads)}
-    federation = str(Path(sys.executable).parent / "federation")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / "sweep.yaml"
-        path.write_text(yaml.safe_dump(doc))
-        argv = [federation, "run", str(path), "--out", f"{d}/out", "--overwrite", "--json",
-                *([] if proved(doc) else ["--no-deadlock-check"])]
-        subprocess.run(argv, capture_output=True, check=True, env=env)  # loads the loop
-        c = bs.timed_child(argv, env=env)
-    wall, cpu = sum(w for w, _ in booksim_s), sum(c for _, c in booksim_s)
+        c = federation_run(doc, d)
+    wall, cpu = sum(w for w, _ in booksim_s), sum(p for _, p in booksim_s)
     row = {"scenario": scenario, "who": "sweep", "loads": list(loads), "wall_s": c.wall_s,
            "cpu_s": c.cpu_s, "rss_mb": c.rss_mb, "booksim_wall_s": wall, "booksim_cpu_s": cpu,
            "speedup": wall / c.wall_s, "cpu_speedup": cpu / c.cpu_s if c.cpu_s else None,
