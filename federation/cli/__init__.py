@@ -60,11 +60,10 @@ def main(argv: list[str] | None = None, *, freeze: bool = False) -> int:
         with interrupts.handling(to_the_end=True):
             from federation.plugin.registry import get_plugins
 
-            with _gc.paused():
-                try:
-                    get_plugins().add_commands(app)
-                except FederationError:
-                    pass  # reported by the command that needs the plugins
+            try:
+                get_plugins().add_commands(app)  # the registry loads without the collector
+            except FederationError:
+                pass  # reported by the command that needs the plugins
             if freeze:
                 _gc.freeze_startup()
             app(args=argv, standalone_mode=True)
