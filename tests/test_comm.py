@@ -125,6 +125,38 @@ def test_a_goal_schedule_in_another_calc_unit(tmp_path):
         assert words in one_error(run_cli("comm", "s.goal", *args, cwd=tmp_path))
 
 
+def test_export_reads_a_goal_schedule_in_its_calc_unit(tmp_path):
+    """``export`` read a GOAL input in nanoseconds only: a schedule an earlier ``export
+    --calc-unit 1ps`` wrote came back with a thousand times its compute.  The round trip
+    through picoseconds now gives back the first file, byte for byte."""
+    (tmp_path / "s.goal").write_text("num_ranks 2\nrank 0 {\nl1: calc 2500\n"
+                                     "l2: send 64b to 1\nl2 requires l1\n}\n"
+                                     "rank 1 {\nl1: recv 64b from 0\n}\n")
+
+    def export(src: str, dst: str, *args: str) -> str:
+        r = run_cli("export", src, "--out", dst, *args, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        return (tmp_path / dst).read_text()
+
+    ns = export("s.goal", "ns.goal")
+    assert "calc 2500" in ns
+    ps = export("ns.goal", "ps.goal", "--calc-unit", "1ps")
+    assert "calc 2500000" in ps
+    assert export("ps.goal", "back.goal", "--input-calc-unit", "1ps") == ns
+    # without it the input counts nanoseconds, as documented: 2,500,000 ns
+    assert "calc 2500000000\n" in export("ps.goal", "ns_in.goal", "--calc-unit", "1ps")
+    for args, words in ((["--input-calc-unit", "0.5ps"], "--input-calc-unit: 0.5ps is not"),
+                        (["--format", "ti", "--input-calc-unit", "1ps"],
+                         "--input-calc-unit: applies to GOAL schedules")):
+        line = one_error(run_cli("export", "ps.goal", "--out", "x.goal", *args, cwd=tmp_path))
+        assert words in line
+    experiment(tmp_path, {"kind": "allreduce", "ranks": 4})
+    line = one_error(run_cli("export", "e.yaml", "--out", "x.goal", "--input-calc-unit", "1ps",
+                             cwd=tmp_path))
+    assert "--input-calc-unit: applies to GOAL schedules" in line
+    assert not (tmp_path / "x.goal").exists()
+
+
 @pytest.mark.parametrize("args,words", [
     (["e.yaml", "--calc-unit", "1ps"], "--calc-unit: applies to GOAL schedules"),
     (["e.yaml", "--point", "3"], "--point: the experiment has 1 point(s)"),

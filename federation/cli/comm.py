@@ -129,27 +129,28 @@ def _placed_programs(point: ResolvedPoint, job: ResolvedJob, max_memory: int) ->
     return merged
 
 
-def calc_unit_ps(text: str) -> int:
-    """``--calc-unit`` in whole picoseconds (at least 1): the time of one GOAL ``calc`` unit."""
+def calc_unit_ps(text: str, option: str = "--calc-unit") -> int:
+    """``option``'s value in whole picoseconds (at least 1): the time of one GOAL ``calc``
+    unit."""
     from federation.models.units import PS_PER_S, parse_time
 
     try:
         unit_s = parse_time(text)
     except ValueError as e:
-        raise ConfigError(str(e), source="--calc-unit") from None
+        raise ConfigError(str(e), source=option) from None
     unit_ps = round(unit_s * PS_PER_S)
     if unit_ps < 1 or abs(unit_ps - unit_s * PS_PER_S) > 1e-6 * unit_ps:
         raise ConfigError(f"{text} is not a whole number of picoseconds (at least 1ps)",
-                          source="--calc-unit")
+                          source=option)
     return unit_ps
 
 
-def schedule_programs(file: Path, fmt: str,
-                      calc_unit: int | None = None) -> tuple[RankPrograms, str]:
+def schedule_programs(file: Path, fmt: str, calc_unit: int | None = None,
+                      unit_option: str = "--calc-unit") -> tuple[RankPrograms, str]:
     """A schedule file read whole (its own rank count, rank i on node i), with the static
     checks an experiment's programs get (:func:`check_schedule`); ``calc_unit`` ps per GOAL
-    ``calc`` unit (``None``: LogGOPSim's nanosecond)."""
-    progs, label = _read_schedule(file, fmt, calc_unit)
+    ``calc`` unit (``None``: LogGOPSim's nanosecond), given by ``unit_option``."""
+    progs, label = _read_schedule(file, fmt, calc_unit, unit_option)
     check_schedule(progs, str(file))
     return progs, label
 
@@ -172,10 +173,11 @@ def check_schedule(progs: RankPrograms, source: str) -> None:
         raise ConfigError(exc.message, source=exc.source) from None
 
 
-def _read_schedule(file: Path, fmt: str,
-                   calc_unit: int | None = None) -> tuple[RankPrograms, str]:
+def _read_schedule(file: Path, fmt: str, calc_unit: int | None = None,
+                   unit_option: str = "--calc-unit") -> tuple[RankPrograms, str]:
     """A schedule file read whole in format ``fmt`` (``auto``: by its name), and a label.
-    ``calc_unit`` (a GOAL schedule's unit) is refused for the other formats."""
+    ``calc_unit`` (a GOAL schedule's unit, given by ``unit_option``) is refused for the
+    other formats."""
     if fmt == "auto":
         if file.is_dir() or file.name.endswith(".dumpi.txt"):
             fmt = "dumpi"
@@ -183,7 +185,7 @@ def _read_schedule(file: Path, fmt: str,
             fmt = "goal" if file.suffix.lower() == ".goal" else "ti"
     if calc_unit is not None and fmt != "goal":
         raise ConfigError(f"applies to GOAL schedules; {file} is read as {fmt}",
-                          source="--calc-unit")
+                          source=unit_option)
     if fmt == "dumpi":
         from federation.programs.dumpi import read_dumpi
 
@@ -222,15 +224,16 @@ def is_experiment(file: Path) -> bool:
 
 def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
                   max_memory: int, job: str | None = None, command: str = "comm summarises",
-                  inputs: list[Path] | None = None,
-                  calc_unit: int | None = None) -> tuple[RankPrograms, str]:
+                  inputs: list[Path] | None = None, calc_unit: int | None = None,
+                  unit_option: str = "--calc-unit") -> tuple[RankPrograms, str]:
     """The programs ``comm`` and ``export`` work on: one closed-loop job (``--job``) of point
     ``index`` of an experiment file (``--set`` applied, built and checked under
     ``max_memory`` bytes, ``--max-memory`` as :func:`~federation.cli.run.memory_limit` reads
     it; ``None``: point 0), or a schedule file read whole (``--set``, ``--point`` and
     ``--job`` refused: they apply to experiment files only).  ``inputs`` is given the files
     an experiment reads (see :func:`experiment_programs`).  ``calc_unit``: a GOAL
-    schedule's ps per ``calc`` (an experiment's ``workload.calc_unit`` says its own)."""
+    schedule's ps per ``calc`` (an experiment's ``workload.calc_unit`` says its own), given
+    by the command's option ``unit_option`` (named in refusals)."""
     results = results_of_run(file)
     if results is not None:
         raise ConfigError(f"is {results}, not a program: give the experiment file it ran "
@@ -239,7 +242,7 @@ def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
     if is_experiment(file):
         if calc_unit is not None:
             raise ConfigError("applies to GOAL schedules; an experiment's program_file "
-                              "workload gives its own calc_unit", source="--calc-unit")
+                              "workload gives its own calc_unit", source=unit_option)
         return experiment_programs(file, overrides, index or 0, max_memory, job, command,
                                    inputs)
     if overrides:
@@ -248,7 +251,7 @@ def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
         raise ConfigError("--point applies to experiment files", source="--point")
     if job is not None:
         raise ConfigError("--job applies to experiment files", source="--job")
-    return schedule_programs(file, fmt, calc_unit)
+    return schedule_programs(file, fmt, calc_unit, unit_option)
 
 
 @app.command()

@@ -6,7 +6,9 @@ The programs come from an experiment's closed-loop workload, or one closed-loop 
 (skeletons, collectives, drawn compute times, the job's ranks on its nodes and all: see
 :func:`federation.cli.comm.experiment_programs`) or from a schedule file; the
 GOAL text is :func:`federation.programs.goal.format_goal` (every operation, every
-dependency; ``calc`` in units of ``--calc-unit``).
+dependency; ``calc`` in units of ``--calc-unit``).  A GOAL schedule read as input counts
+its ``calc`` in LogGOPSim's nanoseconds unless ``--input-calc-unit`` says otherwise (what an
+earlier ``export --calc-unit`` wrote).
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ def export(
     calc_unit: Annotated[str, typer.Option(
         "--calc-unit", help="the time of one GOAL 'calc' unit (LogGOPSim reads ns); every "
         "compute must be a whole number of them")] = "1ns",
+    input_calc_unit: Annotated[str | None, typer.Option(
+        "--input-calc-unit", help="a GOAL schedule given as FILE: its time of one 'calc' unit "
+        "(default 1ns, LogGOPSim's; give what an earlier 'export --calc-unit' wrote)")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite",
                                             help="replace an existing file")] = False,
     point: Annotated[int | None, typer.Option(
@@ -54,13 +59,15 @@ def export(
         raise ConfigError(f"must be one of {', '.join(SCHEDULE_FORMATS)}, got {fmt!r}",
                           source="--format")
     unit_ps = calc_unit_ps(calc_unit)
+    in_unit = (calc_unit_ps(input_calc_unit, "--input-calc-unit")
+               if input_calc_unit is not None else None)
     goal_file = out_path(out, "the GOAL file to write", folder=False)
     check_not_input(goal_file, "--out", files=[file], within=[file] if file.is_dir() else [])
     target = OutputFile(goal_file, source="--out", overwrite=overwrite, make_parents=True)
     try:
         inputs: list[Path] = []
         progs, label = read_programs(file, set_ or [], point, fmt, limit, job,
-                                     "export writes", inputs)
+                                     "export writes", inputs, in_unit, "--input-calc-unit")
         # the files an experiment reads (its machine, program or trace files) are known now
         check_not_input(goal_file, "--out", files=[p for p in inputs if not p.is_dir()],
                         within=[p for p in inputs if p.is_dir()])
