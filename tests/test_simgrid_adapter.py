@@ -138,6 +138,27 @@ def test_two_flows_share_a_saturated_cable_fairly(simgrid, tmp_path):
     assert done.size == 1 and abs(int(done[0]) - want) <= 1000  # 1 ns: SimGrid's precision
 
 
+def test_window_counters_spread_a_flow_over_its_transfer(simgrid, tmp_path):
+    """A 1 MiB flow over a 1 us window: each port of its path counts the share of its bytes
+    and packets the window holds of the transfer, below what the port carries in 1 us.  Every
+    byte of a flow that started in the window counted before: 1 MiB, 190 times the link's
+    capacity, beside a utilisation of 0.999."""
+    size = 2**20
+    prep, raw, s, _, ports = simulate(tmp_path, experiment([{"src": 0, "dst": 2,
+                                                             "size": size}]))
+    fin = int(raw.pkt_deliver.max())
+    share = 1e6 / fin  # the window [0, 1 us) of the transfer [0, fin)
+    path = node_routes(prep.network, prep.job.tables, np.array([0]), np.array([2]))[0].path(0)
+    bw, _ = port_figures(prep.network, prep.job.links, prep.job.nic_bandwidth,
+                         prep.job.router_delay_s)
+    assert raw.port_pkts[path[0]] > 1
+    for p in path:
+        assert ports["bytes_window"][p] == round(size * share) <= bw[p] * 1e-6
+        assert ports["packets_window"][p] == round(raw.port_pkts[p] * share)
+    others = np.setdiff1d(np.arange(ports["bytes_window"].shape[0]), path)
+    assert (ports["bytes_window"][others] == 0).all()
+
+
 def test_synthetic_traffic_runs_and_reports_like_native(simgrid, tmp_path):
     """Synthetic traffic on SimGrid: every packet delivered, never before the idle flow's
     bound, and minimal hops equal to the native engine's for the same seed."""
