@@ -365,3 +365,23 @@ def test_a_scenario_without_messages_is_reported_as_neither_engine_having_the_fi
     assert (check["status"], check["reason"]) == (
         "error", "neither native nor simgrid reports makespan_ns for scenario 'small' (it has "
         "no message, a message was not delivered, or neither engine reports this metric)")
+
+
+def test_a_difference_equal_to_the_tolerance_passes_and_shows_its_digits():
+    """Figures are picoseconds in nanoseconds: 774.522 - 763.17 is 11.35200000000009 in
+    floats, so an absolute tolerance of exactly 11.352 ns failed, and the table printed the
+    difference as -11.35 beside ±11.352.  The bound now holds at equality (to a trillionth of
+    the figures), a step past it still fails, and both print six digits."""
+    from federation.crossval.models import Tolerance
+    from federation.crossval.report import difference_text
+
+    exact = Tolerance(absolute=11.352)
+    assert exact.allows(774.522, 763.17) and exact.allows(763.17, 774.522)
+    assert not exact.allows(774.523, 763.17)
+    assert not Tolerance(absolute=45.411).allows(392.682, 438.094)  # 45.412 apart
+    assert Tolerance(absolute=45.412).allows(392.682, 438.094)
+    rel = 0.1 * 3 / 3  # a relative bound hit exactly: 0.3 of 3 in floats
+    assert Tolerance(relative=rel).allows(3.3, 3.0) and not Tolerance(relative=0.0999).allows(
+        3.3, 3.0)
+    assert difference_text(763.17 - 774.522, -0.01466) == "-11.352 (-1.466%)"
+    assert difference_text(392.682 - 438.094, None) == "-45.412"

@@ -53,6 +53,10 @@ CLASS_METRICS = ("class_latency_mean_ns", "class_packets")
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
+#: relative slack of :meth:`Tolerance.allows` (float rounding of the figures, not a tolerance)
+ROUNDING = 1e-12
+
+
 class Tolerance(DocumentModel):
     """How far an engine's figure may be from the reference's: exactly one of ``relative``
     (a fraction of the reference's figure) or ``absolute`` (in the metric's unit)."""
@@ -67,11 +71,16 @@ class Tolerance(DocumentModel):
         return self
 
     def allows(self, value: float, reference: float) -> bool:
+        """Whether ``value`` is within the tolerance of ``reference``.  The figures are
+        picoseconds turned into the metric's unit, so a difference equal to the bound can come
+        out a rounding step above it (774.522 - 763.17 = 11.35200000000009 ns): a slack of a
+        trillionth of the figures' size, far below any figure's meaning, counts it as equal."""
         diff = abs(value - reference)
+        slack = ROUNDING * max(abs(value), abs(reference))
         if self.absolute is not None:
-            return diff <= self.absolute
+            return diff <= self.absolute + slack
         assert self.relative is not None
-        return diff <= self.relative * abs(reference)
+        return diff <= self.relative * abs(reference) + slack
 
     def describe(self, unit: str) -> str:
         if self.absolute is not None:

@@ -77,10 +77,12 @@ class CheckItem(pytest.Item):
         if check.status == "error":
             raise CrossvalViolation(check.reason)
         if check.status == "fail":
+            from federation.crossval.report import difference_text
+
             raise CrossvalViolation(
                 f"{check.engine} {check.value:.6g} {check.unit} vs {check.reference_engine} "
-                f"{check.reference:.6g} {check.unit}: difference {check.difference:+.4g} "
-                f"({100 * (check.relative_difference or 0):+.2f}%), tolerance "
+                f"{check.reference:.6g} {check.unit}: difference "
+                f"{difference_text(check.difference, check.relative_difference)}, tolerance "
                 f"{check.tolerance}" + (f" ({check.why.strip()})" if check.why else ""))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException],

@@ -17,10 +17,12 @@ def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.6g}"
 
 
-def _diff(d: float | None, rel: float | None) -> str:
+def difference_text(d: float | None, rel: float | None) -> str:
+    """A check's difference (and relative difference) as the table and pytest print it."""
     if d is None:
         return "-"
-    return f"{d:+.4g}" + (f" ({100 * rel:+.2f}%)" if rel is not None else "")
+    # the tolerance's digits (Tolerance.describe prints six): a difference just past it shows
+    return f"{d:+.6g}" + (f" ({100 * rel:+.6g}%)" if rel is not None else "")
 
 
 def table(result: SuiteResult) -> Table:
@@ -36,7 +38,7 @@ def table(result: SuiteResult) -> Table:
     for c in result.checks:
         status = f"[{STYLE[c.status]}]{c.status}[/]"
         t.add_row(c.scenario, c.metric, c.unit, _num(c.reference), c.engine, _num(c.value),
-                  _diff(c.difference, c.relative_difference), c.tolerance, status)
+                  difference_text(c.difference, c.relative_difference), c.tolerance, status)
     return t
 
 
