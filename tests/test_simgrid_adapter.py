@@ -138,6 +138,30 @@ def test_two_flows_share_a_saturated_cable_fairly(simgrid, tmp_path):
     assert done.size == 1 and abs(int(done[0]) - want) <= 1000  # 1 ns: SimGrid's precision
 
 
+def test_sharing_is_weighted_by_each_flows_route_latency(simgrid, tmp_path):
+    """SimGrid's CM02 gives each flow the sharing penalty of its route's summed latency
+    (``weight-S`` 0 drops only the bandwidth term), so max-min shares a link in proportion to
+    1 / latency: node 0 sends 1 MiB to node 1 (its own router) and to node 2 (a local cable
+    away), both through its NIC link.  The first flow runs alone until the second's latency
+    has passed, then the two share the link in the ratio of their inverse latencies, then the
+    second runs alone: SimGrid's times to the picosecond, not an equal split's."""
+    size = 2**20
+    doc = experiment([{"src": 0, "dst": 1, "size": size}, {"src": 0, "dst": 2, "size": size}],
+                     engine="simgrid")
+    doc["engine"] = {"kind": "simgrid", "precision": "1ps"}
+    prep, raw, *_ = simulate(tmp_path, doc)
+    l1, l2 = (closed_form_ps(prep, 0, d, 0) / 1e12 for d in (1, 2))
+    bw = prep.job.links["terminal"].bandwidth
+    assert prep.job.links["local"].bandwidth == bw == prep.job.nic_bandwidth and l1 < l2
+    r1 = bw * (1 / l1) / (1 / l1 + 1 / l2)  # while both share the NIC link
+    t1 = l2 + (size - bw * (l2 - l1)) / r1
+    t2 = t1 + (size - (bw - r1) * (t1 - l2)) / bw
+    done = np.sort(np.unique(raw.pkt_deliver))
+    assert done.size == 2 and abs(done - np.array([t1, t2]) * 1e12).max() <= 2
+    equal = l2 + 2 * (size - bw * (l2 - l1)) / bw  # the first flow's end in an equal split
+    assert done[0] < equal * 1e12 - 50e6  # ... 50 us later (the link is busy to t2 in both)
+
+
 def test_window_counters_spread_a_flow_over_its_transfer(simgrid, tmp_path):
     """A 1 MiB flow over a 1 us window: each port of its path counts the share of its bytes
     and packets the window holds of the transfer, below what the port carries in 1 us.  Every

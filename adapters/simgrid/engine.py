@@ -8,7 +8,10 @@ rank programs run as one actor per rank (:mod:`.ranks`) and come back as the nat
 program state (:mod:`.program_run`), so the summary and tables are made by the same code.
 SimGrid is configured as a plain fluid max-min model, the closest it has to a lossless packet
 network: ``network/model:CM02`` with ``TCP-gamma`` 0 (no window bound), ``weight-S`` 0 (no
-RTT bias in the sharing), latency and bandwidth factors 1 and no cross-traffic.
+bandwidth term in a flow's sharing weight), latency and bandwidth factors 1 and no
+cross-traffic.  CM02 still weights each flow by its route's summed latency (its sharing
+penalty), so flows sharing a link get shares in proportion to 1 / latency: SimGrid's model,
+kept as it is (``docs/crossval.md``).
 
 What the flow model cannot represent is refused before anything runs (:meth:`SimGrid.check`,
 exit status 2, naming the field): QoS policies, routings whose path is not a function of source
