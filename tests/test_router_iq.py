@@ -173,3 +173,30 @@ def test_a_crowded_cycle_fits_queue_and_pool_grown_from_nothing(tmp_path, monkey
     assert usual.packets_delivered == grown.packets_delivered > 10_000
     for column in ("packet", "src", "dst", "created_ps", "delivered_ps", "hops"):
         assert np.array_equal(packets[column], packets2[column]), column
+
+
+@pytest.mark.parametrize(("router", "count", "note"), [
+    ({"model": "booksim_iq"}, 1, "links of class 'global' (4.7GiB/s) hold a 512 B packet 2 "
+     "cycle(s) of 90826 ps for 101455 ps of data, so they carry 56% of their bandwidth"),
+    ({"model": "booksim_iq", "cycle": "1ns"}, 0, None),  # 91 and 102 cycles: 99.8, 99.5 %
+    ({"model": "booksim_iq", "cycle": "200ns"}, 4, "the NICs (5.25GiB/s) hold a 512 B "
+     "packet 1 cycle(s) of 200000 ps for 90826 ps of data, so they carry 45%"),
+    ({}, 0, None),
+])
+def test_a_link_the_cycle_slows_is_noted(tmp_path, router, count, note):
+    """booksim_iq sends whole cycles a packet: at the default cycle (one 512 B packet on the
+    5.25 GiB/s links) a 4.7 GiB/s global link takes two cycles, 56 % of its bandwidth.  That
+    was documented but silent; the loader now says it, naming the class, for validate and
+    run alike, and nothing when every link keeps 99 % of its bandwidth."""
+    from conftest import run_cli
+
+    doc = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
+                       "router": router, "packet_size": 512},
+           "workload": {"kind": "synthetic", "load": 0.1},
+           "stop": {"warmup": "0.1us", "measure": "0.2us"}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    r = run_cli("validate", "e.yaml", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    notes = [x for x in r.stderr.splitlines() if x.startswith("note: router.model")]
+    assert len(notes) == count and all("common divisor" in x for x in notes)
+    assert note is None or any(note in x for x in notes)

@@ -27,7 +27,7 @@ from federation.models.base import read_document, validate_model
 from federation.models.experiment import Experiment
 from federation.models.limits import MAX_SWEEP_POINTS
 from federation.models.machine import ComponentSpec, Machine
-from federation.models.units import format_time, seconds_to_ps
+from federation.models.units import PS_PER_S, format_rate, format_time, seconds_to_ps
 from federation.pipeline.mode_rules import (
     MAX_LISTED,
     unreached_collective,
@@ -53,6 +53,8 @@ from federation.pipeline.points import (
     ResolvedPoint,
     experiment_field,
     known_length_ps,
+    known_link_classes,
+    link_figure,
     point_jobs,
     sweep_entry,
     sweep_label,
@@ -191,6 +193,7 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
         _check_link_samples(points[-1])
     _check_collective_modes(points)
     notes += _unused_stop(points)
+    notes += _iq_cycle_notes(points)
     return LoadedExperiment(experiment, source, points, notes)
 
 
@@ -414,6 +417,38 @@ def _unused_stop(points: list[ResolvedPoint]) -> list[str]:
         return []
     return [f"{' and '.join(fields)} change nothing here: rank programs run until they finish "
             "and the whole run is measured (the stop rule gives a background's horizon)"]
+
+
+def _iq_cycle_notes(points: list[ResolvedPoint]) -> list[str]:
+    """A note per link class that ``router.model: booksim_iq`` runs below its bandwidth: its
+    links send whole cycles a packet (:func:`federation.engine.iq.flits`: the packet's
+    whole-picosecond serialisation over the cycle, rounded up), so a link whose packet time
+    is not a whole number of cycles idles the rest of the last one.  At the default cycle
+    (one packet on the fastest link) a 4.7 GiB/s link beside 5.25 GiB/s ones carries half a
+    packet a cycle (docs/architecture.md)."""
+    notes: dict[str, None] = {}
+    for point in points:
+        machine = point.machine.machine
+        if machine.router.model != "booksim_iq":
+            continue
+        topo, size = point.machine.topology, int(machine.packet_size)
+        bw = {c: link_figure(machine, topo, c, "bandwidth")[0]
+              for c in known_link_classes(point)}
+        bw["NIC"] = float(machine.nic.bandwidth or bw["terminal"])
+        per_byte = {c: PS_PER_S / b for c, b in bw.items()}  # as the engine computes them
+        cycle = round(float(machine.router.cycle) * PS_PER_S if machine.router.cycle
+                      else size * min(per_byte.values()))
+        for cls, ps in per_byte.items():
+            ser = int(size * ps + 0.5)
+            cycles = max(-(-ser // cycle), 1)
+            if ser < 0.99 * cycles * cycle:
+                what = "the NICs" if cls == "NIC" else f"links of class {cls!r}"
+                notes[f"router.model booksim_iq: {what} ({format_rate(bw[cls])}) hold a "
+                      f"{size} B packet {cycles} cycle(s) of {cycle} ps for {ser} ps of data, "
+                      f"so they carry {ser / (cycles * cycle):.0%} of their bandwidth; give "
+                      "router.cycle a common divisor of the links' packet times to keep their "
+                      "ratio"] = None
+    return list(notes)
 
 
 def _validate(doc: dict[str, Any], source: str, machine_source: str | None) -> Experiment:
