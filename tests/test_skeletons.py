@@ -136,6 +136,13 @@ def test_lammps_neighbour_rebuild_every_few_steps():
     # steps 1 and 3 (0-based) rebuild: 6 shifts of neigh_bytes; every step a reverse exchange
     assert int((sizes == 20).sum()) == 2 * 6 * 27
     assert int((sizes == 10).sum()) == (2 * 6 + 4 * 6) * 27
+    # allreduces per step: 48, 48, 48, 8, 48 B; a rebuild step adds the 4 B check before its
+    # exchange and SWM's five after it (the docs said 4 B every step; the code had one after)
+    c = (p.op_kind == SEND) & (p.op_tag >= COLLECTIVE_TAG)
+    per_allreduce = int((c & (p.op_bytes == 8)).sum()) // 4  # one 8 B allreduce per step
+    assert per_allreduce > 0
+    assert int((c & (p.op_bytes == 48)).sum()) == 4 * 4 * per_allreduce
+    assert int((c & (p.op_bytes == 4)).sum()) == 2 * 6 * per_allreduce
 
 
 def test_nekbone_26_neighbours_non_periodic():
@@ -197,8 +204,9 @@ def test_npb_cg_grid_and_exchanges():
 def test_npb_mg_visits():
     p = build("npb_mg", 8, npb_class="S", iterations=1)
     s = p2p(p)
-    levels = 4  # 16 points per rank and axis: down to 2
+    levels = 3  # 16 points per rank and axis: 8, 4, 2 (the code went on to 1 point)
     assert int(s.sum()) == (3 * levels + 2) * 3 * 2 * 8
+    assert int(p.op_bytes[s].min()) == 2 * 2 * 8  # the coarsest face: 2 x 2 doubles
 
 
 def test_npb_ft_one_transpose_and_a_reduce():
@@ -294,3 +302,16 @@ def test_an_unknown_alltoall_algorithm_lists_the_known_ones(name, params):
     assert (e.value.path, e.value.message) == (
         "workload.algorithm",
         f"alltoall has no algorithm 'nope' (one of auto, {', '.join(ALGORITHMS['alltoall'])})")
+
+
+@pytest.mark.parametrize(("name", "grid", "ranks"), [
+    ("snap", {"npey": 2, "npez": 3}, 6),
+    ("sweep3d", {"pex": 3, "pey": 2}, 6),
+    ("nekbone", {"Rx": 2, "Ry": 3, "Rz": 1}, 6),
+    ("nearest_neighbor", {"dims": [3, 2]}, 6),
+])
+def test_a_process_grid_without_ranks_gives_the_rank_count(name, grid, ranks):
+    """The docs: ``ranks`` defaults to every node, "or the product of the process grid when
+    given".  snap took every node and then refused its own grid (npey x npez = 6, but there
+    are 16 ranks)."""
+    assert build(name, 16, **grid).n_ranks == ranks

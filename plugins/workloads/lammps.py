@@ -9,7 +9,8 @@ blocking ``send`` to the one ahead, wait.  Each time step::
 
     compute(start); allreduce 48 B (temperature); allreduce 48 B (pressure)
     every neigh_every steps: allreduce 4 B (the neighbour check), then the atom migration:
-        six shifts (+x -x +y -y +z -z) of neigh_bytes, allreduce 4 B
+        six shifts (+x -x +y -y +z -z) of neigh_bytes, five allreduces of 4 B (SWM's
+        NUM_NEIGH_ALLREDUCE at the end of its neighbour exchange)
     otherwise: the ghost forward exchange, six shifts of ghost_bytes
     compute(force); allreduce 48 B (energy)
     ghost reverse exchange: six shifts of ghost_bytes
@@ -37,6 +38,10 @@ from federation.plugins.workloads.skeleton_base import (
 from federation.programs.compute_time import ComputeTime
 
 DIRECTIONS = ((1, 0, 0), (-1, 0, 0), (0, 1, 0), (0, -1, 0), (0, 0, 1), (0, 0, -1))
+#: 4-byte allreduces ending a rebuild step's neighbour exchange (SWM's NUM_NEIGH_ALLREDUCE)
+NEIGH_ALLREDUCES = 5
+#: allreduces of a rebuild step: 48, 48, the check's 4, the exchange's, 48, 8, 48 B
+ALLREDUCES_MAX = 6 + NEIGH_ALLREDUCES
 
 
 class LammpsParams(SkeletonParams):
@@ -72,7 +77,7 @@ class Lammps(Skeleton):
         check_size(int(p.neigh_bytes), ctx, "neigh_bytes", "neigh_bytes")
 
     def ops_per_iteration(self, n: int) -> int:
-        return n * (6 * 2 * 3 + 3) + 7 * 4 * n * (n.bit_length() + 2)
+        return n * (6 * 2 * 3 + 3) + ALLREDUCES_MAX * 4 * n * (n.bit_length() + 2)
 
     def mean_compute_ps(self, w: Writer) -> float:
         return sum(phase_mean_ps(ph) for ph in self.phases)
@@ -90,7 +95,8 @@ class Lammps(Skeleton):
         if (it + 1) % p.neigh_every == 0:
             w.collective("allreduce", None, 4)
             self.shifts(w, int(p.neigh_bytes), 2)
-            w.collective("allreduce", None, 4)
+            for _ in range(NEIGH_ALLREDUCES):
+                w.collective("allreduce", None, 4)
         else:
             self.shifts(w, int(p.ghost_bytes), 1)
         w.compute(force)

@@ -62,7 +62,9 @@ class NpbMg(Skeleton):
 
     def setup(self, n: int, w: Writer) -> None:
         g, cells = self.local(n)
-        self.levels = min(c.bit_length() - 1 for c in cells)  # down to 2 points per axis
+        # level k has c >> k points per axis: the coarsest, 2 points, is log2(c) - 1 (before
+        # stop 48, log2(c): a level of 1 point, three more exchanges per iteration)
+        self.levels = min(c.bit_length() - 2 for c in cells)
         self.axes = []
         for ax in range(3):
             off = [0, 0, 0]

@@ -20,7 +20,7 @@ from itertools import product
 from pydantic import Field
 
 from federation import WorkloadContext, hookimpl
-from federation.plugins.workloads.programs_build import check_size
+from federation.plugins.workloads.programs_build import check_ranks, check_size
 from federation.plugins.workloads.skeleton_base import (
     Skeleton,
     SkeletonParams,
@@ -54,6 +54,15 @@ class Snap(Skeleton):
     Params = SnapParams
     params: SnapParams
     source = "SNAP proxy app (LA-UR-13-21070); many-node paper"
+
+    def n_ranks(self, n_nodes: int) -> int:
+        """``npey x npez`` when the grid is given without ``ranks`` (as the docs say, and as
+        sweep3d's ``pex x pey`` does); before stop 48 every node, then refused."""
+        p = self.params
+        if p.npey and p.npez and p.ranks is None:
+            check_ranks(p.npey * p.npez, n_nodes, "npey")
+            return p.npey * p.npez
+        return super().n_ranks(n_nodes)
 
     def grid(self, n: int) -> tuple[int, int]:
         p = self.params
