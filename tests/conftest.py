@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_fork import run_forked
 
 os.environ.setdefault("FEDERATION_DISABLE_PLUGIN_AUTOLOAD", "1")
 
@@ -126,8 +127,12 @@ def pip_build_flags() -> list[str]:
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
-    """``federation ARGS`` in a child process (the exit code and streams a user sees)."""
+    """``federation ARGS`` in a child process (the exit code and streams a user sees): forked
+    from a process that imported the CLI where the environment allows (:mod:`cli_fork`)."""
     env = {**os.environ, "FEDERATION_DISABLE_PLUGIN_AUTOLOAD": "1", **(env or {})}
+    done = run_forked([str(a) for a in args], cwd, env, 300)
+    if done is not None:
+        return done
     return subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
                            *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=300)
 
