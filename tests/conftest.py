@@ -207,12 +207,13 @@ def sigint_default():
     signal.signal(signal.SIGINT, before)
 
 
-def from_almost_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def from_almost_nothing(monkeypatch: pytest.MonkeyPatch, records: int = 16) -> None:
     """Every store of the engine's next runs (the event queue, the packet rows, the credit
     returns, the records) starts with (almost) no spare room: for tests that the loop keeps
-    room for what an event adds and the driver grows each store.  The records get 16 rows:
-    the driver folds a full buffer on the feeder's thread and hands back one as large, so a
-    row or two would make the run crawl."""
+    room for what an event adds and the driver grows each store.  The records get ``records``
+    rows (16: the driver folds a full buffer on the feeder's thread and hands back one as
+    large, so a row or two would make the run crawl; a test about the other stores gives
+    more, each fold costing a hand-over between threads)."""
     from federation.engine import native, program_arrays
     from federation.engine.queue import Q_SHIFT, Q_SIDE, new_queue
 
@@ -228,7 +229,7 @@ def from_almost_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
         cr, cr_free = native.credit_pool(1)
         sim.sc[native.E.S_CRFREE] = 1
         return sim._replace(q=small, cr=cr, cr_free=cr_free,
-                            rec=np.zeros((16, sim.rec.shape[1]), dtype=np.int64))
+                            rec=np.zeros((records, sim.rec.shape[1]), dtype=np.int64))
 
     def smallest_pool(n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
         row_flow, _ = row_pool(n_nodes)

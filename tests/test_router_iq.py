@@ -168,7 +168,7 @@ def test_a_crowded_cycle_fits_queue_and_pool_grown_from_nothing(tmp_path, monkey
     prep, _, usual, packets, _ = simulate(tmp_path, doc)
     net = prep.job.network
     assert cycle_bounds(2.0, net.ports.router_port_start, net.node_router) == (21 * 3 + 1, 16)
-    from_almost_nothing(monkeypatch)
+    from_almost_nothing(monkeypatch, records=4096)  # the queue and pool are the subject here
     _, _, grown, packets2, _ = simulate(tmp_path, doc)
     assert usual.packets_delivered == grown.packets_delivered > 10_000
     for column in ("packet", "src", "dst", "created_ps", "delivered_ps", "hops"):
