@@ -5,8 +5,9 @@ stdout and stderr of a process.  A fresh interpreter spends some 0.3 s importing
 framework and its built-in plugins before every one of them.  So each test process starts
 one *zygote* (a Python started as :func:`conftest.run_cli` starts the command, ``python -c
 "from federation.cli import entry"``, same environment, which then imports the built-in
-plugins' modules, as every command's registry does first) and forks it for each command: the
-child
+plugins' modules, as every command's registry does first, and matplotlib as the figures'
+commands set it up, :mod:`federation.plots.style`; no command's result depends on what is
+imported, only its start-up time) and forks it for each command: the child
 changes to the test's folder, points its standard streams at files and calls ``entry()``
 as the command line would, with ``sys.argv`` as ``python -c`` sets it.  It then leaves the
 interpreter as any command does (``SystemExit`` or an uncaught exception out of the top
@@ -38,6 +39,7 @@ from federation.cli import entry
 from federation.plugin.registry import BUILTIN_PLUGINS
 for module in BUILTIN_PLUGINS.values():  # what every command's registry imports first
     importlib.import_module(module)
+importlib.import_module("federation.plots.style")  # matplotlib, as plot and report import it
 r, w = int(sys.argv[1]), int(sys.argv[2])
 
 
