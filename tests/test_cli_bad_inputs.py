@@ -236,3 +236,85 @@ def test_only_a_refusal_about_node_numbers_in_a_job_says_they_are_the_jobs(tmp_p
     line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
     assert line.startswith("error: e.yaml: jobs[1].workload.sizes[0]: ")
     assert "nodes" not in line and "job 'b'" not in line
+
+
+# --------------------------------------------------------------- found by stop 48's fuzz round
+
+def test_aliases_that_expand_past_the_limit_are_refused_at_once(tmp_path):
+    """A 400-byte file of anchors each aliasing the one before nine times, ten levels deep,
+    holds 9^10 values: the depth check walked every one of them (hours, no output).  Shared
+    lists are now walked once and the expansion refused; a file reusing an anchor a few
+    times reads as before."""
+    (tmp_path / "m.yaml").write_text(DRAGONFLY)
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    for prev, name in zip("abcdefghi", "bcdefghij", strict=True):
+        levels.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    (tmp_path / "e.yaml").write_text(EXPERIMENT + "\n".join(levels) + "\n")
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert line == ("error: e.yaml: holds 4,412,961,512 values once its aliases are expanded, "
+                    "more than the 20,000,000 a file may hold (a YAML alias repeats its "
+                    "anchor's values)")
+    (tmp_path / "e.yaml").write_text(EXPERIMENT + "r: &r [*r]\n")  # a list inside itself
+    assert "nested deeper than 100 levels" in one_error(
+        run_cli("validate", "e.yaml", cwd=tmp_path))
+    shared = ("machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}, links: {local: &l "
+              "{bandwidth: 5e9, latency: 30ns}, global: *l}}\n"
+              "workload: {kind: synthetic, load: 0.1}\nstop: {warmup: 0.1us, measure: 0.5us}\n")
+    (tmp_path / "s.yaml").write_text(shared)
+    assert run_cli("validate", "s.yaml", cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["validate", "e.yaml", "--set", "jobs.\u00b2.workload.load=0.3"],
+     "error: --set: cannot set 'jobs.\u00b2.workload.load': jobs has no item '\u00b2'"),
+    (["validate", "big.yaml"], "error: big.yaml: invalid YAML: an integer of more than 4,300 "
+     "digits"),
+    (["validate", "big.json"], "error: big.json: invalid JSON: an integer of more than 4,300 "
+     "digits"),
+    (["validate", "surrogate.yaml"], "error: surrogate.yaml: name: '\\ud800' is not valid "
+     "UTF-8"),
+])
+def test_inputs_that_raised_tracebacks(tmp_path, args, words):
+    """Each of these ended in a Python traceback, exit 1: a superscript digit is a digit to
+    ``str.isdigit`` but not to ``int``; Python refuses to read integers of more than 4,300
+    digits; a lone surrogate cannot be encoded to show the name it refuses."""
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
+        "jobs: [{name: a, workload: {kind: synthetic, load: 0.1}}]\n"
+        "stop: {warmup: 0.1us, measure: 0.5us}\n")
+    (tmp_path / "big.yaml").write_text(f"seed: {'1' * 5000}\n")
+    (tmp_path / "big.json").write_text(f'{{"seed": {"1" * 5000}}}')
+    (tmp_path / "surrogate.yaml").write_text('name: "\\ud800"\n' + EXPERIMENT.replace(
+        "machine: m.yaml", "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}"))
+    assert one_error(run_cli(*args, cwd=tmp_path)).startswith(words)
+
+
+@pytest.mark.parametrize(("override", "tail"), [
+    ("machine.links.global.latency=100", "m.yaml: links.global.latency: 100s is beyond"),
+    ("stop.measure=20", "e.yaml: stop.measure: warmup + measure = 20s is beyond"),
+    ("name=a/b", "e.yaml: name: 'a/b' is not a plain name"),
+])
+def test_a_value_from_set_refused_after_loading_says_so(tmp_path, override, tail):
+    """The loader's refusals say "(the value comes from --set ...)"; the checks after it (the
+    clock, the output folder's name) named the file alone, where the user finds no such
+    value."""
+    (tmp_path / "m.yaml").write_text(DRAGONFLY)
+    (tmp_path / "e.yaml").write_text(EXPERIMENT)
+    line = one_error(run_cli("validate", "e.yaml", "--set", override, cwd=tmp_path))
+    assert line.startswith(f"error: {tail}") and line.endswith(
+        f"(the value comes from --set {override})")
+
+
+def test_a_table_linked_to_itself_is_refused_by_plot(tmp_path):
+    """A results folder whose table is a symbolic link to itself: ``resolve`` raises
+    RuntimeError (not OSError) before Python 3.13, and plot and report ended in a traceback."""
+    (tmp_path / "m.yaml").write_text(DRAGONFLY)
+    (tmp_path / "e.yaml").write_text(EXPERIMENT)
+    assert run_cli("run", "e.yaml", "--out", "r", cwd=tmp_path).returncode == 0
+    table = tmp_path / "r" / "ports-0.parquet"
+    table.unlink()
+    table.symlink_to(table)
+    for command, out in (("plot", "p"), ("report", "p.html")):
+        line = one_error(run_cli(command, "r", "--out", out, cwd=tmp_path))
+        assert "'ports-0.parquet' cannot be opened" in line, line
+        assert not (tmp_path / out).exists()

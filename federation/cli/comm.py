@@ -58,7 +58,7 @@ def experiment_programs(file: Path, overrides: list[str], index: int, max_memory
     try:
         progs = _placed_programs(point, job, max_memory)
     except FederationError as exc:
-        raise in_point(exc, point, index, n) from None
+        raise in_point(exc, point, index, n, loaded) from None
     where = f" (point {index} of {n})" if n > 1 else ""
     what = f"job {job.name}, workload {job.workload.name}" if point.experiment.jobs is not None \
         else f"workload {job.workload.name}"

@@ -75,7 +75,7 @@ def hop_report(file: Path, overrides: list[str], max_memory: int | None) -> dict
             check_point(point)
             rows = job_rows(point, cache)
         except FederationError as exc:
-            raise in_point(exc, point, i, n) from None
+            raise in_point(exc, point, i, n, loaded) from None
         points.append({"index": i, "sweep": point.sweep, "jobs": rows})
     return {"source": str(Path(loaded.source).resolve()), "points": points}
 

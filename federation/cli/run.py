@@ -10,6 +10,7 @@ import typer
 
 from federation.cli.app import app, out_path
 from federation.cli.terminal import progress_reporter
+from federation.errors import ConfigError
 from federation.results.model import LinkUse, PointResult, RunResult, Variability
 
 if TYPE_CHECKING:
@@ -126,7 +127,12 @@ def output_folder(loaded: LoadedExperiment, out: str | None) -> tuple[Path, str]
             out_dir = Path(loaded.source).parent / out_dir
         out_source = f"{loaded.source}: outputs.dir"
     elif exp.name:
-        check_name(exp.name, str(loaded.source))
+        try:
+            check_name(exp.name, str(loaded.source))
+        except ConfigError as exc:  # say so when --set gave the name
+            from federation.pipeline.overrides import blame
+
+            raise blame(exc, loaded.overrides, loaded.source, loaded.doc) from None
         out_dir, out_source = Path("results") / exp.name, f"{loaded.source}: name"
     else:
         out_dir = Path("results") / Path(loaded.source).stem

@@ -87,6 +87,10 @@ DocumentPath = Annotated[str, AfterValidator(_resolve_path)]
 #: deepest nesting read from a file; real files nest a few levels, and Python's recursion limit
 #: (parsers, validation, copies) is met around 1,000
 MAX_DEPTH = 100
+#: most values a file may hold once YAML's aliases are expanded (every later stage sees the
+#: expansion: a 400-byte file of anchors aliasing each other nine times over ten levels holds
+#: 3.5e9); the largest real inputs (a 2,048 x 2,048 alltoallv matrix) hold a few million
+MAX_VALUES = 20_000_000
 _YAML_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
 
 
@@ -197,8 +201,17 @@ def _parse(text: str, is_json: bool, source: str) -> Any:
         raise ConfigError(exc.message, source=source) from None
     except RecursionError:
         raise _too_deep(source) from None
-    if _depth(data) > MAX_DEPTH:
+    except ValueError as exc:  # an integer longer than Python converts (4,300 digits)
+        kind = "JSON" if is_json else "YAML"
+        what = ("an integer of more than 4,300 digits" if "digits" in str(exc) else str(exc))
+        raise ConfigError(f"invalid {kind}: {what}", source=source) from None
+    depth, values = _shape(data)
+    if depth > MAX_DEPTH:
         raise _too_deep(source)
+    if values > MAX_VALUES:
+        raise ConfigError(f"holds {values:,} values once its aliases are expanded, more than the "
+                          f"{MAX_VALUES:,} a file may hold (a YAML alias repeats its anchor's "
+                          "values)", source=source)
     return data
 
 
@@ -216,19 +229,36 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _depth(data: Any) -> int:
-    """Nesting depth of lists and mappings, without recursion (the data may be deep)."""
-    deepest = 0
-    stack = [(data, 1)]
+def _shape(data: Any) -> tuple[int, int]:
+    """``(depth, values)``: the nesting depth of lists and mappings and the number of values
+    the data holds with YAML's aliases expanded, each shared list or mapping walked once
+    (a walk of the expansion took hours on a small file of aliases); without recursion, the
+    data may be deep.  A list or mapping inside itself (a recursive alias) is infinitely
+    deep: ``MAX_DEPTH + 1``."""
+    done: dict[int, tuple[int, int]] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
     while stack:
-        item, d = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            deepest = max(deepest, d)
-            if d <= MAX_DEPTH:
-                stack.extend((x, d + 1) for x in item)
-    return deepest
+        item, children_done = stack.pop()
+        if not isinstance(item, dict | list) or id(item) in done:
+            continue
+        inner = [x for x in (item.values() if isinstance(item, dict) else item)
+                 if isinstance(x, dict | list)]
+        if not children_done:
+            if id(item) in open_:
+                continue  # pushed twice before it finished: the first push finishes it
+            open_.add(id(item))
+            stack.append((item, True))
+            for x in inner:
+                if id(x) in open_ and id(x) not in done:
+                    return MAX_DEPTH + 1, 0  # a cycle
+                stack.append((x, False))
+            continue
+        depth = 1 + max((done[id(x)][0] for x in inner), default=0)
+        if depth > MAX_DEPTH:
+            return depth, 0
+        done[id(item)] = (depth, len(item) + sum(done[id(x)][1] for x in inner))
+    return done[id(data)] if id(data) in done else (0, 0 if data is None else 1)
 
 
 def format_loc(loc: tuple[Any, ...], prefix: str = "") -> str:

@@ -194,7 +194,7 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
     _check_collective_modes(points)
     notes += _unused_stop(points)
     notes += _iq_cycle_notes(points)
-    return LoadedExperiment(experiment, source, points, notes)
+    return LoadedExperiment(experiment, source, points, notes, sets, doc)
 
 
 @dataclass(frozen=True)

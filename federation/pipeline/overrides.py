@@ -299,7 +299,7 @@ def set_path(doc: dict[str, Any], key: str, value: Any, source: str) -> None:
 def list_item(items: list[Any], part: str) -> int | None:
     """The position in ``items`` a dotted-key part names: ``3`` (a position) or the ``name``
     of one item; ``None`` when there is no such item."""
-    if part.isdigit():
+    if part.isascii() and part.isdigit():  # '²' is a digit to str.isdigit, not to int()
         k = int(part)
         return k if k < len(items) else None
     named = [k for k, x in enumerate(items) if isinstance(x, dict) and x.get("name") == part]

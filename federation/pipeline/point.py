@@ -396,7 +396,7 @@ def preflight(loaded: LoadedExperiment, max_memory: int,
             cache.programs.check(point, built, placed)
             cache.ordered(point, built, placed)
         except FederationError as exc:
-            raise in_point(exc, point, i, len(loaded.points)) from None
+            raise in_point(exc, point, i, len(loaded.points), loaded) from None
     return cache
 
 

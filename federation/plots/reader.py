@@ -286,7 +286,8 @@ def _inside(folder: Path, entry: str, source: str, path: str) -> Path:
         target = (folder / entry).resolve()
         root = folder.resolve()
         ok = target.is_file()
-    except (OSError, ValueError) as exc:  # a name too long, a NUL or a lone surrogate
+    except (OSError, ValueError, RuntimeError) as exc:  # a name too long, a NUL, a lone
+        # surrogate, or (RuntimeError, before Python 3.13) a symbolic link to itself
         raise ConfigError(f"{entry!r} cannot be opened: {exc}", source=source or str(folder),
                           path=path or None) from None
     if not target.is_relative_to(root):

@@ -37,8 +37,12 @@ OUR_FILES = re.compile(
 
 # ---------------------------------------------------------------------- names, before the run
 def shown(text: str) -> str:
-    """A name as printable text: bytes that are not UTF-8 shown as ``\\xff``."""
-    return os.fsencode(text).decode("utf-8", "backslashreplace")
+    """A name as printable text: bytes that are not UTF-8 shown as ``\\xff``, a lone
+    surrogate (which no file name holds) as ``\\ud800``."""
+    try:
+        return os.fsencode(text).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _name_problem(part: str) -> str | None:
