@@ -318,3 +318,12 @@ def test_a_table_linked_to_itself_is_refused_by_plot(tmp_path):
         line = one_error(run_cli(command, "r", "--out", out, cwd=tmp_path))
         assert "'ports-0.parquet' cannot be opened" in line, line
         assert not (tmp_path / out).exists()
+
+
+def test_a_value_of_neither_member_of_a_union_is_one_problem(tmp_path):
+    """``parallel`` is a number or a list: 1.5 was refused as two problems, each named with a
+    pydantic label (``topology.parallel.constrained-int``, ``...list[constrained-int]``)."""
+    (tmp_path / "m.yaml").write_text("topology: {kind: torus, dims: [2, 2], parallel: 1.5}\n")
+    (tmp_path / "e.yaml").write_text(EXPERIMENT)
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == (
+        "error: m.yaml: topology.parallel: Input should be a valid integer or a valid list")

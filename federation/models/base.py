@@ -24,6 +24,10 @@ M = TypeVar("M", bound="FederationModel")
 
 #: tags of discriminated unions (e.g. machine: path or inline), left out of error paths
 UNION_TAGS = ("machine-file", "inline-machine")
+#: the labels pydantic gives the members of an untagged union in an error's location
+#: (``parallel: int | list[int]`` refused as ``parallel.constrained-int`` and
+#: ``parallel.list[constrained-int]``): not fields, so not shown
+_UNION_MEMBER = re.compile(r"^(constrained-)?(int|float|str|bool|none)$|^[a-z-]+\[.*\]$")
 
 
 class FederationModel(BaseModel):
@@ -269,7 +273,8 @@ def format_loc(loc: tuple[Any, ...], prefix: str = "") -> str:
             out += f"[{part}]"
         else:
             # pydantic adds validator names for function validators; they are noise to users
-            if part.startswith("function-") or part in ("tagged-union", *UNION_TAGS):
+            if (part.startswith("function-") or part in ("tagged-union", *UNION_TAGS)
+                    or _UNION_MEMBER.match(part)):
                 continue
             out = f"{out}.{part}" if out else str(part)
     return out
@@ -295,6 +300,10 @@ def validation_error(exc: ValidationError, source: str | None, prefix: str = "")
             msg = msg[len("Value error, "):]
         elif msg.startswith("Assertion failed, "):
             msg = msg[len("Assertion failed, "):]
+        if lines and lines[-1].startswith(f"{path}: "):  # another member of one union
+            lines[-1] += " or " + (msg[len("Input should be "):]
+                                   if msg.startswith("Input should be ") else msg)
+            continue
         lines.append(f"{path}: {msg}")
     if len(lines) == 1:
         return ConfigError(lines[0].split(": ", 1)[1], source=source, path=first_path)
