@@ -114,8 +114,10 @@ def test_sweep_keys_are_axes(tmp_path):
 def test_contradicting_overrides_are_refused_naming_both(tmp_path):
     e = _files(tmp_path)
     assert _refused(e, "workload.load=0.3", "sweep.workload.load=[0.1]") == (
-        "--set: --set workload.load=0.3 fixes workload.load, which --set sweep... sweeps; "
-        "give one of them")
+        "--set: --set workload.load=0.3 fixes workload.load, which --set "
+        "sweep.workload.load=[0.1] sweeps; give one of them")  # named since stop 48
+    assert _refused(e, "workload.load=0.3", "sweep={workload.load: [0.1]}").endswith(
+        "which --set sweep={workload.load: [0.1]} sweeps; give one of them")
     assert _refused(e, "workload.load=0.3", "workload.load=0.4") == (
         "--set: workload.load is given twice (--set workload.load=0.3 and --set "
         "workload.load=0.4); give it once")

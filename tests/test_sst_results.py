@@ -352,6 +352,12 @@ def test_engine_not_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         line = one_error(run_cli(*args, cwd=tmp_path, env=env))
         assert "engine sst: program 'sst' not found (engine.sst_binary)" in line
     assert not (tmp_path / "o1").exists() and not (tmp_path / "o2").exists()
+    # what merlin cannot express is refused first by both, sst or not (docs/sst.md); `sst
+    # run` asked for sst before its points' checks
+    bad = ("--set", "workload.pattern=group_shift")
+    lines = [one_error(run_cli(*args, *bad, cwd=tmp_path, env=env))
+             for args in (("run", str(e), "--out", "o1"), ("sst", "run", str(e), "--out", "o2"))]
+    assert lines[0] == lines[1] and "pattern 'group_shift': this adapter maps only" in lines[0]
 
 
 def test_federation_run_runs_sst_like_any_engine(tmp_path: Path) -> None:

@@ -87,13 +87,20 @@ def run_experiment(loaded: LoadedExperiment, out_dir: Path, overwrite: bool = Fa
     (:func:`federation.pipeline.run.run_experiment`, which calls :func:`run_point` through
     the engine's ``run_point``): a failing or stopped sweep keeps its finished points as any
     run does.  ``loaded``'s points must have engine sst (``federation sst run`` sets it);
-    ``checked`` is called once every point passed its checks (the CLI prints its notes)."""
+    ``checked`` is called once every point passed its checks (the CLI prints its notes).
+    ``sst`` itself is required after those checks, before anything is written: what merlin
+    and ember cannot express is refused as ``federation run`` refuses it, with or without an
+    ``sst`` on the machine (before stop 48 a missing ``sst`` came first)."""
     from federation.pipeline.run import run_experiment as run_points
 
-    for point in loaded.points:
-        require_sst(options_of(point))
+    def sst_then_checked() -> None:
+        for point in loaded.points:
+            require_sst(options_of(point))
+        if checked is not None:
+            checked()
+
     return run_points(loaded, out_dir, overwrite=overwrite, max_memory=max_memory,
-                      placed=placed, checked=checked)
+                      placed=placed, checked=sst_then_checked)
 
 
 def run_point(index: int, point: ResolvedPoint, built: Any, placed: Placed | None,

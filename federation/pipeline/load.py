@@ -164,7 +164,8 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
     source = str(p)
     fields = [o for o in sets if o.key != "sweep" and o.axis is None]
     given = apply_sweep_overrides(doc, sets)
-    notes = drop_overridden_axes(doc, fields, given, source)
+    notes = drop_overridden_axes(doc, fields, given, source,
+                                 [o for o in sets if o.key == "sweep" or o.axis is not None])
     assigner = Assigner(p.parent)
     base_doc = {k: v for k, v in doc.items() if k != "sweep"}
     whole = copy.deepcopy(doc)

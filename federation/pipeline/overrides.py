@@ -164,9 +164,10 @@ def apply_sweep_overrides(doc: dict[str, Any], sets: list[Override]) -> set[str]
 
 
 def drop_overridden_axes(doc: dict[str, Any], sets: list[Override], given: set[str],
-                         source: str) -> list[str]:
-    """Remove from ``doc['sweep']`` the axes whose value an override gives; returns a note per
-    axis dropped.  An axis the command line itself sweeps is refused instead."""
+                         source: str, sweeps: list[Override] | None = None) -> list[str]:
+    """Remove from ``doc['sweep']`` the axes whose value an override of ``sets`` gives;
+    returns a note per axis dropped.  An axis the command line itself sweeps (one of
+    ``sweeps``, named in the refusal) is refused instead."""
     sweep = doc.get("sweep")
     if not isinstance(sweep, dict):
         return []
@@ -177,9 +178,11 @@ def drop_overridden_axes(doc: dict[str, Any], sets: list[Override], given: set[s
         o = next((o for o in sets if gives(canonical(o.key, doc), o.value, key)), None)
         if o is None:
             continue
-        if axis in given:
-            raise ConfigError(f"{o} fixes {axis}, which --set sweep... sweeps; give one of them",
-                              source=SOURCE)
+        if axis in given:  # name the override that sweeps it, as the docs promise
+            s = next((s for s in sweeps or [] if s.key == "sweep" or (
+                s.axis is not None and canonical(s.axis, doc) == key)), None)
+            raise ConfigError(f"{o} fixes {axis}, which {s or '--set sweep...'} sweeps; give "
+                              "one of them", source=SOURCE)
         values = sweep.pop(axis)
         n = f"{len(values)} values" if isinstance(values, list) else "its values"
         notes.append(f"{o} replaces the sweep over {axis} ({n}) in {source}: every point "
