@@ -147,3 +147,13 @@ def test_experiment_fields_are_named(tmp_path, text, field):
     with pytest.raises(ConfigError) as info:
         load_experiment(tmp_path / "e.yaml")
     assert f"e.yaml: {field}" in str(info.value)
+
+
+def test_a_character_yaml_refuses_is_one_line_with_its_line(tmp_path):
+    """PyYAML's reader errors carry no mark: the refusal was two lines (the problem, then
+    'in "<unicode string>", position 154') and named no line."""
+    (tmp_path / "d.yaml").write_text("a: 1\nb: x\x00y\n")
+    with pytest.raises(ConfigError) as exc:
+        read_document(tmp_path / "d.yaml")
+    assert str(exc.value) == (f"{tmp_path / 'd.yaml'}: invalid YAML at line 2: unacceptable "
+                              "character #x0000: special characters are not allowed")

@@ -199,7 +199,9 @@ def _parse(text: str, is_json: bool, source: str) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses: no mark
+            where = f" at line {text.count(chr(10), 0, exc.position) + 1}"
         raise ConfigError(f"invalid YAML{where}: {problem}", source=source) from None
     except ConfigError as exc:
         raise ConfigError(exc.message, source=source) from None
