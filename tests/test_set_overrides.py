@@ -308,3 +308,12 @@ def test_per_experiment_fields_cannot_be_swept_but_per_point_outputs_can(tmp_pat
     loaded = load_experiment(_files(tmp_path, sweep="{outputs.packets: [true, false], "
                                     "outputs.format: [parquet]}"))
     assert [p.experiment.outputs.packets for p in loaded.points] == [True, False]
+
+
+@pytest.mark.parametrize("axis", ["workload..load", "", "."])
+def test_an_axis_with_an_empty_part_names_the_sweep_entry(tmp_path, axis):
+    """``sweep: {"workload..load": [1]}`` was refused as ``workload.: unknown key`` (the
+    ``sweep.`` lost), and an empty axis as an unknown key of the top level."""
+    e = _files(tmp_path, sweep=f'{{"{axis}": [1]}}')
+    assert _refused(e) == (f"{e}: sweep.{axis}: an axis is a dotted field path "
+                           "(workload.load); this one has an empty part")

@@ -200,6 +200,9 @@ def check_axes(sweep: dict[Any, Any], given: set[str], source: str,
     for axis in map(str, sweep):
         at = SOURCE if axis in given else source
         key = dotted(axis)
+        if "" in key.split("."):  # "", ".", "workload..load": refused as the top level's key
+            raise ConfigError("an axis is a dotted field path (workload.load); this one has an "
+                              "empty part", source=at, path=f"sweep.{axis}")
         if "[" in key or "]" in key:
             raise ConfigError("a list position is a whole number after a field name: write "
                               "jobs.0.workload.load (or jobs[0].workload.load)", source=at,
