@@ -289,8 +289,10 @@ def validation_error(exc: ValidationError, source: str | None, prefix: str = "")
     """
     lines = []
     first_path = None
+    last_union = None  # the path of the last problem found in a member of an untagged union
     for err in exc.errors(include_url=False):
         path = format_loc(tuple(err["loc"]), prefix) or "(top level)"
+        union = any(isinstance(x, str) and _UNION_MEMBER.match(x) for x in err["loc"])
         first_path = first_path or path
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
@@ -302,10 +304,11 @@ def validation_error(exc: ValidationError, source: str | None, prefix: str = "")
             msg = msg[len("Value error, "):]
         elif msg.startswith("Assertion failed, "):
             msg = msg[len("Assertion failed, "):]
-        if lines and lines[-1].startswith(f"{path}: "):  # another member of one union
+        if union and last_union == path:  # another member of the same union
             lines[-1] += " or " + (msg[len("Input should be "):]
                                    if msg.startswith("Input should be ") else msg)
             continue
+        last_union = path if union else None
         lines.append(f"{path}: {msg}")
     if len(lines) == 1:
         return ConfigError(lines[0].split(": ", 1)[1], source=source, path=first_path)
