@@ -433,6 +433,11 @@ def _iq_cycle_notes(points: list[ResolvedPoint]) -> list[str]:
         if machine.router.model != "booksim_iq":
             continue
         topo, size = point.machine.topology, int(machine.packet_size)
+        if not machine.router.cycle:  # the default cycle follows the run's largest packet
+            jobs = point_jobs(point)
+            if any(j.workload.name != "synthetic" for j in jobs):
+                continue  # known only once the messages are read
+            size = max(min(int(j.workload.params.message_size or size), size) for j in jobs)
         bw = {c: link_figure(machine, topo, c, "bandwidth")[0]
               for c in known_link_classes(point)}
         bw["NIC"] = float(machine.nic.bandwidth or bw["terminal"])
