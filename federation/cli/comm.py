@@ -44,7 +44,7 @@ def experiment_programs(file: Path, overrides: list[str], index: int, max_memory
     from federation.errors import FederationError
     from federation.pipeline.inputs import experiment_inputs
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.points import in_point
+    from federation.pipeline.point import point_error
 
     loaded = load_experiment(file, overrides)
     if inputs is not None:
@@ -58,7 +58,7 @@ def experiment_programs(file: Path, overrides: list[str], index: int, max_memory
     try:
         progs = _placed_programs(point, job, max_memory)
     except FederationError as exc:
-        raise in_point(exc, point, index, n, loaded) from None
+        raise point_error(exc, point, index, loaded) from None
     where = f" (point {index} of {n})" if n > 1 else ""
     what = f"job {job.name}, workload {job.workload.name}" if point.experiment.jobs is not None \
         else f"workload {job.workload.name}"

@@ -61,21 +61,19 @@ def hop_report(file: Path, overrides: list[str], max_memory: int | None) -> dict
     from federation.errors import FederationError
     from federation.pipeline.bounds import default_max_memory
     from federation.pipeline.load import load_experiment
-    from federation.pipeline.point import BuildCache
-    from federation.pipeline.points import in_point
+    from federation.pipeline.point import BuildCache, point_error
     from federation.pipeline.preflight import check_point
 
     loaded = load_experiment(file, overrides)
     loaded.print_notes()
     cache = BuildCache(max_memory or default_max_memory())
     points = []
-    n = len(loaded.points)
     for i, point in enumerate(loaded.points):
         try:
             check_point(point)
             rows = job_rows(point, cache)
         except FederationError as exc:
-            raise in_point(exc, point, i, n, loaded) from None
+            raise point_error(exc, point, i, loaded) from None
         points.append({"index": i, "sweep": point.sweep, "jobs": rows})
     return {"source": str(Path(loaded.source).resolve()), "points": points}
 

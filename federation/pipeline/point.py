@@ -396,8 +396,21 @@ def preflight(loaded: LoadedExperiment, max_memory: int,
             cache.programs.check(point, built, placed)
             cache.ordered(point, built, placed)
         except FederationError as exc:
-            raise in_point(exc, point, i, len(loaded.points), loaded) from None
+            raise point_error(exc, point, i, loaded) from None
     return cache
+
+
+def point_error(exc: FederationError, point: ResolvedPoint, i: int,
+                loaded: LoadedExperiment) -> FederationError:
+    """:func:`~federation.pipeline.points.in_point` (the sweep point, the sweep entry), and
+    which ``--set`` gave the value, as the loader's own refusals say (before stop 48 a check
+    after loading named the file alone, where the user finds no such value)."""
+    from federation.pipeline.overrides import blame
+
+    out = in_point(exc, point, i, len(loaded.points))
+    if not isinstance(out, ConfigError) or not loaded.overrides:
+        return out
+    return blame(out, loaded.overrides, loaded.source, loaded.doc)
 
 
 def prepare(point: ResolvedPoint, cache: BuildCache | None = None,

@@ -162,8 +162,9 @@ class LoadedExperiment:
     #: what the user should know about how the file was read, e.g. a sweep axis an override
     #: replaced (the CLI prints each as a ``note:`` line: :meth:`print_notes`)
     notes: list[str] = field(default_factory=list)
-    #: the ``--set`` overrides it was read with, and the file as read (for :func:`in_point`
-    #: to say which override gave a value a later check refuses)
+    #: the ``--set`` overrides it was read with, and the file as read (for
+    #: :func:`federation.pipeline.point.point_error` to say which override gave a value a
+    #: later check refuses)
     overrides: list[Any] = field(default_factory=list)
     doc: dict[str, Any] | None = None
 
@@ -353,15 +354,11 @@ class Built:
     deadlock: DeadlockProof | None = None
 
 
-def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int,
-             loaded: LoadedExperiment | None = None) -> FederationError:
-    """Say which sweep point an error belongs to when there are several, blame a refused
+def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int) -> FederationError:
+    """Say which sweep point an error belongs to when there are several, and blame a refused
     field of the experiment file on the sweep entry that set it (``sweep.workload.calc_unit``,
-    not the file's ``workload.calc_unit``), and say which ``--set`` of ``loaded`` gave the
-    value, as the loader's own refusals do (before stop 48 a check after loading named the
-    file alone, where the value was not)."""
-    from federation.pipeline.overrides import blame
-
+    not the file's ``workload.calc_unit``); :func:`federation.pipeline.point.point_error`
+    also says which ``--set`` gave the value."""
     label = f" (sweep point {i}: {sweep_label(point.sweep)})" if n > 1 and point.sweep else ""
     if not isinstance(exc, ConfigError):
         return type(exc)(f"{exc}{label}") if label else exc
@@ -369,14 +366,10 @@ def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int,
     entry = sweep_entry(point.sweep, exc.path) if exc.path and exc.source == point.source \
         else None
     if entry is None:
-        out = ConfigError(exc.message + label, source=exc.source, path=exc.path) if label \
+        return ConfigError(exc.message + label, source=exc.source, path=exc.path) if label \
             else exc
-    else:
-        out = ConfigError(swept_message(entry, exc.path or "", exc.message) + label,
-                          source=exc.source, path=entry)
-    if loaded is None or not loaded.overrides:
-        return out
-    return blame(out, loaded.overrides, loaded.source, loaded.doc)
+    return ConfigError(swept_message(entry, exc.path or "", exc.message) + label,
+                       source=exc.source, path=entry)
 
 
 def no_messages() -> Messages:
