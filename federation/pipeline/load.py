@@ -442,8 +442,14 @@ def _iq_cycle_notes(points: list[ResolvedPoint]) -> list[str]:
               for c in known_link_classes(point)}
         bw["NIC"] = float(machine.nic.bandwidth or bw["terminal"])
         per_byte = {c: PS_PER_S / b for c, b in bw.items()}  # as the engine computes them
-        cycle = round(float(machine.router.cycle) * PS_PER_S if machine.router.cycle
-                      else size * min(per_byte.values()))
+        if machine.router.cycle:
+            cycle = round(float(machine.router.cycle) * PS_PER_S)
+        else:  # the engine's own rule, imported only for a booksim_iq point
+            import numpy as np
+
+            from federation.engine.iq import default_cycle
+
+            cycle = round(default_cycle(np.array(list(per_byte.values())), size))
         for cls, ps in per_byte.items():
             ser = int(size * ps + 0.5)
             cycles = max(-(-ser // cycle), 1)
