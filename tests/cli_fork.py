@@ -81,7 +81,8 @@ while True:
 
 
 class Zygote:
-    """One zygote per test process (started on first use, ended with the process)."""
+    """One zygote per test process, started on first use; it ends when the test process does
+    (its request pipe closes)."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.env = dict(env)
@@ -124,10 +125,6 @@ class Zygote:
             return subprocess.CompletedProcess(
                 [sys.executable, "-c", "from federation.cli import entry; entry()", *args],
                 code, out.read_text(), err.read_text())
-
-    def close(self) -> None:
-        os.close(self._req)
-        self.proc.wait(timeout=30)
 
 
 _zygote: Zygote | None = None
