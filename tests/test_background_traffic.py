@@ -268,15 +268,18 @@ def test_json_schema_offers_open_loop_kinds_only(plugins):
     from federation.plugin.jsonschema import experiment_schema
 
     schema = experiment_schema(plugins)
-    variants = schema["properties"]["background"]["anyOf"][0]["oneOf"]
-    kinds = {v["properties"]["kind"]["const"] for v in variants}
+    bare, objects = schema["properties"]["background"]["anyOf"][0]["anyOf"]
+    kinds = {v["properties"]["kind"]["const"] for v in objects["oneOf"]}
     assert "synthetic" in kinds and "messages" in kinds
+    assert "synthetic" in bare["enum"] and set(bare["enum"]) <= kinds
     assert not kinds & {"pingpong", "allreduce", "halo3d", "program"}
     ok = {"machine": "m.yaml", "workload": {"kind": "pingpong"},
           "background": {"kind": "synthetic", "load": 0.2}}
     jsonschema.validate(ok, schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({**ok, "background": {"kind": "pingpong"}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**ok, "background": "pingpong"}, schema)
 
 
 def test_programs_with_more_packets_than_the_initial_pool(tmp_path):

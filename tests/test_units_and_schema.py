@@ -173,3 +173,61 @@ def test_buffer_limit_is_the_engines_unlimited_credit():
     with pytest.raises(ValueError, match=r"1e\+19 B is more than the engine's credit counters "
                        r"hold per VC \(2\*\*60 = 1152921504606846976 B\)"):
         LinkClass(buffer=1e19)
+
+
+def _nodes(doc):
+    """Every (path, mapping) in a JSON document."""
+    stack = [("", doc)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, dict):
+            yield path, node
+            stack += [(f"{path}/{k}", v) for k, v in node.items()]
+        elif isinstance(node, list):
+            stack += [(f"{path}/{i}", v) for i, v in enumerate(node)]
+
+
+def test_every_reference_resolves_and_every_default_is_valid():
+    """A ``$ref`` to a removed definition (``router.arbiter`` pointed at ``ComponentSpec``,
+    which the generator drops) breaks an editor's validation of any file that sets it; a
+    default the schema itself refuses would mislead it.  Defaults made by factories are
+    written (pingpong's ``sizes`` and ``nodes`` were absent)."""
+    for doc in generated_schemas():
+        defs = doc["$defs"]
+        defaults = []
+        for path, node in _nodes(doc):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                assert ref.startswith("#/$defs/") and ref[8:] in defs, (path, ref)
+            if "default" in node and path.rsplit("/", 1)[-1] != "properties":
+                sub = {k: v for k, v in node.items() if k != "default"}
+                jsonschema.Draft202012Validator({**sub, "$defs": defs}).validate(node["default"])
+                defaults.append(path)
+        assert defaults, "no default checked"
+    experiment = generated_schemas()[1]
+    pingpong = next(v for v in experiment["properties"]["workload"]["anyOf"][1]["oneOf"]
+                    if v["properties"]["kind"] == {"const": "pingpong"})
+    assert pingpong["properties"]["sizes"]["default"] == [8.0]
+    assert pingpong["properties"]["nodes"]["default"] == [0, 1]
+    arbiter = experiment["$defs"]["RouterConfig"]["properties"]["arbiter"]
+    assert arbiter["default"] == {"kind": "oldest_first"}
+
+
+def test_bare_component_names_validate_where_the_loader_takes_them(tmp_path):
+    """The loader takes a kind's bare name wherever it needs no parameter (``routing: ugal``,
+    ``engine: native``); the schema refused it everywhere but placements and nested patterns.
+    A kind with a required parameter stays an object in both (``topology: dragonfly``)."""
+    from federation.pipeline.load import load_experiment
+
+    machine, experiment = generated_schemas()
+    m = {"topology": {"kind": "dragonfly", "p": 1, "a": 2, "h": 1}, "qos": "none",
+         "router": {"arbiter": "round_robin"}}
+    e = {"machine": m, "routing": "ugal", "engine": "native", "workload": "pingpong",
+         "background": "synthetic", "routing_controller": None}
+    jsonschema.validate(m, machine)
+    jsonschema.validate(e, experiment)
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(e))
+    loaded = load_experiment(tmp_path / "e.yaml")
+    assert loaded.experiment.routing.kind == "ugal"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**m, "topology": "dragonfly"}, machine)
