@@ -327,3 +327,18 @@ def test_a_value_of_neither_member_of_a_union_is_one_problem(tmp_path):
     (tmp_path / "e.yaml").write_text(EXPERIMENT)
     assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == (
         "error: m.yaml: topology.parallel: Input should be a valid integer or a valid list")
+
+
+@pytest.mark.parametrize(("machine", "words"), [
+    ("/dev/null", "'/dev/null' is not a regular file (a pipe, device or socket)"),
+    ("x" * 300 + ".yaml", "cannot be opened: File name too long"),
+    (".", "'.' is not a machine file"),
+])
+def test_a_machine_path_the_system_refuses_names_the_experiments_field(tmp_path, machine,
+                                                                       words):
+    """``machine: /dev/null`` was refused naming ``/dev/null`` as if the user had given it on
+    the command line, a name too long for the file system as ``xxx...: File name too long``;
+    the value is the experiment's ``machine`` field."""
+    (tmp_path / "e.yaml").write_text(EXPERIMENT.replace("m.yaml", machine))
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert line.startswith("error: e.yaml: machine: ") and words in line, line

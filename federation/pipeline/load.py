@@ -22,7 +22,7 @@ from federation.engine.link_series import (
     samples,
     shortest_interval,
 )
-from federation.errors import ConfigError
+from federation.errors import ConfigError, os_reason
 from federation.models.base import read_document, validate_model
 from federation.models.experiment import Experiment
 from federation.models.limits import MAX_SWEEP_POINTS
@@ -487,17 +487,31 @@ def _check_sweep_size(experiment: Experiment, source: str) -> None:
             path="sweep")
 
 
+def _machine_path(name: str, base: Path, source: str) -> Path:
+    """The machine file an experiment's ``machine: <path>`` names, or a refusal naming the
+    experiment's ``machine`` field (the path is the user's value there, not a file they gave
+    on the command line): a folder, a device or pipe, a name the system refuses."""
+    mpath = base / name if not Path(name).is_absolute() else Path(name)
+    why = None
+    try:
+        if not name.strip() or mpath.is_dir():
+            why = "is not a machine file (a path to a YAML or JSON file, or an inline mapping)"
+        elif not mpath.exists():
+            raise ConfigError(f"machine file {name!r} not found (looked at {mpath})",
+                              source=source, path="machine")
+        elif not mpath.is_file():
+            why = "is not a regular file (a pipe, device or socket), expected a YAML or JSON file"
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        why = f"cannot be opened: {os_reason(exc)}"
+    if why:
+        raise ConfigError(f"{name!r} {why}", source=source, path="machine")
+    return mpath
+
+
 def _resolve_point(exp: Experiment, source: str, base: Path, plugins: FederationPlugins,
                    sweep: dict[str, Any], machine_source: str | None) -> ResolvedPoint:
     if isinstance(exp.machine, str):
-        mpath = base / exp.machine if not Path(exp.machine).is_absolute() else Path(exp.machine)
-        if not exp.machine.strip() or mpath.is_dir():
-            raise ConfigError(f"{exp.machine!r} is not a machine file (a path to a YAML or JSON "
-                              "file, or an inline mapping)", source=source, path="machine")
-        if not mpath.exists():
-            raise ConfigError(f"machine file {exp.machine!r} not found (looked at {mpath})",
-                              source=source, path="machine")
-        rm = load_machine(mpath, plugins)
+        rm = load_machine(_machine_path(exp.machine, base, source), plugins)
     else:
         msrc = machine_source or source
         prefix = "" if machine_source else "machine"
