@@ -45,3 +45,15 @@ def test_one_vc_short_is_refused_before_the_run(tmp_path):
     line = one_error(run_cli("run", str(path), "--out", str(tmp_path / "out"), cwd=tmp_path))
     assert "machine.router.vcs" in line and "needs 5 virtual channels" in line
     assert not (tmp_path / "out").exists()
+
+
+def test_vc_step_on_unquoted_is_on(tmp_path):
+    """YAML 1.1 reads the value ``on`` as ``true``: the documented ``vc_step: on`` was refused
+    with "Input should be 'after' or 'on'"."""
+    from federation.pipeline.load import load_experiment
+
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 1, a: 2, h: 1}}\n"
+        "routing: {algorithm: minimal, vc_step: on}\n")
+    point = load_experiment(tmp_path / "e.yaml").points[0]
+    assert point.routing.params.vc_step == "on"

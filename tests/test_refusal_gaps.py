@@ -212,14 +212,19 @@ def test_validate_of_a_graph_file_machine_checks_its_link_classes(tmp_path):
     assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == f"error: m.yaml: {line}"
 
 
-@pytest.mark.parametrize("field", ["bias_high", "bias_low", "bias_step"])
-def test_an_aries_bias_past_its_bound_is_refused_naming_it(tmp_path, field):
+@pytest.mark.parametrize(("routing", "field"), [
+    ("aries, mode: ADAPTIVE_3", "bias_high"), ("aries", "bias_low"), ("aries", "bias_step"),
+    ("prog_adaptive", "threshold"), ("ugal", "bias"), ("par", "bias"), ("ugal_global", "bias"),
+])
+def test_an_adaptive_bias_past_its_bound_is_refused_naming_it(tmp_path, routing, field):
     """The costs are int64 sums of queued bytes and the bias: 1e30 was an OverflowError
-    traceback in ``validate`` (found by a fuzz run)."""
+    traceback in ``validate`` (found by a fuzz run), and so was prog_adaptive's threshold of
+    1e19; the UGAL family's bias of 1e19 was refused as the plugin's invalid route tables,
+    naming neither the file nor the field."""
     (tmp_path / "m.yaml").write_text("topology: {kind: dragonfly, p: 1, a: 4, h: 1}\n"
                                      "router: {vcs: 4}\n")
     (tmp_path / "e.yaml").write_text(
-        f"machine: m.yaml\nrouting: {{algorithm: aries, mode: ADAPTIVE_3, {field}: 1e30}}\n"
+        f"machine: m.yaml\nrouting: {{algorithm: {routing}, {field}: 1e30}}\n"
         "workload: {kind: synthetic, load: 0.1}\nstop: {warmup: 0ns, measure: 1us}\n")
     line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
     assert line == (f"error: e.yaml: routing.{field}: 1e+30 B is more than "
@@ -227,3 +232,16 @@ def test_an_aries_bias_past_its_bound_is_refused_naming_it(tmp_path, field):
                     "queued bytes and the bias")
     assert one_error(run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)) == line
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("routing", ["prog_adaptive", "aries", "minimal, spread: random"])
+def test_a_routing_that_spreads_over_equal_cost_ports_is_refused_on_a_torus(tmp_path, routing):
+    """The refusal advised "use spread: table", an option prog_adaptive and aries lack."""
+    (tmp_path / "e.yaml").write_text(
+        f"machine: {{topology: {{kind: torus, dims: [4, 4]}}, router: {{vcs: 8}}}}\n"
+        f"routing: {{algorithm: {routing}}}\n"
+        "workload: {kind: synthetic, load: 0.1}\nstop: {warmup: 0ns, measure: 1us}\n")
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert line.startswith("error: e.yaml: routing: routing '") and line.endswith(
+        "so routings that choose among equal-cost minimal ports (prog_adaptive, aries, "
+        "minimal with a spread other than table) do not run on it"), line

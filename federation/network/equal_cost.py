@@ -87,7 +87,9 @@ def equal_cost_ports(network: Network, tables: RouteTables, owner: str) -> Equal
     if tables.vc_mode == VC_DATELINE:
         raise RoutingError(f"{owner}: dimension-order routing has one minimal port per hop by "
                            "design; spreading over other minimal ports would break its "
-                           "deadlock freedom (use spread: table)")
+                           "deadlock freedom, so routings that choose among equal-cost "
+                           "minimal ports (prog_adaptive, aries, minimal with a spread other "
+                           "than table) do not run on it")
     need = equal_cost_bytes(tables)
     if need > MAX_MASK_BYTES:
         per = need // max(1, tables.gnext.shape[0])

@@ -205,7 +205,10 @@ class PointSummary(FederationModel):
     latency_ns: LatencyStats = Field(description="creation at the source NIC to delivery")
     network_latency_ns: LatencyStats = Field(description="leaving the NIC to delivery")
     mean_hops: float | None = Field(description="router-to-router hops per measured packet")
-    nonminimal_fraction: float | None
+    nonminimal_fraction: float | None = Field(
+        description="measured packets the routing sent non-minimally (given an intermediate "
+        "or a non-minimal hop), whatever path they ended on: a packet is delivered at its "
+        "destination router in any phase")
     message_completion_ns_mean: float | None
     simulated_time_ns: float
     events: int

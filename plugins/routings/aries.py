@@ -48,7 +48,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from federation import Params, RouteTables, hookimpl
 from federation.engine.api import (
@@ -76,10 +76,10 @@ from federation.engine.tables_route import (
     turn_nonminimal,
     vc_rule,
 )
-from federation.models.units import PositiveSize
 from federation.network.routes import cable_ports
 from federation.plugin.components import RoutingProgram, TablePlan
 from federation.plugins.routings.par import par_extra_vcs
+from federation.plugins.routings.ugal import BiasSize
 from federation.plugins.routings.valiant import Valiant
 
 #: VC levels a packet goes up after an intra-group detour hop
@@ -240,35 +240,22 @@ def _commit(sim, base, r, pk, dr, via):
     return follow(sim, base, r, pk, dr, via)
 
 
-#: largest bias (bytes): the costs are int64 sums of queued bytes and a bias (ADAPTIVE_1's
-#: times the hops made), compared with 2**62; 1e30 was an OverflowError in ``validate``
-MAX_BIAS = 2**40
-
-
 class AriesParams(Params):
     mode: Literal["ADAPTIVE_0", "ADAPTIVE_1", "ADAPTIVE_2", "ADAPTIVE_3", "MIN_HASH",
                   "NMIN_HASH", "IN_ORDER"] = Field(
         "ADAPTIVE_0", description="MPICH_GNI_ROUTING_MODE: ADAPTIVE_0 (no bias), ADAPTIVE_1 "
         "(bias towards minimal growing as the packet nears its destination), ADAPTIVE_2 (low "
         "bias), ADAPTIVE_3 (high bias), MIN_HASH, NMIN_HASH, IN_ORDER")
-    bias_step: PositiveSize | None = Field(
+    bias_step: BiasSize | None = Field(
         None, description="ADAPTIVE_1: bytes added to non-minimal costs at the "
         "source router and again for every hop made; not public, default one packet; at most "
         "2**40 (1 TiB)")
-    bias_low: PositiveSize | None = Field(
+    bias_low: BiasSize | None = Field(
         None, description="bytes added to non-minimal costs in ADAPTIVE_2; not "
         "public, default two packets; at most 2**40 (1 TiB)")
-    bias_high: PositiveSize | None = Field(
+    bias_high: BiasSize | None = Field(
         None, description="bytes added to non-minimal costs in ADAPTIVE_3; not "
         "public, default eight packets; at most 2**40 (1 TiB)")
-
-    @field_validator("bias_step", "bias_low", "bias_high")
-    @classmethod
-    def _bounded(cls, v: float | None) -> float | None:
-        if v is not None and v > MAX_BIAS:
-            raise ValueError(f"{v:g} B is more than {MAX_BIAS} B (2**40, 1 TiB): the routing's "
-                             "costs are int64 sums of queued bytes and the bias")
-        return v
 
 
 class Aries(Valiant):

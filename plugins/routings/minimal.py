@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from federation import Params, RouteTables, Routing, hookimpl
 from federation.engine.api import P_DST, random_below
@@ -73,6 +73,12 @@ class MinimalParams(Params):
         "after", description="where the VC level goes up at a VC-bumping port (a "
         "dragonfly's global link): `after` its hop (the global hop on the lower VC, as CODES) "
         "or `on` it (the global hop already on the higher VC, as BookSim2's dragonflynew)")
+
+    @field_validator("vc_step", mode="before")
+    @classmethod
+    def _on(cls, v: object) -> object:
+        """``vc_step: on`` unquoted: YAML 1.1 reads the value ``on`` as ``true``."""
+        return "on" if v is True else v
 
 
 class Minimal(Routing):

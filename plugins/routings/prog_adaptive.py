@@ -45,9 +45,9 @@ from federation.engine.tables_route import (
     turn_nonminimal,
     vc_rule,
 )
-from federation.models.units import PositiveSize
 from federation.plugin.components import RoutingProgram, TablePlan
 from federation.plugins.routings.par import par_extra_vcs
+from federation.plugins.routings.ugal import BiasSize
 from federation.plugins.routings.valiant import Valiant
 
 
@@ -91,9 +91,10 @@ def route(sim, tables, r, ip, pk):
 
 
 class ProgAdaptiveParams(Params):
-    threshold: PositiveSize | None = Field(
+    threshold: BiasSize | None = Field(
         None, description="bytes: a minimal score at or below this always goes minimal; "
-        "default one packet (CODES' 131072 counts its own queue units, see the module doc)")
+        "default one packet (CODES' 131072 counts its own queue units, see the module doc); "
+        "at most 2**40 (1 TiB)")
 
 
 class ProgAdaptive(Valiant):

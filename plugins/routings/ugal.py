@@ -30,10 +30,10 @@ The intermediate (``intermediate``):
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from federation import Params, RouteTables, hookimpl
 from federation.engine.api import P_DST, P_LEVEL, P_MINIMAL, P_PHASE, P_VIA, used_credit_all
@@ -124,12 +124,30 @@ def node_route(sim, tables, r, ip, pk):
     return o, np.int64(ps[pk, P_PHASE])
 
 
+#: largest bias or threshold (bytes) of the adaptive routings: their costs are int64 sums of
+#: queued bytes and a bias (aries' ADAPTIVE_1: times the hops made), compared with 2**62;
+#: 1e30 was an OverflowError in ``validate``, 1e19 a refusal of the plugin's tables
+MAX_BIAS = 2**40
+
+
+def _bounded(v: float) -> float:
+    if v > MAX_BIAS:
+        raise ValueError(f"{v:g} B is more than {MAX_BIAS} B (2**40, 1 TiB): the routing's "
+                         "costs are int64 sums of queued bytes and the bias")
+    return v
+
+
+#: bytes of a bias or threshold: positive, at most :data:`MAX_BIAS`
+BiasSize = Annotated[PositiveSize, AfterValidator(_bounded)]
+
+
 class BiasParams(Params):
     """The minimal-path bias of the UGAL family (``ugal``, ``par``)."""
 
-    bias: PositiveSize | None = Field(
+    bias: BiasSize | None = Field(
         None, description="bytes added to the Valiant side (favours minimal); default: one "
-        "packet, so a single packet ahead does not send traffic the long way")
+        "packet, so a single packet ahead does not send traffic the long way; at most 2**40 "
+        "(1 TiB)")
 
 
 class UgalParams(BiasParams):

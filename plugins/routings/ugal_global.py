@@ -19,8 +19,8 @@ from federation import Params, RouteTables, hookimpl
 from federation.engine.api import P_DST, P_HOPS, P_PHASE, P_SIZE, P_VIA, used_credit_all
 from federation.engine.jit import part
 from federation.engine.tables_route import route, table_port, table_program
-from federation.models.units import PositiveSize
 from federation.plugin.components import RoutingProgram, TablePlan
+from federation.plugins.routings.ugal import BiasSize
 from federation.plugins.routings.valiant import Valiant
 
 
@@ -62,8 +62,9 @@ def route_global(sim, tables, r, ip, pk):
 
 
 class UgalGlobalParams(Params):
-    bias: PositiveSize | None = Field(
-        None, description="bytes added to the Valiant side (favours minimal); default: 0")
+    bias: BiasSize | None = Field(
+        None, description="bytes added to the Valiant side (favours minimal); default: 0; at "
+        "most 2**40 (1 TiB)")
 
 
 class UgalGlobal(Valiant):

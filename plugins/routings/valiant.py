@@ -12,8 +12,18 @@ router).  In the intermediate group a packet may then take two local hops, so th
 up by one where the phase changes, and the routing needs one VC more (4 on a dragonfly).  On
 topologies without groups the two modes are the same.
 
-Theory: under worst-case (group shift) traffic it sustains just under 50% of injection
-bandwidth, since every packet crosses two global links.
+A packet is delivered at its destination router whatever its phase (the engine ejects there):
+on topologies without groups (tori, circulants, graph files) the way to the intermediate may
+pass the destination router, and the packet then ends there, by a path as short as minimal's;
+it still counts as non-minimal (the packets table's ``minimal`` column, the summary's
+``nonminimal_fraction``: packets given an intermediate).  On a dragonfly or megafly the
+intermediate group is never the destination's, so the way there never passes it.
+
+Theory: under worst-case (group shift) traffic every packet crosses two global links, so it
+sustains at most h / (2 p) x (global link bandwidth / injection bandwidth) of the injection
+bandwidth: 50 % on a balanced dragonfly (h = p, equal bandwidths), 44.8 % on CODES' figures
+(4.7 GiB/s global links, 5.25 GiB/s injection).  A bound, not a prediction: random
+intermediates load the global links unevenly, and runs saturate below it.
 """
 
 from __future__ import annotations
