@@ -342,3 +342,17 @@ def test_a_machine_path_the_system_refuses_names_the_experiments_field(tmp_path,
     (tmp_path / "e.yaml").write_text(EXPERIMENT.replace("m.yaml", machine))
     line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
     assert line.startswith("error: e.yaml: machine: ") and words in line, line
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_the_most_precise_set_is_blamed(tmp_path, order):
+    """``--set machine=m2.yaml --set machine.router.vcs=1``: the refused VC count is the
+    second's, in either order; the first was blamed when it came first."""
+    (tmp_path / "m.yaml").write_text(DRAGONFLY)
+    (tmp_path / "m2.yaml").write_text(DRAGONFLY)
+    (tmp_path / "e.yaml").write_text(EXPERIMENT)
+    sets = ["machine=m2.yaml", "machine.router.vcs=1"][::1 - 2 * order]
+    line = one_error(run_cli("validate", "e.yaml", "--set", sets[0], "--set", sets[1],
+                             "--set", "routing.algorithm=valiant", cwd=tmp_path))
+    assert line.startswith("error: m2.yaml: router.vcs: ") and line.endswith(
+        "(the value comes from --set machine.router.vcs=1)"), line

@@ -356,13 +356,21 @@ def listed_problems(exc: ConfigError) -> list[tuple[str, str]] | None:
 
 def _giver(exc: ConfigError, path: str, sets: list[Override], source: str,
            doc: dict[str, Any] | None) -> Override | None:
-    """The override that gave the value at ``path`` of ``exc``'s file, if one did."""
+    """The override that gave the value at ``path`` of ``exc``'s file, if one did: the most
+    precise one that reaches it (``--set machine=m.yaml --set machine.router.vcs=1``, in
+    either order: the second, which sets that very value on whichever machine), else the last
+    that set a part of it."""
     full = dotted(path if exc.source == source else f"machine.{path}")
+    best: tuple[int, Override] | None = None
+    part: Override | None = None
     for o in sets:
         for key in {positional(o.key, doc), positional(o.axis or o.key, doc)}:
-            if full == key or full.startswith(key + ".") or key.startswith(full + "."):
-                return o
-    return None
+            if full == key or full.startswith(key + "."):
+                if best is None or len(key) >= best[0]:
+                    best = (len(key), o)
+            elif key.startswith(full + "."):
+                part = o
+    return best[1] if best is not None else part
 
 
 def positional(key: str, doc: dict[str, Any] | None) -> str:
