@@ -17,7 +17,12 @@ from scipy.sparse import csgraph
 from federation.errors import ConfigError
 from federation.network import NetworkBuilder
 from federation.network.route_kernels import _spread
-from federation.network.routes import graph_stats, hop_distances, shortest_path_routes
+from federation.network.routes import (
+    cable_ports,
+    graph_stats,
+    hop_distances,
+    shortest_path_routes,
+)
 from federation.plugin.components import VC_COUNTER
 from federation.plugins.topologies.circulant import Circulant
 from federation.plugins.topologies.fattree import FatTree
@@ -342,6 +347,9 @@ def test_torus_parallel_cables_spread_by_destination():
     {"switch_radix": 8, "nodes_per_leaf": 5, "leaves": 8},
     {"switch_radix": 12, "nodes_per_leaf": 6, "leaves": 18, "spine_up": 3},
     {"switch_radix": 48, "nodes_per_leaf": 24, "leaves": 96},
+    # roots per plane not dividing spine_up: the pods' ports rotate over the plane's roots
+    {"switch_radix": 8, "nodes_per_leaf": 7, "leaves": 3, "pod_leaves": 1, "spine_up": 5},
+    {"switch_radix": 16, "nodes_per_leaf": 8, "leaves": 48, "pod_leaves": 8, "spine_up": 5},
 ])
 def test_fattree_updown_routes(params):
     topo, net = make(FatTree, **params)
@@ -505,3 +513,20 @@ def test_native_run_delivers_every_packet(tmp_path, topology, vcs):
     s = run_experiment(load_experiment(path)).points[0].summary
     assert s.packets_generated > 0
     assert s.packets_delivered == s.packets_generated
+
+
+@pytest.mark.parametrize(("radix", "npl", "leaves", "pl", "su", "loads"), [
+    (8, 7, 3, 1, 5, [7, 8]),      # 3 pods, 2 roots per plane: 15 cables as 8 + 7
+    (16, 8, 48, 8, 5, [15]),      # 6 pods, 2 roots: 30 as 15 + 15 (the old wiring: 18 + 12)
+    (8, 4, 16, 4, 3, [4, 8]),     # fits the old rule (4 pods x 2 <= 8): wired as before
+])
+def test_fattree_roots_take_at_most_their_ports(radix, npl, leaves, pl, su, loads):
+    """Up-port ``t -> root t mod rpp`` gave a root ``ceil(spine_up / rpp)`` cables from every
+    pod: 18 on 16 ports, refused as the plugin's invalid network although every parameter
+    was within its documented limits."""
+    _, net = make(FatTree, switch_radix=radix, nodes_per_leaf=npl, leaves=leaves,
+                  pod_leaves=pl, spine_up=su)
+    roots = np.nonzero(net.coords["level"] == 3)[0]
+    cp = cable_ports(net)
+    per_root = sorted(int(x) for x in np.diff(cp.indptr)[roots])
+    assert sorted(set(per_root)) == sorted(loads), per_root

@@ -26,7 +26,11 @@ ports):
   ``rpp = ceil(spine_up * pods / switch_radix)`` root switches; up-port ``t`` of level-2 switch
   ``j`` goes to root ``j * rpp + t mod rpp``.  So every root links to one level-2 switch per pod,
   with ``spine_up / rpp`` parallel cables (1 in the full-size tree of ``switch_radix`` pods; 12
-  in the paper's 4-pod tree, where each of the 48 roots uses all 48 ports).
+  in the paper's 4-pod tree, where each of the 48 roots uses all 48 ports).  Where ``rpp`` does
+  not divide ``spine_up`` and that rule would give a root more than ``switch_radix`` cables
+  (``ceil(spine_up / rpp)`` from every pod: 16 ports, 6 pods, ``spine_up`` 5: 18), pod ``p``'s
+  ports start one root further on each time, port ``t`` to root ``j * rpp + (p * spine_up +
+  t) mod rpp``, which gives every root of the plane all its pods' cables within one.
 
 For 48/24/96: 4 pods of 24 leaves, 96 level-2 switches and 24 planes of 2 roots: 48 roots, full
 bisection at every level (2,304 cables per level).
@@ -215,12 +219,20 @@ def _three_level(radix: int, npl: int, leaves: int, lu: int, pl: int,
     if roots:
         l2 = np.arange(n2, dtype=np.int64)
         t = np.arange(su, dtype=np.int64)
-        root = ((l2 % lu) * rpp)[:, None] + (t % rpp)[None, :]
+        turn = t[None, :] + (l2 // lu * su)[:, None] if _overfull(pods, su, rpp, radix) \
+            else np.broadcast_to(t, (n2, su))  # the pod's first port on the next root
+        root = ((l2 % lu) * rpp)[:, None] + turn % rpp
         b.add_links(np.repeat(leaves + l2, su), (leaves + n2 + root).reshape(-1), "spine")
     info = {"form": "three_level", "switch_radix": radix, "nodes_per_leaf": npl,
             "leaves": leaves, "leaf_up": lu, "pod_leaves": pl, "spine_up": su, "pods": pods,
             "roots_per_plane": rpp, "levels": len(counts), "switches_per_level": counts}
     return b, levels, info
+
+
+def _overfull(pods: int, su: int, rpp: int, radix: int) -> bool:
+    """Whether up-port ``t -> root t mod rpp`` would give a root more cables than its ports:
+    ``ceil(su / rpp)`` from each pod (16 ports, 6 pods, ``spine_up`` 5 over 2 roots: 18)."""
+    return rpp > 0 and pods * -(-su // rpp) > radix
 
 
 def _pick(mask: np.ndarray, idx: np.ndarray) -> np.ndarray:
