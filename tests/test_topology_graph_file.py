@@ -101,6 +101,12 @@ GRAPH_REFUSALS = [
     ("g.json", '{"' + "k" * 100 + '": 1, "routers": 2, "links": [[0, 1]]}',
      f"{'k' * 40}...: unknown key (known: routers, nodes_per_router, links, link_classes)"),
     ("g.json", "[" * 100000 + "]" * 100000, "invalid JSON: nested too deeply"),
+    # a sign on zero was router 0; a key twice kept the last (a path instead of a ring)
+    ("g.txt", "0 1\n1 2\n-0 2\n", f"line 3: {DIGITS} '-0'"),
+    ("g.json", '{"routers": 4, "links": [[0, 1], [1, 2], [2, 3], [3, 0]], '
+     '"links": [[0, 1], [1, 2], [2, 3]]}',
+     "links: duplicate key: a key may appear once in an object (JSON readers keep either "
+     "one)"),
 ]
 
 

@@ -148,6 +148,8 @@ def _router_id(token: str) -> int | None:
     if not _ID.fullmatch(token):
         return None
     digits = token.lstrip("-").lstrip("0")
+    if not digits and token.startswith("-"):  # -0: a sign, which no id has
+        return None
     if len(digits) > 12:
         return -MAX_ROUTERS if token.startswith("-") else MAX_ROUTERS
     return int(token)
@@ -218,6 +220,9 @@ def read_json(path: Path) -> GraphData:
         doc = _load_json(path)
     except json.JSONDecodeError as exc:
         raise _fail(path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
+    except _DuplicateKey as exc:
+        raise _fail(path, _short(str(exc)), "duplicate key: a key may appear once in an "
+                    "object (JSON readers keep either one)") from None
     except RecursionError:
         raise TopologyError(f"{path}: invalid JSON: nested too deeply") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -282,7 +287,21 @@ def _load_json(path: Path) -> Any:
     """The JSON document of ``path``; a byte-order mark at the start is skipped, and an
     integer literal longer than :data:`SHOW_CHARS` becomes a :class:`_LongInt` (out of every
     range) instead of Python's ``ValueError`` past 4300 digits."""
-    return json.loads(path.read_text(encoding="utf-8-sig"), parse_int=_parse_json_int)
+    return json.loads(path.read_text(encoding="utf-8-sig"), parse_int=_parse_json_int,
+                      object_pairs_hook=_unique_keys)
+
+
+class _DuplicateKey(ValueError):
+    """A key given twice in one JSON object (``json`` keeps the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def read_graph(path: str | Path) -> GraphData:
