@@ -109,3 +109,40 @@ def test_a_message_in_the_window_runs(tmp_path, stop):
     assert run_cli("validate", "e.yaml", cwd=tmp_path).returncode == 0
     r = run_cli("run", "e.yaml", "--out", "o", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def _summary(tmp_path, text):
+    import json
+
+    (tmp_path / "e.yaml").write_text(text)
+    assert run_cli("validate", "e.yaml", cwd=tmp_path).returncode == 0
+    r = run_cli("run", "e.yaml", "--out", "o", "--overwrite", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return json.loads((tmp_path / "o" / "results.json").read_text())["points"][0]["summary"]
+
+
+@pytest.mark.parametrize(("start", "measured"), [("2us", 2), ("0.5us", None)])
+def test_stop_messages_counts_a_started_jobs_messages_on_the_machines_clock(tmp_path, start,
+                                                                             measured):
+    """A job's ``start`` moves its messages on the machine's clock, where the warm-up is:
+    the preflight and the run counted them in the job's own time (messages at 2us and 2.1us
+    were "0 of the 2 after the warm-up" of 1us; at 0.5us they were counted)."""
+    text = MACHINE + (
+        "jobs:\n- name: a\n  workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 5, "
+        "size: 512}, {at: 0.1us, src: 1, dst: 7, size: 512}]}\n  placement: all\n"
+        f"  start: {start}\nstop: {{warmup: 1us, messages: 2}}\n")
+    if measured is None:
+        line = refused_alike(tmp_path, text)
+        assert "creates only 0 of the 2 messages after the warm-up" in line
+    else:
+        assert _summary(tmp_path, text)["packets_measured"] == measured
+
+
+@pytest.mark.parametrize("start", ["0us", "1us", "3us"])
+def test_stop_messages_measures_n_messages_whatever_the_jobs_start(tmp_path, start):
+    """The window closes at the N-th message after the warm-up: with a job ``start`` the
+    window stayed in the job's time (100, 81 and 33 messages measured for starts 0, 1, 3us)."""
+    s = _summary(tmp_path, MACHINE + (
+        "jobs:\n- name: a\n  workload: {kind: synthetic, load: 0.5, message_size: 512}\n"
+        f"  placement: all\n  start: {start}\nstop: {{warmup: 0.5us, messages: 100}}\n"))
+    assert s["packets_measured"] == 100

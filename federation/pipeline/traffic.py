@@ -121,14 +121,16 @@ def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
             msgs = _generated(point, built, job, nodes, horizon, rng_traffic)
             window = (warm, horizon)
         else:
+            start = job.start_ps  # the job's messages are in its own time, from its start
             try:
-                msgs, window = generate_n_messages(point, net, built.nic_bandwidth, warm,
-                                                   exp.stop.messages or 0, rng_traffic, job,
-                                                   nodes)
+                msgs, (_, end) = generate_n_messages(
+                    point, net, built.nic_bandwidth, max(0, warm - start),
+                    exp.stop.messages or 0, rng_traffic, job, nodes)
                 check_messages(point, m, msgs, job.workload)
             except ConfigError as exc:
                 raise relocate(exc, point, job, m) from None
-            msgs = on_machine(msgs, nodes, job.start_ps, job_class(point, job))
+            window = (warm, start + end)  # on the machine's clock, as the messages
+            msgs = on_machine(msgs, nodes, start, job_class(point, job))
         expected = check_traffic(point, built, msgs, window, max_memory, kept)
         batches = whole_batches(msgs, packet)
     traffic, n_classes = open_traffic(point, built, batches, expected, rng_route)
