@@ -200,3 +200,30 @@ def test_a_link_the_cycle_slows_is_noted(tmp_path, router, count, note):
     notes = [x for x in r.stderr.splitlines() if x.startswith("note: router.model")]
     assert len(notes) == count and all("common divisor" in x for x in notes)
     assert note is None or any(note in x for x in notes)
+
+
+@pytest.mark.parametrize(("workload", "nic", "note"), [
+    ({"kind": "synthetic", "load": 0.1, "message_size": 64}, None,
+     "the NICs (5.25GiB/s) hold a 64 B packet 1 cycle(s) of 90826 ps for 11353 ps of data, so "
+     "they carry 12% of their bandwidth; its messages are shorter than packet_size 512 B"),
+    ({"kind": "messages", "messages": [{"src": 0, "dst": 5, "size": 512}]}, "25GB/s",
+     "the NICs (23.3GiB/s) hold a 512 B packet 3 cycle(s) of 8000 ps for 20480 ps of data, so "
+     "they carry 85% of their bandwidth"),
+])
+def test_the_note_uses_the_cycle_the_engine_runs(tmp_path, workload, nic, note):
+    """The default cycle is one ``packet_size`` packet on the fastest link whatever the
+    messages (``iq.default_cycle`` of the machine's packet size): the note took the messages'
+    size for it (a cycle of 11,353 ps where the engine ran 90,826, and nothing said of links
+    carrying 12 %), and said nothing for a ``messages`` workload."""
+    from conftest import run_cli
+
+    m = {"topology": {"kind": "dragonfly", "p": 2, "a": 4, "h": 2},
+         "router": {"model": "booksim_iq"}, "packet_size": 512}
+    if nic:
+        m["links"] = {c: {"bandwidth": "64GB/s"} for c in ("terminal", "local", "global")}
+        m["nic"] = {"bandwidth": nic}
+    doc = {"machine": m, "workload": workload, "stop": {"warmup": "0ns", "measure": "0.2us"}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    r = run_cli("validate", "e.yaml", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert any(note in x for x in r.stderr.splitlines()), r.stderr

@@ -421,23 +421,22 @@ def _unused_stop(points: list[ResolvedPoint]) -> list[str]:
 
 
 def _iq_cycle_notes(points: list[ResolvedPoint]) -> list[str]:
-    """A note per link class that ``router.model: booksim_iq`` runs below its bandwidth: its
-    links send whole cycles a packet (:func:`federation.engine.iq.flits`: the packet's
-    whole-picosecond serialisation over the cycle, rounded up), so a link whose packet time
-    is not a whole number of cycles idles the rest of the last one.  At the default cycle
-    (one packet on the fastest link) a 4.7 GiB/s link beside 5.25 GiB/s ones carries half a
-    packet a cycle (docs/architecture.md)."""
+    """A note per link class (and packet size) that ``router.model: booksim_iq`` runs below
+    its bandwidth: its links send one packet per whole cycles
+    (:func:`federation.engine.iq.flits`: the packet's whole-picosecond serialisation over the
+    cycle, rounded up), so a link whose packet time is not a whole number of cycles idles the
+    rest of the last one.  The default cycle is one ``packet_size`` packet on the fastest link
+    (the engine's :func:`~federation.engine.iq.default_cycle`), whatever the messages: a
+    4.7 GiB/s link beside 5.25 GiB/s ones carries half a packet a cycle, and synthetic
+    messages shorter than a packet carry their share of a cycle (docs/architecture.md)."""
     notes: dict[str, None] = {}
     for point in points:
         machine = point.machine.machine
         if machine.router.model != "booksim_iq":
             continue
-        topo, size = point.machine.topology, int(machine.packet_size)
-        if not machine.router.cycle:  # the default cycle follows the run's largest packet
-            jobs = point_jobs(point)
-            if any(j.workload.name != "synthetic" for j in jobs):
-                continue  # known only once the messages are read
-            size = max(min(int(j.workload.params.message_size or size), size) for j in jobs)
+        topo, packet = point.machine.topology, int(machine.packet_size)
+        sizes = {packet} | {min(int(j.workload.params.message_size or packet), packet)
+                            for j in point_jobs(point) if j.workload.name == "synthetic"}
         bw = {c: link_figure(machine, topo, c, "bandwidth")[0]
               for c in known_link_classes(point)}
         bw["NIC"] = float(machine.nic.bandwidth or bw["terminal"])
@@ -449,17 +448,22 @@ def _iq_cycle_notes(points: list[ResolvedPoint]) -> list[str]:
 
             from federation.engine.iq import default_cycle
 
-            cycle = round(default_cycle(np.array(list(per_byte.values())), size))
-        for cls, ps in per_byte.items():
-            ser = int(size * ps + 0.5)
-            cycles = max(-(-ser // cycle), 1)
-            if ser < 0.99 * cycles * cycle:
+            cycle = round(default_cycle(np.array(list(per_byte.values())), packet))
+        for size in sorted(sizes, reverse=True):
+            for cls, ps in per_byte.items():
+                ser = int(size * ps + 0.5)
+                cycles = max(-(-ser // cycle), 1)
+                if ser >= 0.99 * cycles * cycle:
+                    continue
                 what = "the NICs" if cls == "NIC" else f"links of class {cls!r}"
+                advice = ("give router.cycle a common divisor of the links' packet times to "
+                          "keep their ratio" if size == packet else
+                          f"its messages are shorter than packet_size {packet} B, whose time "
+                          "sets the default cycle: set router.cycle (or packet_size) for them")
                 notes[f"router.model booksim_iq: {what} ({format_rate(bw[cls])}) hold a "
                       f"{size} B packet {cycles} cycle(s) of {cycle} ps for {ser} ps of data, "
-                      f"so they carry {ser / (cycles * cycle):.0%} of their bandwidth; give "
-                      "router.cycle a common divisor of the links' packet times to keep their "
-                      "ratio"] = None
+                      f"so they carry {ser / (cycles * cycle):.0%} of their bandwidth; "
+                      f"{advice}"] = None
     return list(notes)
 
 
