@@ -356,3 +356,25 @@ def test_the_most_precise_set_is_blamed(tmp_path, order):
                              "--set", "routing.algorithm=valiant", cwd=tmp_path))
     assert line.startswith("error: m2.yaml: router.vcs: ") and line.endswith(
         "(the value comes from --set machine.router.vcs=1)"), line
+
+
+@pytest.mark.parametrize(("placement", "line"), [
+    ("{kind: list, nodes: [1, 100000000000000000000]}, shared: true",
+     "e.yaml: jobs[1].placement.nodes[1]: job 'b': node 100000000000000000000 does not exist "
+     "(the machine has 12 nodes)"),
+    ("{kind: list, nodes: [0, 1, 2, 3, 4, 5, 6, 7, 8]}",
+     "e.yaml: jobs[1].placement.nodes: job 'b' asks for 9 nodes; with the others' (jobs 'a', "
+     "'b') that is 13, but the machine has 12"),
+])
+def test_a_listed_placement_is_refused_at_its_nodes(tmp_path, placement, line):
+    """A shared list of a node past 2**63 was an OverflowError traceback (the preflight's
+    check skips shared jobs, and NumPy refused the number first); a list too long beside
+    another job was refused at ``placement.count``, a field a list has not."""
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 2, a: 2, h: 1}, packet_size: 512}\n"
+        "jobs:\n"
+        "- {name: a, workload: {kind: synthetic, load: 0.1}, placement: {kind: contiguous, "
+        "count: 4, start: 8}}\n"
+        f"- {{name: b, workload: {{kind: synthetic, load: 0.1}}, placement: {placement}}}\n"
+        "stop: {warmup: 0us, measure: 1us}\n")
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == f"error: {line}"

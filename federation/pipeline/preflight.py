@@ -163,7 +163,9 @@ def _check_sizes(point: ResolvedPoint, every: list[ResolvedJob], n: int | None) 
             names = ", ".join(repr(x.name) for x in counted)
             raise ConfigError(f"job {j.name!r} asks for {c} nodes; with the others' "
                               f"(jobs {names}) that is {taken}, but the machine has {n}",
-                              source=src, path=j.at("placement.count"))
+                              source=src, path=j.at("placement.nodes"
+                                                    if j.placement.listed() is not None
+                                                    else "placement.count"))
     for j in every:
         c = j.placement.count()
         if c is None and j.placement.name == "all":

@@ -92,13 +92,13 @@ class Listed(Placement):
         return list(self.params.nodes)
 
     def place(self, ctx: PlacementContext) -> np.ndarray:
-        nodes = np.array(self.params.nodes, dtype=np.int64)
         n = ctx.network.n_nodes
-        for i, x in enumerate(nodes.tolist()):
+        for i, x in enumerate(self.params.nodes):  # before NumPy, which refuses 2**63
             if x >= n:
                 raise ctx.refuse(f"node {x} does not exist (the machine has {n} nodes)",
                                  f"nodes[{i}]")
-        return nodes  # the runner refuses nodes another job holds, naming both jobs
+        return np.array(self.params.nodes, dtype=np.int64)  # the runner refuses nodes
+        # another job holds, naming both jobs
 
 
 class Rest(Placement):
