@@ -123,7 +123,7 @@ def test_open_loop_table_unchanged_and_mixed_sweeps_print_both(tmp_path):
     s = open_doc["points"][0]["summary"]
     lines = r.stdout.splitlines()
     assert lines[2].split() == ["routing", "offered", "accepted", "lat", "mean", "ns", "p50",
-                                "p99", "hops", "nonmin", "pkts", "wall", "s"]
+                                "p99", "hops", "nonmin", "measured", "wall", "s"]
     assert lines[3].split()[:9] == [
         "minimal", f"{s['offered_load']:.3f}", f"{s['accepted_load']:.3f}",
         f"{s['latency_ns']['mean']:.1f}", f"{s['latency_ns']['p50']:.1f}",

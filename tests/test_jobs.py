@@ -191,6 +191,10 @@ def test_start_delays_a_job_exactly(tmp_path):
     assert later.summary.jobs[0].start_ns == 3000.0
     assert later.summary.programs.completion_ns == now.summary.programs.completion_ns + 3000
     assert later.summary.jobs[0].operations == now.summary.jobs[0].operations
+    # the run's count leaves out the start computes the runner adds, as the job's does
+    # (it said 8 more: one per rank)
+    assert later.summary.programs.operations == now.summary.programs.operations \
+        == now.summary.jobs[0].operations
 
 
 def test_open_loop_start_and_the_window(tmp_path):
@@ -373,3 +377,25 @@ def test_a_jobs_refusal_speaks_of_its_nodes_only_when_it_is_about_them(message, 
     assert got.path == path.replace("workload", "jobs[1].workload", 1)
     old_form = SimpleNamespace(experiment=SimpleNamespace(jobs=None), source="e.yaml")
     assert in_job(ConfigError(message, path=path), old_form, job, 64).message == message
+
+
+def test_open_loop_jobs_beside_rank_programs_add_up_to_the_run(tmp_path):
+    """Two open-loop jobs beside a pingpong: their packets and bytes generated were null
+    (only a run without rank programs was trusted to hold every packet in its table), yet
+    their undelivered packets were given; the packets table holds every packet created by
+    the end, so each job's figures are given and they add up to the run's."""
+    point, _ = run(tmp_path, {"jobs": [
+        {"name": "pp", "workload": {"kind": "pingpong", "sizes": ["8B"], "iterations": 10},
+         "placement": {"kind": "list", "nodes": [71, 0]}},
+        {"name": "b1", "workload": {"kind": "synthetic", "load": 0.3},
+         "placement": {"kind": "contiguous", "count": 20, "start": 10}},
+        {"name": "b2", "workload": {"kind": "synthetic", "load": 0.3}, "placement": "rest"}],
+        "stop": {"warmup": "0us", "measure": "50us"}})
+    s = point.summary
+    jobs = s.jobs
+    assert sum(j.packets_generated for j in jobs) == s.packets_generated
+    assert sum(j.bytes_injected for j in jobs) == s.bytes_injected
+    assert sum(j.packets_delivered for j in jobs) == s.packets_delivered
+    for j in jobs:
+        assert j.packets_undelivered == j.packets_generated - j.packets_delivered
+    assert sum(j.packets_undelivered for j in jobs) > 0  # the programs ended the run first

@@ -225,7 +225,7 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 def _open_loop_rows(keys: list[str], points: list[PointResult]
                     ) -> tuple[list[str], list[list[str]]]:
     head = [*keys, "routing", "offered", "accepted", "lat mean ns", "p50", "p99", "hops",
-            "nonmin", "pkts", "wall s"]
+            "nonmin", "measured", "wall s"]
     rows = []
     for p in points:
         s = p.summary
@@ -244,7 +244,7 @@ def _program_rows(keys: list[str], points: list[PointResult]
     packet's arrival: the mean over every message (a background's too), then the median,
     QCD and max/median of the programs' messages (``programs.message_completion_ns``)."""
     head = [*keys, "routing", "ranks", "ops", "msgs", "completion ns", "finish min",
-            "mean", "max", "msg mean ns", "prog p50 ns", *SPREAD_HEAD[1:], "hops", "pkts",
+            "mean", "max", "msg mean ns", "prog p50 ns", *SPREAD_HEAD[1:], "hops", "delivered",
             "wall s"]
     rows = []
     for p in points:
@@ -275,7 +275,7 @@ def _job_rows(keys: list[str], points: list[PointResult]) -> tuple[list[str], li
     """Per job of each point: its nodes, its completion (closed loop; alone and the slowdown
     with ``slowdown: true``), how its messages and packets fared."""
     head = [*keys, "job", "workload", "nodes", "completion ns", "alone ns", "slowdown",
-            "msg mean ns", *SPREAD_HEAD, "lat mean ns", "p99", "hops", "pkts"]
+            "msg mean ns", *SPREAD_HEAD, "lat mean ns", "p99", "hops", "delivered"]
     rows = []
     for p in points:
         for j in p.summary.jobs or []:

@@ -198,10 +198,10 @@ def _chunks(table: object) -> Iterator[dict[str, np.ndarray]]:
 
 def from_tables(prep: PreparedPoint, raw: RawResult, jobs: list[PlacedJob],
                 owner: np.ndarray) -> dict[int, dict]:
-    """Per open-loop job, from the kept packets and messages tables (every packet of a run
-    without rank programs is in the packets table, delivered)."""
+    """Per open-loop job, from the kept packets and messages tables: every packet the run
+    created by its end is in the packets table (delivered, or with ``delivered_ps = -1``
+    when rank programs ended the run first), so their sums are the point's."""
     st = raw.packets
-    drains = raw.programs is None  # the run delivered every packet it created
     w0, w1 = raw.window if prep.window is None else prep.window
     acc = {pj.job.index: dict(n=0, nbytes=0, got=0, got_bytes=0, hops=0, measured=0,
                               lat=ValueStore(), lat_sum=0) for pj in jobs}
@@ -234,10 +234,10 @@ def from_tables(prep: PreparedPoint, raw: RawResult, jobs: list[PlacedJob],
                                max=store.max / 1e3)
         store.close()
         out[j] = dict(
-            packets_generated=a["n"] if drains else None, packets_delivered=a["got"],
+            packets_generated=a["n"], packets_delivered=a["got"],
             # the table holds the packets created by the end that were not delivered too
             packets_undelivered=a["n"] - a["got"],
-            bytes_injected=a["nbytes"] if drains else None, bytes_delivered=a["got_bytes"],
+            bytes_injected=a["nbytes"], bytes_delivered=a["got_bytes"],
             latency_ns=lat, mean_hops=a["hops"] / a["measured"] if a["measured"] else None,
             message_completion_ns_mean=mct[j][1], message_completion_ns=mct[j][0])
     return out

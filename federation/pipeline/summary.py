@@ -93,7 +93,8 @@ def summarize(prep: PreparedPoint, raw: RawResult) -> tuple[PointSummary, dict[s
         packet_hops=raw.packet_hops,
         busiest_links=busiest,
         programs=program_summary(raw, prep.job.programs.msg_src.shape[0]
-                                 if prep.job.programs is not None else None),
+                                 if prep.job.programs is not None else None,
+                                 start_ops(prep)),
     )
     if raw.programs is not None:
         with_program_packets(fields, raw.programs.pstat, capacity)
@@ -280,17 +281,28 @@ def window_of(prep: PreparedPoint, raw: RawResult) -> tuple[int, int]:
     return prep.window if prep.window is not None else raw.window
 
 
-def program_summary(raw: RawResult, n_messages: int | None = None) -> ProgramSummary | None:
+def start_ops(prep: PreparedPoint) -> int:
+    """The computes the runner put first in the ranks of jobs with a ``start`` (one per rank,
+    :func:`~federation.pipeline.traffic.delayed`): not the workloads' operations."""
+    layout = prep.layout
+    if layout is None:
+        return 0
+    return sum(b - a for i, (a, b) in layout.ranks.items() if layout.delays.get(i))
+
+
+def program_summary(raw: RawResult, n_messages: int | None = None,
+                    added_ops: int = 0) -> ProgramSummary | None:
     """Completion and per-rank finish times of the rank programs (``None``: open loop), and the
     variability of their messages' completion times (of the first ``n_messages``: the
-    state's tables may have a spare row)."""
+    state's tables may have a spare row).  ``added_ops``: operations the runner added
+    (:func:`start_ops`), left out of the count as each job's figures leave them out."""
     pg = raw.programs
     if pg is None:
         return None
     finish = pg.rank_finish[:pg.rank_left.shape[0]]
     fin, post = pg.msg_finish[:n_messages], pg.msg_post[:n_messages]
     return ProgramSummary(
-        ranks=int(finish.shape[0]), operations=int(pg.n_ops),
+        ranks=int(finish.shape[0]), operations=int(pg.n_ops) - added_ops,
         messages=int((pg.msg_post >= 0).sum()),
         completion_ns=float(finish.max()) / 1e3 if finish.size else 0.0,
         rank_finish_ns=[float(x) / 1e3 for x in finish.tolist()],
