@@ -9,6 +9,7 @@ by orders of magnitude).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,12 +140,18 @@ def draw_latency(series: list[Series], folders: list[ResultFolder], out_dir: Pat
             ax.plot(c.offered, y, color=col, label=curve_label(c), **_style(i))
             _mark_saturation(ax, c, y, col, i)
         load_axis(ax, curves)
-        ax.set_ylabel(f"{what} packet latency (ns{', log scale' if log else ''})")
+        shown = [v for c in curves for v in getattr(c, attr)
+                 if v is not None and math.isfinite(v) and v > 0]
+        on_log = log and bool(shown)  # a log axis with nothing above 0 cannot be drawn
+        ax.set_ylabel(f"{what} packet latency (ns{', log scale' if on_log else ''})")
         ax.set_title(f"{what} latency, creation to delivery")
-        if log:
+        if on_log:
             log_axis(ax, "y")
         else:
             ax.set_ylim(bottom=0)
+        if not shown:  # rank programs' packets have no percentiles (docs/programs.md)
+            ax.text(0.5, 0.5, "no values in these results", transform=ax.transAxes,
+                    ha="center", va="center", color="gray")
     legend(axes[0][1], len(curves) + _sat_legend(axes[0][1], curves, margin), fig=fig)
     points = [p for s in series for p in s.points]
     suptitle(fig, figure_title("Packet latency against offered load", folders, points))
