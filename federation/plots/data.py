@@ -80,7 +80,8 @@ class Series:
     def load_label(self, p: PointResult) -> str:
         """How a point is named in legends: its nominal load, else its offered load."""
         if LOAD_KEY in p.sweep:
-            return f"load {p.sweep[LOAD_KEY]}"
+            v = p.sweep[LOAD_KEY]  # 0.1 * 3 is 0.30000000000000004: six digits say it
+            return f"load {v:.6g}" if isinstance(v, float) else f"load {v}"
         if p.summary.offered_load is not None:
             return f"offered {p.summary.offered_load:.3f}"
         return f"point {p.index}"
