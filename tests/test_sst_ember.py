@@ -189,6 +189,11 @@ def refusal(tmp_path: Path, machine, workload: dict) -> str:
     ({"kind": "halo3d", "nx": 2, "ny": 2, "nz": 2, "pex": 2, "pey": 2, "pez": 2,
       "doreduce": 0, "computetime": "1500ps"}, "workload.computetime", "nanoseconds"),
     ({"kind": "pingpong", "sizes": ["8B", "8GiB"]}, "workload.sizes[1]", "32-bit"),
+    # ember's faces are uint32_t: 8 x 30000 x 30000 B = 7.2e9 was sent as 2,905,032,704 B
+    ({"kind": "halo3d", "nx": 1, "ny": 30000, "nz": 30000, "pex": 2, "pey": 1, "pez": 1,
+      "computetime": "1us", "doreduce": 0}, "workload.nz",
+     "a x face of fields_per_cell x datatype_width x ny x nz = 7200000000 B does not fit "
+     "ember's 32-bit message size"),
 ])
 def test_workload_refusals(workload: dict, field: str, words: str, tmp_path: Path) -> None:
     msg = refusal(tmp_path, DRAGONFLY, workload)
@@ -231,3 +236,15 @@ def test_real_sst_pingpong(tmp_path: Path) -> None:
                           text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "PingPong: otherRank 1" in done.stdout
+
+
+def test_halo3d_peflops_past_ember_s_uint64_is_not_written(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """ember reads ``arg.peflops`` as uint64_t even where ``computetime`` (always written)
+    decides: 1e20 was written whole, which would abort sst; ember's default stands in."""
+    wl = {"kind": "halo3d", "nx": 8, "ny": 8, "nz": 8, "pex": 2, "pey": 1, "pez": 1,
+          "peflops": 1e20, "doreduce": 0}
+    ep = engines(execute(generate(tmp_path, DRAGONFLY, wl).text, monkeypatch))[0]
+    assert "motif1.arg.peflops" not in ep.params
+    assert ep.params["motif1.arg.computetime"] == 0  # 8**3 cells x 26 / 1e20 FLOP/s

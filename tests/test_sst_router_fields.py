@@ -48,9 +48,9 @@ REFUSED = [
      "packet, as our store and forward); no setting of it is virtual cut-through; use "
      "'store_and_forward' with engine sst"),
     ({"credit_delay": "100ns"}, "machine.router.credit_delay",
-     "router.credit_delay 100000ps is not mapped to merlin: hr_router returns a credit over "
-     "the cable with the cable's latency and has no parameter for a further delay; use 0 with "
-     "engine sst"),
+     "router.credit_delay 100000ps is not mapped to merlin: hr_router has no parameter for a "
+     "credit delay of its own (its input_latency, our router.delay, already delays every "
+     "credit that reaches a router: see the header's note); use 0 with engine sst"),
     ({"injection_vc": "random"}, "machine.router.injection_vc",
      "router.injection_vc 'random' is not mapped to merlin: merlin.linkcontrol injects every "
      "packet on its virtual network's first VC (our 'zero'); nothing draws the VC per packet; "
@@ -145,3 +145,39 @@ def test_an_injection_process_other_than_bernoulli_is_refused_saying_what_merlin
         "adapter maps only the default 'bernoulli' to it, with the difference stated in the "
         "configuration's notes")
     assert not (tmp_path / "cfg").exists()
+
+
+def test_a_nic_slower_than_its_terminal_link_is_refused(tmp_path):
+    """merlin's two link ends settle on the lower bandwidth in both directions, so the
+    router-to-node direction ran at the NIC's figure too: every latency on such a machine
+    was skewed (a 512 B ping-pong about 15 % above ours), silently."""
+    doc = {"schema_version": 1, "machine": {"topology": DRAGONFLY,
+                                            "nic": {"bandwidth": "2GiB/s"}},
+           "engine": {"kind": "sst"}, "workload": OPEN,
+           "stop": {"warmup": "1us", "measure": "5us"}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    line = one_error(run_cli("sst", "config", "e.yaml", "--out", "c", cwd=tmp_path))
+    assert line.startswith("error: e.yaml: machine.nic.bandwidth: engine sst: nic.bandwidth "
+                           "2GiB/s differs from the terminal links' 5.25GiB/s: merlin's two "
+                           "ends of a link settle on the lower bandwidth in both directions")
+    assert not (tmp_path / "c").exists()
+
+
+def test_the_header_says_merlin_delays_credits_by_the_router_delay(tmp_path):
+    assert "#  - credits: hr_router's input_latency (our router.delay) delays everything " \
+        "that arrives on a router's links, credits too" in config_text(tmp_path, {})
+
+
+def test_valiant_on_two_groups_is_said_minimal(tmp_path):
+    """merlin's dragonfly runs valiant as minimal with two groups; the header said it detours
+    intra-group traffic through a random router."""
+    doc = {"schema_version": 1,
+           "machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 2, "h": 1, "g": 2}},
+           "engine": {"kind": "sst"}, "routing": {"algorithm": "valiant"}, "workload": OPEN,
+           "stop": {"warmup": "1us", "measure": "5us"}}
+    (tmp_path / "e.yaml").write_text(yaml.safe_dump(doc))
+    r = run_cli("sst", "config", "e.yaml", "--out", "c", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "c" / "config-0.py").read_text()
+    assert "merlin's dragonfly runs valiant as minimal with 2 groups or fewer" in text
+    assert "also sends intra-group traffic" not in text

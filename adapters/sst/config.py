@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from federation.errors import ConfigError
-from federation.models.units import seconds_to_ps
+from federation.models.units import format_rate, seconds_to_ps
 from federation.network import Network
 from federation.pipeline.points import (
     Placed,
@@ -143,9 +143,16 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
         bias = point.routing.params.bias
         _check_ugal_bias(packet if bias is None else bias, flit)
     nic_bw = float(machine.nic.bandwidth or figures["terminal"]["bandwidth"])
+    if nic_bw != float(figures["terminal"]["bandwidth"]):
+        raise Refusal("nic.bandwidth", f"nic.bandwidth {format_rate(nic_bw)} differs from the "
+                      f"terminal links' {format_rate(float(figures['terminal']['bandwidth']))}: "
+                      "merlin's two ends of a link settle on the lower bandwidth in both "
+                      "directions, so the router-to-node direction would run at the NIC's "
+                      "figure too, where ours keeps the terminal link's; leave nic.bandwidth "
+                      "unset (or equal) with engine sst")
     if closed:
         notes = list(sst_net.notes) + _standing_notes(opts, flit, packet)[:1] + \
-            [router_note(machine)]
+            [router_note(machine), CREDIT_NOTE]
         return ember.build(point, sst_net, router, figures, nic_bw, notes, nodes)
     stop = exp.stop
     w0 = seconds_to_ps(stop.warmup)
@@ -159,7 +166,7 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
     nic = {"link_bw": rate(nic_bw), "input_buf_size": size(figures["terminal"]["buffer"]),
            "output_buf_size": size(figures["terminal"]["buffer"])}
     latency = {c: duration(f["latency"]) for c, f in figures.items()}
-    notes = list(sst_net.notes) + _standing_notes(opts, flit, packet) + [router_note(machine)]
+    notes = list(sst_net.notes) + _standing_notes(opts, flit, packet) + [router_note(machine), CREDIT_NOTE]
     if vns > 1:
         notes.append("QoS strict_priority: merlin.arb.output.qos.multi [100, 0] serves VN 0 "
                      "(the first class) whenever it can send; within a class merlin "
@@ -180,8 +187,9 @@ ROUTER_FIELDS = {
     "switching": ("store_and_forward", "hr_router has no switching choice: it moves a packet "
                   "in flits of engine.flit_size (by default one flit, the whole packet, as "
                   "our store and forward); no setting of it is virtual cut-through"),
-    "credit_delay": (0.0, "hr_router returns a credit over the cable with the cable's latency "
-                     "and has no parameter for a further delay"),
+    "credit_delay": (0.0, "hr_router has no parameter for a credit delay of its own (its "
+                     "input_latency, our router.delay, already delays every credit that "
+                     "reaches a router: see the header's note)"),
     "injection_vc": (None, "merlin.linkcontrol injects every packet on its virtual network's "
                      "first VC (our 'zero'); nothing draws the VC per packet"),
 }
@@ -237,6 +245,13 @@ def router_note(machine: Any) -> str:
     return ("arbitration: hr_router allocates its crossbar least-recently-used first "
             "(merlin.xbar_arb_lru) and serves output VCs round-robin; ours sends the oldest "
             f"waiting packet (router.arbiter: oldest_first){inject}")
+
+
+#: the header's line on credits (every configuration: hr_router's input_latency is ours)
+CREDIT_NOTE = ("credits: hr_router's input_latency (our router.delay) delays everything that "
+               "arrives on a router's links, credits too, so the credits of a router's output "
+               "come back router.delay later than ours (router.credit_delay 0); a NIC's "
+               "credits are not delayed on either engine")
 
 
 def _check_workload(point: ResolvedPoint, wl: Any, where: str) -> None:

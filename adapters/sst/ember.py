@@ -212,16 +212,26 @@ def _halo3d(wl: Any, n_nodes: int) -> EmberJob:
         "nx": p.nx, "ny": p.ny, "nz": p.nz, "pex": grid[0], "pey": grid[1], "pez": grid[2],
         "fields_per_cell": p.fields_per_cell, "datatype_width": p.datatype_width,
         "iterations": p.iterations, "doreduce": int(p.doreduce),
-        "peflops": int(p.peflops) if float(p.peflops).is_integer() else p.peflops,
         "flopspercell": p.flopspercell,
         "computetime": _whole_ns(wl.compute_ps() / 1e12, f"workload.{comp_field}"),
         "copytime": _whole_ns(p.copytime, "workload.copytime", UINT32),
     }
     for name in ("nx", "ny", "nz", "fields_per_cell", "datatype_width", "iterations"):
         _uint32(args[name], f"workload.{name}", name)
+    if float(p.peflops).is_integer() and p.peflops < 2**64:
+        # ember reads it as uint64_t even where computetime (always written) decides: a value
+        # past 2**64 would abort sst, a fraction be cut; ember's default stands in for those
+        args["peflops"] = int(p.peflops)
     if p.nx * p.ny * p.nz >= UINT32:
         raise Refusal("workload.nx", "nx x ny x nz overflows ember's 32-bit cell count",
                       document="experiment")
+    cell = p.fields_per_cell * p.datatype_width
+    for axis, (a, b) in (("x", ("ny", "nz")), ("y", ("nx", "nz")), ("z", ("nx", "ny"))):
+        face = cell * getattr(p, a) * getattr(p, b)
+        if face >= UINT32:  # ember's face size and firefly's message size are uint32_t
+            raise Refusal(f"workload.{b}", f"a {axis} face of fields_per_cell x "
+                          f"datatype_width x {a} x {b} = {face} B does not fit ember's "
+                          f"32-bit message size (at most {UINT32 - 1} B)", document="experiment")
     motifs = _motif(0, EMBER_TWINS["halo3d"], args)
     motifs["motif_count"] = 1
     return EmberJob(motifs, list(range(n)))

@@ -196,7 +196,10 @@ def map_dragonfly(params: Any, net: Network, routing: str) -> SstNetwork:
              f"global_route_mode {mode!r} with an explicit global_link_map",
              "merlin takes the global link (source endpoint mod links per pair) and its owner; "
              "ours balances owners per target group (both local-global-local)"]
-    if algorithm == "valiant":
+    if algorithm == "valiant" and g <= 2:
+        notes.append("merlin's dragonfly runs valiant as minimal with 2 groups or fewer "
+                     "(there is no third group to go through); ours is minimal there too")
+    elif algorithm == "valiant":
         notes.append("merlin's valiant also sends intra-group traffic through a random router "
                      "of the group")
     elif algorithm == "ugal":
