@@ -36,7 +36,7 @@ def test_pingpong_shared_trace():
 
 def test_list_of_per_rank_files_and_old_forms():
     """The list smpirun writes (one file per rank); ``0 wait`` without arguments takes the
-    newest request (SimGrid <= 3.19), ``recv 0 20`` has no tag (tag 0)."""
+    newest request (SimGrid <= 3.19)."""
     p = read_ti(DATA / "split.txt", host_speed_flops=2e9)
     assert p.rank_first.tolist() == [0, 4, 6]
     assert p.op_kind.tolist() == [0, 0, 2, 2, 1, 1]
@@ -53,6 +53,21 @@ def write(tmp_path, text, name="t.txt"):
     f = tmp_path / name
     f.write_text(text)
     return f
+
+
+def test_sends_without_a_tag_are_simgrid_3_19s_and_not_mixed_with_three_fields(tmp_path):
+    """``send 1 20`` (SimGrid <= 3.19, MPI_BYTE) has tag 0.  <= 3.19 wrote another datatype
+    as ``send 1 256 1`` (256 ints), which reads as 3.20's ``send <dst> <tag> <count>`` (1 B
+    with tag 256): a trace with both forms is refused, naming both lines."""
+    p = read_ti(write(tmp_path, "0 init\n1 init\n0 send 1 20\n1 recv 0 20\n"),
+                host_speed_flops=1e9)
+    assert p.op_bytes.tolist() == [20, 20]
+    f = write(tmp_path, "0 init\n1 init\n0 send 1 20\n1 recv 0 20\n0 send 1 256 1\n"
+                        "1 recv 0 256 1\n", "mixed.txt")
+    with pytest.raises(ConfigError) as exc:
+        read_ti(f, host_speed_flops=1e9)
+    assert "line 5 (rank 0, send): a send or receive of SimGrid <= 3.19's form 'send <peer> " \
+        "<count>' (at mixed.txt:3) beside one of three fields (at mixed.txt:5)" in str(exc.value)
 
 
 def test_one_line_list_names_a_shared_trace(tmp_path):

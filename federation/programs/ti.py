@@ -274,6 +274,11 @@ class _Reader:
         self.budget = op_budget()
         self.max_ops = reading_max_ops(max_ops)
         self.n_ops = 0
+        #: where the trace first wrote a send or receive of each form: ``2`` fields (SimGrid
+        #: <= 3.19, no tag), ``3`` (3.20 and later ``<peer> <tag> <count>``, which is also
+        #: how <= 3.19 wrote ``<peer> <count> <datatype>``: the two cannot be told apart)
+        self.forms: dict[int, str] = {}
+        self.here = ""  # the line being replayed, ``file:line``
 
     def collect(self, path: Path, only_rank: int | None, labelled: bool) -> None:
         """Replay the lines of one trace file (actions run per rank, in file order); with
@@ -317,6 +322,7 @@ class _Reader:
             st = self.states[r] = _Rank(RankBuilder(r))
         rb = st.rb
         before = len(rb)
+        self.here = f"{Path(src).name}:{n}"
         try:
             self.action(st, r, fields)
         except ConfigError as exc:
@@ -340,6 +346,22 @@ class _Reader:
             b.adopt(st.rb)
         return b.build(source=source)
 
+    def _form(self, act: str, n: int) -> None:
+        """Refuse a trace that writes sends both without a tag (SimGrid <= 3.19) and with
+        three fields: <= 3.19 wrote a datatype other than MPI_BYTE as ``<peer> <count>
+        <datatype>``, which reads as 3.20's ``<peer> <tag> <count>`` (a count read as the
+        tag, the datatype as the count)."""
+        if n not in (2, 3):
+            return
+        self.forms.setdefault(n, self.here)
+        if len(self.forms) == 2:
+            raise ConfigError(
+                f"a send or receive of SimGrid <= 3.19's form '{act} <peer> <count>' (at "
+                f"{self.forms[2]}) beside one of three fields (at {self.forms[3]}): SimGrid "
+                "<= 3.19 wrote '<peer> <count> <datatype>', 3.20 and later '<peer> <tag> "
+                "<count>', and the trace says not which; rewrite the <= 3.19 lines with a tag "
+                "('<peer> 0 <count> <datatype>')")
+
     def _peer(self, text: str, what: str) -> int:
         """A peer rank (``what``: "destination rank" or "source rank")."""
         p = _whole(text, what, "unknown rank {text} (a negative rank)")
@@ -361,6 +383,7 @@ class _Reader:
         act, args = fields[1], fields[2:]
         rb = st.rb
         if act in ("send", "isend", "recv", "irecv"):
+            self._form(act, min(len(args), 3))
             if len(args) == 2:  # SimGrid <= 3.19: <peer> <count>, no tag
                 peer_s, tag_s, count_s, dt = args[0], "0", args[1], None
             elif len(args) in (3, 4):
