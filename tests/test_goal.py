@@ -294,3 +294,20 @@ def test_tags_up_to_int32_stay_application_tags():
     p = parse_goal("num_ranks 2\nrank 0 {\nsend 8b to 1 tag 2147483647\n}\n"
                    "rank 1 {\nrecv 8b from 0 tag 1073741824\n}\n")
     assert p.op_tag.tolist() == [2**31 - 1, 2**30]
+
+
+def test_a_lone_carriage_return_is_not_a_line_break(tmp_path):
+    """LogGOPSim ends a line at '\\n' (a '\\r' before it allowed): read_goal read a lone
+    '\\r' as a line break (three operations on lines 3-5) where parse_goal and LogGOPSim
+    refuse line 3, and every later line number was off by one from theirs."""
+    text = "num_ranks 1\nrank 0 {\na: calc 5\rb: calc 6\nc: calc 7\n}\n"
+    f = tmp_path / "cr.goal"
+    f.write_bytes(text.encode())
+    with pytest.raises(ConfigError) as by_file:
+        read_goal(f)
+    with pytest.raises(ConfigError) as by_text:
+        parse_goal(text)
+    assert "line 3 (rank 0): cannot read 'a: calc 5\\rb: calc 6'" in str(by_file.value)
+    assert by_file.value.message == by_text.value.message
+    f.write_bytes(b"num_ranks 1\r\nrank 0 {\r\na: calc 5\r\nb: calc 6\r\nc: calc 7\r\n}\r\n")
+    assert read_goal(f).n_ops == 3  # every line ended by '\r\n': read

@@ -84,7 +84,9 @@ def read_goal(path: str | Path, calc_unit_ps: int = DEFAULT_CALC_UNIT_PS,
     """
     p = Path(path)
     ps = _Parser(str(p), calc_unit_ps, max_ranks, max_ops)
-    for first, lines in text_lines(p, "GOAL schedule"):
+    # only '\n' ends a line, as in parse_goal and LogGOPSim's reader ('\r'? '\n'): a lone
+    # '\r' is refused inside its line, not read as a line break that shifts every number
+    for first, lines in text_lines(p, "GOAL schedule", newline=""):
         for n, line in enumerate(lines, first):
             ps.feed(n, line)
     return ps.finish()
