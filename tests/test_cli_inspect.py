@@ -119,3 +119,12 @@ def test_plugins_text_columns_fit_the_longest_name(tmp_path):
     sources = {row.index(" builtin ") + 1 for row in rows}
     provides = {len(row) - len(row.split(" builtin ", 1)[1].lstrip()) for row in rows}
     assert len(sources) == 1 and len(provides) == 1, rows
+
+
+def test_topology_counts_an_aries_radix_in_tiles(tmp_path):
+    """An Aries router's radix is its 48 tiles, bundled into fewer cable ports: the summary
+    said "ports used 29, free 19" of a router whose tiles are all used (15 + 15 + 10 + 8)."""
+    (tmp_path / "m.yaml").write_text("topology: {kind: aries, groups: 2}\n")
+    r = run_cli("topology", "m.yaml", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "radix       48 tiles (48 used; their bundles make 34 cable ports)" in r.stdout

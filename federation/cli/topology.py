@@ -61,11 +61,12 @@ def topology(
             out["note"] = note
         print(json.dumps(out, indent=2))
         return
-    print(format_metrics(head, m, note, experiment=not machine_file))
+    print(format_metrics(head, m, note, experiment=not machine_file,
+                         tiles=net.info.get("tiles_per_router")))
 
 
 def format_metrics(head: dict[str, Any], m: Any, note: str | None = None,
-                   experiment: bool = False) -> str:
+                   experiment: bool = False, tiles: int | None = None) -> str:
     """The readable summary (``m`` is a :class:`~federation.network.metrics.TopologyMetrics`).
 
     Its first line says "network valid", never a bare "valid": for an experiment file
@@ -82,7 +83,8 @@ def format_metrics(head: dict[str, Any], m: Any, note: str | None = None,
         ("nodes", f"{m.nodes} ({m.nodes_per_router} per router)"),
         ("links", f"{cls} ({m.cables} router-router cables"
                   + (f", {m.parallel_cables} parallel" if m.parallel_cables else "") + ")"),
-        ("radix", f"{m.radix} (ports used {m.ports_used}, free {m.free_ports})"),
+        ("radix", f"{m.radix} (ports used {m.ports_used}, free {m.free_ports})" if tiles is None
+         else f"{m.radix} tiles ({tiles} used; their bundles make {m.ports_used} cable ports)"),
         ("degree", f"{m.cable_degree} cables, {m.neighbours} distinct neighbours per router"),
         ("diameter", f"{m.diameter} router hops"
                      + (f" (Moore bound {m.moore_diameter})"
