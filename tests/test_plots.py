@@ -519,3 +519,13 @@ def test_latency_figure_of_rank_program_runs_on_a_log_scale(tmp_path):
     drawn = _draw([tmp_path / "fast", tmp_path / "slow"], tmp_path / "figs")
     _decodes(tmp_path / "figs" / "latency-load.png")
     assert drawn is not None
+
+
+@pytest.mark.parametrize("command", ["plot", "report"])
+def test_a_folder_given_twice_is_refused(runs, tmp_path, command):
+    """``plot out out`` drew every series twice (files ending in ``-2``)."""
+    line = one_error(run_cli(command, str(runs["qs"]), str(runs["qs"]) + "/.", "--out", "x",
+                             cwd=tmp_path))
+    assert line == f"error: {runs['qs']}: this results folder is given twice; give each " \
+        "folder once"
+    assert not (tmp_path / "x").exists()

@@ -195,7 +195,16 @@ def load_folder(path: str | Path, tables: bool = True) -> ResultFolder:
 
 
 def load_folders(paths: list[Path]) -> list[ResultFolder]:
-    """Several folders, each labelled by the shortest distinct name (folder name, else path)."""
+    """Several folders, each labelled by the shortest distinct name (folder name, else path);
+    a folder given twice (``plot out out``, ``out ./out``) is refused: it drew every series
+    twice."""
+    seen: set[Path] = set()
+    for p in paths:
+        real = Path(p).resolve()
+        if real in seen:
+            raise ConfigError("this results folder is given twice; give each folder once",
+                              source=str(p))
+        seen.add(real)
     folders = [load_folder(p) for p in paths]
     names = [f.path.name or str(f.path) for f in folders]
     if len(set(names)) < len(names):
