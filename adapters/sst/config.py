@@ -166,7 +166,8 @@ def _build(point: ResolvedPoint, net: Network, opts: SstOptions,
     nic = {"link_bw": rate(nic_bw), "input_buf_size": size(figures["terminal"]["buffer"]),
            "output_buf_size": size(figures["terminal"]["buffer"])}
     latency = {c: duration(f["latency"]) for c, f in figures.items()}
-    notes = list(sst_net.notes) + _standing_notes(opts, flit, packet) + [router_note(machine), CREDIT_NOTE]
+    notes = list(sst_net.notes) + _standing_notes(opts, flit, packet) + [
+        router_note(machine), CREDIT_NOTE]
     if vns > 1:
         notes.append("QoS strict_priority: merlin.arb.output.qos.multi [100, 0] serves VN 0 "
                      "(the first class) whenever it can send; within a class merlin "
