@@ -273,3 +273,35 @@ def test_sst_commands_never_replace_a_folder_holding_the_machine_file(results, c
     assert line == ("error: --out: r holds r/m.yaml, which this command reads: the folder is "
                     "replaced whole (--overwrite), the input with it; choose another place")
     assert snapshot(results) == before
+
+
+@pytest.mark.parametrize("axis", ["jobs.fg.placement", "jobs.0.placement",
+                                  "jobs[0].placement"])
+def test_a_refusal_after_loading_names_a_job_axis_however_spelled(tmp_path, axis):
+    """A refused swept placement named the base field (``jobs[0].placement.count``, fine in
+    the file) when the axis named the job by name or as ``jobs.0``; only ``jobs[0]``
+    matched the refusal's spelling."""
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 1, a: 2, h: 1}}\n"
+        "jobs:\n- {name: fg, workload: {kind: synthetic, load: 0.2}, placement: {kind: "
+        "contiguous, count: 4}}\n- {name: bg, workload: {kind: synthetic, load: 0.2}, "
+        "placement: rest}\nstop: {warmup: 0us, measure: 1us}\n"
+        f"sweep:\n  {axis}: [{{kind: contiguous, count: 4}}, {{kind: contiguous, count: 40}}]\n")
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert line.startswith(f"error: e.yaml: sweep.{axis}: jobs[0].placement.count: job 'fg' "
+                           "asks for 40 nodes"), line
+
+
+def test_a_clock_refusal_under_a_swept_machine_names_the_field(tmp_path):
+    """``sweep: {machine: [m.yaml, bad.yaml]}`` with a 100 s latency in bad.yaml said
+    ``sweep.machine: 100s is beyond ...``, naming no field."""
+    (tmp_path / "m.yaml").write_text("topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n")
+    (tmp_path / "bad.yaml").write_text("topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n"
+                                       "links: {global: {latency: 100}}\n")
+    (tmp_path / "e.yaml").write_text(
+        "machine: m.yaml\nworkload: {kind: synthetic, load: 0.3}\n"
+        "stop: {warmup: 0.5us, measure: 1us}\nsweep: {machine: [m.yaml, bad.yaml]}\n")
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert line.startswith("error: e.yaml: sweep.machine: machine.links.global.latency: 100s "
+                           "is beyond the engine's clock range"), line
+    assert line.endswith("(sweep point 1: machine=bad.yaml)")

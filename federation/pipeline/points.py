@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -191,20 +191,42 @@ def figure_origin(point: ResolvedPoint, machine_path: str) -> Origin:
 
     A swept value blames the experiment's sweep entry; otherwise the machine file (or the
     experiment's inline ``machine:`` block)."""
-    entry = sweep_entry(point.sweep, f"machine.{machine_path}")
+    entry = sweep_entry(point.sweep, f"machine.{machine_path}", job_names(point))
     if entry is not None:
         return Origin(point.source, entry)
     return Origin(point.machine.source, machine_prefix(point) + machine_path)
 
 
-def sweep_entry(axes: Iterable[str], path: str) -> str | None:
-    """``sweep.AXIS`` for the first of ``axes`` (a sweep's keys) that sets the dotted
-    ``path`` of the experiment (the path itself or an ancestor of it), else None: where a
-    refusal of a swept value points."""
+def sweep_entry(axes: Iterable[str], path: str,
+                names: Sequence[str | None] | None = None) -> str | None:
+    """``sweep.AXIS`` for the first of ``axes`` (a sweep's keys) that sets ``path`` of the
+    experiment (the path itself or an ancestor of it), else None: where a refusal of a swept
+    value points.  A list position is the same written ``jobs[0]`` (as refusals write it) or
+    ``jobs.0``, and with ``names`` (the jobs' names, in order: :func:`job_names`) a job is the
+    same by position or by name (``jobs.fg``)."""
+    want = _canonical(path, names)
     for axis in axes:
-        if path == axis or path.startswith(axis + "."):
+        key = _canonical(axis, names)
+        if want == key or want.startswith(key + "."):
             return f"sweep.{axis}"
     return None
+
+
+_POSITION = re.compile(r"\[(\d+)\]")
+
+
+def _canonical(key: str, names: Sequence[str | None] | None) -> str:
+    parts = _POSITION.sub(r".\1", key).split(".")
+    if names and len(parts) > 1 and parts[0] == "jobs" and not parts[1].isdigit() \
+            and list(names).count(parts[1]) == 1:
+        parts[1] = str(list(names).index(parts[1]))
+    return ".".join(parts)
+
+
+def job_names(point: ResolvedPoint) -> list[str | None] | None:
+    """The names of ``point``'s jobs, in order (``None``: the one-workload form)."""
+    jobs = point.experiment.jobs
+    return [j.name for j in jobs] if jobs is not None else None
 
 
 def swept_message(entry: str, path: str, message: str) -> str:
@@ -216,11 +238,15 @@ def swept_message(entry: str, path: str, message: str) -> str:
 
 def experiment_field(point: ResolvedPoint, path: str) -> str:
     """``path`` of the experiment file, or the ``sweep`` entry that set it for this point."""
-    return sweep_entry(point.sweep, path) or path
+    return sweep_entry(point.sweep, path, job_names(point)) or path
 
 
 def refuse_figure(point: ResolvedPoint, machine_path: str, message: str) -> ConfigError:
+    """A refusal of a machine figure, at :func:`figure_origin`; blamed on a sweep entry that
+    set an ancestor of it (``sweep.machine``), the message names the figure's field."""
     o = figure_origin(point, machine_path)
+    if o.source == point.source and (o.path or "").startswith("sweep."):
+        message = swept_message(o.path or "", f"machine.{machine_path}", message)
     return ConfigError(message, source=o.source, path=o.path)
 
 
@@ -263,8 +289,8 @@ def window_field(point: ResolvedPoint) -> str:
     no such axis gives it."""
     length = "stop.measure" if point.experiment.stop.measure is not None else "stop.messages"
     fields = ("stop.warmup", length)
-    entries = list(dict.fromkeys(e for e in (sweep_entry(point.sweep, f) for f in fields)
-                                 if e is not None))
+    entries = list(dict.fromkeys(e for e in (sweep_entry(point.sweep, f, job_names(point))
+                                             for f in fields) if e is not None))
     return ", ".join(entries) if entries else length
 
 
@@ -363,8 +389,8 @@ def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int) -> Fede
     if not isinstance(exc, ConfigError):
         return type(exc)(f"{exc}{label}") if label else exc
     exc = located(exc, point.source)
-    entry = sweep_entry(point.sweep, exc.path) if exc.path and exc.source == point.source \
-        else None
+    entry = sweep_entry(point.sweep, exc.path, job_names(point)) \
+        if exc.path and exc.source == point.source else None
     if entry is None:
         return ConfigError(exc.message + label, source=exc.source, path=exc.path) if label \
             else exc
