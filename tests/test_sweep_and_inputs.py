@@ -305,3 +305,33 @@ def test_a_clock_refusal_under_a_swept_machine_names_the_field(tmp_path):
     assert line.startswith("error: e.yaml: sweep.machine: machine.links.global.latency: 100s "
                            "is beyond the engine's clock range"), line
     assert line.endswith("(sweep point 1: machine=bad.yaml)")
+
+
+@pytest.mark.parametrize(("sets", "line"), [
+    (["machine.topology.h=1"],
+     "error: m4.yaml: topology.h: unknown key (sweep point 1: machine=m4.yaml) (the value "
+     "comes from --set machine.topology.h=1)"),
+    (["sweep.machine=[m4.yaml]", "machine.topology.h=1"],
+     "error: m4.yaml: topology.h: unknown key (the value comes from --set "
+     "machine.topology.h=1)"),
+    (["machine.links.terminal.latency=100"],
+     "error: m.yaml: links.terminal.latency: 100s is beyond the engine's clock range "
+     "(8796093022208 ps = 8.796 s of simulated time); plain numbers are seconds (write "
+     "'100ns', not 100) (sweep point 0: machine=m.yaml) (the value comes from --set "
+     "machine.links.terminal.latency=100)"),
+    (["machine.links.global.latency=1ns"],  # the torus has no global class
+     "error: m4.yaml: links.global: topology 'torus' has no link class 'global' (it has: "
+     "terminal, torus) (sweep point 1: machine=m4.yaml) (the value comes from --set "
+     "machine.links.global.latency=1ns)"),
+])
+def test_a_set_under_a_swept_field_is_blamed_not_the_sweep(tmp_path, sets, line):
+    """``--set machine.topology.h=1`` beside ``sweep: {machine: [m.yaml, m4.yaml]}`` was
+    refused as ``sweep.machine: machine.topology.h: unknown key``, with no word of the
+    override (or naming the --set of the sweep), though the swept files are fine."""
+    (tmp_path / "m.yaml").write_text("topology: {kind: dragonfly, p: 1, a: 2, h: 1}\n")
+    (tmp_path / "m4.yaml").write_text("topology: {kind: torus, dims: [4]}\n")  # has no h
+    (tmp_path / "e.yaml").write_text(
+        "machine: m.yaml\nworkload: {kind: synthetic, load: 0.3}\n"
+        "stop: {warmup: 0.5us, measure: 1us}\nsweep: {machine: [m.yaml, m4.yaml]}\n")
+    args = [a for s in sets for a in ("--set", s)]
+    assert one_error(run_cli("validate", "e.yaml", *args, cwd=tmp_path)) == line

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -176,19 +176,21 @@ def _load(doc: dict[str, Any], p: Path, sets: list[Override],
     _check_sweep_size(experiment, source)
     _check_no_nested_sweep(experiment, source)
     combos = list(itertools.product(*(experiment.sweep[k] for k in keys))) if keys else [()]
+    overridden = tuple(positional(dotted(o.key), doc) for o in fields)
     for i, combo in enumerate(combos):
         pdoc = copy.deepcopy(base_doc)
         sweep = dict(zip(keys, combo, strict=True))
         items = [(k, v) for k, v in sweep.items()] + [(o.key, o.value) for o in fields]
         machine_source = assigner.assign(pdoc, items, f"{source}: sweep")
-        at = SweepPoint(doc, sweep, i, len(combos), source, machine_source)
+        at = SweepPoint(doc, sweep, i, len(combos), source, machine_source, overridden)
         try:
             exp = _validate(pdoc, source, machine_source)
         except ConfigError as exc:
             raise at.blame(exc) from None
         _check_per_experiment(experiment, exp, sweep, source)
         try:
-            points.append(_resolve_point(exp, source, p.parent, plugins, sweep, machine_source))
+            points.append(replace(_resolve_point(exp, source, p.parent, plugins, sweep,
+                                                 machine_source), overridden=overridden))
         except ConfigError as exc:
             raise at.blame(exc) from None
         _check_link_samples(points[-1])
@@ -211,6 +213,7 @@ class SweepPoint:
     count: int
     source: str
     machine_source: str | None  #: the machine file inlined into this point, if one was
+    overridden: tuple[str, ...] = ()  #: the fields --set gave (ResolvedPoint.overridden)
 
     def blame(self, exc: ConfigError) -> ConfigError:
         """``exc`` naming ``sweep.AXIS`` for a value the sweep gave (each problem of an error
@@ -251,11 +254,13 @@ class SweepPoint:
             return source, path, message
         own = f"machine.{path}" if inlined else path
         full = dotted(own)
-        for axis in self.sweep:
-            key = positional(dotted(axis), self.doc)
-            if full == key or full.startswith(key + "."):
-                return self.source, f"sweep.{axis}", (
-                    message if full == key else f"{own}: {message}")
+        entry = sweep_entry([positional(dotted(a), self.doc) for a in self.sweep], full,
+                            overridden=self.overridden)
+        if entry is not None:
+            key = entry.removeprefix("sweep.")
+            axis = next(a for a in self.sweep if positional(dotted(a), self.doc) == key)
+            return self.source, f"sweep.{axis}", (
+                message if full == key else f"{own}: {message}")
         return source, path, message
 
 

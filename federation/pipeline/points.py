@@ -99,6 +99,9 @@ class ResolvedPoint:
     #: the point's jobs (the loader fills them for both forms; empty: derived from
     #: ``workload`` and ``background``, see :func:`point_jobs`)
     jobs: tuple[ResolvedJob, ...] = ()
+    #: the fields ``--set`` gave (dotted, jobs by position): a refusal under one of them is
+    #: the override's, not that of a sweep entry above it (:func:`sweep_entry`)
+    overridden: tuple[str, ...] = ()
 
     @property
     def given_jobs(self) -> bool:
@@ -191,23 +194,30 @@ def figure_origin(point: ResolvedPoint, machine_path: str) -> Origin:
 
     A swept value blames the experiment's sweep entry; otherwise the machine file (or the
     experiment's inline ``machine:`` block)."""
-    entry = sweep_entry(point.sweep, f"machine.{machine_path}", job_names(point))
+    entry = sweep_entry(point.sweep, f"machine.{machine_path}", job_names(point),
+                        point.overridden)
     if entry is not None:
         return Origin(point.source, entry)
     return Origin(point.machine.source, machine_prefix(point) + machine_path)
 
 
-def sweep_entry(axes: Iterable[str], path: str,
-                names: Sequence[str | None] | None = None) -> str | None:
+def sweep_entry(axes: Iterable[str], path: str, names: Sequence[str | None] | None = None,
+                overridden: Sequence[str] = ()) -> str | None:
     """``sweep.AXIS`` for the first of ``axes`` (a sweep's keys) that sets ``path`` of the
     experiment (the path itself or an ancestor of it), else None: where a refusal of a swept
     value points.  A list position is the same written ``jobs[0]`` (as refusals write it) or
     ``jobs.0``, and with ``names`` (the jobs' names, in order: :func:`job_names`) a job is the
-    same by position or by name (``jobs.fg``)."""
+    same by position or by name (``jobs.fg``).  A field of ``overridden`` (``--set``) below
+    an axis that reaches ``path`` or a part of it gave the value, not the axis (``--set
+    machine.topology.h=1`` beside ``sweep: {machine: [...]}``)."""
     want = _canonical(path, names)
     for axis in axes:
         key = _canonical(axis, names)
         if want == key or want.startswith(key + "."):
+            if any(len(k) > len(key) and (want == k or want.startswith(k + ".")
+                                          or k.startswith(want + "."))
+                   for k in overridden):
+                continue
             return f"sweep.{axis}"
     return None
 
@@ -238,7 +248,7 @@ def swept_message(entry: str, path: str, message: str) -> str:
 
 def experiment_field(point: ResolvedPoint, path: str) -> str:
     """``path`` of the experiment file, or the ``sweep`` entry that set it for this point."""
-    return sweep_entry(point.sweep, path, job_names(point)) or path
+    return sweep_entry(point.sweep, path, job_names(point), point.overridden) or path
 
 
 def refuse_figure(point: ResolvedPoint, machine_path: str, message: str) -> ConfigError:
@@ -289,8 +299,9 @@ def window_field(point: ResolvedPoint) -> str:
     no such axis gives it."""
     length = "stop.measure" if point.experiment.stop.measure is not None else "stop.messages"
     fields = ("stop.warmup", length)
-    entries = list(dict.fromkeys(e for e in (sweep_entry(point.sweep, f, job_names(point))
-                                             for f in fields) if e is not None))
+    entries = list(dict.fromkeys(
+        e for e in (sweep_entry(point.sweep, f, job_names(point), point.overridden)
+                    for f in fields) if e is not None))
     return ", ".join(entries) if entries else length
 
 
@@ -380,17 +391,18 @@ class Built:
     deadlock: DeadlockProof | None = None
 
 
-def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int) -> FederationError:
+def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int,
+             swept: bool = True) -> FederationError:
     """Say which sweep point an error belongs to when there are several, and blame a refused
     field of the experiment file on the sweep entry that set it (``sweep.workload.calc_unit``,
-    not the file's ``workload.calc_unit``); :func:`federation.pipeline.point.point_error`
-    also says which ``--set`` gave the value."""
+    not the file's ``workload.calc_unit``), unless ``swept`` is false (a ``--set`` gave the
+    value: :func:`federation.pipeline.point.point_error` says which)."""
     label = f" (sweep point {i}: {sweep_label(point.sweep)})" if n > 1 and point.sweep else ""
     if not isinstance(exc, ConfigError):
         return type(exc)(f"{exc}{label}") if label else exc
     exc = located(exc, point.source)
-    entry = sweep_entry(point.sweep, exc.path, job_names(point)) \
-        if exc.path and exc.source == point.source else None
+    entry = sweep_entry(point.sweep, exc.path, job_names(point), point.overridden) \
+        if swept and exc.path and exc.source == point.source else None
     if entry is None:
         return ConfigError(exc.message + label, source=exc.source, path=exc.path) if label \
             else exc
