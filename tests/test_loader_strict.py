@@ -157,3 +157,15 @@ def test_a_character_yaml_refuses_is_one_line_with_its_line(tmp_path):
         read_document(tmp_path / "d.yaml")
     assert str(exc.value) == (f"{tmp_path / 'd.yaml'}: invalid YAML at line 2: unacceptable "
                               "character #x0000: special characters are not allowed")
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("010", 10), ("-007", -7), ("0o10", 8), ("0x1f", 31), ("0b101", 5), ("1_000", 1000),
+    ("1:20", "1:20"), ("20", 20),
+])
+def test_integers_are_read_as_yaml_1_2_reads_them(text, value):
+    """YAML 1.1 (PyYAML's) read ``010`` as octal 8 and ``1:20`` as base-60 80: ``seed: 010``
+    silently ran seed 8.  A file and ``--set`` read them alike."""
+    from federation.models.base import parse_value
+
+    assert parse_value(text) == value and type(parse_value(text)) is type(value)

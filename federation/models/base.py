@@ -102,10 +102,10 @@ _BOOL, _STR = "tag:yaml.org,2002:bool", "tag:yaml.org,2002:str"
 
 
 class _Loader(yaml.SafeLoader):
-    """YAML 1.1 safe loader with three YAML 1.2 rules: ``5e9`` and ``1e-7`` are numbers (1.1
-    reads exponents without a dot or sign as strings), a key given twice in one mapping is an
-    error (1.1 keeps the last silently), and a mapping key ``on``/``off``/``yes``/``no`` is a
-    string (1.1 reads it as a boolean)."""
+    """YAML 1.1 safe loader with four YAML 1.2 rules: ``5e9`` and ``1e-7`` are numbers (1.1
+    reads exponents without a dot or sign as strings), integers are 1.2's (``_YAML_INT``), a
+    key given twice in one mapping is an error (1.1 keeps the last silently), and a mapping
+    key ``on``/``off``/``yes``/``no`` is a string (1.1 reads it as a boolean)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -126,8 +126,27 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+_INT = "tag:yaml.org,2002:int"
+#: YAML 1.2's integers (and 1.1's underscores): ``010`` is ten, not 1.1's octal eight (``0o10``
+#: is eight), and ``1:20`` is text, not 1.1's base-60 eighty; either read silently as another
+#: number would run another experiment (``seed: 010``)
+_YAML_INT = re.compile(r"^[-+]?(?:0b[01_]+|0o[0-7_]+|0x[0-9a-fA-F_]+|[0-9][0-9_]*)$")
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != _INT]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float", _YAML_FLOAT, list("-+0123456789"))
+_Loader.add_implicit_resolver(_INT, _YAML_INT, list("-+0123456789"))
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    text = str(loader.construct_scalar(node)).replace("_", "")
+    sign, body = (-1, text[1:]) if text[:1] == "-" else (1, text.lstrip("+"))
+    base = {"0b": 2, "0o": 8, "0x": 16}.get(body[:2])
+    return sign * (int(body[2:], base) if base else int(body))  # 010: decimal, as YAML 1.2
+
+
+_Loader.add_constructor(_INT, _construct_int)
 
 
 def read_document(path: str | Path) -> dict[str, Any]:
