@@ -16,6 +16,8 @@ from __future__ import annotations
 import pytest
 from conftest import refused_alike, run_cli
 
+from federation.errors import ConfigError
+
 MACHINE = "machine: {topology: {kind: dragonfly, p: 2, a: 2, h: 1}}\n"  # 12 nodes
 HEAD = "no packet was generated in the measurement window [1us, 6us)"
 
@@ -146,3 +148,33 @@ def test_stop_messages_measures_n_messages_whatever_the_jobs_start(tmp_path, sta
         "jobs:\n- name: a\n  workload: {kind: synthetic, load: 0.5, message_size: 512}\n"
         f"  placement: all\n  start: {start}\nstop: {{warmup: 0.5us, messages: 100}}\n"))
     assert s["packets_measured"] == 100
+
+
+@pytest.mark.parametrize(("field", "words"), [
+    ("size", "message 1 with size 2048.5, not a whole number"),
+    ("time_ps", "message 1 with creation time 10.25, not a whole number"),
+    ("cls", "message 0 of traffic class 7; the machine's QoS policy has classes 0 to 0 (-1: "
+     "its default)"),
+])
+def test_a_plugins_messages_are_not_cut_or_classed_silently(tmp_path, field, words):
+    """A workload plugin's float sizes and times were cast to integers (2048.5 B sent as
+    2048), and a class past the policy's was ignored with one class, refused naming neither
+    the workload nor the message with two."""
+    import numpy as np
+
+    from federation.pipeline.load import load_experiment
+    from federation.pipeline.messages import check_messages
+    from federation.plugin.components import Messages
+
+    (tmp_path / "e.yaml").write_text(MACHINE + "workload: {kind: synthetic, load: 0.1}\n")
+    point = load_experiment(tmp_path / "e.yaml").points[0]
+    cols = {"time_ps": np.array([0, 10], dtype=np.int64), "src": np.array([0, 1]),
+            "dst": np.array([1, 0]), "size": np.array([64, 2048], dtype=np.int64)}
+    if field == "size":
+        cols["size"] = np.array([64.0, 2048.5])
+    elif field == "time_ps":
+        cols["time_ps"] = np.array([0.0, 10.25])
+    msgs = Messages(**cols, cls=np.array([7, 0]) if field == "cls" else None)
+    with pytest.raises(ConfigError) as exc:
+        check_messages(point, 12, msgs)
+    assert exc.value.message == f"workload 'synthetic' returned {words}"

@@ -73,13 +73,34 @@ def check_messages(point: ResolvedPoint, n_nodes: int, msgs: Messages,
         if bad.size:
             refuse(f"message {int(bad[0])} with {field} node {int(nodes[bad[0]])}; the machine "
                    f"has nodes 0 to {n_nodes - 1}")
+    for field, values in (("size", msgs.size), ("creation time", msgs.time_ps),
+                          ("source", msgs.src), ("destination", msgs.dst)):
+        cut = _fraction(values)  # an integer cast would cut 2048.5 B to 2048 silently
+        if cut is not None:
+            refuse(f"message {cut} with {field} {values[cut].item()!r}, not a whole number")
     if int(msgs.size.min()) < 1:
-        refuse(f"message {int(np.argmin(msgs.size))} of {int(msgs.size.min())} bytes; sizes "
+        refuse(f"message {int(np.argmin(msgs.size))} of {msgs.size.min().item()!r} bytes; sizes "
                "are whole bytes from 1")
     if int(msgs.time_ps.min()) < 0:
         refuse(f"message {int(np.argmin(msgs.time_ps))} created before time 0")
     if n > 1 and bool((np.diff(msgs.time_ps) < 0).any()):
         refuse("messages out of creation order (return Messages(...).sorted())")
+    if msgs.cls is not None:
+        classes = int(point.machine.qos.n_classes())
+        cls = np.asarray(msgs.cls)
+        bad = np.nonzero((cls < -1) | (cls >= classes))[0] if cls.shape == (n,) else [0]
+        if len(bad):
+            got = cls.reshape(-1)[bad[0]].item()
+            refuse(f"message {int(bad[0])} of traffic class {got!r}; the machine's QoS policy "
+                   f"has classes 0 to {classes - 1} (-1: its default)")
+
+
+def _fraction(values: np.ndarray) -> int | None:
+    """The first entry of a float array that is not a whole number (``None``: none)."""
+    if values.dtype.kind != "f":
+        return None
+    bad = np.nonzero(np.floor(values) != values)[0]
+    return int(bad[0]) if bad.size else None
 
 
 def check_traffic(point: ResolvedPoint, built: Built, msgs: Messages,
