@@ -162,3 +162,24 @@ def test_docs_show_the_adaptive_example_verbatim():
         source = re.sub(rf"(?<![\w.]){re.escape(old)}(?!\w)", MOVED[old], source)
     docs = (Path(__file__).resolve().parent.parent / "docs" / "plugins.md").read_text()
     assert f"```python\n{source}```" in docs
+
+
+def test_a_compiled_routing_is_held_to_its_own_vc_count(faulty_site, tmp_path):
+    """``RoutingProgram.vcs_required`` is what is checked (docs/plugins.md): the routing's
+    tables' count was checked too, so a routing declaring 1 VC beside tables of 2 (a torus's
+    dateline rule, which it does not follow) was refused at ``router.vcs: 1``, and with QoS
+    classes no ``router.vcs`` passed both checks.  Mode 3 on a ring of two routers takes the
+    last cable port, to the destination, on VC 0."""
+    (tmp_path / "e.yaml").write_text(textwrap.dedent("""
+        machine:
+          topology: {kind: torus, dims: [2], nodes_per_router: 1}
+          router: {vcs: 1}
+        routing: {algorithm: faulty, mode: 3}
+        workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 1, size: 64}]}
+        stop: {warmup: 0ns, measure: 1us}
+        """))
+    r = cli("run", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "out"),
+            "--no-deadlock-check", sites=[faulty_site], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "out" / "results.json").read_text())["points"][0]["summary"]
+    assert s["packets_delivered"] == 1

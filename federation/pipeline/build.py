@@ -180,9 +180,10 @@ def build(point: ResolvedPoint, max_memory: int, estimate: MemoryEstimate | None
         program = point.routing.program(net, point.machine.topology, machine, tables)
     except RoutingError as exc:  # the routing cannot serve this machine with these options
         raise ConfigError(str(exc), source=point.source, path="routing") from None
-    try:
-        check_vcs(tables, machine.router.vcs, point.routing.name)
-        if program is not None:
+    try:  # a compiled routing's own count, not its tables' (which it may not follow)
+        if program is None:
+            check_vcs(tables, machine.router.vcs, point.routing.name)
+        else:
             check_program(program, machine.router.vcs, owner)
     except RoutingError as exc:
         o = figure_origin(point, "router.vcs")
