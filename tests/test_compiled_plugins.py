@@ -168,14 +168,14 @@ def test_a_compiled_routing_is_held_to_its_own_vc_count(faulty_site, tmp_path):
     """``RoutingProgram.vcs_required`` is what is checked (docs/plugins.md): the routing's
     tables' count was checked too, so a routing declaring 1 VC beside tables of 2 (a torus's
     dateline rule, which it does not follow) was refused at ``router.vcs: 1``, and with QoS
-    classes no ``router.vcs`` passed both checks.  Mode 3 on a ring of two routers takes the
-    last cable port, to the destination, on VC 0."""
+    classes no ``router.vcs`` passed both checks.  Mode 3 on a ring of three routers takes
+    router 0's last cable port, to router 2, the destination, on VC 0."""
     (tmp_path / "e.yaml").write_text(textwrap.dedent("""
         machine:
-          topology: {kind: torus, dims: [2], nodes_per_router: 1}
+          topology: {kind: torus, dims: [3], nodes_per_router: 1}
           router: {vcs: 1}
         routing: {algorithm: faulty, mode: 3}
-        workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 1, size: 64}]}
+        workload: {kind: messages, messages: [{at: 0ns, src: 0, dst: 2, size: 64}]}
         stop: {warmup: 0ns, measure: 1us}
         """))
     r = cli("run", str(tmp_path / "e.yaml"), "--out", str(tmp_path / "out"),
