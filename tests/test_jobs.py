@@ -399,3 +399,42 @@ def test_open_loop_jobs_beside_rank_programs_add_up_to_the_run(tmp_path):
     for j in jobs:
         assert j.packets_undelivered == j.packets_generated - j.packets_delivered
     assert sum(j.packets_undelivered for j in jobs) > 0  # the programs ended the run first
+
+
+def test_a_placement_giving_more_nodes_than_its_count_is_refused(tmp_path):
+    """A plugin placement that returned 7 nodes for ``count() == 6`` ran its job on 7, and
+    on a full machine the next job was blamed for the missing node."""
+    import federation
+    from federation import Placement, hookimpl
+    from federation.errors import ConfigError
+    from federation.pipeline.point import prepare
+    from federation.plugin.registry import FederationPlugins
+
+    class Greedy(Placement):
+        name = "greedy"
+
+        class Params(federation.Params):
+            count: int = 2
+
+        def count(self) -> int:
+            return self.params.count
+
+        def place(self, ctx):  # noqa: ANN001, ANN201
+            return np.arange(self.params.count + 1)
+
+    class Plugin:
+        @hookimpl
+        def federation_register_placements(self, register):  # noqa: ANN001, ANN201
+            register(Greedy)
+
+    plugins = FederationPlugins()
+    plugins.add(Plugin(), "greedy")
+    path = write(tmp_path, {"jobs": [{"name": "a", "workload": {"kind": "synthetic"},
+                                      "placement": {"kind": "greedy", "count": 6}}],
+                            "stop": STOP})
+    point = load_experiment(path, plugins=plugins).points[0]
+    with pytest.raises(ConfigError) as exc:
+        prepare(point)
+    assert exc.value.path == "jobs[0].placement"
+    assert exc.value.message == ("placement 'greedy' of job 'a' returned 7 nodes where its "
+                                 "count() says 6")

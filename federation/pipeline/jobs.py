@@ -155,6 +155,9 @@ def _checked_nodes(point: ResolvedPoint, job: ResolvedJob, nodes: np.ndarray,
                f"has nodes 0 to {n - 1}")
     if np.unique(nodes).size != nodes.size:
         refuse("a node twice")
+    count = job.placement.count()
+    if count is not None and nodes.size != count:  # the preflight planned with count()
+        refuse(f"{nodes.size} nodes where its count() says {count}")
     return nodes.astype(np.int64)
 
 
