@@ -211,3 +211,19 @@ def test_a_streamed_run_is_allowed_the_rows_its_limit_leaves(tmp_path):
         "outputs: {packets: false, messages: false}\n")
     r = run_cli("run", "e.yaml", "--max-memory", "36MiB", "--out", "o", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_a_halo3d_points_resolved_document_reruns(tmp_path):
+    """halo3d refuses a bare non-zero ``computetime`` (ember's unit is ns, ours s), and the
+    resolved document wrote it as bare seconds (1e-07): re-running it was refused."""
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: torus, dims: [2, 2, 2]}}\n"
+        "workload: {kind: halo3d, nx: 4, ny: 4, nz: 4, pex: 2, pey: 2, pez: 2, "
+        "computetime: 100ns, copytime: 3ns}\n")
+    assert run_cli("run", "e.yaml", "--out", "a", cwd=tmp_path).returncode == 0
+    point = json.loads((tmp_path / "a" / "results.json").read_text())["points"][0]
+    assert point["resolved"]["workload"]["computetime"] == "1.0000000000000001e-07s"
+    (tmp_path / "rerun.json").write_text(json.dumps(point["resolved"]))
+    r = run_cli("run", "rerun.json", "--json", "--out", "b", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["points"][0]["summary"] == point["summary"]

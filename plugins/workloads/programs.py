@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_serializer, field_validator
 
 from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
@@ -231,6 +231,12 @@ class Halo3dParams(Params):
             raise ValueError(f"give a unit, e.g. '{v}ns' (ember's value is in nanoseconds; a "
                              f"bare number here would mean {v} s)")
         return v
+
+    @field_serializer("computetime", "copytime")
+    def _with_unit(self, v: float | None) -> str | float | None:
+        """Written with its unit (``'1e-07s'``), so that a point's ``resolved`` document,
+        which ``federation run`` takes as it is, passes the check above."""
+        return f"{v!r}s" if v else v
 
 
 class Halo3d(Workload):
