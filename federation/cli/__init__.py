@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 
 from federation.cli.app import app
-from federation.errors import FederationError
+from federation.errors import FederationError, PluginError
 
 __all__ = ["app", "entry", "error", "main"]
 
@@ -82,10 +82,29 @@ def main(argv: list[str] | None = None, *, freeze: bool = False) -> int:
         return interrupts.exit_code(exc)
     except OSError as exc:
         if exc.filename is None:
-            raise
+            return _plugin_failure(exc)
         error(f"{_shown(exc.filename)}: {exc.strerror or exc}")
         return 2
+    except Exception as exc:  # noqa: BLE001 - a plugin's exception is said in one line
+        return _plugin_failure(exc)
     return 0
+
+
+def _plugin_failure(exc: Exception) -> int:
+    """A third-party plugin that raised: one line naming it and where (docs/plugins.md:
+    every plugin failure is a PluginError); anything else is a bug of ours, re-raised with
+    its traceback."""
+    from federation.plugin.registry import get_plugins
+
+    try:
+        found = get_plugins().failing_plugin(exc)
+    except FederationError:
+        found = None
+    if found is None:
+        raise exc
+    plugin, where = found
+    error(f"plugin {plugin!r} failed: {type(exc).__name__}: {exc} (at {where})")
+    return PluginError.exit_code
 
 
 def _stop_behind(exc: BaseException) -> KeyboardInterrupt | None:

@@ -69,12 +69,13 @@ def check_messages(point: ResolvedPoint, n_nodes: int, msgs: Messages,
     if n == 0:
         return
     for field, nodes in (("source", msgs.src), ("destination", msgs.dst)):
+        if np.asarray(nodes).dtype.kind not in "iu":  # the engine indexes by them
+            refuse(f"{field} nodes of type {np.asarray(nodes).dtype}, not integers")
         bad = np.nonzero((nodes < 0) | (nodes >= n_nodes))[0]
         if bad.size:
             refuse(f"message {int(bad[0])} with {field} node {int(nodes[bad[0]])}; the machine "
                    f"has nodes 0 to {n_nodes - 1}")
-    for field, values in (("size", msgs.size), ("creation time", msgs.time_ps),
-                          ("source", msgs.src), ("destination", msgs.dst)):
+    for field, values in (("size", msgs.size), ("creation time", msgs.time_ps)):
         cut = _fraction(values)  # an integer cast would cut 2048.5 B to 2048 silently
         if cut is not None:
             refuse(f"message {cut} with {field} {values[cut].item()!r}, not a whole number")

@@ -247,6 +247,33 @@ class FederationPlugins:
             except Exception as exc:  # noqa: BLE001
                 raise PluginError(f"{hook} failed: {type(exc).__name__}: {exc}", name) from None
 
+    def failing_plugin(self, exc: BaseException) -> tuple[str, str] | None:
+        """``(plugin, "file:line")`` of the innermost frame of ``exc``'s traceback in a
+        third-party plugin's code, if any: a plugin that raised, not a bug of ours (what
+        ``main`` says in one line, docs/plugins.md)."""
+        packages: dict[str, str] = {}
+        for name, info in self.info.items():
+            top = info.module.split(".")[0]
+            if info.source != "builtin" and top.isidentifier():
+                packages[top] = name
+        for registry in self._registries():
+            for item in registry.items.values():
+                if self.info.get(item.plugin) and self.info[item.plugin].source != "builtin":
+                    packages.setdefault(item.cls.__module__.split(".")[0], item.plugin)
+        found = None
+        tb = exc.__traceback__
+        while tb is not None:
+            module = str(tb.tb_frame.f_globals.get("__name__", ""))
+            top = module.split(".")[0]
+            if top in packages and top != "federation":
+                found = (packages[top], f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}")
+            tb = tb.tb_next
+        return found
+
+    def _registries(self) -> list[ComponentRegistry[Any]]:
+        return [self.topologies, self.routings, self.qos, self.arbiters, self.controllers,
+                self.workloads, self.engines, self.placements, self.patterns, self.injections]
+
     def add_commands(self, app: Any) -> None:
         self.pm.hook.federation_add_commands(app=app)
 

@@ -25,6 +25,7 @@ itself, as BookSim and SST merlin do.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 from pydantic import Field, model_validator
@@ -173,7 +174,7 @@ class Synthetic(Workload):
         pctx, ictx = self._contexts(ctx)
         arrivals = self.injection.start(ictx)
         destinations = self.pattern.start(pctx, ctx.rng)
-        return self._spans(ctx, arrivals, destinations,
+        return self._spans(ctx, arrivals, _checked(destinations, self.pattern.name, n),
                            span_edges(int(ctx.horizon_ps), slot_ps, span), size,
                            self.pattern.numbers_messages())
 
@@ -204,6 +205,25 @@ class Synthetic(Workload):
         msgs = Messages(time_ps=t.astype(np.int64), src=src.astype(np.int32),
                         dst=dst.astype(np.int32), size=np.full(src.shape[0], size, dtype=np.int64))
         return msgs.sorted()
+
+
+def _checked(destinations: Any, name: str, n: int) -> Any:
+    """A pattern's drawer whose answers are checked: one integer node (or -1: silent) per
+    source, within the job's nodes; a plugin pattern's slip named as its own, not as the
+    workload's (it was an IndexError, or blamed on 'synthetic')."""
+    def draw(src: np.ndarray) -> np.ndarray:
+        dst = np.asarray(destinations(src))
+        what = None
+        if dst.shape != src.shape or dst.dtype.kind not in "iu":
+            what = (f"{dst.shape[0] if dst.ndim == 1 else dst.shape} destinations of type "
+                    f"{dst.dtype} for {src.shape[0]} sources")
+        elif dst.size and (int(dst.min()) < -1 or int(dst.max()) >= n):
+            bad = int(dst.max()) if int(dst.max()) >= n else int(dst.min())
+            what = f"destination node {bad}; the job has nodes 0 to {n - 1} (-1: silent)"
+        if what is not None:
+            raise ConfigError(f"pattern {name!r} returned {what}", path="workload.pattern")
+        return dst
+    return draw
 
 
 def span_edges(horizon_ps: int, slot_ps: int, span: int) -> Iterator[tuple[int, int, bool]]:
