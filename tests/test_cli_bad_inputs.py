@@ -24,6 +24,13 @@ CASES = {
                        ["m.yaml: packet_size: ", "whole"]),
     "packet_size 100.7": (DRAGONFLY + "packet_size: 100.7\n", EXPERIMENT,
                           ["m.yaml: packet_size: ", "whole"]),
+    # a model-level check of one field named it: "(top level): links.local.buffer (256 B)"
+    "buffer below a packet": (DRAGONFLY + "links: {local: {buffer: 256}}\n", EXPERIMENT,
+                              ["m.yaml: links.local.buffer: 256 B is smaller than "
+                               "packet_size (512 B)"]),
+    "control packet above a packet": (DRAGONFLY + "nic: {control_bytes: 1024}\n", EXPERIMENT,
+                                      ["m.yaml: nic.control_bytes: 1024 B is larger than "
+                                       "packet_size (512 B)"]),
     # item 8: silent coercions
     "boolean for an integer": ("topology: {kind: dragonfly, p: true, a: 4, h: 2}\n", EXPERIMENT,
                                ["m.yaml: topology.p: "]),

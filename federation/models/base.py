@@ -301,6 +301,16 @@ def format_loc(loc: tuple[Any, ...], prefix: str = "") -> str:
     return out
 
 
+class FieldValueError(ValueError):
+    """A model validator's refusal of one field below the model (``links.local.buffer``):
+    :func:`validation_error` names that field, where a plain ``ValueError`` from a validator
+    of the whole model is at the model's own place (``(top level)`` for a machine file)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def validation_error(exc: ValidationError, source: str | None, prefix: str = "") -> ConfigError:
     """Convert a pydantic error into one :class:`ConfigError` that names file and field paths.
 
@@ -310,7 +320,10 @@ def validation_error(exc: ValidationError, source: str | None, prefix: str = "")
     first_path = None
     last_union = None  # the path of the last problem found in a member of an untagged union
     for err in exc.errors(include_url=False):
-        path = format_loc(tuple(err["loc"]), prefix) or "(top level)"
+        below = (err.get("ctx") or {}).get("error")
+        loc = tuple(err["loc"]) + (tuple(below.field.split(".")) if isinstance(
+            below, FieldValueError) else ())
+        path = format_loc(loc, prefix) or "(top level)"
         union = any(isinstance(x, str) and _UNION_MEMBER.match(x) for x in err["loc"])
         first_path = first_path or path
         msg = err["msg"]

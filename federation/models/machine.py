@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr, ValidationInfo, model_serializer, model_validator
 
-from federation.models.base import DocumentModel, SchemaVersion
+from federation.models.base import DocumentModel, FieldValueError, SchemaVersion
 from federation.models.units import Bandwidth, BufferSize, ByteCount, PacketSize, Size, Time
 
 DEFAULT_BANDWIDTH = 5.25 * 2**30  # bytes/s (CODES, Edison-like)
@@ -247,14 +247,14 @@ class Machine(DocumentModel):
     def _packet_fits(self) -> Machine:
         for name, link in self.links.items():
             if link.buffer is not None and link.buffer < self.packet_size:
-                raise ValueError(
-                    f"links.{name}.buffer ({link.buffer:g} B) is smaller than packet_size "
-                    f"({self.packet_size:g} B): a packet could never be forwarded"
-                )
+                raise FieldValueError(
+                    f"links.{name}.buffer", f"{link.buffer:g} B is smaller than packet_size "
+                    f"({self.packet_size:g} B): a packet could never be forwarded")
         cb = self.nic.control_bytes
         if cb is not None and cb > self.packet_size:
-            raise ValueError(f"nic.control_bytes ({cb:g} B) is larger than packet_size "
-                             f"({self.packet_size:g} B): a control packet must fit a buffer")
+            raise FieldValueError("nic.control_bytes", f"{cb:g} B is larger than packet_size "
+                                  f"({self.packet_size:g} B): a control packet must fit a "
+                                  "buffer")
         return self
 
     def control_packet_bytes(self) -> int:

@@ -15,6 +15,7 @@ Never another stage.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -87,7 +88,7 @@ def packet_rate(point: ResolvedPoint, built: Built, job: ResolvedJob | None = No
     _, size, per_node = rate
     packet = float(point.machine.machine.packet_size)
     n = built.network.n_nodes if n_nodes is None else n_nodes
-    return per_node * n * max(1.0, size / packet)
+    return per_node * n * max(1.0, math.ceil(size / packet))  # whole packets: 513 B is 2
 
 
 def expected_packets(point: ResolvedPoint, built: Built, horizon: int,
