@@ -194,3 +194,17 @@ def test_expected_packets_count_whole_packets(monkeypatch):
     built = SimpleNamespace(network=SimpleNamespace(n_nodes=10))
     monkeypatch.setattr(traffic_memory, "message_rate", lambda *a, **k: (0.5, 513.0, 1000.0))
     assert traffic_memory.packet_rate(point, built) == 1000.0 * 10 * 2
+
+
+def test_stop_messages_beyond_memory_is_refused_before_generating(tmp_path):
+    """validate accepted 1e7 messages under 100 MiB, and run generated them all (a peak of
+    846 MB) before its own check refused them."""
+    from conftest import one_error, run_cli
+
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 2, a: 4, h: 2}}\n"
+        "workload: {kind: synthetic, load: 0.3}\nstop: {warmup: 1us, messages: 10000000}\n"
+        "outputs: {packets: false, messages: false}\n")
+    line = one_error(run_cli("validate", "e.yaml", "--max-memory", "100MiB", cwd=tmp_path))
+    assert line.startswith("error: e.yaml: stop.messages: this point (15000237 packets) needs "
+                           "about 0.926 GiB of memory"), line

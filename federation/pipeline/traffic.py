@@ -42,6 +42,7 @@ from federation.pipeline.messages import (
     streamed,
     streams,
     whole_batches,
+    whole_horizon,
     window_draw,
     workload_context,
 )
@@ -212,6 +213,22 @@ def _prepare_open_jobs(point: ResolvedPoint, built: Built, max_memory: int,
     return PreparedPoint(point, built.network, job_run, window, built, placed)
 
 
+def _check_first_generation(point: ResolvedPoint, built: Built, placed: Placed,
+                            max_memory: int) -> None:
+    """``stop.messages``: the packets of the run's first generation (its first horizon, at
+    the workload's offered load) against ``max_memory``, before it is made: validate
+    accepted 1e7 messages under 100 MiB, and the run generated them all (846 MB) before its
+    own check refused them."""
+    pj = placed.jobs[0]
+    m = int(pj.nodes.shape[0])
+    horizon = whole_horizon(point, built, pj.job, m)
+    if horizon is None:
+        return
+    n = expected_packets(point, built, horizon + pj.job.start_ps, pj.job, m)
+    kept = bool(point.experiment.outputs.packets or point.experiment.outputs.messages)
+    check_packets_memory(point, built, n, max_memory, kept, whole=True)
+
+
 def check_given_traffic(point: ResolvedPoint, built: Built, placed: Placed,
                         max_memory: int) -> None:
     """The run's refusals of open-loop traffic before any point runs, in the run's order and
@@ -232,6 +249,8 @@ def check_given_traffic(point: ResolvedPoint, built: Built, placed: Placed,
     own_draws = type(point.engine).run_point is not Engine.run_point
     if stop.measure is None or own_draws or any(j.closed_loop for j in jobs):
         check_given_window(point, built, placed)
+        if stop.measure is None and not own_draws and not any(j.closed_loop for j in jobs):
+            _check_first_generation(point, built, placed, max_memory)
         return
     kept = bool(point.experiment.outputs.packets or point.experiment.outputs.messages)
     horizon = seconds_to_ps(stop.warmup) + seconds_to_ps(stop.measure)
