@@ -99,10 +99,35 @@ def test_samples_expire_and_are_estimated_again(step):
     # high bias measured 400 ns; ADAPTIVE's 300 ns is 2 old -> fresh -> ADAPTIVE
     c = c + counters(320, 0, 64, 64 * 400_000)
     assert step(st, 0, 4096, -1, c) == AD
-    # no packet moved since: no new sample; ADAPTIVE's 300 ns is now 3 readings old,
-    # expired (kept, 300 < 400 would choose ADAPTIVE), so it is estimated from high bias's
-    # 400 ns / 0.5 = 800 ns: high bias
+    # no packet moved since: no sample, nothing ages (the paper counts samples, not reads);
+    # ADAPTIVE's 300 ns is still fresh against high bias's 400 ns
+    assert step(st, 0, 4096, -1, c) == AD
+    # ADAPTIVE measured 900 ns: high bias's 400 ns is 2 samples old, fresh: high bias
+    c = c + counters(320, 0, 64, 64 * 900_000)
     assert step(st, 0, 4096, -1, c) == BS
+    # high bias measured 1000 ns: ADAPTIVE's 900 ns fresh: ADAPTIVE
+    c = c + counters(320, 0, 64, 64 * 1_000_000)
+    assert step(st, 0, 4096, -1, c) == AD
+    # ADAPTIVE measured 100 ns: high bias's 1000 ns is 2 old: ADAPTIVE again
+    c = c + counters(320, 0, 64, 64 * 100_000)
+    assert step(st, 0, 4096, -1, c) == AD
+    # ADAPTIVE measured 100 ns again: high bias's sample is 3 samples old, expired, estimated
+    # from ADAPTIVE's as 100 x 0.5 = 50 ns: high bias
+    c = c + counters(320, 0, 64, 64 * 100_000)
+    assert step(st, 0, 4096, -1, c) == BS
+
+
+def test_a_burst_of_sends_that_moves_nothing_keeps_the_samples(step):
+    """An alltoall hands 32 sends to the NIC in one event: every send reads the same
+    counters.  Those readings aged the samples, so that after ``expire_samples`` of them both
+    were dropped and the rest of the burst went with ADAPTIVE (no sample) whatever they
+    said; a reading in which no packet moved is no sample."""
+    st = state(expire_samples=16)
+    c = counters(0, 0, 0, 0)
+    assert step(st, 0, 16384, -1, c) == AD  # no sample yet
+    c = c + counters(320, 0, 64, 64 * 500_000)  # ADAPTIVE measured 500 ns
+    burst = [step(st, 0, 16384, -1, c) for _ in range(32)]
+    assert burst == [BS] * 32  # high bias estimated at 450 ns, for the whole burst
 
 
 def test_a_messages_own_mode_replaces_adaptive(step):

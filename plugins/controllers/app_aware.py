@@ -17,9 +17,13 @@ Each rank (each NIC: one rank per node, as in the paper) runs this at every send
    a mode of its own, such as alltoall's ADAPTIVE_1 from ``collective_modes``, that mode:
    "for alltoall, ADAPTIVE is replaced everywhere by INCREASINGLY MINIMAL BIAS"); ``bs`` the
    high-bias mode (``bias``).  The sample of each mode is its latest (L, s) unless
-   ``expire_samples`` counter readings have passed since (stale data of an earlier phase is
-   dropped); a missing one is estimated from the other: ``L_bs = L_ad * lambda``, ``s_bs =
-   s_ad * sigma`` (and the inverse).  With ``p`` packets and ``f`` flits in the message, Eq. 3
+   ``expire_samples`` samples (of either mode) have been taken since: stale data of an earlier
+   phase is dropped, the paper's "after a given number of samples".  A reading in which no
+   packet moved is no sample and ages nothing (a burst of sends handed to the NIC in one
+   event reads the same counters at every send: counting those readings expired both samples
+   half-way through an alltoall's 32-send burst, and sent the rest with ADAPTIVE).  A
+   missing sample is estimated from the other: ``L_bs = L_ad * lambda``, ``s_bs = s_ad *
+   sigma`` (and the inverse).  With ``p`` packets and ``f`` flits in the message, Eq. 3
    picks ``bs`` when ``((p + 512)/1024) L_bs + f (s_bs + 1) < ((p + 512)/1024) L_ad + f (s_ad
    + 1)``; this is Eq. 4 (``f < (L_ad - L_bs)/(s_bs - s_ad) (p + 512)/1024``) where ``s_bs >
    s_ad``, and stays right for the other sign, which the paper does not discuss.  Ties and no
@@ -116,10 +120,12 @@ def sample(snap, lat, stall, age, prev, node, counters):
     mode of the message sent then (no sample when no packet went)."""
     flits = counters[0] - snap[node, 0]
     pkts = counters[2] - snap[node, 2]
+    if pkts <= 0:  # nothing moved (a burst of sends in one event): no sample, nothing ages
+        return
     for k in range(age.shape[1]):
         if age[node, k] < NEVER:
             age[node, k] += 1
-    if prev >= 0 and pkts > 0:
+    if prev >= 0:
         lat[node, prev] = (counters[3] - snap[node, 3]) / pkts
         stall[node, prev] = (counters[1] - snap[node, 1]) / max(flits, 1)
         age[node, prev] = 1
@@ -188,12 +194,17 @@ class AppAwareParams(Params):
     stall_ratio: float = Field(1.5, gt=0, description="sigma: s_bs = s_ad * sigma (not in the "
                                "paper)")
     expire_samples: Count = Field(16, ge=1, le=MAX_COUNT, description="a mode's (L, s) is "
-                                  "dropped after this many counter readings (not in the "
-                                  "paper); at most 10**18")
+                                  "dropped after this many later samples (readings in which "
+                                  "packets moved; the number is not in the paper); at most "
+                                  "10**18")
     packet_bytes: ByteCount = Field(64.0, le=MAX_COUNT, description="bytes per packet for p "
-                                    "(Aries: 64 B); at most 10**18")
+                                    "(Aries: 64 B; s and L come from the NIC counters, which "
+                                    "count the machine's packets: give its packet_size to "
+                                    "match them); at most 10**18")
     flits_per_packet: Count = Field(5, ge=1, le=MAX_COUNT, description="request flits per "
-                                    "packet for f (Aries PUT: 5); at most 10**18")
+                                    "packet for f (Aries PUT: 5, a header flit included; the "
+                                    "counters' s is per flit of nic.flit bytes, no header: "
+                                    "packet_size / nic.flit matches them); at most 10**18")
 
 
 class AppAware(Controller):

@@ -3,7 +3,8 @@
 iteration (median with its 95 % confidence interval, normalised to DEFAULT's median as the
 paper's figures are; DEFAULT: ADAPTIVE_0, ADAPTIVE_1 for alltoall), its QCD and max / median
 (the paper's variability figures), and the share of the benchmark's bytes sent with DEFAULT's
-mode (the paper's "% of traffic sent with DEFAULT" under AA).
+mode (the paper's "% of traffic sent with DEFAULT" under AA; of the messages for a barrier,
+whose messages are 0 B: its share of bytes was 0/0, printed 0 %).
 
 An iteration's time is read from the messages table: a rank's sends are numbered in program
 order and every rank sends as many per iteration, so a message's iteration is its index among
@@ -55,7 +56,10 @@ def rows(folder: Path, label: str | None) -> list[dict]:
         default = "ADAPTIVE_1" if w["op"] == "alltoall" else "ADAPTIVE_0"
         sent = np.where(t["routing_mode"] >= 0, t["routing_mode"],
                         MODES.index(p["resolved"]["routing"]["mode"]))
-        share = float(t["size"][sent == MODES.index(default)].sum() / max(t["size"].sum(), 1))
+        mine = sent == MODES.index(default)
+        total = t["size"].sum()  # a barrier's messages are 0 B: their share is by count
+        share = float(t["size"][mine].sum() / total if total else mine.mean() if mine.size
+                      else 0.0)
         times = iteration_times(t, int(w["iterations"]))
         out.append({"bench": name, "mode": mode, "default": default, "share": share,
                     "v": variability(times)})
@@ -65,7 +69,7 @@ def rows(folder: Path, label: str | None) -> list[dict]:
 def main(folders: list[Path]) -> None:
     found = rows(folders[0], None) + [r for f in folders[1:] for r in rows(f, "AA")]
     print("| benchmark | routing | iteration us, median [95 % CI] | / DEFAULT | QCD "
-          "| max / median | bytes with DEFAULT's mode |")
+          "| max / median | bytes (0 B messages: messages) with DEFAULT's mode |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for bench in dict.fromkeys(r["bench"] for r in found):
         mine = [r for r in found if r["bench"] == bench]
