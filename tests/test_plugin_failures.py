@@ -49,9 +49,25 @@ class Skew(TrafficPattern):
         return np.full(src.shape[0], ctx.n_nodes + 5, dtype=np.int64)
 
 
+class Drip(Workload):
+    """Two batches of messages; the second names a node the machine lacks."""
+    name = "drip"
+
+    def offered_load(self):
+        return 0.1
+
+    def batches(self, ctx, target_packets):
+        for k, dst in enumerate((1, 99)):
+            t = np.array([k * 100_000], dtype=np.int64)
+            yield (k + 1) * 100_000, Messages(time_ps=t, src=np.zeros(1, dtype=np.int32),
+                                              dst=np.array([dst], dtype=np.int32),
+                                              size=np.full(1, 64, dtype=np.int64))
+
+
 @hookimpl
 def federation_register_workloads(register):
     register(Boom)
+    register(Drip)
 
 
 @hookimpl
@@ -78,6 +94,9 @@ def cli(*args: str, site: Path, cwd: Path) -> subprocess.CompletedProcess:
     ("{kind: boom}", "error: plugin 'boom' failed: ZeroDivisionError: division by zero (at "),
     ("{kind: boom, fault: floats}", "error: e.yaml: workload: workload 'boom' returned source "
      "nodes of type float64, not integers"),
+    # found while the run draws its second batch: the file was named twice
+    ("{kind: drip}", "error: e.yaml: workload: workload 'drip' returned message 0 with "
+     "destination node 99; the machine has nodes 0 to 3"),
     ("{kind: synthetic, load: 0.5, pattern: skew}", "error: e.yaml: workload.pattern: pattern "
      "'skew' returned "),
     ("{kind: synthetic, load: 0.5, pattern: {kind: skew, fault: far}}", "error: e.yaml: "

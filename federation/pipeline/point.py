@@ -226,6 +226,10 @@ def compute_point(index: int, point: ResolvedPoint, cache: BuildCache,
 
     try:
         raw = point.engine.run(prep.job, progress=cb)        # the engine
+    except ConfigError as exc:  # a check while it runs (a streamed batch's): names its file
+        at = f" (sweep point {index}: {label})" if point.sweep else ""
+        raise ConfigError(exc.message + at, source=exc.source or point.source,
+                          path=exc.path) from None
     except FederationError as exc:  # deadlock, clock range: say which file and point
         where = f"{point.source}" + (f" (sweep point {index}: {label})" if point.sweep else "")
         raise type(exc)(f"{where}: {exc}") from None
