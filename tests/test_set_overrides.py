@@ -317,3 +317,24 @@ def test_an_axis_with_an_empty_part_names_the_sweep_entry(tmp_path, axis):
     e = _files(tmp_path, sweep=f'{{"{axis}": [1]}}')
     assert _refused(e) == (f"{e}: sweep.{axis}: an axis is a dotted field path "
                            "(workload.load); this one has an empty part")
+
+
+def test_a_list_override_holding_a_swept_value_replaces_the_axis(tmp_path):
+    """``--set jobs=[...]`` gives ``jobs.bg.workload.load`` as surely as ``--set
+    jobs.bg={...}`` does; it kept the file's axis (2 points at 0.1 and 0.4, not 0.9)."""
+    from federation.pipeline.load import load_experiment
+
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 1, a: 2, h: 1}}\n"
+        "jobs:\n- {name: fg, workload: {kind: synthetic, load: 0.2}, placement: {kind: "
+        "contiguous, count: 4}}\n- {name: bg, workload: {kind: synthetic, load: 0.2}, "
+        "placement: rest}\nstop: {warmup: 0us, measure: 1us}\n"
+        "sweep: {jobs.bg.workload.load: [0.1, 0.4]}\n")
+    jobs = ("jobs=[{name: fg, workload: {kind: synthetic, load: 0.2}, placement: {kind: "
+            "contiguous, count: 4}}, {name: bg, workload: {kind: synthetic, load: 0.9}, "
+            "placement: rest}]")
+    loaded = load_experiment(tmp_path / "e.yaml", [jobs])
+    assert len(loaded.points) == 1
+    assert loaded.points[0].jobs[1].workload.params.load == 0.9
+    assert any("replaces the sweep over jobs.bg.workload.load (2 values)" in n
+               for n in loaded.notes)

@@ -107,9 +107,15 @@ def gives(key: str, value: Any, path: str) -> bool:
         return isinstance(value, dict) and any(dotted(str(k)) == rest for k in value)
     cur = value
     for part in path[len(key) + 1:].split("."):
-        if not isinstance(cur, dict) or part not in cur:
+        if isinstance(cur, list):  # jobs=[...] gives jobs.1.workload.load
+            at = list_item(cur, part)
+            if at is None:
+                return False
+            cur = cur[at]
+        elif isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
             return False
-        cur = cur[part]
     return True
 
 
@@ -220,7 +226,7 @@ def _value_at(o: Override, path: str, doc: dict[str, Any] | None = None) -> Any:
     in :func:`canonical` form)."""
     cur = o.value
     for part in path[len(canonical(o.key, doc)):].split(".")[1:]:
-        cur = cur[part]
+        cur = cur[list_item(cur, part)] if isinstance(cur, list) else cur[part]
     return cur
 
 
