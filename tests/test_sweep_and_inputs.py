@@ -335,3 +335,18 @@ def test_a_set_under_a_swept_field_is_blamed_not_the_sweep(tmp_path, sets, line)
         "stop: {warmup: 0.5us, measure: 1us}\nsweep: {machine: [m.yaml, m4.yaml]}\n")
     args = [a for s in sets for a in ("--set", s)]
     assert one_error(run_cli("validate", "e.yaml", *args, cwd=tmp_path)) == line
+
+
+@pytest.mark.parametrize(("axis", "line"), [
+    ("stop.foo.bar: [1]", "error: e.yaml: sweep.stop.foo.bar: stop.foo: unknown key"),
+    ("jobs.0.workload.load: [0.1, 0.2]", "error: e.yaml: sweep.jobs.0.workload.load: jobs: "
+     "Input should be a valid list (sweep point 0: jobs.0.workload.load=0.1)"),
+])
+def test_an_axis_that_makes_a_missing_parent_is_named(tmp_path, axis, line):
+    """An axis below a field the file lacks made that field, and its refusal named the base
+    field (``stop.foo: unknown key``), which the file does not have."""
+    (tmp_path / "e.yaml").write_text(
+        "machine: {topology: {kind: dragonfly, p: 1, a: 2, h: 1}}\n"
+        "workload: {kind: synthetic, load: 0.1}\nstop: {warmup: 0us, measure: 1us}\n"
+        f"sweep: {{{axis}}}\n")
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == line

@@ -261,6 +261,10 @@ class SweepPoint:
             axis = next(a for a in self.sweep if positional(dotted(a), self.doc) == key)
             return self.source, f"sweep.{axis}", (
                 message if full == key else f"{own}: {message}")
+        for axis in self.sweep:  # an axis below the refused field made it (a missing parent)
+            if positional(dotted(axis), self.doc).startswith(full + ".") \
+                    and not any(k.startswith(full + ".") for k in self.overridden):
+                return self.source, f"sweep.{axis}", f"{own}: {message}"
         return source, path, message
 
 
