@@ -155,6 +155,8 @@ def test_stop_messages_measures_n_messages_whatever_the_jobs_start(tmp_path, sta
     ("time_ps", "message 1 with creation time 10.25, not a whole number"),
     ("cls", "message 0 of traffic class 7; the machine's QoS policy has classes 0 to 0 (-1: "
      "its default)"),
+    ("huge", "message 1 of 4611686018427387904 bytes, beyond the largest message "
+     "(1099511627775 B)"),  # was blamed on stop.measure, as memory
 ])
 def test_a_plugins_messages_are_not_cut_or_classed_silently(tmp_path, field, words):
     """A workload plugin's float sizes and times were cast to integers (2048.5 B sent as
@@ -174,6 +176,8 @@ def test_a_plugins_messages_are_not_cut_or_classed_silently(tmp_path, field, wor
         cols["size"] = np.array([64.0, 2048.5])
     elif field == "time_ps":
         cols["time_ps"] = np.array([0.0, 10.25])
+    elif field == "huge":
+        cols["size"] = np.array([64, 2**62], dtype=np.int64)
     msgs = Messages(**cols, cls=np.array([7, 0]) if field == "cls" else None)
     with pytest.raises(ConfigError) as exc:
         check_messages(point, 12, msgs)

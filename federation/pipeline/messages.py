@@ -37,6 +37,7 @@ from federation.pipeline.traffic_memory import (
     stop_field,
 )
 from federation.plugin.components import Engine, Messages, Workload, WorkloadContext
+from federation.programs.checks import MAX_MESSAGE_BYTES
 
 if TYPE_CHECKING:
     from federation.pipeline.points import Built, Placed, PlacedJob
@@ -82,6 +83,9 @@ def check_messages(point: ResolvedPoint, n_nodes: int, msgs: Messages,
     if int(msgs.size.min()) < 1:
         refuse(f"message {int(np.argmin(msgs.size))} of {msgs.size.min().item()!r} bytes; sizes "
                "are whole bytes from 1")
+    if int(msgs.size.max()) >= MAX_MESSAGE_BYTES:  # before any memory or clock estimate
+        refuse(f"message {int(np.argmax(msgs.size))} of {msgs.size.max().item()!r} bytes, "
+               f"beyond the largest message ({MAX_MESSAGE_BYTES - 1} B)")
     if int(msgs.time_ps.min()) < 0:
         refuse(f"message {int(np.argmin(msgs.time_ps))} created before time 0")
     if n > 1 and bool((np.diff(msgs.time_ps) < 0).any()):
