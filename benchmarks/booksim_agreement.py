@@ -128,9 +128,9 @@ def run_native(doc: dict[str, Any]) -> dict[str, float]:
             return {"latency": None, "accepted": None, "offered": None, "hops": None,
                     "deadlock": True}
         summary, _, _ = summarize(prep, raw)
+    # router-to-router hops: BookSim's "Hops average" counts one more (the ejection)
     return {"latency": summary.latency_ns.mean, "accepted": summary.accepted_load,
-            "offered": summary.offered_load, "hops": summary.hops_mean
-            if hasattr(summary, "hops_mean") else None}
+            "offered": summary.offered_load, "hops": summary.mean_hops}
 
 
 class Runs:
