@@ -195,7 +195,7 @@ def figure_origin(point: ResolvedPoint, machine_path: str) -> Origin:
     A swept value blames the experiment's sweep entry; otherwise the machine file (or the
     experiment's inline ``machine:`` block)."""
     entry = sweep_entry(point.sweep, f"machine.{machine_path}", job_names(point),
-                        point.overridden)
+                        _set_by(point))
     if entry is not None:
         return Origin(point.source, entry)
     return Origin(point.machine.source, machine_prefix(point) + machine_path)
@@ -233,9 +233,14 @@ def _canonical(key: str, names: Sequence[str | None] | None) -> str:
     return ".".join(parts)
 
 
+def _set_by(point: ResolvedPoint) -> tuple[str, ...]:
+    """The fields ``--set`` gave ``point`` (none for a point made in code)."""
+    return getattr(point, "overridden", ())
+
+
 def job_names(point: ResolvedPoint) -> list[str | None] | None:
     """The names of ``point``'s jobs, in order (``None``: the one-workload form)."""
-    jobs = point.experiment.jobs
+    jobs = getattr(getattr(point, "experiment", None), "jobs", None)
     return [j.name for j in jobs] if jobs is not None else None
 
 
@@ -248,7 +253,7 @@ def swept_message(entry: str, path: str, message: str) -> str:
 
 def experiment_field(point: ResolvedPoint, path: str) -> str:
     """``path`` of the experiment file, or the ``sweep`` entry that set it for this point."""
-    return sweep_entry(point.sweep, path, job_names(point), point.overridden) or path
+    return sweep_entry(point.sweep, path, job_names(point), _set_by(point)) or path
 
 
 def refuse_figure(point: ResolvedPoint, machine_path: str, message: str) -> ConfigError:
@@ -300,7 +305,7 @@ def window_field(point: ResolvedPoint) -> str:
     length = "stop.measure" if point.experiment.stop.measure is not None else "stop.messages"
     fields = ("stop.warmup", length)
     entries = list(dict.fromkeys(
-        e for e in (sweep_entry(point.sweep, f, job_names(point), point.overridden)
+        e for e in (sweep_entry(point.sweep, f, job_names(point), _set_by(point))
                     for f in fields) if e is not None))
     return ", ".join(entries) if entries else length
 
@@ -401,7 +406,7 @@ def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int,
     if not isinstance(exc, ConfigError):
         return type(exc)(f"{exc}{label}") if label else exc
     exc = located(exc, point.source)
-    entry = sweep_entry(point.sweep, exc.path, job_names(point), point.overridden) \
+    entry = sweep_entry(point.sweep, exc.path, job_names(point), _set_by(point)) \
         if swept and exc.path and exc.source == point.source else None
     if entry is None:
         return ConfigError(exc.message + label, source=exc.source, path=exc.path) if label \
