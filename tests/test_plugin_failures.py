@@ -7,14 +7,12 @@ pattern's short or out-of-range answer an ``IndexError`` or a refusal blamed on 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 from conftest import fake_distribution, one_error
+from test_compiled_plugins import cli
 
 SOURCE = '''
 import numpy as np
@@ -81,15 +79,6 @@ def site(tmp_path_factory) -> Path:
     return fake_distribution(tmp_path_factory.mktemp("boom") / "site", "boom", SOURCE)
 
 
-def cli(*args: str, site: Path, cwd: Path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FEDERATION_")}
-    env["PYTHONPATH"] = str(site)
-    env["FEDERATION_DISABLE_PLUGIN_AUTOLOAD"] = "0"
-    return subprocess.run([sys.executable, "-c", "from federation.cli import entry; entry()",
-                           *args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=600)
-
-
 @pytest.mark.parametrize(("workload", "line"), [
     ("{kind: boom}", "error: plugin 'boom' failed: ZeroDivisionError: division by zero (at "),
     ("{kind: boom, fault: floats}", "error: e.yaml: workload: workload 'boom' returned source "
@@ -108,7 +97,7 @@ def test_a_failing_plugin_is_one_line(site, tmp_path, workload, line):
         workload: {workload}
         stop: {{warmup: 0ns, measure: 1us}}
         """))
-    r = cli("run", "e.yaml", "--out", "o", site=site, cwd=tmp_path)
+    r = cli("run", "e.yaml", "--out", "o", sites=[site], cwd=tmp_path)
     got = one_error(r)
     assert r.returncode == 2 and got.startswith(line), got
     if "(at " in line:
