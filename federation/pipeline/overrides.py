@@ -31,13 +31,13 @@ of one axis are refused.
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from federation.errors import ConfigError
 from federation.models.base import parse_value, read_document
+from federation.pipeline.points import dotted
 
 SOURCE = "--set"
 
@@ -63,15 +63,6 @@ class Override:
     def __str__(self) -> str:
         return f"--set {self.written or self.key}={self.text}"
 
-
-#: ``[3]`` after a field name: a list position as error messages write it (``jobs[0]``)
-_POSITION = re.compile(r"(?<=[^.\[])\[(\d+)\](?=[.\[]|$)")
-
-
-def dotted(path: str) -> str:
-    """``jobs[0].workload`` as a dotted key, ``jobs.0.workload``: how error messages write a
-    list position, turned into the form :func:`set_path` walks."""
-    return _POSITION.sub(r".\1", path)
 
 
 def parse_override(text: str) -> Override:

@@ -222,11 +222,19 @@ def sweep_entry(axes: Iterable[str], path: str, names: Sequence[str | None] | No
     return None
 
 
-_POSITION = re.compile(r"\[(\d+)\]")
+#: ``[3]`` after a field name: a list position as error messages write it (``jobs[0]``)
+_POSITION = re.compile(r"(?<=[^.\[])\[(\d+)\](?=[.\[]|$)")
+
+
+def dotted(path: str) -> str:
+    """``jobs[0].workload`` as a dotted key, ``jobs.0.workload``: how error messages write a
+    list position, turned into the form ``--set`` keys and sweep axes take (and
+    :func:`federation.pipeline.overrides.set_path` walks)."""
+    return _POSITION.sub(r".\1", path)
 
 
 def _canonical(key: str, names: Sequence[str | None] | None) -> str:
-    parts = _POSITION.sub(r".\1", key).split(".")
+    parts = dotted(key).split(".")
     if names and len(parts) > 1 and parts[0] == "jobs" and not parts[1].isdigit() \
             and list(names).count(parts[1]) == 1:
         parts[1] = str(list(names).index(parts[1]))

@@ -25,7 +25,6 @@ Part of the *traffic* stage.  May import: :mod:`.points` and the layers below th
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,16 +37,13 @@ from federation.pipeline.mode_rules import (
     unreached_collective,
     unreached_message,
 )
+from federation.pipeline.points import dotted
 from federation.programs.collectives import ALGORITHMS
 from federation.programs.model import SEND, RankPrograms
 
 if TYPE_CHECKING:
     from federation.pipeline.points import ResolvedJob, ResolvedPoint
     from federation.plugin.components import Controller
-
-
-#: ``[3]`` after a field name in a sweep axis: a list position (``jobs[0].workload``)
-_POSITION = re.compile(r"\[(\d+)\]")
 
 
 def _applies(point: ResolvedPoint, job: ResolvedJob, op: str, at: str) -> None:
@@ -74,7 +70,7 @@ def sweep_varies_collectives(point: ResolvedPoint) -> bool:
     its own ``collective_modes``): then another point of the sweep may run a collective this
     one does not."""
     for axis in point.sweep:
-        parts = _POSITION.sub(r".\1", str(axis)).split(".")
+        parts = dotted(str(axis)).split(".")
         if parts[0] != "jobs":
             if ".".join(parts) in _DECIDING:
                 return True
