@@ -194,8 +194,7 @@ def figure_origin(point: ResolvedPoint, machine_path: str) -> Origin:
 
     A swept value blames the experiment's sweep entry; otherwise the machine file (or the
     experiment's inline ``machine:`` block)."""
-    entry = sweep_entry(point.sweep, f"machine.{machine_path}", job_names(point),
-                        _set_by(point))
+    entry = point_entry(point, f"machine.{machine_path}")
     if entry is not None:
         return Origin(point.source, entry)
     return Origin(point.machine.source, machine_prefix(point) + machine_path)
@@ -206,7 +205,7 @@ def sweep_entry(axes: Iterable[str], path: str, names: Sequence[str | None] | No
     """``sweep.AXIS`` for the first of ``axes`` (a sweep's keys) that sets ``path`` of the
     experiment (the path itself or an ancestor of it), else None: where a refusal of a swept
     value points.  A list position is the same written ``jobs[0]`` (as refusals write it) or
-    ``jobs.0``, and with ``names`` (the jobs' names, in order: :func:`job_names`) a job is the
+    ``jobs.0``, and with ``names`` (the jobs' names, in order) a job is the
     same by position or by name (``jobs.fg``).  A field of ``overridden`` (``--set``) below
     an axis that reaches ``path`` or a part of it gave the value, not the axis (``--set
     machine.topology.h=1`` beside ``sweep: {machine: [...]}``)."""
@@ -241,15 +240,13 @@ def _canonical(key: str, names: Sequence[str | None] | None) -> str:
     return ".".join(parts)
 
 
-def _set_by(point: ResolvedPoint) -> tuple[str, ...]:
-    """The fields ``--set`` gave ``point`` (none for a point made in code)."""
-    return getattr(point, "overridden", ())
-
-
-def job_names(point: ResolvedPoint) -> list[str | None] | None:
-    """The names of ``point``'s jobs, in order (``None``: the one-workload form)."""
+def point_entry(point: ResolvedPoint, path: str) -> str | None:
+    """:func:`sweep_entry` of ``path`` in ``point``'s sweep: its jobs named as the file
+    names them, the fields ``--set`` gave below an axis not the axis's (a point made in
+    code, without an experiment or overrides, has neither)."""
     jobs = getattr(getattr(point, "experiment", None), "jobs", None)
-    return [j.name for j in jobs] if jobs is not None else None
+    names = [j.name for j in jobs] if jobs is not None else None
+    return sweep_entry(point.sweep, path, names, getattr(point, "overridden", ()))
 
 
 def swept_message(entry: str, path: str, message: str) -> str:
@@ -261,7 +258,7 @@ def swept_message(entry: str, path: str, message: str) -> str:
 
 def experiment_field(point: ResolvedPoint, path: str) -> str:
     """``path`` of the experiment file, or the ``sweep`` entry that set it for this point."""
-    return sweep_entry(point.sweep, path, job_names(point), _set_by(point)) or path
+    return point_entry(point, path) or path
 
 
 def refuse_figure(point: ResolvedPoint, machine_path: str, message: str) -> ConfigError:
@@ -312,9 +309,8 @@ def window_field(point: ResolvedPoint) -> str:
     no such axis gives it."""
     length = "stop.measure" if point.experiment.stop.measure is not None else "stop.messages"
     fields = ("stop.warmup", length)
-    entries = list(dict.fromkeys(
-        e for e in (sweep_entry(point.sweep, f, job_names(point), _set_by(point))
-                    for f in fields) if e is not None))
+    entries = list(dict.fromkeys(e for e in (point_entry(point, f) for f in fields)
+                                 if e is not None))
     return ", ".join(entries) if entries else length
 
 
@@ -414,8 +410,8 @@ def in_point(exc: FederationError, point: ResolvedPoint, i: int, n: int,
     if not isinstance(exc, ConfigError):
         return type(exc)(f"{exc}{label}") if label else exc
     exc = located(exc, point.source)
-    entry = sweep_entry(point.sweep, exc.path, job_names(point), _set_by(point)) \
-        if swept and exc.path and exc.source == point.source else None
+    entry = point_entry(point, exc.path) if swept and exc.path and exc.source == point.source \
+        else None
     if entry is None:
         return ConfigError(exc.message + label, source=exc.source, path=exc.path) if label \
             else exc
