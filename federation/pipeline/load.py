@@ -254,15 +254,14 @@ class SweepPoint:
             return source, path, message
         own = f"machine.{path}" if inlined else path
         full = dotted(own)
-        entry = sweep_entry([positional(dotted(a), self.doc) for a in self.sweep], full,
-                            overridden=self.overridden)
+        axes = {positional(dotted(a), self.doc): a for a in self.sweep}  # jobs by position
+        entry = sweep_entry(axes, full, overridden=self.overridden)
         if entry is not None:
             key = entry.removeprefix("sweep.")
-            axis = next(a for a in self.sweep if positional(dotted(a), self.doc) == key)
-            return self.source, f"sweep.{axis}", (
+            return self.source, f"sweep.{axes[key]}", (
                 message if full == key else f"{own}: {message}")
-        for axis in self.sweep:  # an axis below the refused field made it (a missing parent)
-            if positional(dotted(axis), self.doc).startswith(full + ".") \
+        for key, axis in axes.items():  # an axis below the refused field made it (a parent)
+            if key.startswith(full + ".") \
                     and not any(k.startswith(full + ".") for k in self.overridden):
                 return self.source, f"sweep.{axis}", f"{own}: {message}"
         return source, path, message

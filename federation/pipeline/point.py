@@ -415,10 +415,10 @@ def point_error(exc: FederationError, point: ResolvedPoint, i: int,
     if not isinstance(out, ConfigError) or not loaded.overrides:
         return out
     if isinstance(exc, ConfigError):  # a --set under a swept field gave the value itself
-        here = located(exc, point.source)
-        if blame(here, loaded.overrides, loaded.source, loaded.doc) is not here:
-            return blame(in_point(here, point, i, len(loaded.points), swept=False),
-                         loaded.overrides, loaded.source, loaded.doc)
+        here = in_point(exc, point, i, len(loaded.points), swept=False)
+        given = blame(here, loaded.overrides, loaded.source, loaded.doc)
+        if given is not here:
+            return given
     return blame(out, loaded.overrides, loaded.source, loaded.doc)
 
 
