@@ -551,7 +551,9 @@ def _ring_refusal(est: MemoryEstimate, site: RingSite, limit: int, what: str,
         source=site.machine.source, path=f"{prefix}qos.window")
 
 
-def packets_memory(n_packets: int, kept: bool = False) -> int:
-    """Memory a run's ``n_packets`` need beyond the rows in existence: their messages when
-    generated whole, and the packets table when it is kept."""
-    return int(n_packets) * (_PER_PACKET + (_PER_KEPT if kept else 0))
+def packets_memory(n_packets: int, kept: bool = False, whole: int | None = None) -> int:
+    """Memory a run's ``n_packets`` need beyond the rows in existence: the messages of the
+    ``whole`` of them generated before the run (default: all; a streamed workload's are
+    drawn a chunk at a time, held by its rows), and the packets table when it is kept."""
+    held = int(n_packets) if whole is None else int(whole)
+    return held * _PER_PACKET + (int(n_packets) * _PER_KEPT if kept else 0)

@@ -138,17 +138,9 @@ def prepare_traffic(point: ResolvedPoint, built: Built, max_memory: int,
         whole = expected
     traffic, n_classes = open_traffic(point, built, batches, expected, rng_route)
     job_run = _job(point, built, traffic, window, rng_route, n_classes,
-                   _max_rows(replace(built.memory, packets=_held(expected, whole, kept)),
+                   _max_rows(replace(built.memory, packets=packets_memory(expected, kept, whole)),
                              max_memory))
     return PreparedPoint(point, net, job_run, window, built, placed)
-
-
-def _held(expected: int, whole: int, kept: bool) -> int:
-    """Memory the run's packets hold beside their rows: the messages of the ``whole`` ones
-    generated before the run, and the tables of all when ``kept``.  (A streamed run's were
-    all charged as whole: a 100 ms run at load 0.05 under 150 MiB was stopped at t=0 as
-    saturated, its rows' allowance cut to the floor by messages it never held.)"""
-    return packets_memory(expected, kept) - packets_memory(expected - whole)
 
 
 def _generated(point: ResolvedPoint, built: Built, job: ResolvedJob, nodes: np.ndarray | None,
@@ -208,7 +200,7 @@ def _prepare_open_jobs(point: ResolvedPoint, built: Built, max_memory: int,
     check_packets_memory(point, built, expected, max_memory, kept, whole=False)
     traffic, n_classes = open_traffic(point, built, merged_batches(parts), expected, rng_route)
     job_run = _job(point, built, traffic, window, rng_route, n_classes,
-                   _max_rows(replace(built.memory, packets=_held(expected, whole, kept)),
+                   _max_rows(replace(built.memory, packets=packets_memory(expected, kept, whole)),
                              max_memory))
     return PreparedPoint(point, built.network, job_run, window, built, placed)
 
@@ -247,9 +239,10 @@ def check_given_traffic(point: ResolvedPoint, built: Built, placed: Placed,
     stop = point.experiment.stop
     jobs = point_jobs(point)
     own_draws = type(point.engine).run_point is not Engine.run_point
-    if stop.measure is None or own_draws or any(j.closed_loop for j in jobs):
+    closed = any(j.closed_loop for j in jobs)
+    if stop.measure is None or own_draws or closed:
         check_given_window(point, built, placed)
-        if stop.measure is None and not own_draws and not any(j.closed_loop for j in jobs):
+        if not (own_draws or closed):  # stop.messages: what its first generation holds
             _check_first_generation(point, built, placed, max_memory)
         return
     kept = bool(point.experiment.outputs.packets or point.experiment.outputs.messages)

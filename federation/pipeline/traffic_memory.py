@@ -50,7 +50,7 @@ def check_packets_memory(point: ResolvedPoint, built: Built, n_packets: int,
     rows = 4 * CHUNK_PACKETS + 8 * built.network.n_nodes
 
     def estimate(keep: bool) -> MemoryEstimate:
-        grows = packets_memory(n_packets, keep) - (0 if whole else packets_memory(n_packets))
+        grows = packets_memory(n_packets, keep, n_packets if whole else 0)
         return replace(built.memory, packets=grows + rows * PER_ROW)
 
     est = estimate(kept)
