@@ -210,7 +210,7 @@ def non_finite(data: Any, path: str = "") -> tuple[str, float] | None:
 def _parse(text: str, is_json: bool, source: str) -> Any:
     try:
         if is_json:
-            data = json.loads(text, object_pairs_hook=_json_object)
+            data = json.loads(text, object_pairs_hook=unique_keys)
         else:
             data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a SafeLoader subclass
     except json.JSONDecodeError as exc:
@@ -224,6 +224,9 @@ def _parse(text: str, is_json: bool, source: str) -> Any:
         raise ConfigError(f"invalid YAML{where}: {problem}", source=source) from None
     except ConfigError as exc:
         raise ConfigError(exc.message, source=source) from None
+    except DuplicateKey as exc:
+        raise ConfigError(f"duplicate key {exc.key!r}: a key may appear once in an object",
+                          source=source) from None
     except RecursionError:
         raise _too_deep(source) from None
     except ValueError as exc:  # an integer longer than Python converts (4,300 digits)
@@ -245,11 +248,21 @@ def _too_deep(source: str) -> ConfigError:
                        "nests a few", source=source)
 
 
-def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+class DuplicateKey(ValueError):
+    """A key given twice in one JSON object (``json`` keeps the last silently)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json``'s ``object_pairs_hook`` that refuses a key given twice (:class:`DuplicateKey`;
+    every JSON file read here: experiment and machine files, graph files)."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise ConfigError(f"duplicate key {key!r}: a key may appear once in an object")
+            raise DuplicateKey(key)
         out[key] = value
     return out
 

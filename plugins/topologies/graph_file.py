@@ -69,6 +69,7 @@ from federation import (
     hookimpl,
 )
 from federation.errors import TopologyError
+from federation.models.base import DuplicateKey, unique_keys
 from federation.plugin.components import TopologySize
 
 DEFAULT_CLASS = "link"
@@ -220,8 +221,8 @@ def read_json(path: Path) -> GraphData:
         doc = _load_json(path)
     except json.JSONDecodeError as exc:
         raise _fail(path, f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
-    except _DuplicateKey as exc:
-        raise _fail(path, _short(str(exc)), "duplicate key: a key may appear once in an "
+    except DuplicateKey as exc:
+        raise _fail(path, _short(exc.key), "duplicate key: a key may appear once in an "
                     "object (JSON readers keep either one)") from None
     except RecursionError:
         raise TopologyError(f"{path}: invalid JSON: nested too deeply") from None
@@ -288,20 +289,7 @@ def _load_json(path: Path) -> Any:
     integer literal longer than :data:`SHOW_CHARS` becomes a :class:`_LongInt` (out of every
     range) instead of Python's ``ValueError`` past 4300 digits."""
     return json.loads(path.read_text(encoding="utf-8-sig"), parse_int=_parse_json_int,
-                      object_pairs_hook=_unique_keys)
-
-
-class _DuplicateKey(ValueError):
-    """A key given twice in one JSON object (``json`` keeps the last silently)."""
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
+                      object_pairs_hook=unique_keys)
 
 
 def read_graph(path: str | Path) -> GraphData:
