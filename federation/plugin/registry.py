@@ -220,19 +220,8 @@ class FederationPlugins:
         self._collect(plugin, name)
 
     def _collect(self, plugin: object, name: str) -> None:
-        pairs: list[tuple[str, ComponentRegistry[Any]]] = [
-            ("federation_register_topologies", self.topologies),
-            ("federation_register_routings", self.routings),
-            ("federation_register_qos", self.qos),
-            ("federation_register_arbiters", self.arbiters),
-            ("federation_register_controllers", self.controllers),
-            ("federation_register_workloads", self.workloads),
-            ("federation_register_engines", self.engines),
-            ("federation_register_placements", self.placements),
-            ("federation_register_patterns", self.patterns),
-            ("federation_register_injections", self.injections),
-        ]
-        for hook, registry in pairs:
+        for kind, registry in self._registries().items():
+            hook = f"federation_register_{kind}"
             fn: Callable[..., Any] | None = getattr(plugin, hook, None)
             if fn is None or not hasattr(fn, f"{GROUP}_impl"):
                 continue  # only functions marked @federation.hookimpl are hooks
@@ -256,7 +245,7 @@ class FederationPlugins:
             top = info.module.split(".")[0]
             if info.source != "builtin" and top.isidentifier():
                 packages[top] = name
-        for registry in self._registries():
+        for registry in self._registries().values():
             for item in registry.items.values():
                 if self.info.get(item.plugin) and self.info[item.plugin].source != "builtin":
                     packages.setdefault(item.cls.__module__.split(".")[0], item.plugin)
@@ -270,9 +259,14 @@ class FederationPlugins:
             tb = tb.tb_next
         return found
 
-    def _registries(self) -> list[ComponentRegistry[Any]]:
-        return [self.topologies, self.routings, self.qos, self.arbiters, self.controllers,
-                self.workloads, self.engines, self.placements, self.patterns, self.injections]
+    def _registries(self) -> dict[str, ComponentRegistry[Any]]:
+        """Each component kind's registry by its attribute's name, which is also its hook's
+        (``federation_register_<kind>``) and its key in ``federation plugins``' listing."""
+        return {"topologies": self.topologies, "routings": self.routings, "qos": self.qos,
+                "arbiters": self.arbiters, "controllers": self.controllers,
+                "workloads": self.workloads, "engines": self.engines,
+                "placements": self.placements, "patterns": self.patterns,
+                "injections": self.injections}
 
     def add_commands(self, app: Any) -> None:
         self.pm.hook.federation_add_commands(app=app)
@@ -281,18 +275,7 @@ class FederationPlugins:
     def listing(self) -> list[dict[str, Any]]:
         """What ``federation plugins`` prints: each plugin, where it came from, what it adds."""
         out = []
-        regs = {
-            "topologies": self.topologies,
-            "routings": self.routings,
-            "qos": self.qos,
-            "arbiters": self.arbiters,
-            "controllers": self.controllers,
-            "workloads": self.workloads,
-            "engines": self.engines,
-            "placements": self.placements,
-            "patterns": self.patterns,
-            "injections": self.injections,
-        }
+        regs = self._registries()
         for name, info in sorted(self.info.items()):
             provides = {
                 kind: sorted(n for n, r in reg.items.items() if r.plugin == name)
