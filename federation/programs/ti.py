@@ -277,8 +277,8 @@ class _Reader:
         #: where the trace first wrote a send or receive of each form: ``2`` fields (SimGrid
         #: <= 3.19, no tag), ``3`` (3.20 and later ``<peer> <tag> <count>``, which is also
         #: how <= 3.19 wrote ``<peer> <count> <datatype>``: the two cannot be told apart)
-        self.forms: dict[int, str] = {}
-        self.here = ""  # the line being replayed, ``file:line``
+        self.forms: dict[int, tuple[str, int]] = {}
+        self.here = ("", 0)  # the line being replayed (file, line): named only in a refusal
 
     def collect(self, path: Path, only_rank: int | None, labelled: bool) -> None:
         """Replay the lines of one trace file (actions run per rank, in file order); with
@@ -322,7 +322,7 @@ class _Reader:
             st = self.states[r] = _Rank(RankBuilder(r))
         rb = st.rb
         before = len(rb)
-        self.here = f"{Path(src).name}:{n}"
+        self.here = (src, n)
         try:
             self.action(st, r, fields)
         except ConfigError as exc:
@@ -355,9 +355,10 @@ class _Reader:
             return
         self.forms.setdefault(n, self.here)
         if len(self.forms) == 2:
+            at = {k: f"{Path(f).name}:{line}" for k, (f, line) in self.forms.items()}
             raise ConfigError(
                 f"a send or receive of SimGrid <= 3.19's form '{act} <peer> <count>' (at "
-                f"{self.forms[2]}) beside one of three fields (at {self.forms[3]}): SimGrid "
+                f"{at[2]}) beside one of three fields (at {at[3]}): SimGrid "
                 "<= 3.19 wrote '<peer> <count> <datatype>', 3.20 and later '<peer> <tag> "
                 "<count>', and the trace says not which; rewrite the <= 3.19 lines with a tag "
                 "('<peer> 0 <count> <datatype>')")
