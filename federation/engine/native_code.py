@@ -27,6 +27,7 @@ import os
 import platform
 import shutil
 import subprocess
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cache
@@ -313,37 +314,56 @@ def _cpu() -> str:
     return f"{llvm.get_host_cpu_name()} {llvm.get_host_cpu_features().flatten()}"
 
 
+class _Calls:
+    """One thread's buffers for calling a loaded entry: the descriptor of the arguments it
+    last passed, and the words the entry writes its result and any exception into."""
+
+    def __init__(self, n_args: int) -> None:
+        self.result = np.zeros(1, dtype=np.int64)
+        self.exc = np.zeros(4, dtype=np.int64)
+        self.seen: list[Any] = [None] * n_args
+        self.parts: list[list[int]] = [[] for _ in range(n_args)]
+        self.desc = np.zeros(0, dtype=np.int64)
+
+
 class NativeLoop:
     """A loaded entry: ``loop(*args)`` calls the compiled loop with ``args`` and returns its
     int64 result.  The descriptor of the arguments is rebuilt only for arguments that are new
-    objects (the driver replaces ``Sim`` when it grows an array); the rest is kept."""
+    objects (the driver replaces ``Sim`` when it grows an array); the rest is kept.
+
+    One loaded entry serves every run of its layout in the process, and ctypes lets go of
+    the GIL for the call, so two threads (a Dask worker's, a user's own) may be inside it at
+    once.  Each thread keeps its own descriptor and result words (:class:`_Calls`): shared,
+    one thread's call read the other's arguments or returned the other's status (a run
+    stopped as if done, or a packet "given VC 3" by a routing that never does).
+    """
 
     def __init__(self, address: int, layout: tuple) -> None:
         self.layout = layout
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p,
                                     ctypes.c_void_p)(address)
-        self._result = np.zeros(1, dtype=np.int64)
-        self._exc = np.zeros(4, dtype=np.int64)
-        self._seen: list[Any] = [None] * len(layout[1])
-        self._parts: list[list[int]] = [[] for _ in layout[1]]
-        self._desc = np.zeros(0, dtype=np.int64)
+        self._local = threading.local()
 
     def __call__(self, *args: Any) -> int:
+        calls = getattr(self._local, "calls", None)
+        if calls is None:
+            calls = self._local.calls = _Calls(len(self.layout[1]))
         changed = False
         for i, (a, lay) in enumerate(zip(args, self.layout[1], strict=True)):
-            if a is not self._seen[i] or lay[0] not in ("nt", "tuple", "array"):
+            if a is not calls.seen[i] or lay[0] not in ("nt", "tuple", "array"):
                 words: list[int] = []
                 fill(a, lay, words)
-                if words != self._parts[i]:
-                    self._parts[i] = words
+                if words != calls.parts[i]:
+                    calls.parts[i] = words
                     changed = True
-                self._seen[i] = a
+                calls.seen[i] = a
         if changed:
-            self._desc = np.array([w for p in self._parts for w in p], dtype=np.int64)
-        code = self._fn(self._result.ctypes.data, self._exc.ctypes.data, self._desc.ctypes.data)
+            calls.desc = np.array([w for p in calls.parts for w in p], dtype=np.int64)
+        code = self._fn(calls.result.ctypes.data, calls.exc.ctypes.data,
+                        calls.desc.ctypes.data)
         if code != 0:
             raise RuntimeError(f"the compiled loop failed (numba status {code})")
-        return int(self._result[0])
+        return int(calls.result[0])
 
 
 _libraries: list[Any] = []  # loaded shared libraries stay loaded
