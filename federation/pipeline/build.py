@@ -252,9 +252,9 @@ def class_vcs(point: ResolvedPoint) -> int:
 def component_owner(point: ResolvedPoint) -> str:
     """``routing 'x' (plugin p) with arbiter 'y' (plugin q)``: who messages about compiled
     routing or arbitration code blame."""
-    from federation.plugin.registry import get_plugins
+    from federation.plugin.registry import active_plugins
 
-    plugins = get_plugins()
+    plugins = active_plugins()
     r, a = point.routing.name, point.machine.arbiter.name
     rp = plugins.routings.items[r].plugin if r in plugins.routings.items else "?"
     q = point.machine.qos.name

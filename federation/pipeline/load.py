@@ -61,7 +61,12 @@ from federation.pipeline.points import (
     swept_message,
 )
 from federation.plugin.components import Workload
-from federation.plugin.registry import ComponentRegistry, FederationPlugins, get_plugins
+from federation.plugin.registry import (
+    ComponentRegistry,
+    FederationPlugins,
+    get_plugins,
+    plugins_in_use,
+)
 from federation.schemas import quickstart_path
 
 
@@ -138,6 +143,7 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
     also where a sweep or an override sets it) is resolved against ``path``'s folder by the
     very code that resolves a file's.  Writing it to a file elsewhere would make them relative
     to that folder instead."""
+    given = plugins  # kept on the result (None: the process-wide manager of the time)
     plugins = plugins or get_plugins()
     if document is not None and path is None:
         raise ValueError("an experiment given as a document needs the path that names it")
@@ -154,9 +160,11 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
     sets = [parse_override(o) for o in overrides or []]
     check_conflicts(sets, doc)
     try:
-        return _load(doc, p, sets, plugins)
+        with plugins_in_use(plugins):  # nested components come from it too
+            loaded = _load(doc, p, sets, plugins)
     except ConfigError as exc:
         raise blame(exc, sets, source, doc) from None
+    return replace(loaded, plugins=given)
 
 
 def _load(doc: dict[str, Any], p: Path, sets: list[Override],
@@ -530,13 +538,17 @@ def _resolve_point(exp: Experiment, source: str, base: Path, plugins: Federation
         rm = resolve_machine(exp.machine, msrc, plugins, prefix=prefix)
     routing = resolve_component(exp.routing, plugins.routings, source, "routing")
     engine = resolve_component(exp.engine, plugins.engines, source, "engine")
+    ctl = (resolve_component(exp.routing_controller, plugins.controllers, source,
+                             "routing_controller")
+           if exp.routing_controller is not None else None)
     if exp.jobs is not None:
         jobs = resolve_jobs(exp, plugins, source)
         return ResolvedPoint(exp, source, rm, routing, jobs[0].workload, engine, sweep, None,
-                             jobs)
+                             jobs, controller=ctl)
     workload = resolve_component(exp.workload, plugins.workloads, source, "workload")
     background = resolve_background(exp, workload, plugins, source)
-    return ResolvedPoint(exp, source, rm, routing, workload, engine, sweep, background)
+    return ResolvedPoint(exp, source, rm, routing, workload, engine, sweep, background,
+                         controller=ctl)
 
 
 def resolve_jobs(exp: Experiment, plugins: FederationPlugins,

@@ -49,10 +49,10 @@ def mode_collectives(workload: Workload) -> list[str]:
 
 def collective_modes_rule() -> str:
     """Which workloads ``collective_modes`` apply to (the installed kinds), for messages."""
-    from federation.plugin.registry import get_plugins
+    from federation.plugin.registry import active_plugins
     from federation.programs.collectives import ALGORITHMS
 
-    named = sorted(n for n in get_plugins().workloads.items if n in ALGORITHMS)
+    named = sorted(n for n in active_plugins().workloads.items if n in ALGORITHMS)
     kinds = ", ".join(["collective (to its op)", *named[:-1]]) + \
         (f" and {named[-1]}" if named else "")
     return (f"collective_modes apply only to workloads of kind {kinds}: a skeleton's or a "

@@ -54,7 +54,7 @@ from federation.pipeline.rings import smallest_packet
 from federation.pipeline.summary import link_series_table, message_table, nic_table, summarize
 from federation.pipeline.traffic import check_given_traffic, prepare_traffic
 from federation.plugin.components import Engine
-from federation.plugin.registry import get_plugins
+from federation.plugin.registry import active_plugins, plugins_in_use
 from federation.programs.model import RankPrograms
 from federation.results.model import (
     ComponentOrigin,
@@ -165,7 +165,7 @@ def component_origins(point: ResolvedPoint) -> dict[str, ComponentOrigin]:
     ``jobs.NAME.placement`` of each job of ``jobs:`` (such a point has no workload of its
     own: ``point.workload``, its first job's, is no slot of the file)."""
 
-    plugins = get_plugins()
+    plugins = active_plugins()
     own = f"hpc-federation {__version__}"
     out = {}
     slots: list[tuple[str, Any, Any]] = [
@@ -389,18 +389,19 @@ def preflight(loaded: LoadedExperiment, max_memory: int,
     that do not fit ``max_memory`` where their count is known before the run (a streamed
     job's expected count, a file's listed messages)."""
     cache = BuildCache(max_memory, deadlock_check)
-    for i, point in enumerate(loaded.points):
-        try:
-            check_point(point)
-            built = cache.get(point)
-            placed = place_jobs(point, built)
-            check_open_jobs(point, built, placed)
-            point.engine.check(point, built)  # what it cannot run at all comes first
-            check_given_traffic(point, built, placed, max_memory)
-            cache.programs.check(point, built, placed)
-            cache.ordered(point, built, placed)
-        except FederationError as exc:
-            raise point_error(exc, point, i, loaded) from None
+    with plugins_in_use(loaded.plugins):
+        for i, point in enumerate(loaded.points):
+            try:
+                check_point(point)
+                built = cache.get(point)
+                placed = place_jobs(point, built)
+                check_open_jobs(point, built, placed)
+                point.engine.check(point, built)  # what it cannot run at all comes first
+                check_given_traffic(point, built, placed, max_memory)
+                cache.programs.check(point, built, placed)
+                cache.ordered(point, built, placed)
+            except FederationError as exc:
+                raise point_error(exc, point, i, loaded) from None
     return cache
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from federation.errors import ConfigError, FederationError, located
 from federation.models.machine import DEFAULT_BANDWIDTH, DEFAULT_BUFFER, DEFAULT_LATENCY
 from federation.plugin.components import Messages
+from federation.plugin.jobs import Placement, PlacementContext
 
 if TYPE_CHECKING:
     from federation.engine.native import LinkFigures, NativeRun
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from federation.network.tables import RouteTables
     from federation.plugin.components import (
         Arbiter,
+        Controller,
         Engine,
         QosPolicy,
         Routing,
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
         Topology,
         Workload,
     )
-    from federation.plugin.jobs import Placement
     from federation.programs.model import RankPrograms
 
 
@@ -102,6 +103,9 @@ class ResolvedPoint:
     #: the fields ``--set`` gave (dotted, jobs by position): a refusal under one of them is
     #: the override's, not that of a sweep entry above it (:func:`sweep_entry`)
     overridden: tuple[str, ...] = ()
+    #: the routing controller (``routing_controller``), resolved with the other components
+    #: from the manager that loaded the file (``None``: none)
+    controller: Controller | None = None
 
     @property
     def given_jobs(self) -> bool:
@@ -121,17 +125,21 @@ def old_form_jobs(workload: Workload, background: Workload | None) -> tuple[Reso
     return tuple(jobs)
 
 
-_EVERY_NODE: list[Placement] = []
+class _EveryNode(Placement):
+    """Every node of the machine, in node order: where a file without ``jobs:`` runs its
+    workload (and background).  The pipeline's own, not the registry's ``all`` (the same
+    rule): a file that names no placement runs with the placements plugin disabled
+    (``FEDERATION_DISABLE_PLUGINS=placements`` raised a KeyError), and does not depend on
+    which manager made the first such point in the process."""
+
+    name = "all"
+
+    def place(self, ctx: PlacementContext) -> np.ndarray:
+        return np.arange(ctx.network.n_nodes, dtype=np.int64)
 
 
 def _every_node() -> Placement:
-    """The placement ``all`` (every node, in node order), made once."""
-    if not _EVERY_NODE:
-        from federation.plugin.registry import get_plugins
-
-        cls = get_plugins().placements.get("all")
-        _EVERY_NODE.append(cls(cls.Params()))
-    return _EVERY_NODE[0]
+    return _EveryNode(_EveryNode.Params())
 
 
 def point_jobs(point: ResolvedPoint) -> tuple[ResolvedJob, ...]:
@@ -170,6 +178,9 @@ class LoadedExperiment:
     #: later check refuses)
     overrides: list[Any] = field(default_factory=list)
     doc: dict[str, Any] | None = None
+    #: the plugin manager it was loaded with (``plugins=`` of ``load_experiment``), active
+    #: while it is checked and run (:func:`~federation.plugin.registry.active_plugins`)
+    plugins: Any = None
 
     def print_notes(self) -> None:
         """Each note as a ``note:`` line on stderr; commands call it once the file has
@@ -563,9 +574,9 @@ BUILTIN_COMPONENTS = "federation.plugins."
 
 def plugin_of(component: Any, kind: str) -> str:
     """The registered plugin (entry-point name) behind ``component``, else its module."""
-    from federation.plugin.registry import get_plugins
+    from federation.plugin.registry import active_plugins
 
-    reg = getattr(get_plugins(), kind).items.get(component.name)
+    reg = getattr(active_plugins(), kind).items.get(component.name)
     if reg is not None and reg.cls is type(component):
         return reg.plugin
     return type(component).__module__

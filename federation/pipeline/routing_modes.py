@@ -160,30 +160,20 @@ def check_routing_modes(point: ResolvedPoint) -> None:
 
 
 def controller(point: ResolvedPoint) -> Controller | None:
-    """The point's routing controller (``None``: none), its parameters validated and checked
-    against the routing's modes."""
-    from federation.models.base import validate_model
-    from federation.plugin.registry import get_plugins
-
-    spec = point.experiment.routing_controller
-    if spec is None:
+    """The point's routing controller (``None``: none; resolved with the point's other
+    components by the loader), checked against the routing's modes."""
+    ctl = point.controller
+    if ctl is None:
         return None
-    try:
-        cls = get_plugins().controllers.get(spec.kind)
-    except KeyError as exc:
-        raise ConfigError(exc.args[0], source=point.source,
-                          path="routing_controller.kind") from None
-    params = spec.params if isinstance(spec.params, cls.Params) else validate_model(
-        cls.Params, spec.params, point.source, prefix="routing_controller")
-    ctl = cls(params)
+    kind = type(ctl).name
     try:
         ctl.check(point.routing.modes())
     except ValueError as exc:
-        raise ConfigError(f"routing controller {spec.kind!r} with routing "
+        raise ConfigError(f"routing controller {kind!r} with routing "
                           f"{point.routing.name!r}: {exc}", source=point.source,
                           path="routing_controller") from None
-    if cls.function is None:
-        raise ConfigError(f"routing controller {spec.kind!r} has no compiled function "
+    if type(ctl).function is None:
+        raise ConfigError(f"routing controller {kind!r} has no compiled function "
                           "(Controller.function)", source=point.source,
                           path="routing_controller.kind")
     return ctl

@@ -31,6 +31,7 @@ from federation.pipeline.point import (
 )
 from federation.pipeline.points import LoadedExperiment, PreparedPoint
 from federation.pipeline.summary import message_table, summarize
+from federation.plugin.registry import plugins_in_use
 from federation.results.model import (
     MachineSummary,
     PointResult,
@@ -70,6 +71,17 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
     this needs the usual ``if __name__ == "__main__":`` guard.  ``checked`` is called once every
     point has passed the preflight (the CLI prints its notes then: a refused run prints one line).
     """
+    with plugins_in_use(loaded.plugins):  # the manager that loaded it (active_plugins)
+        return _run(loaded, out_dir, progress, overwrite, max_memory, out_source, workers,
+                    scheduler, worker_timeout, placed, checked, deadlock_check)
+
+
+def _run(loaded: LoadedExperiment, out_dir: str | Path | None, progress: Progress | None,
+         overwrite: bool, max_memory: int | None, out_source: str, workers: int | None,
+         scheduler: str | None, worker_timeout: float | None,
+         placed: Callable[[Path], None] | None, checked: Callable[[], None] | None,
+         deadlock_check: bool) -> RunResult:
+    """The body of :func:`run_experiment`."""
     from federation.pipeline.bounds import default_max_memory
 
     limit = max_memory or default_max_memory()

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from importlib import metadata
 from types import ModuleType
@@ -302,7 +304,7 @@ def resolve_nested(what: str, spec: Any, path: str) -> tuple[Any, Any]:
     from federation.errors import ConfigError
     from federation.models.base import validate_model
 
-    registry: ComponentRegistry[Any] = getattr(get_plugins(), what)
+    registry: ComponentRegistry[Any] = getattr(active_plugins(), what)
     try:
         cls = registry.get(spec.kind)
     except KeyError as exc:
@@ -344,6 +346,36 @@ def get_plugins(reload: bool = False) -> FederationPlugins:
     if _MANAGER is None or reload:
         _MANAGER = FederationPlugins()
     return _MANAGER
+
+
+#: the manager an experiment was loaded with, while it is loaded or run (see active_plugins)
+_ACTIVE: ContextVar[FederationPlugins | None] = ContextVar("federation_plugins", default=None)
+
+
+def active_plugins() -> FederationPlugins:
+    """The plugin manager of the experiment being loaded or run in this thread: the one
+    given to ``load_experiment(..., plugins=M)``, else the process-wide one.
+
+    A component named inside another's parameters (``synthetic``'s ``pattern``), a routing
+    controller, the origins ``results.json`` records: each is looked up here, so that they
+    come from ``M`` as the top-level components do.  Read from the process-wide manager, a
+    pattern registered on ``M`` only was unknown, one registered on the process-wide
+    manager by an earlier run was found where ``M`` lacked it, and the same experiment run
+    twice with the same ``M`` recorded other origins once a plugin was added to the
+    process-wide manager."""
+    plugins = _ACTIVE.get()
+    return plugins if plugins is not None else get_plugins()
+
+
+@contextmanager
+def plugins_in_use(plugins: FederationPlugins | None) -> Iterator[None]:
+    """Make ``plugins`` (``None``: the process-wide manager) :func:`active_plugins` in this
+    thread (a context variable: another thread's run is not affected) until the block ends."""
+    token = _ACTIVE.set(plugins)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
 
 
 def reset_plugins() -> None:
