@@ -245,3 +245,19 @@ def test_a_routing_that_spreads_over_equal_cost_ports_is_refused_on_a_torus(tmp_
     assert line.startswith("error: e.yaml: routing: routing '") and line.endswith(
         "so routings that choose among equal-cost minimal ports (prog_adaptive, aries, "
         "minimal with a spread other than table) do not run on it"), line
+
+
+def test_a_message_listed_past_the_window_near_the_clocks_end_is_refused(tmp_path):
+    """Listed messages after the window are sent; the latest is followed along the longest
+    route (865 ns at zero load here) as a packet created at the window's end is: one at
+    8.7960929 s passed ``validate`` and stopped the run with the engine's refusal of an
+    ARRIVE at the clock's end; 8.796092 s still runs."""
+    late = ("machine: m.yaml\nworkload: {kind: messages, messages: ["
+            "{at: 0s, src: 1, dst: 2, size: 64B}, {at: AT, src: 0, dst: 40, size: 64B}]}\n"
+            "stop: {warmup: 0s, measure: 1us}\n")
+    line = refused_alike(tmp_path, DRAGONFLY, late.replace("AT", "8.7960929s"))
+    assert ("e.yaml: workload: a packet created at 8.796s (the last message listed) needs "
+            "864.8ns more at zero load") in line
+    (tmp_path / "e.yaml").write_text(late.replace("AT", "8.796092s"))
+    r = run_cli("run", "e.yaml", "--out", "ok", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr

@@ -227,3 +227,75 @@ def test_the_note_uses_the_cycle_the_engine_runs(tmp_path, workload, nic, note):
     r = run_cli("validate", "e.yaml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert any(note in x for x in r.stderr.splitlines()), r.stderr
+
+
+def _checked(tmp_path, doc: dict) -> None:
+    """``validate``'s checks of ``doc`` (the preflight of every point)."""
+    from federation.pipeline.point import preflight
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    preflight(load_experiment(path), 8 * 2**30)
+
+
+@pytest.mark.parametrize("cycle", ["0.1ps", "0.6ps", "10s"])
+def test_a_cycle_outside_the_engines_range_is_refused_with_the_file(tmp_path, cycle):
+    """The engine clocks whole picoseconds up to its clock range: 0.1 ps was a
+    ZeroDivisionError while the file was read, 0.6 ps and 10 s passed ``validate`` and were
+    refused by the run (10 s naming no field)."""
+    m = machine(cycle=cycle)
+    with pytest.raises(ConfigError, match=r"machine\.router\.cycle: .* is outside 1 ps \.\. "):
+        _checked(tmp_path, {"machine": m, "workload": {"kind": "synthetic", "load": 0.1},
+                            "stop": {"warmup": "0ns", "measure": "1us"}})
+
+
+@pytest.mark.parametrize("jobs", [False, True])
+def test_rank_programs_are_refused_before_the_run(tmp_path, jobs):
+    """They were refused only by the engine when the run started (a sweep's earlier points
+    had run), naming no field."""
+    pingpong = {"kind": "pingpong", "sizes": [64], "iterations": 2, "nodes": [0, 5]}
+    doc = {"machine": machine()}
+    if jobs:
+        doc["jobs"] = [{"name": "uniform", "workload": {"kind": "synthetic", "load": 0.1},
+                        "placement": {"kind": "contiguous", "count": 4}},
+                       {"name": "pp", "workload": pingpong,
+                        "placement": {"kind": "contiguous", "count": 2}}]
+        doc["stop"] = {"warmup": "0ns", "measure": "1us"}
+    else:
+        doc["workload"] = pingpong
+    what = "job 'pp' ('pingpong')" if jobs else "its workload ('pingpong')"
+    with pytest.raises(ConfigError, match=re.escape(
+            f"machine.router.model: router.model booksim_iq clocks the NICs of open-loop "
+            f"traffic only; {what} runs rank programs")):
+        _checked(tmp_path, doc)
+
+
+def _late(at: str) -> dict:
+    """A cycle of 0.1 s, every figure one cycle: a packet from node 4 (router 1) to node 12
+    (router 3) crosses the machine's longest route, local -> global -> local, in 14 cycles
+    (5 channels of 2, 4 routers of 1); it is listed at ``at``, past a 1 s window."""
+    link = {"bandwidth": "640B/s", "latency": "0.1s", "buffer": "16KiB"}
+    m = machine(cycle="0.1s")
+    m["links"] = {c: link for c in ("terminal", "local", "global")}
+    m["router"].pop("credit_delay")
+    return {"machine": m,
+            "workload": {"kind": "messages", "messages": [
+                {"at": "0s", "src": 1, "dst": 2, "size": "64B"},
+                {"at": at, "src": 4, "dst": 12, "size": "64B"}]},
+            "stop": {"warmup": "0s", "measure": "1s"},
+            "outputs": {"packets": True, "messages": False}}
+
+
+def test_the_clock_bound_is_the_zero_load_trip_in_whole_cycles(tmp_path):
+    """The preflight follows the latest packet along the longest route in the router's whole
+    cycles, and a listed message past the window is followed too: at 7.3 s it is delivered
+    at 8.7 s, exactly that bound; at 7.4 s (8.8 s, past the clock's 8.796 s) it is refused
+    before the run, naming the workload.  The bound counted one cycle per router and the
+    exact serialisations (7 cycles here) from the window's end, so a 1 s cycle or a late
+    message ran until the engine refused an event at the clock's end."""
+    _, _, _, packets, _ = simulate(tmp_path, _late("7.3s"))
+    assert packets["delivered_ps"].tolist() == [500_000_000_000, 8_700_000_000_000]
+    with pytest.raises(ConfigError, match=re.escape(
+            "workload: a packet created at 7.4s (the last message listed) needs 1.4s more at "
+            "zero load")):
+        _checked(tmp_path, _late("7.4s"))

@@ -21,7 +21,8 @@ closed-loop ones), and a ``precision`` too coarse for the machine
 (:func:`precision_limit`: SimGrid merges events closer than it).  The worker runs in a process
 group of its own, stopped whole on its time limit, Ctrl-C or an error; when it fails its
 folder is kept and named (:func:`_run_worker`).
-Figures that only a packet model has are ignored and documented: packet size, buffers, VCs.
+Figures that only a packet model has are ignored and documented: packet size, buffers, VCs,
+credit delay.
 
 How results map (``results.json``, ``packets-N``, ``ports-N``, ``messages-N``):
 

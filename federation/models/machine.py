@@ -14,7 +14,17 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, PrivateAttr, ValidationInfo, model_serializer, model_validator
 
 from federation.models.base import DocumentModel, FieldValueError, SchemaVersion
-from federation.models.units import Bandwidth, BufferSize, ByteCount, PacketSize, Size, Time
+from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
+from federation.models.units import (
+    PS_PER_S,
+    Bandwidth,
+    BufferSize,
+    ByteCount,
+    PacketSize,
+    Size,
+    Time,
+    format_time,
+)
 
 DEFAULT_BANDWIDTH = 5.25 * 2**30  # bytes/s (CODES, Edison-like)
 DEFAULT_LATENCY = 10e-9  # s
@@ -179,8 +189,12 @@ class RouterConfig(DocumentModel):
         if self.arbiter.kind != "oldest_first":
             raise ValueError("booksim_iq allocates with BookSim's round-robin separable "
                              "allocators; router.arbiter applies to the default router model")
-        if self.cycle is not None and self.cycle <= 0:
-            raise ValueError("router.cycle must be positive")
+        if self.cycle is not None and not 1 <= self.cycle * PS_PER_S < TIME_LIMIT_PS:
+            # the engine's own range (it clocks whole picoseconds): a cycle below half a
+            # picosecond was 0 while the file was read (a ZeroDivisionError), one below 1 ps
+            # or past the clock refused only when the run started
+            raise FieldValueError("cycle", f"{format_time(self.cycle)} is outside 1 ps .. "
+                                  f"{CLOCK_LIMIT}")
         if self.credit_delay < 0:
             raise ValueError("router.credit_delay must not be negative")
         return self

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -107,7 +107,8 @@ def machine_clock(rm: ResolvedMachine, classes: list[str], refuse: Refusal,
         raise refuse("nic.bandwidth",
                      f"one {size:g} B packet takes {format_time(nic_ser)} to leave a NIC at "
                      f"{nic_bw:g} B/s, beyond {CLOCK_LIMIT}")
-    delay = float(machine.router.delay)
+    # a booksim_iq router has no router.delay: its cycle is checked by the model
+    delay = float(machine.router.delay) if machine.router.model != "booksim_iq" else 0.0
     for name, value in (("router.delay", delay),
                         ("router.credit_delay", float(machine.router.credit_delay))):
         if value >= TIME_LIMIT_S:
@@ -180,9 +181,10 @@ class _Figures:
     names: list[str]
     nic_ser: float
     delay: float
-    credit_delay: float
+    credit_delay: float  #: -inf: the last credit is never the trip's last event (booksim_iq)
     cut_through: bool
     term: int  #: index of the terminal class
+    delay_key: str = "router.delay"  #: the field a router's time comes from
 
     def hop(self) -> np.ndarray:
         """Per class: what one router-to-router hop of that class adds to a packet's trip."""
@@ -197,12 +199,41 @@ def _figures(point: ResolvedPoint, network: Network, links: dict[str, LinkFigure
     names = list(network.link_classes)
     ser = np.array([size / float(links[c].bandwidth) for c in names])
     lat = np.array([float(links[c].latency) for c in names])
-    if router.model == "booksim_iq":  # a clocked pipeline: one cycle per router at zero load
-        delay, credit = float(router.cycle or 0.0), 0.0
-    else:
-        delay, credit = float(router.delay), float(router.credit_delay)
-    return _Figures(ser, lat, names, size / nic_bw, delay, credit,
-                    router.switching == "cut_through", names.index("terminal"))
+    nic_ser = size / nic_bw
+    if router.model == "booksim_iq":
+        return _iq_figures(router, ser, lat, names, nic_ser)
+    return _Figures(ser, lat, names, nic_ser, float(router.delay),
+                    float(router.credit_delay), router.switching == "cut_through",
+                    names.index("terminal"))
+
+
+def _iq_figures(router: Any, ser: np.ndarray, lat: np.ndarray, names: list[str],
+                nic_ser: float) -> _Figures:
+    """The booksim_iq router's zero-load figures, each at most what the engine takes
+    (docs/architecture.md, "Router models"; tests/test_router_iq.py's closed forms): with a
+    given ``router.cycle`` a link or NIC holds a packet whole cycles (its serialisation
+    rounded up, one at least), latencies are rounded to whole cycles and a router takes one
+    (speedup 2; two with speedup 1); with the default cycle (known once the traffic is: one
+    largest packet on the fastest link) the exact figures, each below the engine's.  The
+    last event counted is the delivery: this router returns a credit when the packet
+    leaves its input buffer, before its next serialisation, so the credit branch of the
+    default model's trip is no bound here (``credit_delay`` -inf turns it off).  Counting
+    one cycle per router with the exact serialisation let a long cycle pass the check and
+    fail at the clock's end mid-run."""
+    none = float("-inf")
+    if not router.cycle:
+        return _Figures(ser, lat, names, nic_ser, 0.0, none, False, names.index("terminal"),
+                        "router.cycle")
+    c = round(float(router.cycle) * PS_PER_S)  # the engine's whole picoseconds
+
+    def whole(t: np.ndarray) -> np.ndarray:  # whole cycles a packet holds a link (iq.flits;
+        # the floor is at most the engine's rounding of the same product)
+        return np.maximum(-(-np.floor(t * PS_PER_S) // c), 1) * c / PS_PER_S
+
+    cycles = np.round(np.round(lat * PS_PER_S) / c)  # as the engine rounds port_lat (new_iq)
+    return _Figures(whole(ser), cycles * c / PS_PER_S, names,
+                    float(whole(np.array([nic_ser]))[0]), c / PS_PER_S, none, False,
+                    names.index("terminal"), "router.cycle")
 
 
 def _nonminimal(tables: RouteTables, program: RoutingProgram | None) -> bool:
@@ -236,7 +267,7 @@ def _route_parts(fig: _Figures, route: list[int]) -> dict[str, float]:
 
     add("nic.bandwidth", fig.nic_ser)
     add(f"links.{fig.names[t]}.latency", fig.lat[t])
-    add("router.delay", fig.delay, len(route) + 1)
+    add(fig.delay_key, fig.delay, len(route) + 1)
     for c in route:
         add(f"links.{fig.names[c]}.latency", fig.lat[c])
         if not fig.cut_through:
@@ -283,7 +314,8 @@ def _longest_route(network: Network, tables: RouteTables, fig: _Figures) -> list
 
 def check_route_clock(point: ResolvedPoint, network: Network, tables: RouteTables,
                       links: dict[str, LinkFigures], nic_bw: float,
-                      program: RoutingProgram | None = None) -> None:
+                      program: RoutingProgram | None = None,
+                      last: tuple[float, str] | None = None) -> None:
     """Refuse a point whose packets cannot all reach their destination inside the clock
     range even without any queueing.
 
@@ -295,9 +327,14 @@ def check_route_clock(point: ResolvedPoint, network: Network, tables: RouteTable
     last event would pass the clock: the run would stop half-way with the engine's refusal.
     The field blamed is the figure that adds most.  A congested run can still reach the
     clock later; the engine refuses that event when it would schedule it.
+
+    ``last``: ``(seconds, field)`` of a message the files list after the traffic's end (they
+    are sent: :func:`federation.pipeline.messages.check_given_traffic` passes the latest),
+    followed instead and blamed on ``field`` when its creation time is what reaches the
+    clock.
     """
     fig = _figures(point, network, links, nic_bw)
-    t0 = _start_time(point)
+    t0 = _start_time(point) if last is None else last[0]
     twice = _nonminimal(tables, program)
     tail = fig.ser[fig.term] + max(fig.lat[fig.term], float(fig.lat.max()) + fig.credit_delay)
     head = fig.nic_ser + fig.lat[fig.term] + fig.delay
@@ -311,7 +348,8 @@ def check_route_clock(point: ResolvedPoint, network: Network, tables: RouteTable
     if (t0 + trip) * PS_PER_S < TIME_LIMIT_PS:
         return
     if t0 > max(parts.values()):
-        path = stop_path(point, "measure" if point.experiment.stop.measure else "warmup")
+        path = (last[1] if last is not None else
+                stop_path(point, "measure" if point.experiment.stop.measure else "warmup"))
         blame = ConfigError("", source=point.source, path=path)
     else:
         blame = refuse_figure(point, max(parts, key=parts.__getitem__).split()[-1], "")
@@ -321,7 +359,8 @@ def check_route_clock(point: ResolvedPoint, network: Network, tables: RouteTable
            else f"{len(route) + 1} routers")
     classes = " -> ".join(fig.names[c] for c in route) or "none"
     raise ConfigError(
-        f"a packet created at {format_time(t0)} (the end of the traffic) needs "
+        f"a packet created at {format_time(t0)} "
+        f"({'the end of the traffic' if last is None else 'the last message listed'}) needs "
         f"{format_time(trip)} more at zero load to be delivered and its last credit returned, "
         f"on the longest route ({how}; router-to-router links: {classes}): {named}; that "
         f"ends at {format_time(t0 + trip)}, beyond {CLOCK_LIMIT}",

@@ -465,6 +465,8 @@ def _iq_cycle_notes(points: list[ResolvedPoint]) -> list[str]:
             from federation.engine.iq import default_cycle
 
             cycle = round(default_cycle(np.array(list(per_byte.values())), packet))
+        if cycle < 1:  # a default cycle below the engine's picosecond: refused at preflight
+            continue
         for size in sorted(sizes, reverse=True):
             for cls, ps in per_byte.items():
                 ser = int(size * ps + 0.5)

@@ -20,6 +20,7 @@ from federation.errors import ConfigError, located
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
 from federation.models.units import PS_PER_S, format_time, seconds_to_ps
 from federation.network import Network
+from federation.pipeline.bounds import check_route_clock
 from federation.pipeline.points import (
     ResolvedJob,
     ResolvedPoint,
@@ -369,6 +370,7 @@ def check_given_window(point: ResolvedPoint, built: Built, placed: Placed) -> No
         if times is None:
             return
         given.append((pj, np.asarray(times, dtype=np.int64) + job.start_ps))
+    _check_late_messages(point, built, given, horizon)
     if stop.messages is not None:  # one open-loop job (check_jobs), generated whole
         pj, times = given[0]
         after = int((np.asarray(times) >= warm).sum())  # on the machine's clock, as the run
@@ -384,6 +386,22 @@ def check_given_window(point: ResolvedPoint, built: Built, placed: Placed) -> No
     if len(seen) == 1 and given[0][1] is not None:  # the run's one-job path (check_traffic)
         seen = [(None, built.network.n_nodes, seen[0][2])]
     check_window(point, built, window, seen)
+
+
+def _check_late_messages(point: ResolvedPoint, built: Built,
+                         given: list[tuple[PlacedJob, np.ndarray | None]], horizon: int) -> None:
+    """A message the file lists after the traffic's end is sent too: follow the latest one
+    along the longest route as the build follows a packet created at the end
+    (:func:`~federation.pipeline.bounds.check_route_clock`).  A message at 8.79 s after a
+    1 us window passed ``validate`` and stopped the run at the clock's end."""
+    late = [(int(t.max()), pj) for pj, t in given if t is not None and t.size]
+    if not late:
+        return
+    at, pj = max(late, key=lambda x: x[0])
+    if horizon < at < TIME_LIMIT_PS:  # past the clock: refused by the run's own check first
+        check_route_clock(point, built.network, built.tables, built.links,
+                          built.nic_bandwidth, built.program,
+                          last=(at / PS_PER_S, pj.job.workload_field))
 
 
 def _drawn(point: ResolvedPoint, built: Built, window: tuple[int, int],

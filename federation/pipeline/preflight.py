@@ -22,6 +22,7 @@ from federation.pipeline.points import (
     ResolvedPoint,
     machine_prefix,
     point_jobs,
+    refuse_figure,
     stop_path,
 )
 from federation.pipeline.rings import smallest_packet
@@ -31,6 +32,7 @@ def check_point(point: ResolvedPoint) -> None:
     """The checks of ``point`` that need no allocation: the clock range of its figures, its
     stop rule and its jobs."""
     check_clock(point)
+    check_iq(point)
     check_starts(point)
     if point.experiment.jobs is None:
         if point.workload.closed_loop:
@@ -40,6 +42,23 @@ def check_point(point: ResolvedPoint) -> None:
     else:
         check_jobs(point)
     check_message_count(point)  # after the refusals of stop.messages by the kind of jobs
+
+
+def check_iq(point: ResolvedPoint) -> None:
+    """The booksim_iq router model clocks the NICs of open-loop traffic only (its NICs draw
+    packets per cycle; rank programs hand theirs over as operations finish): refuse a job
+    of rank programs here, where the engine refused it only when the run started (after a
+    sweep's earlier points had run)."""
+    if point.machine.machine.router.model != "booksim_iq":
+        return
+    for job in point_jobs(point):
+        if job.closed_loop:
+            what = ("its workload" if point.experiment.jobs is None
+                    else f"job {job.name!r}")
+            raise refuse_figure(point, "router.model", (
+                f"router.model booksim_iq clocks the NICs of open-loop traffic only; {what} "
+                f"({job.workload.name!r}) runs rank programs, which need the default router "
+                "model"))
 
 
 def machine_estimate(point: ResolvedPoint, max_memory: int) -> MemoryEstimate | None:
