@@ -30,6 +30,7 @@ def experiment_inputs(loaded: LoadedExperiment) -> list[Path]:
         found[point.machine.source] = None
         components = [point.machine.topology, point.machine.qos, point.machine.arbiter,
                       point.routing, point.engine, point.workload, point.background,
+                      point.controller,
                       *(c for j in point_jobs(point) for c in (j.workload, j.placement))]
         for value in [point.experiment, point.machine.machine,
                       *(getattr(c, "params", None) for c in components)]:
