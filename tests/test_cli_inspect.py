@@ -128,3 +128,18 @@ def test_topology_counts_an_aries_radix_in_tiles(tmp_path):
     r = run_cli("topology", "m.yaml", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "radix       48 tiles (48 used; their bundles make 34 cable ports)" in r.stdout
+
+
+def test_validate_takes_set_on_a_machine_file(tmp_path):
+    """``validate MACHINE --set router.vcs=4`` was refused as "this is a machine file ... use
+    'federation validate'": the help and the README say ``--set`` works on ``validate``."""
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    r = run_cli("validate", "m.yaml", "--set", "topology.p=3", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("m.yaml: valid machine (dragonfly: 36 routers, 108 nodes")
+    line = one_error(run_cli("validate", "m.yaml", "--set", "router.vcs=0", cwd=tmp_path))
+    assert line == ("error: m.yaml: router.vcs: Input should be greater than or equal to 1 "
+                    "(the value comes from --set router.vcs=0)")
+    line = one_error(run_cli("validate", "m.yaml", "--set", "sweep.router.vcs=[1, 2]",
+                             cwd=tmp_path))
+    assert "a machine file has no sweep" in line

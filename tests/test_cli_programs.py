@@ -207,3 +207,27 @@ def test_docs_vectorised_path_gives_the_builders_programs(shift_site, monkeypatc
                            strict=True))
 
         assert edges(built) == edges(blocks) and built.n_deps == blocks.n_deps
+
+
+def test_an_explicit_format_reads_a_schedule_whatever_its_name(tmp_path):
+    """A TI trace named ``.json`` with ``--format ti`` was read as an experiment ("invalid
+    JSON at line 1"): the extension decided before the format given was looked at."""
+    from conftest import run_cli
+
+    trace = tmp_path / "pp.json"
+    trace.write_text((REPO / "tests" / "data" / "programs" / "pingpong.ti").read_text())
+    r = run_cli("comm", "pp.json", "--format", "ti", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    same = run_cli("comm", str(REPO / "tests" / "data" / "programs" / "pingpong.ti"),
+                   "--json", cwd=tmp_path)
+    assert json.loads(r.stdout)["ranks"] == json.loads(same.stdout)["ranks"]
+
+
+def test_a_calc_unit_past_the_clock_is_refused_in_one_line(tmp_path):
+    """``export --calc-unit 1e7s`` (2**63 ps and more) was an OverflowError traceback."""
+    from conftest import one_error, run_cli
+
+    line = one_error(run_cli("export", str(REPO / "tests" / "data" / "programs" / "hand.goal"),
+                             "--out", "x.goal", "--calc-unit", "1e7s", cwd=tmp_path))
+    assert line.startswith("error: --calc-unit: 1e7s is beyond the engine's clock range")
+    assert not (tmp_path / "x.goal").exists()

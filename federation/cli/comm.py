@@ -130,8 +130,9 @@ def _placed_programs(point: ResolvedPoint, job: ResolvedJob, max_memory: int) ->
 
 
 def calc_unit_ps(text: str, option: str = "--calc-unit") -> int:
-    """``option``'s value in whole picoseconds (at least 1): the time of one GOAL ``calc``
-    unit."""
+    """``option``'s value in whole picoseconds (at least 1, below the clock range): the
+    time of one GOAL ``calc`` unit."""
+    from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
     from federation.models.units import PS_PER_S, parse_time
 
     try:
@@ -142,6 +143,8 @@ def calc_unit_ps(text: str, option: str = "--calc-unit") -> int:
     if unit_ps < 1 or abs(unit_ps - unit_s * PS_PER_S) > 1e-6 * unit_ps:
         raise ConfigError(f"{text} is not a whole number of picoseconds (at least 1ps)",
                           source=option)
+    if unit_ps >= TIME_LIMIT_PS:  # one calc past the clock (and 2**63 ps an OverflowError)
+        raise ConfigError(f"{text} is beyond {CLOCK_LIMIT}", source=option)
     return unit_ps
 
 
@@ -239,7 +242,7 @@ def read_programs(file: Path, overrides: list[str], index: int | None, fmt: str,
         raise ConfigError(f"is {results}, not a program: give the experiment file it ran "
                           "(its resolved points are in results.json's points[i].resolved) or a "
                           "schedule", source=str(file))
-    if is_experiment(file):
+    if fmt == "auto" and is_experiment(file):  # a format given says the file is a schedule
         if calc_unit is not None:
             raise ConfigError("applies to GOAL schedules; an experiment's program_file "
                               "workload gives its own calc_unit", source=unit_option)

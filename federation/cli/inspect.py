@@ -34,8 +34,8 @@ def validate(
 
     limit = memory_limit(max_memory)
     doc = read_document(file)
-    if is_machine_document(doc) and not set_:
-        rm = load_machine(file)
+    if is_machine_document(doc):
+        rm = load_machine(file, overrides=set_ or [])
         net = checked_machine_network(rm, limit)
         print(f"{file}: valid machine ({rm.topology.name}: {net.n_routers} routers, "
               f"{net.n_nodes} nodes, {net.n_links} cables)")

@@ -118,12 +118,26 @@ def resolve_machine(machine: Machine, source: str, plugins: FederationPlugins,
     return ResolvedMachine(machine, source, topo, qos, arbiter)
 
 
-def load_machine(path: str | Path, plugins: FederationPlugins | None = None) -> ResolvedMachine:
-    """Load and fully validate a machine file."""
+def load_machine(path: str | Path, plugins: FederationPlugins | None = None,
+                 overrides: list[str] | None = None) -> ResolvedMachine:
+    """Load and fully validate a machine file, with ``--set`` ``overrides`` of its fields
+    (``router.vcs=4``: the machine's own keys) applied first."""
     plugins = plugins or get_plugins()
     doc = read_document(path)
-    machine = validate_model(Machine, doc, str(path))
-    return resolve_machine(machine, str(path), plugins)
+    sets = [parse_override(o) for o in overrides or []]
+    if not sets:
+        return resolve_machine(validate_model(Machine, doc, str(path)), str(path), plugins)
+    check_conflicts(sets, doc)
+    whole = copy.deepcopy(doc)
+    for o in sets:
+        if o.axis is not None or o.key == "sweep":
+            raise ConfigError("a machine file has no sweep: --set gives its fields "
+                              "(router.vcs=4)", source=str(o))
+        set_path(whole, o.key, o.value, str(o))
+    try:
+        return resolve_machine(validate_model(Machine, whole, str(path)), str(path), plugins)
+    except ConfigError as exc:
+        raise blame(exc, sets, str(path), doc) from None
 
 
 def is_machine_document(doc: dict[str, Any]) -> bool:
