@@ -3,7 +3,8 @@ ranks are placed, without simulating.
 
 For every point and every closed-loop job: its messages (one per send of its rank programs),
 their total and mean router-to-router hops on the routing's minimal paths, and the busiest
-cable's message count (with the pairs of messages that share a cable); for a ``two_opt`` job
+cable's message count (with the pairs of messages on each cable, summed over the cables:
+``sharing_pairs``); for a ``two_opt`` job
 the same figures for its starting order and for the order found, beside the search's own
 objective before and after.  The jobs are placed and ordered exactly as ``run`` places them
 (same seed, same streams).  Open-loop jobs draw their messages at run time and are listed

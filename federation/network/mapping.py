@@ -141,7 +141,8 @@ def contention_of(edges: Edges, pos: np.ndarray, slot_pair: np.ndarray,
 
 def sharing(paths: PairPaths, pair: np.ndarray, count: np.ndarray) -> tuple[int, int]:
     """``count[i]`` messages on the path of router pair ``pair[i]`` each: the pairs of
-    messages that share a cable, and the busiest cable's message count."""
+    messages on each cable summed over the cables (a pair sharing k cables counts k times),
+    and the busiest cable's message count."""
     lens = paths.first[pair + 1] - paths.first[pair]
     idx = np.repeat(paths.first[pair], lens) + (np.arange(int(lens.sum()))
                                                 - np.repeat(np.cumsum(lens) - lens, lens))

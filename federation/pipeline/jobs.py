@@ -250,7 +250,7 @@ class HopFigures:
     messages: int
     total_hops: int
     busiest_link_messages: int  #: messages on the busiest cable (contention)
-    sharing_pairs: int  #: pairs of messages that share a cable
+    sharing_pairs: int  #: pairs of messages on each cable, summed over the cables
 
     @property
     def mean_hops(self) -> float | None:
