@@ -143,3 +143,25 @@ def test_validate_takes_set_on_a_machine_file(tmp_path):
     line = one_error(run_cli("validate", "m.yaml", "--set", "sweep.router.vcs=[1, 2]",
                              cwd=tmp_path))
     assert "a machine file has no sweep" in line
+
+
+def test_a_results_document_is_refused_in_one_line_where_an_experiment_is_read(tmp_path):
+    """Read as an experiment it was fifteen lines of schema errors ("the file says 6")."""
+    (tmp_path / "results.json").write_text(json.dumps(
+        {"schema_name": "hpc-federation.results", "schema_version": 6,
+         "federation_version": "0", "machine": {"links": {"global": 1}}, "points": []}))
+    for command in ("validate", "run", "hops", "topology"):
+        line = one_error(run_cli(command, "results.json", cwd=tmp_path))
+        assert line.startswith("error: results.json: is a federation run's results document")
+
+
+def test_validate_refuses_an_outputs_dir_that_is_a_file(tmp_path):
+    """``run`` refused it at once; ``validate`` said the file was valid."""
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "e.yaml").write_text(
+        "machine: m.yaml\nworkload: {kind: synthetic, load: 0.1}\n"
+        "stop: {warmup: 0.1us, measure: 0.5us}\noutputs: {dir: afile}\n")
+    line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
+    assert line.startswith("error: e.yaml: outputs.dir: ")
+    assert line.endswith("afile exists and is not a folder")

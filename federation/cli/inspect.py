@@ -31,6 +31,7 @@ def validate(
     from federation.models.base import read_document
     from federation.pipeline.load import is_machine_document, load_experiment, load_machine
     from federation.pipeline.point import preflight
+    from federation.results.destinations import check_out_folder
 
     limit = memory_limit(max_memory)
     doc = read_document(file)
@@ -41,7 +42,8 @@ def validate(
               f"{net.n_nodes} nodes, {net.n_links} cables)")
         return
     loaded = load_experiment(file, set_ or [])
-    output_folder(loaded, None)  # the folder run would write by default: name, outputs.dir
+    # the folder run would write by default (name, outputs.dir): run refuses a file there
+    check_out_folder(*output_folder(loaded, None))
     cache = preflight(loaded, limit, deadlock_check=not no_deadlock_check)
     loaded.print_notes()  # after the checks: a refusal stays one line
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")

@@ -124,6 +124,7 @@ def load_machine(path: str | Path, plugins: FederationPlugins | None = None,
     (``router.vcs=4``: the machine's own keys) applied first."""
     plugins = plugins or get_plugins()
     doc = read_document(path)
+    refuse_results(doc, str(path))
     sets = [parse_override(o) for o in overrides or []]
     if not sets:
         return resolve_machine(validate_model(Machine, doc, str(path)), str(path), plugins)
@@ -138,6 +139,15 @@ def load_machine(path: str | Path, plugins: FederationPlugins | None = None,
         return resolve_machine(validate_model(Machine, whole, str(path)), str(path), plugins)
     except ConfigError as exc:
         raise blame(exc, sets, str(path), doc) from None
+
+
+def refuse_results(doc: dict[str, Any], source: str) -> None:
+    """Refuse a run's ``results.json`` given where an experiment or machine is read, in one
+    line: read as either, it was fifteen lines of schema errors ("the file says 6")."""
+    if doc.get("schema_name") == "hpc-federation.results":
+        raise ConfigError("is a federation run's results document, not an experiment or a "
+                          "machine: each point's complete experiment is its "
+                          "points[i].resolved, which runs as it is", source=source)
 
 
 def is_machine_document(doc: dict[str, Any]) -> bool:
@@ -164,6 +174,7 @@ def load_experiment(path: str | Path | None = None, overrides: list[str] | None 
     p = Path(path) if path is not None else quickstart_path()
     source = str(p)
     doc = read_document(p) if document is None else copy.deepcopy(document)
+    refuse_results(doc, source)
     if is_machine_document(doc):
         raise ConfigError(
             "this is a machine file; an experiment needs 'machine:' (a path or inline) "
