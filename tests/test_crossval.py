@@ -89,6 +89,11 @@ def test_missing_engine_is_not_run_never_passed(tmp_path):
     assert doc["counts"] == {"pass": 0, "fail": 0, "error": 0, "not run": 1}
     assert [run["status"] for run in doc["runs"]] == ["ran", "not run"]
     assert "not run: simgrid: engine 'simgrid' is not installed" in r.stdout
+    # --out in a folder that does not exist yet: made, as export, report and comm --plot make
+    # theirs (it was refused as "nodir is not a folder")
+    r = run_cli("crossval", str(s), "--out", "nodir/deeper/r.json", cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "nodir" / "deeper" / "r.json").read_text())["counts"]
     r = run_cli("crossval", str(s), "--out", str(tmp_path / "r.json"), "--overwrite",
                 "--require-all-engines", cwd=tmp_path, env=env)
     assert r.returncode == 1 and "failed: 1 not run" in r.stdout

@@ -344,8 +344,8 @@ class OutputFile(_Made):
         try:
             if not parent.is_dir():
                 if not make_parents or parent.exists():
-                    raise ConfigError(f"cannot write {p}: {parent} is not a folder",
-                                      source=source)
+                    why = "is not a folder" if parent.exists() else "does not exist"
+                    raise ConfigError(f"cannot write {p}: {parent} {why}", source=source)
                 q = parent
                 while not q.exists():
                     self._created.append(q)
