@@ -165,3 +165,18 @@ def test_validate_refuses_an_outputs_dir_that_is_a_file(tmp_path):
     line = one_error(run_cli("validate", "e.yaml", cwd=tmp_path))
     assert line.startswith("error: e.yaml: outputs.dir: ")
     assert line.endswith("afile exists and is not a folder")
+
+
+def test_validate_names_runs_option_for_the_default_folder(tmp_path):
+    """The folder ``run`` would name after the file is checked by ``validate`` too, whose
+    refusal said "give --out", an option validate does not have."""
+    import os
+
+    (tmp_path / "m.yaml").write_text(MACHINE)
+    name = os.fsdecode(b"bad\xff.yaml")
+    (tmp_path / name).write_text("machine: m.yaml\nworkload: {kind: synthetic, load: 0.1}\n"
+                                 "stop: {warmup: 0.1us, measure: 0.5us}\n")
+    line = one_error(run_cli("validate", name, cwd=tmp_path))
+    assert "(its name gives the output folder; give run --out)" in line
+    line = one_error(run_cli("run", name, cwd=tmp_path))
+    assert "(its name gives the output folder; give --out)" in line

@@ -43,7 +43,7 @@ def validate(
         return
     loaded = load_experiment(file, set_ or [])
     # the folder run would write by default (name, outputs.dir): run refuses a file there
-    check_out_folder(*output_folder(loaded, None))
+    check_out_folder(*output_folder(loaded, None, "validate"))
     cache = preflight(loaded, limit, deadlock_check=not no_deadlock_check)
     loaded.print_notes()  # after the checks: a refusal stays one line
     print(f"{file}: valid experiment ({len(loaded.points)} point(s))")

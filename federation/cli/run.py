@@ -108,10 +108,12 @@ def run(
             print(f"plots: {out_dir / 'plots'}/ ({len(paths)} figures)")
 
 
-def output_folder(loaded: LoadedExperiment, out: str | None) -> tuple[Path, str]:
+def output_folder(loaded: LoadedExperiment, out: str | None,
+                  command: str = "run") -> tuple[Path, str]:
     """Where the run writes, and what to name in a refusal: ``--out``, else ``outputs.dir``
     (relative to the experiment file), else ``results/<name>`` (the experiment's ``name``, or
-    the file's stem), each checked as a name every file system and reader takes
+    the file's stem; ``command``: the one asking, ``validate`` for the folder ``run`` would
+    write), each checked as a name every file system and reader takes
     (:func:`federation.results.outputs.check_out_path`) and as no input of the experiment
     (:func:`check_inputs`)."""
     from federation.pipeline.inputs import check_inputs
@@ -136,7 +138,8 @@ def output_folder(loaded: LoadedExperiment, out: str | None) -> tuple[Path, str]
         out_dir, out_source = Path("results") / exp.name, f"{loaded.source}: name"
     else:
         out_dir = Path("results") / Path(loaded.source).stem
-        out_source = f"{loaded.source} (its name gives the output folder; give --out)"
+        give = "give --out" if command == "run" else "give run --out"  # validate has none
+        out_source = f"{loaded.source} (its name gives the output folder; {give})"
     check_out_path(out_dir, out_source)
     check_inputs(loaded, out_dir, out_source)
     return out_dir, out_source
