@@ -3,8 +3,9 @@
     python benchmarks/ab.py OLD_TREE NEW_TREE [--pairs 100] [--measure 20us] [--load 0.5]
         [--scenario codes] [--vcs 4] [--qos POLICY [--qos-at router_outputs] [--qos-by dst]]
 
-Each tree is a checkout with its own environment (``TREE/.venv/bin/python``, else this
-Python; give the same tree twice to see the method's own error).  Each runs one worker
+Each tree is a checkout, run with its own environment (``TREE/.venv/bin/python``) or else this
+Python, importing the tree's own code either way (:func:`use_tree`; give the same tree twice
+to see the method's own error).  Each runs one worker
 process, this script with ``--worker``: it builds the point with its tree's own
 ``benchmarks/engine.py`` and engine, runs it once (the loop compiled or loaded), then runs it
 again each time the parent asks.  The parent asks the two in turn, A B then B A, so that both
@@ -75,9 +76,36 @@ def prepare_point(bench: Any, spec: dict[str, Any], plugins: Any = None) -> tupl
     return point.engine, prep.job
 
 
+def use_tree(tree: Path) -> None:
+    """Import ``tree``'s own ``federation``: its core from ``tree/federation`` and its
+    ``plugins/``, ``adapters/`` and ``schemas/`` as the package's subpackages, as an install
+    maps them (pyproject's package-dir), whatever this Python has installed.  Without it a
+    tree without a ``.venv`` was timed with this Python's installed federation: the other
+    tree measured against itself ("same events", a median near 1)."""
+    import importlib.util
+
+    sys.path.insert(0, str(tree))
+    import federation
+
+    for sub in ("plugins", "adapters", "schemas"):
+        spec = importlib.util.spec_from_file_location(
+            f"federation.{sub}", tree / sub / "__init__.py",
+            submodule_search_locations=[str(tree / sub)])
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        setattr(federation, sub, module)
+        spec.loader.exec_module(module)
+    for name in ("federation", "federation.plugins"):
+        where = Path(sys.modules[name].__file__ or "").resolve()
+        if not where.is_relative_to(tree.resolve()):
+            raise SystemExit(f"ab.py: {name} of {tree} is not importable ({where} was)")
+
+
 def worker(tree: str, spec: dict[str, Any]) -> None:
     """Prepare ``spec``'s point with ``tree``'s code, then answer each line of stdin with a
     run's loop seconds, packet-hops and events (a JSON line)."""
+    use_tree(Path(tree))
     sys.path.insert(0, str(Path(tree) / "benchmarks"))
     import engine as bench  # the tree's own (benchmarks/ is not a package)
 

@@ -389,6 +389,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
     ap.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
+    if args.qos and (args.booksim or args.sst or args.sweep):
+        # the processes run `federation run`, which has not the in-process bench_* policies:
+        # their rows were the run without --qos
+        ap.error("--qos applies to the in-process points; --booksim, --sst and --sweep run "
+                 "`federation run` processes, which have no bench_* QoS policy")
+    if args.booksim:
+        for s in args.scenario:
+            if s in BOOKSIM_P:
+                _, _, _, warmup, measure, _ = SCENARIOS[s]
+                w, m = _ns(args.warmup or warmup), _ns(args.measure or measure)
+                if m % 3 or w % (m // 3 or 1) or not m:
+                    # BookSim measures three sample periods after whole ones of warm-up: any
+                    # other window was rounded, and the ratio compared different work
+                    ap.error(f"--booksim needs a measure of three whole-ns periods and a "
+                             f"warm-up of whole periods ({s}: warm-up {w} ns, measure {m} ns)")
     QOS_AT[:] = args.qos_at.split(",") if args.qos_at else []
     if args.no_nic_counters:
         ENGINE["nic_counters"] = False

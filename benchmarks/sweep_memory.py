@@ -27,9 +27,13 @@ def peak_rss_mib(points: int, measure: str, work: Path) -> float:
         "workload: {kind: synthetic, load: 0.5}\n"
         f"stop: {{warmup: 2us, measure: {measure}}}\n"
         f"sweep: {{seed: {list(range(1, points + 1))}}}\n")
+    # the run's own exit status is kept: a refused run (a bad --measure, a sweep past the
+    # memory limit) printed an RSS figure and a ratio of 1.00 as if it had run
     code = ("import resource, sys\nfrom federation.cli import entry\n"
-            "try:\n    entry()\nexcept SystemExit:\n    pass\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n")
+            "try:\n    entry()\n    status = 0\nexcept SystemExit as e:\n"
+            "    status = e.code if isinstance(e.code, int) else 1\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+            "sys.exit(status)\n")
     r = subprocess.run([sys.executable, "-c", code, "run", str(exp), "--out",
                         str(work / f"out-{points}")], capture_output=True, text=True, check=False)
     if r.returncode != 0:
@@ -42,6 +46,8 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=10)
     ap.add_argument("--measure", default="30us")
     args = ap.parse_args()
+    if args.points < 1:
+        ap.error("--points must be at least 1")
     with tempfile.TemporaryDirectory() as tmp:
         one = peak_rss_mib(1, args.measure, Path(tmp))
         many = peak_rss_mib(args.points, args.measure, Path(tmp))
