@@ -163,6 +163,8 @@ def main() -> None:
         worker(sys.argv[2], json.loads(sys.argv[3]))
         return
     a = ap.parse_args()
+    if a.pairs < 2:
+        ap.error("--pairs must be at least 2 (a median's interval needs two)")
     spec = {"scenario": a.scenario, "load": a.load, "measure": a.measure, "vcs": a.vcs,
             "qos": a.qos, "at": a.qos_at, "by": a.qos_by}
     old, new = Worker(a.old, spec), Worker(a.new, spec)

@@ -60,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup")
     ap.add_argument("--measure")
     args = ap.parse_args(argv)
+    if args.pairs < 1:
+        ap.error("--pairs must be at least 1")
     for arb in args.arbiter:
         pairs = measure(args.scenario, args.load, arb, args.pairs, args.warmup, args.measure)
         print(f"{args.scenario} load {args.load} {arb}: packet-hops per cpu second")

@@ -119,6 +119,9 @@ def main() -> None:
     ap.add_argument("--large", action="store_true", help="also the 8,192-router machines")
     ap.add_argument("--machines", nargs="*", help="shipped machine names (default: all)")
     args = ap.parse_args()
+    unknown = sorted(set(args.machines or []) - {m.stem for m in MACHINES.glob("*.yaml")})
+    if unknown:
+        ap.error(f"no shipped machine {', '.join(unknown)} (names without .yaml)")
     shipped(args.machines)
     if args.large:
         print()

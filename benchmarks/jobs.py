@@ -136,6 +136,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat must be at least 1")
     assert quickstart_path().is_file()
     with tempfile.TemporaryDirectory() as d:
         rows = two_opt_rows(Path(d), args.repeat) + engine_rows(Path(d), args.repeat)

@@ -3,13 +3,13 @@
     python benchmarks/program_formats.py [n_ranks] [iterations]
 
 A ring exchange per iteration (irecv from the left, isend to the right, waitall, compute):
-3 operations and 4 edges per rank and iteration, built call by call with ProgramBuilder and
-as blocks with programs_from_blocks.
+3 operations per rank and iteration (4 k - 1 edges per rank over k iterations), built call
+by call with ProgramBuilder and as blocks with programs_from_blocks.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import tempfile
 import time
 from pathlib import Path
@@ -50,8 +50,13 @@ def by_blocks(n: int, k: int):
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    k = int(sys.argv[2]) if len(sys.argv) > 2 else 334
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("n_ranks", type=int, nargs="?", default=1000)
+    ap.add_argument("iterations", type=int, nargs="?", default=334)
+    args = ap.parse_args()
+    if args.n_ranks < 2 or args.iterations < 1:
+        ap.error("a ring needs at least 2 ranks and 1 iteration")
+    n, k = args.n_ranks, args.iterations
     t = time.perf_counter()
     p = by_calls(n, k)
     t_calls = time.perf_counter() - t

@@ -264,6 +264,8 @@ def main() -> None:
                     help="count the loop's instructions, misses and mispredicts under "
                          "cachegrind instead of timing (host-independent; module docstring)")
     a = ap.parse_args()
+    if a.rounds < 1:
+        ap.error("--rounds must be at least 1")
     cfg = configs(a.policies)
     if a.cachegrind:
         l2 = a.l2_kb * 1024 if a.l2_kb else l2_bytes()

@@ -68,7 +68,9 @@ def federation_exe() -> str:
     return str(exe) if exe.exists() else "federation"
 
 
-def engine_runs(loads: list[float], warmup: str, measure: str, seed: int) -> None:
+def engine_runs(loads: list[float], warmup: str, measure: str, seed: int) -> list[str]:
+    """Run each of ``RUNS``; returns the runs that failed (the script then exits 1)."""
+    failed: list[str] = []
     print(f"\nnative engine, warm-up {warmup}, measured {measure}, seed {seed}")
     print(f"  {'machine':22s} {'pattern':12s} {'routing':8s} {'load':>5s} {'offered':>8s} "
           f"{'accepted':>9s} {'latency':>9s} {'hops':>5s} {'wall':>6s}")
@@ -92,6 +94,7 @@ def engine_runs(loads: list[float], warmup: str, measure: str, seed: int) -> Non
             wall = time.perf_counter() - t0
             if done.returncode != 0:
                 print(f"  {machine} {pattern} {routing}: failed\n{done.stderr}")
+                failed.append(f"{machine} {pattern} {routing}")
                 continue
             res = json.loads(done.stdout)
             for p in res["points"]:
@@ -100,6 +103,7 @@ def engine_runs(loads: list[float], warmup: str, measure: str, seed: int) -> Non
                       f"{p['sweep']['workload.load']:5.2f} {s['offered_load']:8.3f} "
                       f"{s['accepted_load']:9.3f} {s['latency_ns']['mean']:7.0f}ns "
                       f"{s['mean_hops']:5.2f} {wall / len(res['points']):5.1f}s")
+    return failed
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -114,7 +118,9 @@ def main(argv: list[str] | None = None) -> None:
     if not args.skip_tables:
         table_balance()
     if not args.skip_engine:
-        engine_runs(args.loads, args.warmup, args.measure, args.seed)
+        failed = engine_runs(args.loads, args.warmup, args.measure, args.seed)
+        if failed:
+            raise SystemExit(f"{len(failed)} runs failed: {'; '.join(failed)}")
 
 
 if __name__ == "__main__":
