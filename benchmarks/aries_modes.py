@@ -32,6 +32,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--credit-delay", default="0ns")
     args = ap.parse_args(argv)
+    from federation.models.units import parse_time
+
+    try:
+        parse_time(args.credit_delay)
+    except ValueError as exc:
+        ap.error(f"--credit-delay: {exc}")
     import federation.schemas.machines as m
 
     machine = yaml.safe_load((Path(m.__file__).parent / "aries-xc.yaml").read_text())

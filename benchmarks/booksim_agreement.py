@@ -214,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--routing", nargs="+", default=["min", "ugal"], choices=["min", "ugal"])
     ap.add_argument("--pattern", nargs="+", default=["uniform", "worst"],
                     choices=["uniform", "worst"])
-    ap.add_argument("--model", nargs="+", default=["default", "booksim_iq"])
+    ap.add_argument("--model", nargs="+", default=["default", "booksim_iq"],
+                    choices=["default", "booksim_iq"])
     ap.add_argument("--only-booksim", action="store_true", help="run BookSim's points only")
     ap.add_argument("--no-saturation", action="store_true")
     ap.add_argument("--native-measure", type=int, metavar="NS",
@@ -225,6 +226,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="also run BookSim without a latency limit at each model's saturation "
                          "boundary, judged by our rule (see above)")
     args = ap.parse_args(argv)
+    if args.native_measure is not None and args.native_measure < 1:
+        ap.error("--native-measure must be at least 1 ns")
+    if args.boundary and args.no_saturation:
+        ap.error("--boundary runs at the saturation boundary, which --no-saturation skips")
     runs = Runs(args.cache, args.booksim, args.native_measure)
     rows = []
     for p in args.p:
