@@ -15,7 +15,8 @@ destination), 147 million routing states).
 
 Measured on the shared two-core development machine (load about 3): every shipped combination
 at most 0.4 s of proof (``par`` and its kin on the 8,320-node dragonfly 0.3 s) except Valiant's
-phases on the 1,024-router 5-D torus (about 3 s, and refused: a real cycle); the 8,192-router
+phases on the 1,024-router 5-D torus (about 3 s, proved deadlock-free: it was refused, a real
+cycle, until stop 33 gave the Valiant family dateline VCs on tori); the 8,192-router
 random-shortcut and circulant graphs at once (VC = hops so far), the 8,192-router torus 24 s
 and 1.2 GB.
 """
