@@ -261,3 +261,18 @@ def test_a_message_listed_past_the_window_near_the_clocks_end_is_refused(tmp_pat
     (tmp_path / "e.yaml").write_text(late.replace("AT", "8.796092s"))
     r = run_cli("run", "e.yaml", "--out", "ok", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+
+
+def test_with_stop_messages_the_late_check_follows_the_nth_message(tmp_path):
+    """The run ends at the N-th message after the warm-up, so a later one is never sent:
+    it was followed all the same and the file refused; the N-th itself is followed."""
+    late = ("machine: m.yaml\nworkload: {kind: messages, messages: ["
+            "{at: 2us, src: 1, dst: 2, size: 64B}, {at: 3us, src: 0, dst: 40, size: 64B}, "
+            "{at: 8.7960929s, src: 0, dst: 40, size: 64B}]}\n"
+            "stop: {warmup: 1us, messages: N}\n")
+    (tmp_path / "m.yaml").write_text(DRAGONFLY)
+    (tmp_path / "e.yaml").write_text(late.replace("N", "2"))
+    r = run_cli("run", "e.yaml", "--out", "ok", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    line = refused_alike(tmp_path, DRAGONFLY, late.replace("N", "3"))
+    assert "e.yaml: workload: a packet created at 8.796s" in line

@@ -370,14 +370,20 @@ def check_given_window(point: ResolvedPoint, built: Built, placed: Placed) -> No
         if times is None:
             return
         given.append((pj, np.asarray(times, dtype=np.int64) + job.start_ps))
-    _check_late_messages(point, built, given, horizon)
     if stop.messages is not None:  # one open-loop job (check_jobs), generated whole
         pj, times = given[0]
-        after = int((np.asarray(times) >= warm).sum())  # on the machine's clock, as the run
-        if after < stop.messages:
-            raise ConfigError(too_few(pj.job.workload, after, stop.messages),
+        times = np.asarray(times)
+        after = np.sort(times[times >= warm])  # on the machine's clock, as the run
+        if after.size < stop.messages:
+            raise ConfigError(too_few(pj.job.workload, int(after.size), stop.messages),
                               source=point.source, path=window_field(point))
+        # the run ends at the N-th message after the warm-up: none listed later is sent
+        _check_late_message(point, built, pj, int(after[stop.messages - 1]), horizon)
         return
+    late = [(int(t.max()), pj) for pj, t in given if t is not None and t.size]
+    if late:
+        at, pj = max(late, key=lambda x: x[0])
+        _check_late_message(point, built, pj, at, horizon)
     if any(t is not None and int(t.max(initial=0)) >= TIME_LIMIT_PS for _, t in given):
         return  # the run refuses a message past the clock first (check_traffic)
     window = (warm, horizon)
@@ -388,16 +394,13 @@ def check_given_window(point: ResolvedPoint, built: Built, placed: Placed) -> No
     check_window(point, built, window, seen)
 
 
-def _check_late_messages(point: ResolvedPoint, built: Built,
-                         given: list[tuple[PlacedJob, np.ndarray | None]], horizon: int) -> None:
-    """A message the file lists after the traffic's end is sent too: follow the latest one
-    along the longest route as the build follows a packet created at the end
+def _check_late_message(point: ResolvedPoint, built: Built, pj: PlacedJob, at: int,
+                        horizon: int) -> None:
+    """The last message a file lists that the run sends (``at`` ps, of job ``pj``), when
+    after the traffic's end (such messages are sent too): followed along the longest route
+    as the build follows a packet created at the end
     (:func:`~federation.pipeline.bounds.check_route_clock`).  A message at 8.79 s after a
     1 us window passed ``validate`` and stopped the run at the clock's end."""
-    late = [(int(t.max()), pj) for pj, t in given if t is not None and t.size]
-    if not late:
-        return
-    at, pj = max(late, key=lambda x: x[0])
     if horizon < at < TIME_LIMIT_PS:  # past the clock: refused by the run's own check first
         check_route_clock(point, built.network, built.tables, built.links,
                           built.nic_bandwidth, built.program,
