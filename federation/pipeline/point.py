@@ -16,9 +16,11 @@ May import: every stage (:mod:`.load`, :mod:`.preflight`, :mod:`.build`, :mod:`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 import numpy as np
 
@@ -372,6 +374,24 @@ class BuildCache:
         return dataclasses.replace(self._last, memory=memory)
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def with_loaded_plugins(fn: Callable[Concatenate[LoadedExperiment, P], R]
+                        ) -> Callable[Concatenate[LoadedExperiment, P], R]:
+    """``fn(loaded, ...)`` run with the plugin manager ``loaded`` was loaded with as
+    :func:`~federation.plugin.registry.active_plugins` (the preflight and the run)."""
+
+    @functools.wraps(fn)
+    def run(loaded: LoadedExperiment, *args: P.args, **kwargs: P.kwargs) -> R:
+        with plugins_in_use(loaded.plugins):
+            return fn(loaded, *args, **kwargs)
+
+    return run
+
+
+@with_loaded_plugins
 def preflight(loaded: LoadedExperiment, max_memory: int,
               deadlock_check: bool = True) -> BuildCache:
     """Every check of every point before any point runs (what ``federation validate`` does):
@@ -389,19 +409,18 @@ def preflight(loaded: LoadedExperiment, max_memory: int,
     that do not fit ``max_memory`` where their count is known before the run (a streamed
     job's expected count, a file's listed messages)."""
     cache = BuildCache(max_memory, deadlock_check)
-    with plugins_in_use(loaded.plugins):
-        for i, point in enumerate(loaded.points):
-            try:
-                check_point(point)
-                built = cache.get(point)
-                placed = place_jobs(point, built)
-                check_open_jobs(point, built, placed)
-                point.engine.check(point, built)  # what it cannot run at all comes first
-                check_given_traffic(point, built, placed, max_memory)
-                cache.programs.check(point, built, placed)
-                cache.ordered(point, built, placed)
-            except FederationError as exc:
-                raise point_error(exc, point, i, loaded) from None
+    for i, point in enumerate(loaded.points):
+        try:
+            check_point(point)
+            built = cache.get(point)
+            placed = place_jobs(point, built)
+            check_open_jobs(point, built, placed)
+            point.engine.check(point, built)  # what it cannot run at all comes first
+            check_given_traffic(point, built, placed, max_memory)
+            cache.programs.check(point, built, placed)
+            cache.ordered(point, built, placed)
+        except FederationError as exc:
+            raise point_error(exc, point, i, loaded) from None
     return cache
 
 

@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -138,7 +139,9 @@ class _EveryNode(Placement):
         return np.arange(ctx.network.n_nodes, dtype=np.int64)
 
 
+@cache
 def _every_node() -> Placement:
+    """The one :class:`_EveryNode` (it holds nothing of a run)."""
     return _EveryNode(_EveryNode.Params())
 
 

@@ -27,11 +27,11 @@ from federation.pipeline.point import (
     preflight,
     prepare,
     run_point,
+    with_loaded_plugins,
     write_point_tables,
 )
 from federation.pipeline.points import LoadedExperiment, PreparedPoint
 from federation.pipeline.summary import message_table, summarize
-from federation.plugin.registry import plugins_in_use
 from federation.results.model import (
     MachineSummary,
     PointResult,
@@ -43,6 +43,7 @@ __all__ = ["Interrupted", "PreparedPoint", "build_network", "message_table", "pr
            "resolve_links", "run_experiment", "summarize", "write_table"]
 
 
+@with_loaded_plugins
 def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
                    progress: Progress | None = None, *, overwrite: bool = False,
                    max_memory: int | None = None, out_source: str = "--out",
@@ -71,17 +72,6 @@ def run_experiment(loaded: LoadedExperiment, out_dir: str | Path | None = None,
     this needs the usual ``if __name__ == "__main__":`` guard.  ``checked`` is called once every
     point has passed the preflight (the CLI prints its notes then: a refused run prints one line).
     """
-    with plugins_in_use(loaded.plugins):  # the manager that loaded it (active_plugins)
-        return _run(loaded, out_dir, progress, overwrite, max_memory, out_source, workers,
-                    scheduler, worker_timeout, placed, checked, deadlock_check)
-
-
-def _run(loaded: LoadedExperiment, out_dir: str | Path | None, progress: Progress | None,
-         overwrite: bool, max_memory: int | None, out_source: str, workers: int | None,
-         scheduler: str | None, worker_timeout: float | None,
-         placed: Callable[[Path], None] | None, checked: Callable[[], None] | None,
-         deadlock_check: bool) -> RunResult:
-    """The body of :func:`run_experiment`."""
     from federation.pipeline.bounds import default_max_memory
 
     limit = max_memory or default_max_memory()
