@@ -129,12 +129,12 @@ def load_machine(path: str | Path, plugins: FederationPlugins | None = None,
     if not sets:
         return resolve_machine(validate_model(Machine, doc, str(path)), str(path), plugins)
     check_conflicts(sets, doc)
-    whole = copy.deepcopy(doc)
-    for o in sets:
-        if o.axis is not None or o.key == "sweep":
-            raise ConfigError("a machine file has no sweep: --set gives its fields "
-                              "(router.vcs=4)", source=str(o))
-        set_path(whole, o.key, o.value, str(o))
+    swept = next((o for o in sets if o.axis is not None or o.key == "sweep"), None)
+    if swept is not None:
+        raise ConfigError("a machine file has no sweep: --set gives its fields "
+                          "(router.vcs=4)", source=str(swept))
+    whole = copy.deepcopy(doc)  # the keys as an experiment's are set: shallowest first
+    Assigner(Path(path).parent).assign(whole, [(o.key, o.value) for o in sets], "--set")
     try:
         return resolve_machine(validate_model(Machine, whole, str(path)), str(path), plugins)
     except ConfigError as exc:
