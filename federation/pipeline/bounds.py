@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -50,6 +50,7 @@ from federation.pipeline.rings import (  # the rings' figures, also read from he
 
 if TYPE_CHECKING:
     from federation.engine.run_types import LinkFigures
+    from federation.models.machine import RouterConfig
     from federation.network import Network
     from federation.network.tables import RouteTables
     from federation.pipeline.points import ResolvedMachine, ResolvedPoint
@@ -207,7 +208,7 @@ def _figures(point: ResolvedPoint, network: Network, links: dict[str, LinkFigure
                     names.index("terminal"))
 
 
-def _iq_figures(router: Any, ser: np.ndarray, lat: np.ndarray, names: list[str],
+def _iq_figures(router: RouterConfig, ser: np.ndarray, lat: np.ndarray, names: list[str],
                 nic_ser: float) -> _Figures:
     """The booksim_iq router's zero-load figures, each at most what the engine takes
     (docs/architecture.md, "Router models"; tests/test_router_iq.py's closed forms): with a
