@@ -301,7 +301,7 @@ def comm(
             raise ConfigError(f"the file name must end in .png, .svg or .pdf, got {plot.name!r}",
                               source="--plot")
         check_not_input(plot, "--plot", files=[file], within=[file] if file.is_dir() else [])
-        target = OutputFile(plot, source="--plot", overwrite=overwrite, make_parents=True)
+        target = OutputFile(plot, source="--plot", overwrite=overwrite)
     try:
         inputs: list[Path] = []
         progs, label = read_programs(file, set_ or [], point, fmt, limit, job, inputs=inputs,

@@ -46,7 +46,7 @@ def crossval(
     # checked, and its temporary file made beside it, before any scenario runs: a place that
     # cannot be written is refused now, not after the whole suite has run
     target = OutputFile(out, source="--out", overwrite=overwrite, ours=_is_crossval_result,
-                        what="crossval results file", make_parents=True)
+                        what="crossval results file")
 
     def progress(scenario: str, engine: str) -> None:
         if sys.stderr.isatty():

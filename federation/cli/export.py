@@ -63,7 +63,7 @@ def export(
                if input_calc_unit is not None else None)
     goal_file = out_path(out, "the GOAL file to write", folder=False)
     check_not_input(goal_file, "--out", files=[file], within=[file] if file.is_dir() else [])
-    target = OutputFile(goal_file, source="--out", overwrite=overwrite, make_parents=True)
+    target = OutputFile(goal_file, source="--out", overwrite=overwrite)
     try:
         inputs: list[Path] = []
         progs, label = read_programs(file, set_ or [], point, fmt, limit, job,

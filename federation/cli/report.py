@@ -47,7 +47,7 @@ def report(
     # checked (an existing file only with --overwrite), its temporary file made beside it,
     # before the figures are drawn; the page replaces an earlier one whole (a rename), never
     # half-written
-    with OutputFile(page_file, source=source, overwrite=overwrite, make_parents=True) as target:
+    with OutputFile(page_file, source=source, overwrite=overwrite) as target:
         page, _ = render_report(folders, margin)
         target.commit(page)
     print(page_file)

@@ -325,13 +325,13 @@ class OutputFile(_Made):
     written), an existing file only with ``overwrite`` (and, with ``ours``, only a file
     ``ours`` accepts); then a temporary file is created beside it, proving the place
     writable, and an existing file is opened for appending (non-blocking, links not followed,
-    nothing written), proving it replaceable.  :meth:`commit` writes the text into the
-    temporary file and renames it over the destination; :meth:`abort` (or leaving a ``with``
-    block by an exception) removes it."""
+    nothing written), proving it replaceable.  Missing folders above it are made (and removed
+    again if it is not written), as every command's output file had asked for.  :meth:`commit`
+    writes the text into the temporary file and renames it over the destination;
+    :meth:`abort` (or leaving a ``with`` block by an exception) removes it."""
 
     def __init__(self, path: str | Path, *, source: str, overwrite: bool = False,
-                 ours: Callable[[Path], bool] | None = None, what: str = "file",
-                 make_parents: bool = False) -> None:
+                 ours: Callable[[Path], bool] | None = None, what: str = "file") -> None:
         self.path = Path(path)
         self.source = source
         p = self.path
@@ -343,9 +343,9 @@ class OutputFile(_Made):
         self._created: list[Path] = []
         try:
             if not parent.is_dir():
-                if not make_parents or parent.exists():
-                    why = "is not a folder" if parent.exists() else "does not exist"
-                    raise ConfigError(f"cannot write {p}: {parent} {why}", source=source)
+                if parent.exists():
+                    raise ConfigError(f"cannot write {p}: {parent} is not a folder",
+                                      source=source)
                 q = parent
                 while not q.exists():
                     self._created.append(q)
@@ -475,7 +475,7 @@ class OutputFiles(_Made):
 def write_file(path: Path, text: str, source: str) -> None:
     """Write one file whole now, replacing an existing one (``schema --out``, which
     regenerates its files): the same checks and rename as :class:`OutputFile`."""
-    OutputFile(path, source=source, overwrite=True, make_parents=True).commit(text)
+    OutputFile(path, source=source, overwrite=True).commit(text)
 
 
 # ---------------------------------------------------------------------- tables
