@@ -350,6 +350,43 @@ def test_a_nodes_bytes_beyond_the_clock_are_refused_naming_the_crossing_send():
         "(nic.bandwidth), " + CLOCK)
 
 
+def test_a_late_jobs_bytes_count_from_its_start(tmp_path):
+    """200 pings of 64 KiB leave a node of 5.25 GiB/s in 2.2 ms: from a start at 8.795 s that
+    passes the clock range at the 95th (the run reached it after simulating the job, and
+    refused it naming no field), from 8.79 s it does not."""
+    def at(start: str) -> Path:
+        job = {"name": "a", "placement": {"kind": "contiguous", "count": 2}, "start": start,
+               "workload": {"kind": "pingpong", "sizes": ["64KiB"], "iterations": 200}}
+        path = tmp_path / "e.yaml"
+        path.write_text(yaml.safe_dump({"schema_version": 1, "machine": TINY, "jobs": [job]}))
+        return path
+
+    err = refusal(at("8.795s"))
+    assert err.path == "jobs[0].workload"
+    assert err.message.startswith(
+        "rank 0 operation 188 (send 65536 B to rank 1 tag 0): node 0's outgoing messages add "
+        "up to 6225920 B here, which take at least 1.104ms to leave its node at 5.25GiB/s "
+        "(machine.links.terminal.bandwidth), which after the job's start at 8.795s "
+        "(jobs[0].start) is " + CLOCK)
+    preflight(load_experiment(at("8.79s")), LIMIT)
+
+
+def test_a_ranks_compute_counts_from_its_jobs_start():
+    from federation.programs.checks import MachineFigures
+
+    b = ProgramBuilder(1)
+    b.rank(0).compute(3.0)
+    b.rank(0).compute(3.0)
+    fig = MachineFigures(1, 4096, 65536, 2**30, 2**31, start_ps=3 * 10**12,
+                         start_field="jobs[1].start")
+    check_programs(b.build(), 1, machine=dataclasses.replace(fig, start_ps=2 * 10**12))
+    with pytest.raises(ConfigError) as e:
+        check_programs(b.build(), 1, machine=fig)
+    assert e.value.message == (
+        "rank 0 operation 1 (compute 3000000000000 ps): rank 0's compute times add up to 6s "
+        "here, which after the job's start at 3s (jobs[1].start) is " + CLOCK)
+
+
 # --------------------------------------------------------------------------- built once
 
 

@@ -159,8 +159,10 @@ def build_programs(point: ResolvedPoint, built: Built, max_memory: int,
             raise ConfigError(f"workload {job.workload.name!r} returned "
                               f"{type(progs).__name__}, not RankPrograms", source=point.source,
                               path="workload")
-        check_programs(progs, m, source=progs.source or point.source,
-                       path="workload", machine=machine_figures(point, built, m))
+        figures = replace(machine_figures(point, built, m), start_ps=job.start_ps,
+                          start_field=job.at("start"))
+        check_programs(progs, m, source=progs.source or point.source, path="workload",
+                       machine=figures)
     except ConfigError as exc:
         raise in_job(exc, point, job, m) from None
     check_programs_memory(point, built, progs, max_memory, PROGRAM_BYTES_PER_OP * progs.n_ops,

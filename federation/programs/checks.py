@@ -53,6 +53,9 @@ class MachineFigures:
     terminal_bandwidth: float
     nic_field: str = "nic.bandwidth"
     terminal_field: str = "links.terminal.bandwidth"
+    #: the job's ``start`` (ps): its ranks begin then, so the bounds below count from it
+    start_ps: int = 0
+    start_field: str = "start"
 
 
 def check_programs(progs: RankPrograms, n_nodes: int, source: str | None = None,
@@ -79,6 +82,8 @@ def check_programs(progs: RankPrograms, n_nodes: int, source: str | None = None,
     _check_shapes(progs, fail)
     rank = progs.op_rank
     _check_ops(progs, rank, fail)
+    if machine is not None and machine.start_ps:
+        _check_compute_after_start(progs, machine, fail)
     _check_deps(progs, rank, fail)
     _check_nodes(progs, n_nodes, fail)
     if progs.n_ranks == 0:
@@ -305,9 +310,12 @@ def serialisation_ps(size: np.ndarray, packet: int, bandwidth: float) -> np.ndar
 def _check_machine(p: RankPrograms, rank: np.ndarray, m: MachineFigures,
                    fail) -> None:  # noqa: ANN001
     """A node's NIC sends its ranks' messages one packet at a time, and its terminal link
-    delivers theirs likewise: those sums are lower bounds of the run's length.  One beyond the
-    clock range would end in the engine's clock guard after the whole simulation up to it
-    (a halo exchange of 80 GB faces ran 116 s to get there)."""
+    delivers theirs likewise: those sums, after the job's start, are lower bounds of the
+    run's length, as is each rank's compute after it.  One beyond the clock range would end
+    in the engine's clock guard after the whole simulation up to it (a halo exchange of 80 GB
+    faces ran 116 s to get there)."""
+    limit = TIME_LIMIT_PS * (1 - 1e-12) - m.start_ps
+    after = _after_start(m)
     sends = np.flatnonzero(p.op_kind == SEND)
     if not sends.size:
         return
@@ -318,12 +326,12 @@ def _check_machine(p: RankPrograms, rank: np.ndarray, m: MachineFigures,
             ("reach", node[p.op_peer[sends]], m.terminal_bandwidth, m.terminal_field)):
         t = serialisation_ps(size, m.packet_size, bw)
         total = np.bincount(who, weights=t, minlength=m.n_nodes)
-        if float(total.max()) < TIME_LIMIT_PS * (1 - 1e-12):
+        if float(total.max()) < limit:
             continue
         n = int(np.argmax(total))
         mine = np.flatnonzero(who == n)
         running = np.cumsum(t[mine])
-        i = int(np.searchsorted(running, TIME_LIMIT_PS * (1 - 1e-12)))
+        i = int(np.searchsorted(running, limit))
         op = int(sends[mine[i]])
         if i == 0:
             what = f"this one message of {int(size[mine[0]])} B takes"
@@ -331,7 +339,34 @@ def _check_machine(p: RankPrograms, rank: np.ndarray, m: MachineFigures,
             what = (f"node {n}'s {'outgoing' if side == 'leave' else 'incoming'} messages add "
                     f"up to {int(size[mine[:i + 1]].sum())} B here, which take")
         fail(f"{p.describe(op)}: {what} at least {format_time(float(running[i]) / PS_PER_S)} "
-             f"to {side} its node at {format_rate(bw)} ({field}), beyond {CLOCK_LIMIT}")
+             f"to {side} its node at {format_rate(bw)} ({field}){after} beyond {CLOCK_LIMIT}")
+
+
+def _after_start(m: MachineFigures) -> str:
+    """How a refusal of :func:`_check_machine` counts its figure: from the job's start."""
+    if not m.start_ps:
+        return ","
+    return (f", which after the job's start at {format_time(m.start_ps / PS_PER_S)} "
+            f"({m.start_field}) is")
+
+
+def _check_compute_after_start(p: RankPrograms, m: MachineFigures,
+                               fail) -> None:  # noqa: ANN001
+    """Each rank's compute times after its job's start, as :func:`_check_ops` checks them
+    from 0 (a rank's computes run one at a time)."""
+    limit = TIME_LIMIT_PS * (1 - 1e-12) - m.start_ps
+    after = _after_start(m)
+    t = p.op_time_ps
+    cs = np.concatenate([[0.0], np.cumsum(t, dtype=np.float64)])
+    per_rank = cs[p.rank_first[1:]] - cs[p.rank_first[:-1]]
+    for r in np.flatnonzero(per_rank >= limit * (1 - 1e-9)):
+        a, b = int(p.rank_first[r]), int(p.rank_first[r + 1])
+        running = 0
+        for i, v in enumerate(t[a:b].tolist()):
+            running += v
+            if running >= limit:
+                fail(f"{p.describe(a + i)}: rank {int(r)}'s compute times add up to "
+                     f"{format_time(running / PS_PER_S)} here{after} beyond {CLOCK_LIMIT}")
 
 
 def check_message_size(nbytes: int, packet: int, bandwidth: float, what: str,
