@@ -138,6 +138,13 @@ def test_open_loop_table_unchanged_and_mixed_sweeps_print_both(tmp_path):
     assert "lat mean ns" in text[2] and "completion ns" in text[5]
     done = closed["points"][0]["summary"]["programs"]["completion_ns"]
     assert text[6].split()[4] == f"{done:.1f}"
+    # a swept mapping (a mixed sweep swaps whole workloads) heads the busiest links as the
+    # table's cell does, compact JSON, not a Python dict
+    swept = point.model_copy(update={"sweep": {"workload": {"kind": "pingpong",
+                                                            "iterations": 1}}})
+    text = format_summary(mixed.model_copy(update={"points": [swept]}), None).splitlines()
+    assert ('busiest links over the run, until the programs completed '
+            '(workload={"kind":"pingpong","iterations":1}):') in text
 
 
 # --------------------------------------------------------------------------- the docs' example

@@ -320,7 +320,7 @@ def _outlived(points: list[PointResult]) -> str | None:
 def _busiest_links(p: PointResult) -> list[str]:
     """The last point's busiest output ports.  A closed-loop point's window is its whole run,
     so its two utilisations are one figure, printed once."""
-    label = ", ".join(f"{k}={v}" for k, v in p.sweep.items()) or "the run"
+    label = ", ".join(f"{k}={_cell(v)}" for k, v in p.sweep.items()) or "the run"
     out = []
     if p.summary.programs is not None:
         where = "" if not p.sweep else f" ({label})"
