@@ -220,8 +220,9 @@ def test_sweep_over_background_load_and_resolved_document(tmp_path):
         assert point.sweep == {"background.load": value}
         # both workloads' plugins are recorded (the background's was left out)
         assert {k: c.name for k, c in point.components.items()} == {
-            "topology": "dragonfly", "qos": "none", "routing": "minimal",
-            "workload": "pingpong", "background": "synthetic", "engine": "native"}
+            "topology": "dragonfly", "qos": "none", "arbiter": "oldest_first",
+            "routing": "minimal", "workload": "pingpong", "background": "synthetic",
+            "engine": "native"}
     # the resolved document runs again to the same figures
     again = load(tmp_path, result.points[1].resolved, "again.yaml")
     rerun = run_experiment(again)

@@ -66,6 +66,11 @@ def test_third_party_adaptive_routing_and_arbiter_run_reproducibly(adaptive_site
     resolved = point["resolved"]
     assert resolved["routing"]["algorithm"] == "most_credit"
     assert resolved["machine"]["router"]["arbiter"]["kind"] == "random_pick"
+    # ... and results.json names the plugin behind the arbiter as behind the routing
+    comps = point["components"]
+    assert comps["arbiter"]["name"] == "random_pick"
+    assert comps["arbiter"]["source"] == comps["routing"]["source"]
+    assert not comps["arbiter"]["source"].startswith("hpc-federation")
 
 
 FAULTY = '''

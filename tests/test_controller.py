@@ -189,6 +189,13 @@ def test_by_size_controller(probe, tmp_path):
     doc["workload"]["iterations"] = 2
     prep, *_ = simulate(tmp_path, doc)
     assert prep.job.programs.prog.msg_mode[:8].tolist() == [1, 1, 2, 2] * 2
+    # results.json records the controller's plugin beside the routing's
+    from federation.pipeline.point import component_origins
+
+    origins = component_origins(prep.point)
+    assert (origins["controller"].name, origins["controller"].plugin) == ("by_size", "controllers")
+    assert origins["controller"].source.startswith("hpc-federation ")
+    assert origins["routing"].name == "mode_probe"
 
 
 THIRD_PARTY = '''

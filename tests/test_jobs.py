@@ -252,7 +252,8 @@ def test_results_name_every_job_and_its_nodes(tmp_path):
     # fuzz 43, item 13: no top-level `workload` slot (it was the first job's, recorded as the
     # file's); each job's workload and placement instead
     assert {k: c["name"] for k, c in p["components"].items()} == {
-        "topology": "dragonfly", "qos": "none", "routing": "minimal", "engine": "native",
+        "topology": "dragonfly", "qos": "none", "arbiter": "oldest_first",
+        "routing": "minimal", "engine": "native",
         "jobs.ar.workload": "allreduce", "jobs.ar.placement": "random_nodes",
         "jobs.pp.workload": "pingpong", "jobs.pp.placement": "list",
         "jobs.bg.workload": "synthetic", "jobs.bg.placement": "rest"}

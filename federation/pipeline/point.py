@@ -162,8 +162,9 @@ def _component(c: Any) -> dict[str, Any]:
 
 
 def component_origins(point: ResolvedPoint) -> dict[str, ComponentOrigin]:
-    """Plugin and version behind each component of ``point``: ``workload`` (and
-    ``background``) of the one-job form, or ``jobs.NAME.workload`` and
+    """Plugin and version behind each component of ``point``: the machine's topology, QoS
+    policy and arbiter, the routing and its controller (when given), the engine,
+    ``workload`` (and ``background``) of the one-job form, or ``jobs.NAME.workload`` and
     ``jobs.NAME.placement`` of each job of ``jobs:`` (such a point has no workload of its
     own: ``point.workload``, its first job's, is no slot of the file)."""
 
@@ -173,7 +174,10 @@ def component_origins(point: ResolvedPoint) -> dict[str, ComponentOrigin]:
     slots: list[tuple[str, Any, Any]] = [
         ("topology", plugins.topologies, point.machine.topology),
         ("qos", plugins.qos, point.machine.qos),
+        ("arbiter", plugins.arbiters, point.machine.arbiter),
         ("routing", plugins.routings, point.routing)]
+    if point.controller is not None:
+        slots.append(("controller", plugins.controllers, point.controller))
     if point.experiment.jobs is None:
         slots.append(("workload", plugins.workloads, point.workload))
         if point.background is not None:

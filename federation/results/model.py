@@ -282,7 +282,8 @@ class PointResult(FederationModel):
         "every component's parameters, no sweep; `federation run` accepts it as it is")
     components: dict[str, ComponentOrigin] = Field(
         default_factory=dict, description="the plugin and version behind each component: "
-        "topology, qos, routing, engine, and the workload (and background) of a file without "
+        "topology, qos, arbiter, routing, controller (when the routing has one), engine, and "
+        "the workload (and background) of a file without "
         "jobs, or for each job of `jobs:` `jobs.NAME.workload` and `jobs.NAME.placement` "
         "(no `workload` then)")
     summary: PointSummary
