@@ -383,8 +383,8 @@ def test_a_ranks_compute_counts_from_its_jobs_start():
     with pytest.raises(ConfigError) as e:
         check_programs(b.build(), 1, machine=fig)
     assert e.value.message == (
-        "rank 0 operation 1 (compute 3000000000000 ps): rank 0's compute times add up to 6s "
-        "here, which after the job's start at 3s (jobs[1].start) is " + CLOCK)
+        "rank 0 operation 1 (compute 3000000000000 ps): rank 0's compute times add up to "
+        "6000000000000 ps here, which after the job's start at 3s (jobs[1].start) is " + CLOCK)
 
 
 # --------------------------------------------------------------------------- built once

@@ -83,7 +83,7 @@ def check_programs(progs: RankPrograms, n_nodes: int, source: str | None = None,
     rank = progs.op_rank
     _check_ops(progs, rank, fail)
     if machine is not None and machine.start_ps:
-        _check_compute_after_start(progs, machine, fail)
+        _check_compute_sums(progs, fail, machine.start_ps, _after_start(machine))
     _check_deps(progs, rank, fail)
     _check_nodes(progs, n_nodes, fail)
     if progs.n_ranks == 0:
@@ -156,18 +156,26 @@ def _check_ops(p: RankPrograms, rank: np.ndarray, fail) -> None:  # noqa: ANN001
     if (op := _first((t < 0) | (t >= TIME_LIMIT_PS))) is not None:
         fail(f"{p.describe(op)}: compute time {int(t[op])} ps is negative or beyond "
              f"{CLOCK_LIMIT}")
-    # per-rank sums: a float pass finds candidate ranks, an exact pass confirms (int64 sums of
-    # a million values below 2**43 could overflow)
+    _check_compute_sums(p, fail)
+
+
+def _check_compute_sums(p: RankPrograms, fail, start_ps: int = 0,  # noqa: ANN001
+                        after: str = ",") -> None:
+    """Each rank's compute times summed from ``start_ps`` (its job's start) against the
+    clock range: a rank's computes run one at a time.  A float pass finds candidate ranks,
+    an exact pass confirms (int64 sums of a million values below 2**43 could overflow)."""
+    t = p.op_time_ps
+    limit = TIME_LIMIT_PS - start_ps
     cs = np.concatenate([[0.0], np.cumsum(t, dtype=np.float64)])
     per_rank = cs[p.rank_first[1:]] - cs[p.rank_first[:-1]]
-    for r in np.flatnonzero(per_rank >= TIME_LIMIT_PS * (1 - 1e-9)):
+    for r in np.flatnonzero(per_rank >= limit * (1 - 1e-9)):
         a, b = int(p.rank_first[r]), int(p.rank_first[r + 1])
         running = 0
         for i, v in enumerate(t[a:b].tolist()):
             running += v
-            if running >= TIME_LIMIT_PS:
+            if running >= limit:
                 fail(f"{p.describe(a + i)}: rank {int(r)}'s compute times add up to "
-                     f"{running} ps here, beyond {CLOCK_LIMIT}")
+                     f"{running} ps here{after} beyond {CLOCK_LIMIT}")
 
 
 def _check_deps(p: RankPrograms, rank: np.ndarray, fail) -> None:  # noqa: ANN001
@@ -348,25 +356,6 @@ def _after_start(m: MachineFigures) -> str:
         return ","
     return (f", which after the job's start at {format_time(m.start_ps / PS_PER_S)} "
             f"({m.start_field}) is")
-
-
-def _check_compute_after_start(p: RankPrograms, m: MachineFigures,
-                               fail) -> None:  # noqa: ANN001
-    """Each rank's compute times after its job's start, as :func:`_check_ops` checks them
-    from 0 (a rank's computes run one at a time)."""
-    limit = TIME_LIMIT_PS * (1 - 1e-12) - m.start_ps
-    after = _after_start(m)
-    t = p.op_time_ps
-    cs = np.concatenate([[0.0], np.cumsum(t, dtype=np.float64)])
-    per_rank = cs[p.rank_first[1:]] - cs[p.rank_first[:-1]]
-    for r in np.flatnonzero(per_rank >= limit * (1 - 1e-9)):
-        a, b = int(p.rank_first[r]), int(p.rank_first[r + 1])
-        running = 0
-        for i, v in enumerate(t[a:b].tolist()):
-            running += v
-            if running >= limit:
-                fail(f"{p.describe(a + i)}: rank {int(r)}'s compute times add up to "
-                     f"{format_time(running / PS_PER_S)} here{after} beyond {CLOCK_LIMIT}")
 
 
 def check_message_size(nbytes: int, packet: int, bandwidth: float, what: str,
