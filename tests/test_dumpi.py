@@ -45,9 +45,12 @@ def test_compute_scale_and_algorithm_choice():
     p = read_dumpi(RING, compute_scale=0.5, algorithms={"allreduce": "ring"})
     comp = p.op_time_ps[p.op_kind == 2]
     assert sorted(set(comp.tolist())) == [1_250_000, 5_000_000]
-    # ring of 4 B over 3 ranks: pieces 2, 2, 0 B; reduce-scatter: 2 exchanges per rank (the
-    # empty piece too), allgather: the empty piece skipped, 2 sends and 2 receives in all
-    assert int((p.op_tag >= COLLECTIVE_TAG).sum()) == 3 * 2 * 2 + 2 * 2 * 2
+    # ring of one MPI_INT over 3 ranks, split in whole elements: pieces 4, 0, 0 B;
+    # reduce-scatter: 2 exchanges per rank (the empty pieces too), allgather: the empty pieces
+    # skipped, the one piece sent on twice (2 sends and 2 receives in all)
+    assert int((p.op_tag >= COLLECTIVE_TAG).sum()) == 3 * 2 * 2 + 2 * 2
+    sent = p.op_bytes[(p.op_tag >= COLLECTIVE_TAG) & (p.op_kind == 0)]
+    assert sorted(sent.tolist()) == [0] * 4 + [4] * 4
 
 
 def copy_ring(tmp_path: Path) -> Path:
@@ -456,3 +459,83 @@ def test_a_byte_order_mark_is_skipped(tmp_path):
     f.write_bytes(b"\xef\xbb\xbf" + f.read_bytes())
     p, q = read_dumpi(d), read_dumpi(RING)
     assert as_sets(p) == as_sets(q) and p.op_line.tolist() == q.op_line.tolist()
+
+
+def write_trace(d: Path, n: int, call: str, params) -> Path:  # noqa: ANN001
+    """``n`` rank files with MPI_Init, one ``call`` with ``params(rank)`` (lines), MPI_Finalize,
+    each call 1 us after the previous one returned."""
+    d.mkdir()
+    for r in range(n):
+        lines, t = [], 0
+        for name, body in (("MPI_Init", []), (call, params(r)), ("MPI_Finalize", [])):
+            lines.append(f"{name} entering at walltime 0.{t:09d}, cputime 0.000000000 seconds "
+                         "in thread 0.")
+            lines += body
+            lines.append(f"{name} returning at walltime 0.{t + 1000:09d}, cputime 0.000000000 "
+                         "seconds in thread 0.")
+            t += 2000
+        (d / f"dumpi-0000-{r:04d}.txt").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def collective_ops(p) -> list[tuple]:  # noqa: ANN001
+    ops, _ = as_sets(p)
+    return sorted(o[:5] for o in ops if o[1] in (0, 1) and o[4] >= COLLECTIVE_TAG)
+
+
+DOUBLE = "11 (MPI_DOUBLE)"
+NULL_TYPE = "0 (MPI_DATATYPE_NULL)"
+WORLD = "MPI_Comm comm=2 (MPI_COMM_WORLD)"
+
+
+def counts(send: int, stype: str, recv: int, rtype: str, root: int | None = None) -> list[str]:
+    return [f"int sendcount={send}", f"MPI_Datatype sendtype={stype}", f"int recvcount={recv}",
+            f"MPI_Datatype recvtype={rtype}",
+            *([f"int root={root}"] if root is not None else []), WORLD]
+
+
+@pytest.mark.parametrize("call, params, op, nbytes, algorithm", [
+    # 5 doubles by ring over 4 ranks: pieces of whole doubles, 16, 16, 8, 0 B (MPICH's split);
+    # they were cut as 5 x 8 bytes, 10 B each
+    ("MPI_Allreduce", lambda r: ["int count=5", f"MPI_Datatype datatype={DOUBLE}",
+                                 "MPI_Op op=3 (MPI_SUM)", WORLD], "allreduce", 40, "ring"),
+    # MPI reads a scatter's send side at the root only: the others may pass 0, NULL (they were
+    # sized by their own sendcount, and refused as unmatched)
+    ("MPI_Scatter", lambda r: counts(100 if r == 1 else 0, DOUBLE if r == 1 else NULL_TYPE,
+                                     100, DOUBLE, root=1), "scatter", 800, "auto"),
+    # a gather's receive side at the root (whose send side MPI_IN_PLACE leaves unread)
+    ("MPI_Gather", lambda r: counts(0 if r == 2 else 100, NULL_TYPE if r == 2 else DOUBLE,
+                                    100 if r == 2 else 0, DOUBLE if r == 2 else NULL_TYPE,
+                                    root=2), "gather", 800, "auto"),
+    # an in-place allgather: only the receive side is read (it wrote no message at all)
+    ("MPI_Allgather", lambda r: counts(0, NULL_TYPE, 100, DOUBLE), "allgather", 800, "auto"),
+])
+def test_collectives_are_sized_as_mpi_reads_them(tmp_path, call, params, op, nbytes,
+                                                 algorithm):
+    from federation.programs.collectives import collective
+
+    d = write_trace(tmp_path / "t", 4, call, params)
+    got = read_dumpi(d, algorithms={op: algorithm})
+    b = ProgramBuilder(4)
+    root = {"scatter": 1, "gather": 2}.get(op, 0)
+    collective(b, op, None, nbytes, algorithm=algorithm, root=root, tag=COLLECTIVE_TAG,
+               datatype_size=8)
+    assert collective_ops(got) == collective_ops(b.build())
+    assert collective_ops(got)  # it writes messages
+    check_programs(got, 4)
+
+
+def test_the_auto_choice_counts_elements_not_bytes(tmp_path):
+    """3 elements of a 1 KiB type on 12 ranks: MPICH's allreduce takes recursive doubling
+    (count 3 < pof2 8), which the collective workload does too; counted as 3,072 elements it
+    was Rabenseifner, which refuses 3 elements."""
+    from federation.programs.collectives import collective
+
+    d = write_trace(tmp_path / "t", 12, "MPI_Allreduce", lambda r: [
+        "int count=3", "MPI_Datatype datatype=100 (user-type)", "MPI_Op op=3 (MPI_SUM)", WORLD])
+    got = read_dumpi(d, datatype_sizes={100: 1024})
+    b = ProgramBuilder(12)
+    collective(b, "allreduce", None, 3072, algorithm="recursive_doubling", tag=COLLECTIVE_TAG,
+               datatype_size=1024)
+    assert collective_ops(got) == collective_ops(b.build())
+    assert {o[3] for o in collective_ops(got)} == {3072}

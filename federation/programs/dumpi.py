@@ -31,6 +31,12 @@ operation budget).
 ``MPI_Test*``                                     (a test completes nothing here)
 ===============================================  ===========================================
 
+A collective's buffers are sized as MPI reads them, and split in whole elements of its
+datatype (``auto`` counts elements, as MPICH does): ``count x datatype``; an allgather's and
+an alltoall's receive side (``MPI_IN_PLACE`` leaves the send side unread), a gather's receive
+side at its root and send side elsewhere, a scatter's send side at its root and receive side
+elsewhere (the side MPI does not read may be ``0, MPI_DATATYPE_NULL``).
+
 **Compute** is the gap between a call's return and the next call's entry (wall time, exact
 to the nanosecond the file prints), times ``compute_scale``.  **Refused**, naming the file
 and line: a call that is not in the table and moves data or waits (``MPI_Waitany``,
@@ -401,14 +407,19 @@ class _RankTrace:
                    line: int) -> None:
         if not self.world(pr, call, line):
             return
+        root = self.num(pr, "root", call, line) if op in ("bcast", "reduce", "gather",
+                                                         "scatter") else 0
+        if not 0 <= root < self.n:
+            raise self.fail(line, f"{call}: root {root} is not a rank of the trace")
         sizes = None
-        nbytes = 0
+        nbytes, unit = 0, 1
         if op in ("bcast", "reduce", "allreduce"):
-            nbytes = self.size(self.num(pr, "count", call, line),
-                               self.dtype(pr, "datatype", call, line), call, line)
+            unit = self.dtype(pr, "datatype", call, line)
+            nbytes = self.size(self.num(pr, "count", call, line), unit, call, line)
         elif op in ("allgather", "alltoall", "gather", "scatter"):
-            nbytes = self.size(self.num(pr, "sendcount", call, line),
-                               self.dtype(pr, "sendtype", call, line), call, line)
+            side = _counted_side(op, self.rb.rank == root)
+            unit = self.dtype(pr, f"{side}type", call, line)
+            nbytes = self.size(self.num(pr, f"{side}count", call, line), unit, call, line)
         elif op == "alltoallv":
             su = self.dtype(pr, "sendtype", call, line)
             ru = self.dtype(pr, "recvtype", call, line)
@@ -420,15 +431,11 @@ class _RankTrace:
             sizes = np.zeros((self.n, self.n), dtype=np.int64)
             sizes[self.rb.rank] = np.asarray(sc, dtype=np.int64) * su
             sizes[:, self.rb.rank] = np.asarray(rc, dtype=np.int64) * ru
-        root = self.num(pr, "root", call, line) if op in ("bcast", "reduce", "gather",
-                                                         "scatter") else 0
-        if not 0 <= root < self.n:
-            raise self.fail(line, f"{call}: root {root} is not a rank of the trace")
         before = len(self.rb.kind)
         try:
             collective(_OneRank(self.rb, self.n), op, None, nbytes,
                        algorithm=self.rd.algorithms.get(op, "auto"), root=root,
-                       tag=COLLECTIVE_TAG, sizes=sizes)
+                       tag=COLLECTIVE_TAG, datatype_size=max(unit, 1), sizes=sizes)
         except ConfigError as e:
             raise self.fail(line, f"{call}: {e.message}") from None
         for i in range(before, len(self.rb.kind)):
@@ -436,6 +443,18 @@ class _RankTrace:
         self.rd.count(len(self.rb.kind) - before, self.path, line)
         if len(self.rb.kind) > before:
             self.rd.collective_messages(self.path, line, call)
+
+
+def _counted_side(op: str, at_root: bool) -> str:
+    """Which of a rank's ``send``/``recv`` count and type MPI reads for its part of ``op``:
+    the receive side of an allgather or alltoall (``MPI_IN_PLACE`` leaves the send side
+    unread), a gather's at its root and a scatter's away from it; else the send side (a
+    scatter's non-roots and a gather's root may pass ``0, MPI_DATATYPE_NULL`` there)."""
+    if op in ("allgather", "alltoall"):
+        return "recv"
+    if op == "gather":
+        return "recv" if at_root else "send"
+    return "recv" if not at_root else "send"  # scatter
 
 
 def _walltime(m: re.Match) -> tuple[int, str]:
