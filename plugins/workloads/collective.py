@@ -61,7 +61,8 @@ class CollectiveParams(Params):
                             "each destination (alltoall, alltoallv); at least 1 B (a 0-byte "
                             "collective sends nothing: leave it out); barrier: ignored")
     size_max: ByteCount | None = Field(None, description="alltoallv: each pair's size drawn "
-                                       "uniformly from size .. size_max (seeded)")
+                                       "uniformly from size .. size_max in whole elements "
+                                       "(datatype_size; seeded)")
     ranks: int | None = Field(None, ge=1, description="ranks (rank i on node i); default: "
                               "every node")
     group_size: int | None = Field(None, ge=1, description="communicators of this many "
@@ -152,9 +153,11 @@ class Collective(Workload):
         check_ops(per_iter * p.iterations, "iterations")
         sizes = None
         if p.op == "alltoallv":
+            # whole elements, each count equally likely (bytes drawn and then cut to elements
+            # gave the largest count 1 / datatype_size of the others' chance)
+            e = p.datatype_size
             hi = int(p.size_max) if p.size_max is not None else int(p.size)
-            sizes = ctx.rng.integers(int(p.size), hi, size=(g, g), endpoint=True)
-            sizes = sizes - sizes % p.datatype_size
+            sizes = ctx.rng.integers(int(p.size) // e, hi // e, size=(g, g), endpoint=True) * e
         asm = ProgramAssembler(n)
         everyone = np.arange(n, dtype=np.int64)
         for _ in range(p.iterations):
