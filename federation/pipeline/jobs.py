@@ -3,9 +3,10 @@
 Runs after *build* (placements read the built machine) and before *traffic*.  In two steps,
 because a two-opt rank order needs the job's own messages, which its rank programs give:
 
-1. :func:`place_jobs`: each job's placement, in the order of ``jobs`` with every ``rest``
-   last, each drawing from the job's own stream (the experiment's seed and the job's
-   position); overlapping jobs are refused, naming both, unless one of them is ``shared``.
+1. :func:`place_jobs`: each job's placement, in the order of ``jobs`` with the ``list``
+   placements first and every ``rest`` last, each drawing from the job's own stream (the
+   experiment's seed and the job's position); overlapping jobs are refused, naming both,
+   unless one of them is ``shared``.
    Then each job's static rank order (``ascending``, ``placement``, ``cco``; a ``two_opt``
    job starts from its ``initial`` order).
 2. :func:`order_ranks`: the ``two_opt`` jobs' search over their programs' messages on the
@@ -115,7 +116,11 @@ def place_jobs(point: ResolvedPoint, built: Built) -> Placed:
     jobs = point_jobs(point)
     owner = np.full(net.n_nodes, -1, dtype=np.int64)
     placed: dict[int, np.ndarray] = {}
-    for job in sorted(jobs, key=lambda j: (j.placement.takes_rest, j.index)):
+    # listed nodes first, so that no drawn placement takes them (in file order one could,
+    # seed by seed), then the others in file order, ``rest`` last
+    order = sorted(jobs, key=lambda j: (j.placement.takes_rest, j.placement.listed() is None,
+                                        j.index))
+    for job in order:
         ctx = PlacementContext(net, owner < 0, job_stream(point, job.index, PLACEMENT_STREAM),
                                job.name)
         try:

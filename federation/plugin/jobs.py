@@ -67,7 +67,8 @@ class Placement(Component):
 
     def listed(self) -> list[int] | None:
         """The explicit machine nodes of a placement that names them (``list``), so that
-        overlapping lists are refused before anything is built; ``None`` otherwise."""
+        overlapping lists are refused before anything is built, and such a placement is
+        placed before the others (which then never draw its nodes); ``None`` otherwise."""
         return None
 
     def place(self, ctx: PlacementContext) -> np.ndarray:
