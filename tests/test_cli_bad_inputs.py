@@ -370,8 +370,8 @@ def test_the_most_precise_set_is_blamed(tmp_path, order):
      "e.yaml: jobs[1].placement.nodes[1]: job 'b': node 100000000000000000000 does not exist "
      "(the machine has 12 nodes)"),
     ("{kind: list, nodes: [0, 1, 2, 3, 4, 5, 6, 7, 8]}",
-     "e.yaml: jobs[1].placement.nodes: job 'b' asks for 9 nodes; with the others' (jobs 'a', "
-     "'b') that is 13, but the machine has 12"),
+     "e.yaml: jobs[1].placement.nodes: job 'b' asks for 9 nodes; with the other's (job 'a') "
+     "that is 13, but the machine has 12"),
 ])
 def test_a_listed_placement_is_refused_at_its_nodes(tmp_path, placement, line):
     """A shared list of a node past 2**63 was an OverflowError traceback (the preflight's

@@ -135,7 +135,8 @@ def place_jobs(point: ResolvedPoint, built: Built) -> Placed:
                 other = jobs[int(held[clash[0]])]
                 raise ConfigError(
                     f"job {job.name!r} and job {other.name!r} ({other.field}) both hold node "
-                    f"{int(nodes[clash[0]])} ({clash.size} nodes in common); jobs share nodes "
+                    f"{int(nodes[clash[0]])} ({clash.size} node{'s' if clash.size > 1 else ''} "
+                    "in common); jobs share nodes "
                     "only when one of them says shared: true", source=point.source,
                     path=job.at("placement"))
             owner[nodes] = job.index

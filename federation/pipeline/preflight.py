@@ -179,9 +179,12 @@ def _check_sizes(point: ResolvedPoint, every: list[ResolvedJob], n: int | None) 
         taken += c
         counted.append(j)
         if n is not None and taken > n:
-            names = ", ".join(repr(x.name) for x in counted)
-            raise ConfigError(f"job {j.name!r} asks for {c} nodes; with the others' "
-                              f"(jobs {names}) that is {taken}, but the machine has {n}",
+            others = [repr(x.name) for x in counted[:-1]]
+            whose = "the others' (jobs" if len(others) > 1 else "the other's (job"
+            with_others = (f"; with {whose} {', '.join(others)}) that is {taken}"
+                           if others else "")
+            raise ConfigError(f"job {j.name!r} asks for {c} nodes{with_others}, but the "
+                              f"machine has {n}",
                               source=src, path=j.at("placement.nodes"
                                                     if j.placement.listed() is not None
                                                     else "placement.count"))
