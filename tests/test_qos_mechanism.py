@@ -225,8 +225,10 @@ def test_weighted_round_robin_shares(tmp_path):
     assert hi[-1] == 79 and list(lo[:4]) == [4, 8, 12, 17]
 
 
-@pytest.mark.parametrize("vcs", [2, 3, 8])
+@pytest.mark.parametrize("vcs", [1, 2, 3, 8])
 def test_vcs_must_be_classes_times_the_routings_need(tmp_path, vcs):
+    """Below the routing's own need (1) the refusal is this one too: it was the routing's
+    "set router.vcs: 2 or more", and 2 is refused here."""
     point = experiment(tmp_path, caps(0.7, 0.3), saturating(PKT), vcs=vcs)
     with pytest.raises(ConfigError) as exc:
         prepare(point)

@@ -180,14 +180,18 @@ def build(point: ResolvedPoint, max_memory: int, estimate: MemoryEstimate | None
         program = point.routing.program(net, point.machine.topology, machine, tables)
     except RoutingError as exc:  # the routing cannot serve this machine with these options
         raise ConfigError(str(exc), source=point.source, path="routing") from None
-    try:  # a compiled routing's own count, not its tables' (which it may not follow)
-        if program is None:
-            check_vcs(tables, machine.router.vcs, point.routing.name)
-        else:
-            check_program(program, machine.router.vcs, owner)
-    except RoutingError as exc:
-        o = figure_origin(point, "router.vcs")
-        raise ConfigError(str(exc), source=o.source, path=o.path) from None
+    # a compiled routing's own count, not its tables' (which it may not follow); with
+    # traffic classes ``router.vcs`` is exactly classes x that (check_class_vcs says so: the
+    # routing's own count alone, "or more", would advise a figure refused next)
+    if point.machine.qos.n_classes() <= 1:
+        try:
+            if program is None:
+                check_vcs(tables, machine.router.vcs, point.routing.name)
+            else:
+                check_program(program, machine.router.vcs, owner)
+        except RoutingError as exc:
+            o = figure_origin(point, "router.vcs")
+            raise ConfigError(str(exc), source=o.source, path=o.path) from None
     check_class_vcs(point, program.vcs_required if program is not None
                     else tables.vcs_required)
     walk = check_point_routes(point, net, tables, program)
