@@ -134,6 +134,21 @@ def test_classes_by_job_every_packet_of_a_job_in_its_class(tmp_path):
     assert classes[0].packets == int((job == "ar").sum())
 
 
+def test_rank_programs_without_a_class_take_the_policys(tmp_path):
+    """Rule 3 for rank programs too: a closed-loop job naming no class is in the policy's
+    ``traffic_class`` of its sends (``low`` here), as an open-loop one is; it was class 0,
+    the first served, whatever the policy said."""
+    doc = {"machine": machine(TWO), "stop": STOP, "jobs": [
+        {"name": "ar", "workload": ALLREDUCE, "placement": {"kind": "contiguous", "count": 8}},
+        {"name": "pp", "class": "high", "workload": PINGPONG,
+         "placement": {"kind": "list", "nodes": [40, 41]}}]}
+    _, out = run(tmp_path, doc)
+    pk = table(out, "packets")
+    job, cls = np.array(pk["job"]), np.array(pk["class"])
+    assert (job == "ar").sum() == 2 * 3 * 8 * 4 and set(cls[job == "ar"].tolist()) == {1}
+    assert set(cls[job == "pp"].tolist()) == {0}
+
+
 def test_class_by_operation_kind_collectives_high_point_to_point_low(tmp_path):
     """Mechanism II: an allreduce's every packet is a collective's (``high``), a ping-pong's
     a point-to-point send's (``low``); the packets table says so packet by packet."""

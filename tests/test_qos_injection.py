@@ -51,8 +51,9 @@ class DstWrr(WeightedRoundRobin):
 
 
 class AllLow(StrictPriorityQos):
-    """Strict priority; every open-loop (background) message in the low class, so a rank
-    program's packets (class 0 here) and the background's compete at each NIC."""
+    """Strict priority; every message in the low class unless its workload names one, so a
+    rank program's packets (``classes: {workload: high}``) and the background's compete at
+    each NIC."""
 
     name = "background_low"
 
@@ -229,7 +230,8 @@ def test_program_packets_go_before_a_low_background_at_the_nic(tmp_path):
         qos = {"kind": "background_low", "at": at, "classes": [{"name": "high"}, {"name": "low"}]}
         point = experiment(tmp_path, qos, [], background={"kind": "synthetic", "load": 0.9},
                            workload={"kind": "collective", "op": "allreduce", "ranks": 4,
-                                     "size": "32KiB", "iterations": 2})
+                                     "size": "32KiB", "iterations": 2},
+                           classes={"workload": "high"})
         raw = point.engine.run(prepare(point).job)
         assert raw.programs is not None
         return raw.end_ps
@@ -325,7 +327,8 @@ def test_one_class_nics_take_the_short_path_to_the_same_packets(tmp_path, monkey
     if qos["kind"].startswith("background_low"):
         top = {"background": {"kind": "synthetic", "load": 0.9},
                "workload": {"kind": "collective", "op": "allreduce", "ranks": 4,
-                            "size": "32KiB", "iterations": 2}}
+                            "size": "32KiB", "iterations": 2},
+               "classes": {"workload": "high"}}
     doc = {"machine": {"topology": {"kind": "dragonfly", "p": 2, "a": 2, "h": 1},
                        "links": {k: {"bandwidth": "1GB/s", "latency": "10ns", "buffer": 2 * PKT}
                                  for k in ("terminal", "local", "global")},

@@ -279,12 +279,7 @@ def open_traffic(point: ResolvedPoint, built: Built, batches: Batches, expected:
         class 0 on a machine of one class, whatever the jobs name."""
         if n_classes <= 1:
             return np.zeros(msgs.count, dtype=np.int16)
-        mclass = np.asarray(qos.traffic_class(msgs))
-        if mclass.shape != (msgs.count,) or (msgs.count and not 0 <= int(mclass.min())
-                                             <= int(mclass.max()) < n_classes):
-            raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
-                              f"{n_classes - 1} or not one per message", source=point.source,
-                              path="machine.qos")
+        mclass = policy_classes(point, msgs)
         if msgs.cls is not None:
             mclass = np.where(msgs.cls >= 0, msgs.cls, mclass)
         return mclass
@@ -376,18 +371,39 @@ def _prepare_programs(point: ResolvedPoint, built: Built, max_memory: int,
     return PreparedPoint(point, net, job, None, built, placed, layout, programs_by_job)
 
 
+def policy_classes(point: ResolvedPoint, msgs: Messages) -> np.ndarray:
+    """The QoS policy's ``traffic_class`` of ``msgs``, checked: one class per message, each
+    one of the policy's (refused naming ``machine.qos`` otherwise)."""
+    qos = point.machine.qos
+    n_classes = int(qos.n_classes())
+    mclass = np.asarray(qos.traffic_class(msgs))
+    if mclass.shape != (msgs.count,) or (msgs.count and not 0 <= int(mclass.min())
+                                         <= int(mclass.max()) < n_classes):
+        raise ConfigError(f"QoS policy {qos.name!r} returned traffic classes outside 0.."
+                          f"{n_classes - 1} or not one per message", source=point.source,
+                          path="machine.qos")
+    return mclass
+
+
 def program_classes(point: ResolvedPoint, progs: RankPrograms,
                     layout: JobLayout) -> np.ndarray | None:
     """The traffic class of each message (send) of the merged programs ``progs``: its job's
     ``class``, or by ``class_by`` the class of collectives' sends and of the others
-    (``RankPrograms.op_coll``); ``None`` (all class 0) on a machine of one class."""
+    (``RankPrograms.op_coll``), else the policy's ``traffic_class`` of the sends as messages
+    (source and destination nodes, size; time 0: a closed loop's times are not known before
+    the run); ``None`` (all class 0) on a machine of one class."""
     names = class_names(point)
     if len(names) <= 1:
         return None
     sends = progs.op_kind == SEND
     rank = progs.op_rank[sends]
     coll = progs.collective_sends()
-    out = np.zeros(int(sends.sum()), dtype=np.int64)
+    node = progs.nodes()
+    n = int(sends.sum())
+    out = policy_classes(point, Messages(
+        np.zeros(n, dtype=np.int64), node[rank].astype(np.int32),
+        node[progs.op_peer[sends]].astype(np.int32), progs.op_bytes[sends].astype(np.int64)
+    )).astype(np.int64)
     for job in point_jobs(point):
         if job.index not in layout.ranks:
             continue
