@@ -192,7 +192,8 @@ def test_results_say_what_was_run_and_rerun_identically(tmp_path):
     assert res["workload"]["load"] == 0.3 and "sweep" not in res
     assert res["stop"] == {"warmup": 0.2e-6, "measure": 1e-6, "messages": None}
     assert point["routing_description"].startswith("dragonfly minimal")
-    assert set(point["components"]) == {"topology", "qos", "routing", "workload", "engine"}
+    assert set(point["components"]) == {"topology", "qos", "arbiter", "routing", "workload",
+                                        "engine"}
     assert point["components"]["routing"]["source"].startswith("hpc-federation ")
     (tmp_path / "rerun.yaml").write_text(yaml.safe_dump(res))
     r = run_cli("run", "rerun.yaml", "--json", "--out", "c", cwd=tmp_path)
