@@ -193,6 +193,14 @@ def test_background_packets_have_physical_latencies(tmp_path):
     assert ((table["completed_ps"][:n_bg] >= 0) == whole).all()
     started = table["started_ps"][:n_bg]
     assert (started[whole] >= table["created_ps"][:n_bg][whole]).all()
+    # a message starts when its first packet leaves its NIC, delivered by the end or not
+    # (those in flight when the programs finished were left at -1)
+    left = packets["injected_ps"] >= 0
+    never = np.iinfo(np.int64).max
+    first = np.full(n_bg, never)
+    np.minimum.at(first, packets["message"][left], packets["injected_ps"][left])
+    assert (started == np.where(first == never, -1, first)).all()
+    assert (started[~whole] >= 0).any()
 
 
 def test_same_file_same_results(tmp_path):

@@ -339,6 +339,8 @@ class PacketSink:
             s.nonminimal += int((m[:, REC_MINIMAL] == 0).sum())
             self._classes(m)
         self._messages(d)
+        if not every:  # the run ended with these in flight: a message started when its
+            self._started(rec[~got])  # first packet left its NIC, delivered or not
 
     def _classes(self, m: np.ndarray) -> None:
         """Measured packets' records ``m`` counted by their traffic class."""
@@ -394,6 +396,20 @@ class PacketSink:
         for c in finished:
             self._retire(c)
         self.chunks = [c for c in self.chunks if (c.left > 0).any()]
+
+    def _started(self, u: np.ndarray) -> None:
+        """Undelivered packets' records ``u``: those that left their NIC start their message
+        then (``started_ps``), as delivered ones do in :meth:`_messages`."""
+        u = u[u[:, REC_INJECT] >= 0]
+        if not u.shape[0] or not self.chunks:
+            return
+        firsts = np.array([c.first for c in self.chunks])
+        which = np.searchsorted(firsts, u[:, REC_MSG], side="right") - 1
+        for ci in np.unique(which).tolist():
+            c = self.chunks[ci]
+            if c.table:
+                part = u[which == ci]
+                np.minimum.at(c.started, part[:, REC_MSG] - c.first, part[:, REC_INJECT])
 
     def _retire(self, c: _Chunk) -> None:
         done = np.where(c.left > 0, -1, c.done)
