@@ -92,7 +92,8 @@ def format_metrics(head: dict[str, Any], m: Any, note: str | None = None,
         ("ASPL", f"{m.aspl:.4f} router hops over {m.routers * (m.routers - 1)} ordered pairs"
                  + (f" (Moore bound {m.moore_aspl:.4f})" if m.moore_aspl is not None else "")),
         ("node pairs", f"mean {m.node_mean_hops:.4f} router hops, max {m.node_diameter} "
-                       "(uniform traffic)"),
+                       "(uniform traffic on shortest paths; `federation hops` follows the "
+                       "routing's)"),
     ]
     if len(m.hop_histogram) <= 17:
         rows.append(("hops", "  ".join(f"{k}:{v}" for k, v in enumerate(m.hop_histogram)

@@ -19,8 +19,10 @@ Definitions (``R`` routers, ``d(r, s)`` = fewest router-to-router cable hops fro
   path);
 * ``node_mean_hops``: mean router hops between the routers of two distinct nodes, over all
   ordered pairs of distinct nodes (two nodes on one router count 0 hops) -- the mean router hops
-  of uniform random traffic.  It differs from ``aspl`` when routers carry different numbers of
-  nodes (fat-tree spines, megafly spines carry none); ``node_diameter``: the largest distance
+  of uniform random traffic on shortest paths (a routing whose paths are longer, as a
+  dragonfly's minimal one between some groups, takes more: ``federation hops``).  It differs
+  from ``aspl`` when routers carry different numbers of nodes (fat-tree spines, megafly spines
+  carry none); ``node_diameter``: the largest distance
   between two routers that both carry nodes;
 * ``moore_diameter`` / ``moore_aspl``: the Moore bound, i.e. the smallest diameter and ASPL any
   graph of ``R`` vertices and maximum degree ``max(neighbours)`` could have (how far a
