@@ -41,7 +41,8 @@ def validate(
         print(f"{file}: valid machine ({rm.topology.name}: {net.n_routers} routers, "
               f"{net.n_nodes} nodes, {net.n_links} cables)")
         return
-    loaded = load_experiment(file, set_ or [])
+    loaded = load_experiment(file, set_ or [], document=doc)  # read once (a long messages:
+    # list takes seconds)
     # the folder run would write by default (name, outputs.dir): run refuses a file there
     check_out_folder(*output_folder(loaded, None, "validate"))
     cache = preflight(loaded, limit, deadlock_check=not no_deadlock_check)

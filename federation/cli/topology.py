@@ -33,12 +33,13 @@ def topology(
     from federation.pipeline.load import is_machine_document, load_experiment, load_machine
 
     limit = memory_limit(max_memory)  # usage before the file is read
-    machine_file = is_machine_document(read_document(file))
+    doc = read_document(file)
+    machine_file = is_machine_document(doc)
     note = None
     if machine_file:
         rm = load_machine(file)
     else:
-        loaded = load_experiment(file)
+        loaded = load_experiment(file, document=doc)  # read once
         rm = loaded.points[0].machine
         if len(loaded.points) > 1 and any(
                 k.startswith("machine.") for k in loaded.points[0].sweep):
