@@ -260,9 +260,19 @@ def test_results_name_every_job_and_its_nodes(tmp_path):
     from federation.plots.reader import load_folder
     from federation.plots.report import components_table
 
-    rows = components_table(load_folder(tmp_path / "o").result.points)
+    folder = load_folder(tmp_path / "o")
+    rows = components_table(folder.result.points)
     assert "<td class=l>workload</td>" not in rows
     assert "<td class=l>jobs.pp.workload</td><td class=l>pingpong</td>" in rows
+    # the report shows what the terminal does: the programs' completion and each job's row
+    # (it had the open-loop columns only)
+    from federation.plots.report import program_tables
+
+    html = "\n".join(program_tables(folder))
+    s = p["summary"]
+    assert f"<td>{s['programs']['completion_ns']:.1f}</td>" in html
+    for j in s["jobs"]:
+        assert f"<td class=l>{j['name']}</td><td>{j['workload']}</td><td>{len(j['nodes'])}" in html
     # the resolved document runs again to the same figures
     (tmp_path / "r.json").write_text(json.dumps(p["resolved"]))
     r2 = run_cli("run", "r.json", "--out", "o2", "--json", cwd=tmp_path)

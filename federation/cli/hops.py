@@ -81,7 +81,8 @@ def hop_report(file: Path, overrides: list[str], max_memory: int | None) -> dict
 
 def format_report(report: dict[str, Any]) -> str:
     """The report as right-aligned tables, one per point."""
-    from federation.cli.run import _num, _table
+    from federation.cli.run import _table
+    from federation.results.tables import num as _num
 
     lines: list[str] = []
     for p in report["points"]:

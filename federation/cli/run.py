@@ -11,7 +11,8 @@ import typer
 from federation.cli.app import app, out_path
 from federation.cli.terminal import progress_reporter
 from federation.errors import ConfigError
-from federation.results.model import LinkUse, PointResult, RunResult, Variability
+from federation.results.model import LinkUse, PointResult, RunResult
+from federation.results.tables import cell, job_rows, num, program_rows
 
 if TYPE_CHECKING:
     from federation.pipeline.points import LoadedExperiment
@@ -181,10 +182,10 @@ def format_summary(result: RunResult, out_dir: Path | None) -> str:
     if closed:
         if open_loop:
             lines.append("")
-        lines += _table(*_program_rows(keys, closed))
+        lines += _table(*program_rows(keys, closed, _wall))
     with_jobs = [p for p in result.points if p.summary.jobs]
     if with_jobs:
-        lines += ["", *_table(*_job_rows(keys, with_jobs))]
+        lines += ["", *_table(*job_rows(keys, with_jobs))]
         late = _outlived(with_jobs)
         if late:
             lines += ["", late]
@@ -196,25 +197,8 @@ def format_summary(result: RunResult, out_dir: Path | None) -> str:
     return "\n".join(lines)
 
 
-#: widest a swept value prints in the tables (a swept mapping, e.g. a job's whole workload)
-CELL_WIDTH = 40
-
-
-def _cell(value: object) -> str:
-    """A swept value as a table cell: numbers and names as they are, a mapping or list as
-    compact JSON, cut at :data:`CELL_WIDTH` characters (results.json has it whole)."""
-    if not isinstance(value, dict | list):
-        return str(value)
-    text = json.dumps(value, separators=(",", ":"), default=str)
-    return text if len(text) <= CELL_WIDTH else text[:CELL_WIDTH - 3] + "..."
-
-
-def _num(x: float | None, spec: str = ".1f") -> str:
-    return "-" if x is None else format(x, spec)
-
-
 def _wall(p: PointResult) -> str:
-    return _num(p.performance.wall_seconds if p.performance else None, ".2f")
+    return num(p.performance.wall_seconds if p.performance else None, ".2f")
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -233,63 +217,10 @@ def _open_loop_rows(keys: list[str], points: list[PointResult]
     for p in points:
         s = p.summary
         lat = s.latency_ns
-        rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), p.routing,
-                     _num(s.offered_load, ".3f"), _num(s.accepted_load, ".3f"), _num(lat.mean),
-                     _num(lat.p50), _num(lat.p99), _num(s.mean_hops, ".2f"),
-                     _num(s.nonminimal_fraction, ".2f"), str(s.packets_measured), _wall(p)])
-    return head, rows
-
-
-def _program_rows(keys: list[str], points: list[PointResult]
-                  ) -> tuple[list[str], list[list[str]]]:
-    """Per point: when the programs completed (the last rank's finish), how the ranks'
-    finish times spread, and how long a message took from its send's start to its last
-    packet's arrival: the mean over every message (a background's too), then the median,
-    QCD and max/median of the programs' messages (``programs.message_completion_ns``)."""
-    head = [*keys, "routing", "ranks", "ops", "msgs", "completion ns", "finish min",
-            "mean", "max", "msg mean ns", "prog p50 ns", *SPREAD_HEAD[1:], "hops", "delivered",
-            "wall s"]
-    rows = []
-    for p in points:
-        s = p.summary
-        pg = s.programs
-        assert pg is not None
-        fin = pg.rank_finish_ns
-        rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), p.routing, str(pg.ranks),
-                     str(pg.operations), str(pg.messages), _num(pg.completion_ns),
-                     _num(min(fin) if fin else None), _num(sum(fin) / len(fin) if fin else None),
-                     _num(max(fin) if fin else None), _num(s.message_completion_ns_mean),
-                     *_spread(pg.message_completion_ns),
-                     _num(s.mean_hops, ".2f"), str(s.packets_delivered), _wall(p)])
-    return head, rows
-
-
-#: the message completion times' variability (the Aries noise paper's figures)
-SPREAD_HEAD = ["msg p50 ns", "QCD", "max/p50"]
-
-
-def _spread(v: Variability | None) -> list[str]:
-    if v is None:
-        return ["-"] * len(SPREAD_HEAD)
-    return [_num(v.median), _num(v.qcd, ".3f"), _num(v.max_over_median, ".2f")]
-
-
-def _job_rows(keys: list[str], points: list[PointResult]) -> tuple[list[str], list[list[str]]]:
-    """Per job of each point: its nodes, its completion (closed loop; alone and the slowdown
-    with ``slowdown: true``), how its messages and packets fared."""
-    head = [*keys, "job", "workload", "nodes", "completion ns", "alone ns", "slowdown",
-            "msg mean ns", *SPREAD_HEAD, "lat mean ns", "p99", "hops", "delivered"]
-    rows = []
-    for p in points:
-        for j in p.summary.jobs or []:
-            lat = j.latency_ns
-            rows.append([*(_cell(p.sweep.get(k, "-")) for k in keys), j.name, j.workload,
-                         str(len(j.nodes)), _num(j.completion_ns),
-                         _num(j.completion_alone_ns), _num(j.slowdown, ".3f"),
-                         _num(j.message_completion_ns_mean), *_spread(j.message_completion_ns),
-                         _num(lat.mean if lat else None), _num(lat.p99 if lat else None),
-                         _num(j.mean_hops, ".2f"),
-                         "-" if j.packets_delivered is None else str(j.packets_delivered)])
+        rows.append([*(cell(p.sweep.get(k, "-")) for k in keys), p.routing,
+                     num(s.offered_load, ".3f"), num(s.accepted_load, ".3f"), num(lat.mean),
+                     num(lat.p50), num(lat.p99), num(s.mean_hops, ".2f"),
+                     num(s.nonminimal_fraction, ".2f"), str(s.packets_measured), _wall(p)])
     return head, rows
 
 
@@ -320,7 +251,7 @@ def _outlived(points: list[PointResult]) -> str | None:
 def _busiest_links(p: PointResult) -> list[str]:
     """The last point's busiest output ports.  A closed-loop point's window is its whole run,
     so its two utilisations are one figure, printed once."""
-    label = ", ".join(f"{k}={_cell(v)}" for k, v in p.sweep.items()) or "the run"
+    label = ", ".join(f"{k}={cell(v)}" for k, v in p.sweep.items()) or "the run"
     out = []
     if p.summary.programs is not None:
         where = "" if not p.sweep else f" ({label})"

@@ -22,6 +22,7 @@ from federation.plots import DEFAULT_SATURATION_MARGIN
 from federation.plots.data import REDUNDANT, ResultFolder, series_of
 from federation.plots.standard import Drawn, draw_all, figure_paths
 from federation.results.model import PointResult
+from federation.results.tables import job_rows, program_rows
 
 CAPTIONS = {
     "latency": "Mean and 99th-percentile packet latency against measured offered load; the "
@@ -97,6 +98,31 @@ def summary_table(folder: ResultFolder) -> str:
     return _table(head, rows, left=0)
 
 
+def program_tables(folder: ResultFolder) -> list[str]:
+    """The rank programs' and the jobs' tables of the points that have them, with the
+    columns ``federation run`` prints (:mod:`federation.results.tables`): their completion,
+    finish spread and message times, each job's completion, alone time and slowdown."""
+    pts = folder.result.points
+    keys = [k for k in dict.fromkeys(k for p in pts for k in p.sweep) if k not in REDUNDANT]
+    perf = folder.performance
+    walls = {id(p): perf[i].get("wall_seconds") if i < len(perf) and perf[i] else None
+             for i, p in enumerate(pts)}
+    closed = [p for p in pts if p.summary.programs is not None]
+    with_jobs = [p for p in pts if p.summary.jobs]
+    out = []
+    if closed:
+        head, rows = program_rows(["point", *keys], [], lambda p: "")
+        rows = [[str(p.index), *r] for p, r in zip(
+            closed, program_rows(keys, closed, lambda p: _num(walls[id(p)], ".2f"))[1],
+            strict=True)]
+        out += ["<h3>Rank programs (completion, ns)</h3>", _table(head, rows)]
+    if with_jobs:
+        head, rows = job_rows(["point", *keys], [])
+        rows = [[str(p.index), *r] for p in with_jobs for r in job_rows(keys, [p])[1]]
+        out += ["<h3>Jobs</h3>", _table(head, rows, left=2 + len(keys))]
+    return out
+
+
 def busiest_table(points: list[PointResult]) -> str:
     head = ["point", "from", "to", "class", "port", "window util", "window bytes",
             "run util", "run bytes"]
@@ -146,7 +172,8 @@ def folder_section(folder: ResultFolder, heading: bool) -> list[str]:
                    + ".</p>")
     out += ["<h3>Summary (measurement window)</h3>", summary_table(folder),
             "<p>Loads are fractions of NIC bandwidth; latencies in ns from creation at the source "
-            "NIC to delivery (network latency: from leaving the NIC).</p>"]
+            "NIC to delivery (network latency: from leaving the NIC).</p>",
+            *program_tables(folder)]
     routings = list(dict.fromkeys((p.routing, p.routing_description) for p in r.points))
     out += ["<h3>Routing</h3>", "<ul>"]
     out += [f"<li><b>{_e(a)}</b>: {_e(d or '-')}</li>" for a, d in routings]
