@@ -539,3 +539,16 @@ def test_the_auto_choice_counts_elements_not_bytes(tmp_path):
                datatype_size=1024)
     assert collective_ops(got) == collective_ops(b.build())
     assert {o[3] for o in collective_ops(got)} == {3072}
+
+
+def test_a_sendrecv_on_comm_self_is_refused_as_a_send_is(tmp_path):
+    """Its dest and source were read as world ranks: a 0 -> 0 message through the NIC on rank
+    0, an unmatched receive from rank 0 on rank 1."""
+    d = write_trace(tmp_path / "t", 2, "MPI_Sendrecv", lambda r: [
+        "int sendcount=4", f"MPI_Datatype sendtype={DOUBLE}", "int dest=0", "int sendtag=1",
+        "int recvcount=4", f"MPI_Datatype recvtype={DOUBLE}", "int source=0", "int recvtag=1",
+        "MPI_Comm comm=1 (MPI_COMM_SELF)"])
+    with pytest.raises(ConfigError) as e:
+        read_dumpi(d)
+    assert e.value.message.endswith("line 3: MPI_Sendrecv on MPI_COMM_SELF: a rank's message "
+                                    "to itself")

@@ -368,6 +368,9 @@ class _RankTrace:
                 self.requests[self.numbers(pr, "request", call, line)[0]] = h
             self.label(line)
         elif call == "MPI_Sendrecv":
+            if not self.world(pr, call, line):  # before dest and source, which would be
+                # ranks of MPI_COMM_SELF (the caller itself) read as world ranks
+                raise self.fail(line, f"{call} on MPI_COMM_SELF: a rank's message to itself")
             dst = self.rank_of(self.num(pr, "dest", call, line), "dest", call, line)
             src = self.rank_of(self.num(pr, "source", call, line), "source", call, line)
             st = self.size(self.num(pr, "sendcount", call, line),
@@ -377,7 +380,6 @@ class _RankTrace:
             stag, rtag = self.num(pr, "sendtag", call, line), self.num(pr, "recvtag", call, line)
             if min(stag, rtag) < 0:
                 raise self.fail(self.at, f"{call}: MPI_ANY_TAG is a wildcard")
-            self.world(pr, call, line)
             self.rd.count(2, self.path, line)
             hr = rb.irecv(src, rt, rtag)
             self.label(line)
