@@ -120,7 +120,10 @@ def test_a_goal_schedule_in_another_calc_unit(tmp_path):
     assert compute() == 2_500_000  # 2,500 ns
     assert compute("--calc-unit", "1ps") == 2_500
     assert compute("--calc-unit", "10ns") == 25_000_000
+    assert compute("--calc-unit", "1.1ns") == 2_750_000  # 1,100 ps, whatever the float says
+    # 1,000,000.4 ps was taken as 1,000,000 (a relative slack of 1e-6 let 0.4 ps pass)
     for args, words in ((["--calc-unit", "0.5ps"], "not a whole number of picoseconds"),
+                        (["--calc-unit", "1.0000004us"], "not a whole number of picoseconds"),
                         (["--format", "ti", "--calc-unit", "1ps"], "applies to GOAL schedules")):
         assert words in one_error(run_cli("comm", "s.goal", *args, cwd=tmp_path))
 

@@ -89,6 +89,10 @@ def test_swept_kind_and_plugin_parameters_blame_the_sweep(tmp_path):
     assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == (
         "error: e.yaml: sweep.workload.calc_unit: 0.5ps is not a whole number of picoseconds "
         "(at least 1ps) (sweep point 2: workload.calc_unit=0.5ps, seed=1)")
+    files(tmp_path, workload="{kind: program, path: p.goal, calc_unit: 1.0000004us}")
+    assert one_error(run_cli("validate", "e.yaml", cwd=tmp_path)) == (
+        "error: e.yaml: workload.calc_unit: 1000000.4ps is not a whole number of picoseconds "
+        "(at least 1ps)")
 
 
 def test_swept_values_are_blamed_in_jobs_machine_files_and_overrides(tmp_path):

@@ -133,14 +133,14 @@ def calc_unit_ps(text: str, option: str = "--calc-unit") -> int:
     """``option``'s value in whole picoseconds (at least 1, below the clock range): the
     time of one GOAL ``calc`` unit."""
     from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
-    from federation.models.units import PS_PER_S, parse_time
+    from federation.models.units import PS_PER_S, is_whole_ps, parse_time
 
     try:
         unit_s = parse_time(text)
     except ValueError as e:
         raise ConfigError(str(e), source=option) from None
     unit_ps = round(unit_s * PS_PER_S)
-    if unit_ps < 1 or abs(unit_ps - unit_s * PS_PER_S) > 1e-6 * unit_ps:
+    if unit_ps < 1 or not is_whole_ps(unit_s):
         raise ConfigError(f"{text} is not a whole number of picoseconds (at least 1ps)",
                           source=option)
     if unit_ps >= TIME_LIMIT_PS:  # one calc past the clock (and 2**63 ps an OverflowError)

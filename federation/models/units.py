@@ -151,6 +151,18 @@ def seconds_to_ps(seconds: float) -> int:
     return int(round(seconds * PS_PER_S))
 
 
+#: how far a duration's picoseconds may be from a whole number and still count as one: a
+#: float's rounding (8.8 s is 8.8e12 ps to a thousandth), not a part of a picosecond
+WHOLE_PS_SLACK = 0.01
+
+
+def is_whole_ps(seconds: float) -> bool:
+    """Whether ``seconds`` is a whole number of picoseconds, up to a float's rounding
+    (``1.1ns`` is; ``1.0000004us``, 1,000,000.4 ps, is not)."""
+    ps = float(seconds) * PS_PER_S
+    return abs(ps - round(ps)) <= WHOLE_PS_SLACK
+
+
 def beyond_clock(seconds: float) -> bool:
     """True when ``seconds``, rounded to picoseconds, is not below the engine's clock range
     (:data:`~federation.models.limits.TIME_LIMIT_PS`), or is not a number."""

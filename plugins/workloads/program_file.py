@@ -36,7 +36,7 @@ from federation import Params, Workload, WorkloadContext, hookimpl
 from federation.errors import ConfigError
 from federation.models.base import DocumentPath
 from federation.models.limits import CLOCK_LIMIT, TIME_LIMIT_PS
-from federation.models.units import Time, clock_ps, format_time
+from federation.models.units import Time, clock_ps, is_whole_ps
 from federation.programs.goal import read_goal
 from federation.programs.model import RankPrograms
 from federation.programs.ti import DEFAULT_HOST_SPEED, read_ti
@@ -125,8 +125,8 @@ class ProgramFile(Workload):
                               algorithms=self.params.algorithms, max_ranks=n_nodes)
         if fmt == "goal":
             unit = clock_ps(self.params.calc_unit, "calc_unit", path="workload.calc_unit")
-            if unit < 1 or abs(unit - self.params.calc_unit * 1e12) > 1e-6 * unit:
-                raise ConfigError(f"{format_time(self.params.calc_unit)} is not a whole "
+            if unit < 1 or not is_whole_ps(self.params.calc_unit):
+                raise ConfigError(f"{self.params.calc_unit * 1e12:.10g}ps is not a whole "
                                   "number of picoseconds (at least 1ps)",
                                   path="workload.calc_unit")
             return read_goal(path, calc_unit_ps=unit, max_ranks=n_nodes)
