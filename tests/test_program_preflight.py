@@ -207,6 +207,15 @@ def test_a_stop_window_set_for_rank_programs_alone_is_noted(tmp_path):
     bg = experiment(tmp_path, {"kind": "pingpong"}, name="g.yaml", stop={"measure": "5us"},
                     background={"kind": "synthetic", "load": 0.1})
     assert load_experiment(bg).notes == []
+    # a sweep of both kinds: the open-loop point uses them, so the note names the others
+    mixed = experiment(tmp_path, {"kind": "pingpong"}, name="h.yaml",
+                       stop={"warmup": "1us", "measure": "5us"},
+                       sweep={"workload": [{"kind": "synthetic", "load": 0.3},
+                                           {"kind": "pingpong"}]})
+    assert load_experiment(mixed).notes == [
+        "stop.measure and stop.warmup change nothing at point 1 (the open-loop points use "
+        "them): rank programs run until they finish and the whole run is measured (the stop "
+        "rule gives a background's horizon)"]
 
 
 # --------------------------------------------------------------------------- case 10

@@ -450,15 +450,18 @@ def _unused_stop(points: list[ResolvedPoint]) -> list[str]:
     programs (no background, no open-loop job): the programs run until they finish and the
     whole run is measured, so those fields change nothing (``stop.messages`` is refused by
     the preflight instead)."""
-    fields = sorted({f"stop.{name}" for point in points
-                     if all(job.workload.closed_loop for job in point_jobs(point))
-                     for name in ("warmup", "measure")
-                     if name in point.experiment.stop.model_fields_set
-                     or f"stop.{name}" in point.sweep})
+    closed = [i for i, point in enumerate(points)
+              if all(job.workload.closed_loop for job in point_jobs(point))]
+    fields = sorted({f"stop.{name}" for i in closed for name in ("warmup", "measure")
+                     if name in points[i].experiment.stop.model_fields_set
+                     or f"stop.{name}" in points[i].sweep})
     if not fields:
         return []
-    return [f"{' and '.join(fields)} change nothing here: rank programs run until they finish "
-            "and the whole run is measured (the stop rule gives a background's horizon)"]
+    where = "here" if len(closed) == len(points) else (  # a sweep of both kinds: which points
+        f"at point{'s' if len(closed) > 1 else ''} {', '.join(map(str, closed))} (the "
+        "open-loop points use them)")
+    return [f"{' and '.join(fields)} change nothing {where}: rank programs run until they "
+            "finish and the whole run is measured (the stop rule gives a background's horizon)"]
 
 
 def _iq_cycle_notes(points: list[ResolvedPoint]) -> list[str]:
