@@ -384,3 +384,23 @@ def test_a_swept_output_switch_defines_no_series(runs, tmp_path):
     series = series_of(load_folders([dst]))
     assert len(series) == 1 and len(series[0].points) == 2
     assert series[0].label == "minimal"
+
+
+def test_two_swept_keys_of_one_last_part_are_told_apart_in_legends(runs, tmp_path):
+    """Sweeping both links' latency labelled the series ``latency=100ns latency=30ns``; each
+    key now keeps as many of its last parts as tell it from the others."""
+    from federation.plots.data import load_folders, series_of, short_keys
+
+    assert short_keys(["machine.links.global.latency", "machine.links.local.latency",
+                       "workload.load"]) == {
+        "machine.links.global.latency": "global.latency",
+        "machine.links.local.latency": "local.latency", "workload.load": "load"}
+    dst = _copy(runs["base"], tmp_path / "lat")
+    doc = _doc(dst)
+    for p, (g, loc) in zip(doc["points"], (("100ns", "30ns"), ("1us", "500ns")), strict=True):
+        p["sweep"]["machine.links.global.latency"] = g
+        p["sweep"]["machine.links.local.latency"] = loc
+    _write_doc(dst, doc)
+    labels = sorted(s.label for s in series_of(load_folders([dst])))
+    assert labels == ["global.latency=100ns local.latency=30ns",
+                      "global.latency=1us local.latency=500ns"]

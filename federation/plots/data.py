@@ -128,6 +128,7 @@ def label_series(series: list[Series]) -> None:
     routings = len({s.routing for s in series}) > 1
     keys = sorted({k for s in series for k in s.fixed} - REDUNDANT)
     varying = [k for k in keys if len({repr(s.fixed.get(k)) for s in series}) > 1]
+    short = short_keys(varying)
     for s in series:
         parts = []
         if several_folders:
@@ -138,7 +139,7 @@ def label_series(series: list[Series]) -> None:
             parts.append(s.engine)
         if routings or not (several_folders or engines or varying):
             parts.append(s.routing)
-        parts += [f"{k.rsplit('.', 1)[-1]}={s.fixed.get(k)}" for k in varying]
+        parts += [f"{short[k]}={s.fixed.get(k)}" for k in varying]
         s.label = " ".join(str(x) for x in parts)
     seen: dict[str, int] = {}
     for s in series:  # two series could still share a label (e.g. equal folder names)
@@ -146,6 +147,20 @@ def label_series(series: list[Series]) -> None:
         seen[s.label] = n + 1
         if n:
             s.label = f"{s.label} #{n + 1}"
+
+
+def short_keys(keys: list[str]) -> dict[str, str]:
+    """Each dotted key by its last part, or by as many last parts as tell it from the others
+    (``machine.links.global.latency`` and ``...local.latency``: ``global.latency`` and
+    ``local.latency``, not ``latency`` twice)."""
+    out = {}
+    for k in keys:
+        parts = k.split(".")
+        n = 1
+        while n < len(parts) and any(o != k and o.split(".")[-n:] == parts[-n:] for o in keys):
+            n += 1
+        out[k] = ".".join(parts[-n:])
+    return out
 
 
 def saturation_index(offered: np.ndarray, accepted: np.ndarray,
