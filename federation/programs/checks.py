@@ -82,7 +82,9 @@ def check_programs(progs: RankPrograms, n_nodes: int, source: str | None = None,
     _check_shapes(progs, fail)
     rank = progs.op_rank
     _check_ops(progs, rank, fail)
-    if machine is not None and machine.start_ps:
+    if machine is None:
+        _check_compute_sums(progs, fail)
+    else:  # from the job's start
         _check_compute_sums(progs, fail, machine.start_ps, _after_start(machine))
     _check_deps(progs, rank, fail)
     _check_nodes(progs, n_nodes, fail)
@@ -156,7 +158,6 @@ def _check_ops(p: RankPrograms, rank: np.ndarray, fail) -> None:  # noqa: ANN001
     if (op := _first((t < 0) | (t >= TIME_LIMIT_PS))) is not None:
         fail(f"{p.describe(op)}: compute time {int(t[op])} ps is negative or beyond "
              f"{CLOCK_LIMIT}")
-    _check_compute_sums(p, fail)
 
 
 def _check_compute_sums(p: RankPrograms, fail, start_ps: int = 0,  # noqa: ANN001
