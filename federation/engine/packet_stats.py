@@ -381,12 +381,7 @@ class PacketSink:
     def _messages(self, d: np.ndarray) -> None:
         if not d.shape[0] or not self.chunks:
             return
-        firsts = np.array([c.first for c in self.chunks])
-        which = np.searchsorted(firsts, d[:, REC_MSG], side="right") - 1
-        chunks = np.unique(which).tolist()
-        for ci in chunks:
-            c = self.chunks[ci]
-            part = d if len(chunks) == 1 else d[which == ci]
+        for c, part in self._by_chunk(d):
             i = part[:, REC_MSG] - c.first
             np.subtract.at(c.left, i, 1)
             np.maximum.at(c.done, i, part[:, REC_DELIVER])
@@ -403,13 +398,18 @@ class PacketSink:
         u = u[u[:, REC_INJECT] >= 0]
         if not u.shape[0] or not self.chunks:
             return
-        firsts = np.array([c.first for c in self.chunks])
-        which = np.searchsorted(firsts, u[:, REC_MSG], side="right") - 1
-        for ci in np.unique(which).tolist():
-            c = self.chunks[ci]
+        for c, part in self._by_chunk(u):
             if c.table:
-                part = u[which == ci]
                 np.minimum.at(c.started, part[:, REC_MSG] - c.first, part[:, REC_INJECT])
+
+    def _by_chunk(self, rec: np.ndarray) -> Iterator[tuple[_Chunk, np.ndarray]]:
+        """The loaded chunks that records ``rec`` belong to (by message number), each with
+        its records (``rec`` itself when they are all one chunk's)."""
+        firsts = np.array([c.first for c in self.chunks])
+        which = np.searchsorted(firsts, rec[:, REC_MSG], side="right") - 1
+        chunks = np.unique(which).tolist()
+        for ci in chunks:
+            yield self.chunks[ci], rec if len(chunks) == 1 else rec[which == ci]
 
     def _retire(self, c: _Chunk) -> None:
         done = np.where(c.left > 0, -1, c.done)
